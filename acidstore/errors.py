@@ -1,0 +1,139 @@
+"""The one exception hierarchy of acidstore (layer L0: imports nothing from the project).
+
+Errors are split by *outcome*, because that is what a caller has to decide on:
+
+- ``InvalidInputError``: the request itself is wrong (bad name, schema, SQL, partition value).
+  Nothing was written; retrying the same request fails the same way.
+- ``CommitFailedError``: the write did not land and left nothing visible; retrying may succeed
+  (e.g. ``WriteConflictError`` after re-reading).
+- ``CommitStateUnknownError``: the commit may or may not have landed. Never delete the files
+  of such a write; re-read the table state first.
+- ``DataError``: what is stored is not what the format promises (corrupt ORC, events out of
+  key order, a bucket file holding another bucket's events). Reads never guess past these.
+- ``NotEnoughHistoryError``: a snapshot asks for data that compaction has already erased.
+
+Every message says what went wrong and where (a path, table or transaction id).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AcidStoreError",
+    "CatalogError",
+    "CommitFailedError",
+    "CommitStateUnknownError",
+    "CorruptFileError",
+    "DataError",
+    "InvalidExpressionError",
+    "InvalidInputError",
+    "InvalidLayoutError",
+    "InvalidPartitionValueError",
+    "MergeCardinalityError",
+    "MetastoreError",
+    "NotEnoughHistoryError",
+    "SchemaMismatchError",
+    "TableExistsError",
+    "TableNotFoundError",
+    "TransactionAbortedError",
+    "TransactionStateError",
+    "WriteConflictError",
+]
+
+
+class AcidStoreError(Exception):
+    """Root of every error acidstore raises on purpose."""
+
+
+# --- the request is wrong ---------------------------------------------------------------------
+
+
+class InvalidInputError(AcidStoreError, ValueError):
+    """The caller asked for something invalid; nothing was written."""
+
+
+class InvalidLayoutError(InvalidInputError):
+    """A directory or file name does not follow Hive's ACID layout (it is reported, not guessed)."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(f"{message}: {path}" if path is not None else message)
+        self.path = path
+
+
+class SchemaMismatchError(InvalidInputError):
+    """Data or a file does not match the table schema (names, types or nullability)."""
+
+
+class InvalidExpressionError(InvalidInputError):
+    """A predicate or SET expression does not parse or refers to unknown columns."""
+
+
+class InvalidPartitionValueError(InvalidInputError):
+    """A partition value cannot be stored safely under the table location."""
+
+
+class MergeCardinalityError(InvalidInputError):
+    """A MERGE matched one target row with more than one source row; nothing was written."""
+
+
+# --- catalog ----------------------------------------------------------------------------------
+
+
+class CatalogError(AcidStoreError):
+    """A database or table is missing, already exists, or was dropped."""
+
+
+class TableNotFoundError(CatalogError, KeyError):
+    """The named table does not exist (or was dropped)."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class TableExistsError(CatalogError):
+    """A table of that name already exists."""
+
+
+# --- transactions -----------------------------------------------------------------------------
+
+
+class CommitFailedError(AcidStoreError):
+    """The write did not land: nothing of it is visible and it is safe to retry."""
+
+
+class WriteConflictError(CommitFailedError):
+    """Another transaction committed a conflicting update/delete first (first committer wins)."""
+
+
+class TransactionAbortedError(CommitFailedError):
+    """The transaction was aborted (explicitly, by timeout, or by the metastore)."""
+
+
+class CommitStateUnknownError(AcidStoreError):
+    """The commit may or may not have landed; files must not be deleted until that is known."""
+
+
+class TransactionStateError(AcidStoreError):
+    """A transaction was used in a state that forbids it (e.g. reused after it failed)."""
+
+
+class MetastoreError(AcidStoreError):
+    """The metastore failed or holds inconsistent state."""
+
+
+# --- what is stored is wrong ------------------------------------------------------------------
+
+
+class DataError(AcidStoreError):
+    """Stored data breaks the format's promises; the read stops rather than answer wrongly."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(f"{message} (file: {path})" if path is not None else message)
+        self.path = path
+
+
+class CorruptFileError(DataError):
+    """A file cannot be decoded (truncated, not ORC, unreadable side file)."""
+
+
+class NotEnoughHistoryError(AcidStoreError):
+    """The snapshot needs write ids that a compacted base has already folded away."""

@@ -1,0 +1,3 @@
+"""The ACID ORC layer (L2): event schema, bucket codec, and file I/O."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Readers over a selected directory set (L3)."""
+
+from __future__ import annotations

@@ -1,0 +1,112 @@
+"""The import graph points down the layers of DESIGN.md; this test fails on any upward import."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# module (or package prefix) -> layer number; the longest matching prefix wins.
+LAYERS: dict[str, int] = {
+    "acidstore.errors": 0,
+    "acidstore.layout": 1,
+    "acidstore.writeids": 1,
+    "acidstore.fs": 1,
+    "acidstore.orc": 2,
+    "acidstore.directory": 2,
+    "acidstore.metastore": 2,
+    "acidstore.read": 3,
+    "acidstore.write": 3,
+    "acidstore.transaction": 4,
+    "acidstore.table": 4,
+    "acidstore.warehouse": 4,
+    "acidstore.expressions": 3,
+    "acidstore.spark": 5,
+    "acidstore.cli": 5,
+    "compaction": 5,
+}
+# The package facade re-exports the public API and sits above the library layers it names.
+FACADES = {"acidstore": 4}
+
+
+def layer_of(module: str) -> int | None:
+    if module in FACADES:
+        return FACADES[module]
+    best: tuple[int, int] | None = None
+    for prefix, layer in LAYERS.items():
+        if module == prefix or module.startswith(prefix + "."):
+            if best is None or len(prefix) > best[0]:
+                best = (len(prefix), layer)
+    return None if best is None else best[1]
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def imported_modules(path: Path, module: str) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    is_package = path.name == "__init__.py"
+    out: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")
+                if not is_package:
+                    base = base[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            out.append((node.lineno, target))
+            out.extend((node.lineno, f"{target}.{alias.name}") for alias in node.names)
+    return out
+
+
+def project_files() -> list[Path]:
+    return sorted(p for pkg in ("acidstore", "compaction") for p in (ROOT / pkg).rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", project_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_imports_point_down(path: Path) -> None:
+    module = module_name(path)
+    own = layer_of(module)
+    assert own is not None, f"{module} has no layer in tests/test_layers.py LAYERS"
+    for lineno, target in imported_modules(path, module):
+        top = target.split(".")[0]
+        if top not in ("acidstore", "compaction"):
+            continue
+        if target == module or target.startswith(module + "."):
+            continue  # a package importing its own submodules
+        if target in FACADES and module != target:
+            raise AssertionError(f"{path.name}:{lineno} imports the facade {target!r}; "
+                                 "import the defining module instead")
+        theirs = layer_of(target)
+        if theirs is None:
+            continue
+        if module.startswith("compaction") and target.startswith("acidstore"):
+            assert theirs <= 4, f"{path}:{lineno}: compaction may use acidstore L1-L4 only ({target})"
+            continue
+        if target.startswith("compaction"):
+            assert module == "acidstore.cli" or module.startswith("compaction"), (
+                f"{path}:{lineno}: only acidstore.cli may import compaction ({target})")
+            continue
+        assert theirs <= own, (
+            f"{path}:{lineno}: {module} (L{own}) imports {target} (L{theirs}), which is above it")
+
+
+def test_checker_catches_an_upward_import(tmp_path: Path) -> None:
+    """The checker itself must be able to fail."""
+    assert layer_of("acidstore.layout") == 1 and layer_of("acidstore.read.merge") == 3
+    probe = tmp_path / "probe.py"
+    probe.write_text("from .read import merge\nfrom acidstore.table import Table\n")
+    found = [t for _, t in imported_modules(probe, "acidstore.layout")]
+    assert "acidstore.read" in found and "acidstore.table" in found
