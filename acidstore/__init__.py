@@ -1,6 +1,11 @@
-"""acidstore: Hive full-ACID transactional tables for Python and PySpark."""
+"""acidstore: Hive full-ACID transactional tables for Python and PySpark.
+
+The package root is the public facade; the library layers below it never import it.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from acidstore.read.api import read_directory, scan_directory
+
+__all__ = ["read_directory", "scan_directory"]
 __version__ = "0.1.0"

@@ -1,0 +1,135 @@
+"""SQL expression strings evaluated on Arrow data (DuckDB), and pyarrow expressions.
+
+Predicates and SET values are SQL strings so that the same text works embedded and on Spark.
+They are evaluated by an in-process DuckDB connection with external access disabled (an
+expression cannot read or write files) and are checked token by token first: an expression is
+one expression, never a way to append another statement.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import TypeAlias
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from acidstore.errors import InvalidExpressionError
+
+__all__ = ["Predicate", "SqlEvaluator", "check_expression", "referenced_columns"]
+
+Predicate: TypeAlias = str | pc.Expression
+"""What a filter/condition may be: a SQL expression string or a pyarrow expression."""
+
+_TABLE = "__acidstore_batch"
+
+
+def _tokens(text: str) -> list[tuple[str, str]]:
+    """(token text, token type name) of a SQL expression."""
+    try:
+        spans = duckdb.tokenize(text)
+    except Exception as exc:  # duckdb raises its own error types
+        raise InvalidExpressionError(f"cannot parse expression {text!r}: {exc}") from exc
+    out = []
+    for i, (start, kind) in enumerate(spans):
+        end = spans[i + 1][0] if i + 1 < len(spans) else len(text)
+        out.append((text[start:end].strip(), getattr(kind, "name", str(kind))))
+    return out
+
+
+def _quote(identifier: str) -> str:
+    escaped = identifier.replace('"', '""')
+    return f'"{escaped}"'
+
+
+def check_expression(text: str) -> None:
+    """Refuse text that is not a single expression (a ';', unbalanced parentheses, empty)."""
+    if not text.strip():
+        raise InvalidExpressionError("empty expression")
+    depth = 0
+    for token, kind in _tokens(text):
+        if kind in ("string_const", "comment"):
+            continue
+        for char in token:
+            if char == ";":
+                raise InvalidExpressionError(f"expression {text!r} contains ';'")
+            if char == "(":
+                depth += 1
+            elif char == ")":
+                depth -= 1
+                if depth < 0:
+                    raise InvalidExpressionError(f"unbalanced ')' in expression {text!r}")
+    if depth:
+        raise InvalidExpressionError(f"unbalanced '(' in expression {text!r}")
+
+
+def referenced_columns(text: str, names: Iterable[str]) -> list[str]:
+    """The column names of ``names`` that the SQL expression mentions (case-insensitively, as
+    SQL identifiers are), in ``names`` order. Used to decode only what a predicate needs."""
+    idents = set()
+    for token, kind in _tokens(text):
+        if kind == "identifier":
+            ident = token[1:-1].replace('""', '"') if token.startswith('"') else token
+            idents.add(ident.lower())
+            for part in ident.split("."):
+                idents.add(part.strip('"').lower())
+    return [n for n in names if n.lower() in idents]
+
+
+class SqlEvaluator:
+    """Evaluates SQL expressions over Arrow tables on a private, file-less DuckDB connection.
+
+    One evaluator may be used from several threads; each evaluation gets its own cursor.
+    """
+
+    def __init__(self) -> None:
+        self._connection = duckdb.connect(config={"enable_external_access": False})
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self._connection.close()
+
+    def evaluate(self, table: pa.Table, expressions: dict[str, str]) -> pa.Table:
+        """Evaluate named SQL expressions over ``table``; one output column per expression."""
+        for text in expressions.values():
+            check_expression(text)
+        select = ", ".join(f"({text}) AS {_quote(name)}" for name, text in expressions.items())
+        with self._lock:
+            cursor = self._connection.cursor()
+        try:
+            cursor.register(_TABLE, table)
+            result: pa.Table = cursor.sql(f"SELECT {select} FROM {_TABLE}").fetch_arrow_table()
+        except duckdb.Error as exc:
+            shown = "; ".join(expressions.values())
+            raise InvalidExpressionError(f"cannot evaluate {shown!r}: {exc}") from exc
+        finally:
+            cursor.close()
+        return result
+
+    def mask(self, table: pa.Table, predicate: Predicate) -> pa.BooleanArray:
+        """Rows where ``predicate`` is TRUE (NULL counts as false, as in a SQL WHERE)."""
+        if isinstance(predicate, pc.Expression):
+            return _expression_mask(table, predicate)
+        column = self.evaluate(table, {"m": predicate}).column(0)
+        if not pa.types.is_boolean(column.type):
+            raise InvalidExpressionError(
+                f"predicate {predicate!r} is {column.type}, not a boolean")
+        filled: pa.ChunkedArray = pc.fill_null(column, False)
+        return filled.combine_chunks()
+
+
+def _expression_mask(table: pa.Table, expression: pc.Expression) -> pa.BooleanArray:
+    """Evaluate a pyarrow expression to one boolean per row, NULL as false."""
+    import pyarrow.dataset as ds
+
+    try:
+        column = ds.dataset(table).to_table(columns={"m": expression}).column(0)
+    except (pa.ArrowException, TypeError) as exc:
+        raise InvalidExpressionError(f"cannot evaluate {expression}: {exc}") from exc
+    if not pa.types.is_boolean(column.type):
+        raise InvalidExpressionError(f"predicate {expression} is {column.type}, not a boolean")
+    filled: pa.ChunkedArray = pc.fill_null(column, False)
+    out: pa.BooleanArray = filled.combine_chunks()
+    return out

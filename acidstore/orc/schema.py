@@ -1,0 +1,103 @@
+"""Hive's ACID event schema (spec §3.1) mapped to Arrow.
+
+Every row of a full-ACID ORC file is an *event*: six top-level fields in a fixed order, the last
+of which (``row``) holds the user columns. Hive recognises the layout by the top-level field
+names, case-insensitively, so files written by other engines (all lower case) are ACID too.
+Files written by Hive itself often name the user fields ``_col0.._colN``; those are matched to
+the table schema by position, as Hive does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pyarrow as pa
+
+from acidstore.errors import DataError
+
+__all__ = [
+    "ACID_FIELDS",
+    "BUCKET",
+    "CURRENT_TRANSACTION",
+    "DELETE",
+    "INSERT",
+    "KEY_FIELDS",
+    "OPERATION",
+    "ORIGINAL_TRANSACTION",
+    "ROW",
+    "ROW_ID",
+    "ROW_ID_COLUMN",
+    "ROW_ID_TYPE",
+    "UPDATE",
+    "acid_field_names",
+    "event_schema",
+    "is_acid_schema",
+    "row_struct",
+]
+
+OPERATION = "operation"
+ORIGINAL_TRANSACTION = "originalTransaction"
+BUCKET = "bucket"
+ROW_ID = "rowId"
+CURRENT_TRANSACTION = "currentTransaction"
+ROW = "row"
+
+#: The top-level field names, in file order.
+ACID_FIELDS: tuple[str, ...] = (
+    OPERATION, ORIGINAL_TRANSACTION, BUCKET, ROW_ID, CURRENT_TRANSACTION, ROW,
+)
+#: The fields of the sort key / ROW__ID, in key order.
+KEY_FIELDS: tuple[str, str, str] = (ORIGINAL_TRANSACTION, BUCKET, ROW_ID)
+
+INSERT = 0
+UPDATE = 1
+DELETE = 2
+
+#: The name of the optional row-id column of a read, and its type (DESIGN.md).
+ROW_ID_COLUMN = "row__id"
+ROW_ID_TYPE = pa.struct([
+    pa.field("writeid", pa.int64()),
+    pa.field("bucketid", pa.int32()),
+    pa.field("rowid", pa.int64()),
+])
+
+_ACID_TYPES: tuple[pa.DataType, ...] = (
+    pa.int32(), pa.int64(), pa.int32(), pa.int64(), pa.int64(),
+)
+
+
+def row_struct(schema: pa.Schema | Sequence[pa.Field]) -> pa.StructType:
+    """The ``row`` struct type holding the user columns of ``schema``."""
+    return pa.struct(list(schema))
+
+
+def event_schema(user_schema: pa.Schema | Sequence[pa.Field]) -> pa.Schema:
+    """The ORC file schema of an ACID event file whose user columns are ``user_schema``."""
+    fields = [pa.field(name, typ) for name, typ in zip(ACID_FIELDS[:5], _ACID_TYPES, strict=True)]
+    fields.append(pa.field(ROW, row_struct(user_schema)))
+    return pa.schema(fields)
+
+
+def acid_field_names(schema: pa.Schema) -> dict[str, str] | None:
+    """Map canonical ACID field names to the names used in ``schema``, or ``None`` if the
+    schema is not an ACID event schema.
+
+    Matching is by name, case-insensitively and in order (as Hive's ``OrcInputFormat#isOriginal``
+    decides it); the types must then be the event types, otherwise the file is corrupt rather
+    than "original", and that is reported instead of guessed.
+    """
+    if len(schema) != len(ACID_FIELDS):
+        return None
+    if [f.name.lower() for f in schema] != [n.lower() for n in ACID_FIELDS]:
+        return None
+    for field, want in zip(schema, _ACID_TYPES, strict=False):
+        if field.type != want:
+            raise DataError(f"ACID field {field.name!r} has type {field.type}, expected {want}")
+    if not pa.types.is_struct(schema[5].type):
+        raise DataError(f"ACID field {schema[5].name!r} is {schema[5].type}, not a struct")
+    return {canon: f.name for canon, f in zip(ACID_FIELDS, schema, strict=True)}
+
+
+def is_acid_schema(schema: pa.Schema) -> bool:
+    """True when the file holds ACID events rather than plain ("original") rows."""
+    return acid_field_names(schema) is not None

@@ -1,0 +1,131 @@
+"""Vectorised operations on ROW__ID keys shared by both readers.
+
+Keys are three numpy arrays (originalTransaction int64, bucket property int32, rowId int64)
+compared lexicographically, the bucket as a *signed* int, as Hive's RecordIdentifier does.
+Everything here works on whole arrays: a reader never touches a row in Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from acidstore.errors import DataError
+from acidstore.orc.io import RowKey
+from acidstore.writeids import ValidWriteIdList
+
+__all__ = [
+    "KeyArrays",
+    "check_bucket",
+    "check_key_order",
+    "key_le",
+    "valid_write_id_mask",
+    "writer_ids",
+]
+
+I64 = npt.NDArray[np.int64]
+I32 = npt.NDArray[np.int32]
+Bool = npt.NDArray[np.bool_]
+
+_VERSION_SHIFT = 29
+_V1 = 1
+
+
+@dataclass(frozen=True)
+class KeyArrays:
+    """ROW__IDs of a batch of events, as parallel arrays."""
+
+    write_id: I64
+    bucket: I32
+    row_id: I64
+
+    def __len__(self) -> int:
+        return len(self.row_id)
+
+    def take(self, mask_or_index: Bool | npt.NDArray[np.intp]) -> KeyArrays:
+        return KeyArrays(self.write_id[mask_or_index], self.bucket[mask_or_index],
+                         self.row_id[mask_or_index])
+
+    def last(self) -> RowKey:
+        return (int(self.write_id[-1]), int(self.bucket[-1]), int(self.row_id[-1]))
+
+    def first(self) -> RowKey:
+        return (int(self.write_id[0]), int(self.bucket[0]), int(self.row_id[0]))
+
+
+def valid_write_id_mask(write_ids: npt.NDArray[np.int64], snapshot: ValidWriteIdList) -> Bool:
+    """Which write ids are valid in ``snapshot`` (≤ high watermark and not an exception)."""
+    mask: Bool = write_ids <= snapshot.high_watermark
+    exceptions = snapshot.exceptions
+    if exceptions:
+        mask &= ~np.isin(write_ids, np.asarray(exceptions, dtype=np.int64))
+    return mask
+
+
+def writer_ids(bucket: I32) -> I32:
+    """Decode the writer (bucket) id of each bucket property: V1 bits 16..27, V0 the value."""
+    version = (bucket.view(np.uint32) >> _VERSION_SHIFT).astype(np.int32)
+    v1: I32 = ((bucket >> 16) & 0x0FFF).astype(np.int32)
+    if np.all(version == _V1):
+        return v1
+    if np.any((version != _V1) & (version != 0)):
+        bad = int(bucket[(version != _V1) & (version != 0)][0])
+        raise DataError(f"Illegal 'bucket' format. Version={(bad >> 29) & 7} in value {bad}")
+    out: I32 = np.where(version == _V1, v1, bucket).astype(np.int32)
+    return out
+
+
+def check_bucket(bucket: I32, bucket_id: int, path: str) -> None:
+    """Refuse events whose bucket property names another bucket than their ``bucket_N`` file
+    (Hive: "Corrupted records with different bucket ids from the containing bucket file")."""
+    if len(bucket) == 0:
+        return
+    ids = writer_ids(bucket)
+    wrong = ids != bucket_id
+    if np.any(wrong):
+        found = int(ids[np.argmax(wrong)])
+        raise DataError(
+            f"Corrupted records with different bucket ids from the containing bucket file "
+            f"found! Expected bucket id {bucket_id}, however found {found}", path=path)
+
+
+def _lt(a: KeyArrays, b: KeyArrays) -> Bool:
+    """Elementwise a < b for aligned key arrays."""
+    out: Bool = (a.write_id < b.write_id) | (
+        (a.write_id == b.write_id) & ((a.bucket < b.bucket) | (
+            (a.bucket == b.bucket) & (a.row_id < b.row_id))))
+    return out
+
+
+def key_le(keys: KeyArrays, bound: RowKey) -> Bool:
+    """Elementwise keys ≤ bound."""
+    w, b, r = bound
+    out: Bool = (keys.write_id < w) | ((keys.write_id == w) & (
+        (keys.bucket < b) | ((keys.bucket == b) & (keys.row_id <= r))))
+    return out
+
+
+def check_key_order(keys: KeyArrays, previous: RowKey | None, path: str, *, strict: bool
+                    ) -> None:
+    """Refuse a file whose events are not in ROW__ID order.
+
+    Insert events must be strictly increasing (a ROW__ID is unique); delete events may repeat a
+    key (several deletes of one row by different write ids) but never go backwards.
+    """
+    n = len(keys)
+    if n == 0:
+        return
+    head = KeyArrays(keys.write_id[:-1], keys.bucket[:-1], keys.row_id[:-1])
+    tail = KeyArrays(keys.write_id[1:], keys.bucket[1:], keys.row_id[1:])
+    bad = _lt(tail, head) if not strict else ~_lt(head, tail)
+    first_bad: int | None = int(np.argmax(bad)) + 1 if np.any(bad) else None
+    if previous is not None and first_bad is None:
+        first = keys.first()
+        if first < previous or (strict and first == previous):
+            first_bad = 0
+    if first_bad is not None:
+        at = (int(keys.write_id[first_bad]), int(keys.bucket[first_bad]),
+              int(keys.row_id[first_bad]))
+        raise DataError(f"events out of ROW__ID order at {at}", path=path)

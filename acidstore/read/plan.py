@@ -1,0 +1,196 @@
+"""Split planning (spec §8.2, §9): turn a partition's ``AcidState`` into readable splits.
+
+A split is one "base-like" file (a base or insert-delta bucket file, an original file, or a raw
+LOAD DATA file inside a base/delta) plus the delete-delta bucket files that can hold deletes of
+its rows. Delete files are pruned the way Hive prunes them: same bucket id only, and only
+delete deltas that are newer than the split's own write ids.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import pyarrow.fs as pafs
+
+from acidstore import fs as afs
+from acidstore.directory import AcidState
+from acidstore.errors import InvalidLayoutError
+from acidstore.layout import (
+    FLUSH_LENGTH_SUFFIX,
+    ParsedBucketFile,
+    ParsedDelta,
+    ParsedOriginalFile,
+    is_bucket_file,
+    is_original_file,
+)
+from acidstore.orc.codec import BucketCodec
+from acidstore.orc.io import OrcFile, read_flush_length
+from acidstore.writeids import RangeResponse, ValidWriteIdList
+
+__all__ = ["DeleteSource", "Split", "Synthetic", "plan_partition"]
+
+
+@dataclass(frozen=True)
+class DeleteSource:
+    """One ``delete_delta_*/bucket_N`` file that a split must consult."""
+
+    path: str
+    min_write_id: int
+    max_write_id: int
+    statement_id: int
+    bucket_id: int
+
+
+@dataclass(frozen=True)
+class Synthetic:
+    """Synthetic ROW__IDs of a file without ACID columns (spec §9): every row gets
+    (``write_id``, ``bucket_property``, ``row_offset`` + ordinal)."""
+
+    write_id: int
+    bucket_property: int
+    row_offset: int
+
+
+@dataclass(frozen=True)
+class Split:
+    """One base-like file to read, with everything needed to read it alone."""
+
+    path: str
+    bucket_id: int
+    min_write_id: int
+    max_write_id: int
+    statement_id: int
+    #: every event's currentTransaction is valid, so no per-row write-id check is needed
+    rows_valid: bool
+    synthetic: Synthetic | None = None
+    logical_length: int | None = None
+    deletes: tuple[DeleteSource, ...] = field(default=())
+
+
+def _bucket_files(fs: pafs.FileSystem, directory: str) -> list[tuple[str, int, int]]:
+    """(name, bucket id, size) of the non-empty bucket files of an ACID directory."""
+    out = []
+    for entry in afs.list_dir(fs, directory):
+        if entry.is_dir or entry.name.endswith(FLUSH_LENGTH_SUFFIX):
+            continue
+        if is_bucket_file(entry.name):
+            out.append((entry.name, ParsedBucketFile.parse(entry.name).bucket_id, entry.size))
+    return out
+
+
+def _original_files(fs: pafs.FileSystem, directory: str) -> list[tuple[str, int]]:
+    return [(e.name, e.size) for e in afs.list_dir(fs, directory)
+            if not e.is_dir and is_original_file(e.name)]
+
+
+def _qualifies(delete: DeleteSource, split_min: int, split_stmt: int) -> bool:
+    """Hive's ``isQualifiedDeleteDeltaForSplit``: a delete delta can only delete rows written
+    before it, or by an earlier statement of the same write id."""
+    if delete.max_write_id > split_min:
+        return True
+    return delete.max_write_id == split_min and max(delete.statement_id, 0) > max(split_stmt, 0)
+
+
+class _Planner:
+    def __init__(self, fs: pafs.FileSystem, root: str, state: AcidState,
+                 write_ids: ValidWriteIdList) -> None:
+        self.fs = fs
+        self.root = root
+        self.state = state
+        self.write_ids = write_ids
+        self.deletes: dict[int, list[DeleteSource]] = defaultdict(list)
+        self.splits: list[Split] = []
+
+    def _attach(self, split: Split) -> Split:
+        chosen = tuple(d for d in self.deletes.get(split.bucket_id, ())
+                       if _qualifies(d, split.min_write_id, split.statement_id))
+        return Split(split.path, split.bucket_id, split.min_write_id, split.max_write_id,
+                     split.statement_id, split.rows_valid, split.synthetic,
+                     split.logical_length, chosen)
+
+    def collect_deletes(self) -> None:
+        for name in self.state.delete_deltas:
+            parsed = self.state.delta_info[name]
+            directory = afs.join(self.root, name)
+            for file_name, bucket, size in _bucket_files(self.fs, directory):
+                if size == 0:
+                    continue
+                self.deletes[bucket].append(DeleteSource(
+                    afs.join(directory, file_name), parsed.min_write_id, parsed.max_write_id,
+                    parsed.statement_id, bucket))
+
+    def raw_files(self, directory: str, write_id: int, statement_id: int,
+                  min_write_id: int) -> None:
+        """LOAD DATA files (original names, no ACID columns) inside a base or delta_x_x."""
+        groups: dict[int, list[tuple[str, int]]] = defaultdict(list)
+        for name, size in _original_files(self.fs, directory):
+            groups[ParsedOriginalFile.parse(name).bucket_id].append(
+                (afs.join(directory, name), size))
+        self._synthetic(groups, write_id, statement_id, min_write_id, check_raw=True)
+
+    def originals(self) -> None:
+        groups: dict[int, list[tuple[str, int]]] = defaultdict(list)
+        for rel in self.state.original_files:
+            name = rel.rsplit("/", 1)[-1]
+            try:
+                bucket = ParsedOriginalFile.parse(name).bucket_id
+            except InvalidLayoutError:
+                bucket = 0  # Hive assigns non-conforming original names to bucket 0 too
+            groups[bucket].append((afs.join(self.root, rel),
+                                   self.state.original_file_sizes.get(rel, 1)))
+        self._synthetic(groups, 0, 0, 0, check_raw=False)
+
+    def _synthetic(self, groups: dict[int, list[tuple[str, int]]], write_id: int,
+                   statement_id: int, min_write_id: int, *, check_raw: bool) -> None:
+        """Rows of one logical bucket get rowIds running across its files in path order."""
+        for bucket in sorted(groups):
+            offset = 0
+            prop = BucketCodec.V1.encode(bucket, max(statement_id, 0))
+            for path, size in sorted(groups[bucket]):
+                if size == 0:
+                    continue
+                orc = OrcFile(self.fs, path)
+                if check_raw and orc.is_acid:
+                    continue  # an ACID file that merely has an original-style name
+                self.splits.append(self._attach(Split(
+                    path, bucket, min_write_id, write_id, statement_id, True,
+                    Synthetic(write_id, prop, offset))))
+                offset += orc.nrows
+
+    def acid_files(self, name: str, parsed: ParsedDelta | None, base_write_id: int) -> None:
+        directory = afs.join(self.root, name)
+        if parsed is None:
+            # a base holds rows of write ids 0..N (0: originals made permanent; N may be
+            # Long.MIN_VALUE after an originals-only compaction)
+            lo, hi, stmt, rows_valid = 0, max(base_write_id, 0), -1, True
+        else:
+            lo, hi, stmt = parsed.min_write_id, parsed.max_write_id, parsed.statement_id
+            rows_valid = (self.write_ids.is_write_id_range_valid(lo, hi) == RangeResponse.ALL)
+        streaming = parsed is not None and lo != hi and parsed.visibility_txn_id == 0
+        for file_name, bucket, size in _bucket_files(self.fs, directory):
+            path = afs.join(directory, file_name)
+            length = read_flush_length(self.fs, path + FLUSH_LENGTH_SUFFIX) if streaming else None
+            if size == 0 or length == 0:
+                continue
+            self.splits.append(self._attach(Split(path, bucket, lo, hi, stmt, rows_valid,
+                                                  logical_length=length)))
+        raw_allowed = (parsed is None and not self.state.base_is_compacted) or (
+            parsed is not None and lo == hi)
+        if raw_allowed:
+            self.raw_files(directory, hi, max(stmt, 0), lo)
+
+
+def plan_partition(fs: pafs.FileSystem, partition_dir: str, state: AcidState,
+                   write_ids: ValidWriteIdList) -> list[Split]:
+    """All splits of one partition, in read order: base, originals, then insert deltas."""
+    planner = _Planner(fs, partition_dir, state, write_ids)
+    planner.collect_deletes()
+    if state.base is not None and state.base_info is not None:
+        planner.acid_files(state.base, None, state.base_info.write_id)
+    planner.originals()
+    for name in state.deltas:
+        parsed = state.delta_info[name]
+        if not parsed.delete:
+            planner.acid_files(name, parsed, 0)
+    return planner.splits

@@ -1,0 +1,173 @@
+"""The in-memory delete-event registry of the vectorized reader (spec §8.3).
+
+Like Hive's ColumnizedDeleteEventRegistry it stores the delete events of one split as runs of
+(originalWriteId, bucket property) over a single sorted ``rowId`` array: 8 bytes per event plus
+16 bytes per run, so at most 24 bytes per event even when every event is its own run.
+Membership of a whole batch of ROW__IDs is answered with ``numpy.searchsorted``.
+
+Loading stops as soon as the valid events exceed a limit (Hive's
+``hive.transactional.events.mem``, 10,000,000 by default); the caller then falls back to the
+streaming merge, whose memory does not grow with the number of deletes.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow.fs as pafs
+
+from acidstore.errors import CorruptFileError
+from acidstore.orc.io import OrcFile, RowKey
+from acidstore.orc.schema import BUCKET, CURRENT_TRANSACTION, ORIGINAL_TRANSACTION, ROW_ID
+from acidstore.read.keys import (
+    KeyArrays,
+    check_bucket,
+    check_key_order,
+    valid_write_id_mask,
+)
+from acidstore.read.plan import DeleteSource, Split
+from acidstore.writeids import ValidWriteIdList
+
+__all__ = [
+    "DEFAULT_DELETE_EVENT_LIMIT",
+    "DeleteRegistry",
+    "delete_events",
+    "in_write_id_range",
+    "load_registry",
+]
+
+DEFAULT_DELETE_EVENT_LIMIT = 10_000_000
+_MAX_EVENTS = 2**31 - 1  # run offsets are int32, which is what keeps an event at 24 bytes
+
+Bool = npt.NDArray[np.bool_]
+DELETE_COLUMNS = (ORIGINAL_TRANSACTION, BUCKET, ROW_ID, CURRENT_TRANSACTION)
+
+
+class DeleteRegistry:
+    """Sorted, de-duplicated ROW__IDs of the valid delete events of one split."""
+
+    __slots__ = ("_row_ids", "_run_bucket", "_run_start", "_run_write_id")
+
+    def __init__(self, keys: KeyArrays) -> None:
+        if len(keys) > _MAX_EVENTS:
+            raise ValueError(f"a registry holds at most {_MAX_EVENTS} events")
+        order = np.lexsort((keys.row_id, keys.bucket, keys.write_id))
+        w, b, r = keys.write_id[order], keys.bucket[order], keys.row_id[order]
+        if len(r):
+            distinct = np.ones(len(r), dtype=np.bool_)
+            distinct[1:] = (w[1:] != w[:-1]) | (b[1:] != b[:-1]) | (r[1:] != r[:-1])
+            w, b, r = w[distinct], b[distinct], r[distinct]
+        starts = np.flatnonzero(np.r_[True, (w[1:] != w[:-1]) | (b[1:] != b[:-1])]) \
+            if len(r) else np.zeros(0, dtype=np.int64)
+        self._run_write_id = np.ascontiguousarray(w[starts], dtype=np.int64)
+        self._run_bucket = np.ascontiguousarray(b[starts], dtype=np.int32)
+        self._run_start = np.append(starts, len(r)).astype(np.int32)
+        self._row_ids = np.ascontiguousarray(r, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self._row_ids)
+
+    @property
+    def nbytes(self) -> int:
+        """Resident size of the registry's arrays."""
+        return int(self._row_ids.nbytes + self._run_write_id.nbytes + self._run_bucket.nbytes
+                   + self._run_start.nbytes)
+
+    def deleted(self, keys: KeyArrays) -> Bool:
+        """Which of ``keys`` have a delete event in the registry."""
+        out = np.zeros(len(keys), dtype=np.bool_)
+        if not len(self._row_ids) or not len(keys):
+            return out
+        candidates = np.flatnonzero(np.isin(keys.write_id, self._run_write_id))
+        if not len(candidates):
+            return out
+        w, b = keys.write_id[candidates], keys.bucket[candidates]
+        # segments of equal (writeId, bucket) among the candidate rows
+        cut = np.flatnonzero((w[1:] != w[:-1]) | (b[1:] != b[:-1])) + 1
+        bounds = np.r_[0, cut, len(candidates)]
+        for lo, hi in itertools.pairwise(bounds):
+            run = self._find_run(int(w[lo]), int(b[lo]))
+            if run < 0:
+                continue
+            rows = self._row_ids[self._run_start[run]:self._run_start[run + 1]]
+            idx = candidates[lo:hi]
+            wanted = keys.row_id[idx]
+            pos = np.searchsorted(rows, wanted)
+            pos[pos == len(rows)] = len(rows) - 1
+            out[idx] = rows[pos] == wanted
+        return out
+
+    def _find_run(self, write_id: int, bucket: int) -> int:
+        lo = int(np.searchsorted(self._run_write_id, write_id, "left"))
+        hi = int(np.searchsorted(self._run_write_id, write_id, "right"))
+        if hi - lo == 1:
+            return lo if int(self._run_bucket[lo]) == bucket else -1
+        at = lo + int(np.searchsorted(self._run_bucket[lo:hi], bucket, "left"))
+        return at if at < hi and int(self._run_bucket[at]) == bucket else -1
+
+
+def delete_events(fs: pafs.FileSystem, source: DeleteSource, write_ids: ValidWriteIdList
+                  ) -> Iterator[KeyArrays]:
+    """Stream the valid delete events of one delete file, stripe by stripe, in key order.
+
+    Every stripe is checked: events of another bucket or out of ROW__ID order are refused.
+    """
+    orc = OrcFile(fs, source.path)
+    if not orc.is_acid:
+        raise CorruptFileError("delete delta file has no ACID event schema", path=source.path)
+    columns = orc.physical_columns(DELETE_COLUMNS, [])
+    previous: RowKey | None = None
+    for stripe in range(orc.nstripes):
+        batch = orc.canonical(orc.read_stripe(stripe, columns))
+        if batch.num_rows == 0:
+            continue
+        keys = KeyArrays(
+            batch.column(ORIGINAL_TRANSACTION).to_numpy(zero_copy_only=False).astype(np.int64),
+            batch.column(BUCKET).to_numpy(zero_copy_only=False).astype(np.int32),
+            batch.column(ROW_ID).to_numpy(zero_copy_only=False).astype(np.int64),
+        )
+        check_bucket(keys.bucket, source.bucket_id, source.path)
+        check_key_order(keys, previous, source.path, strict=False)
+        previous = keys.last()
+        current = batch.column(CURRENT_TRANSACTION).to_numpy(zero_copy_only=False)
+        valid = valid_write_id_mask(current.astype(np.int64), write_ids)
+        yield keys if bool(valid.all()) else keys.take(valid)
+
+
+def in_write_id_range(keys: KeyArrays, low: int, high: int) -> KeyArrays:
+    """The events that can hit a split whose rows were written by write ids low..high.
+
+    A file's rows carry originalWriteIds inside its directory's range (a base's from 0 up), so a
+    delete of any other write id cannot match and need not be kept; this plays the part of
+    Hive's key-interval filter (``hive.txn.filter.delete.events``) for whole-file splits.
+    """
+    if not len(keys):
+        return keys
+    inside = (keys.write_id >= low) & (keys.write_id <= high)
+    return keys if bool(inside.all()) else keys.take(inside)
+
+
+def load_registry(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList, *,
+                  limit: int = DEFAULT_DELETE_EVENT_LIMIT) -> DeleteRegistry | None:
+    """Load a split's delete events; ``None`` when they exceed ``limit`` (use the merge)."""
+    parts: list[KeyArrays] = []
+    total = 0
+    for source in split.deletes:
+        for chunk in delete_events(fs, source, write_ids):
+            keys = in_write_id_range(chunk, split.min_write_id, split.max_write_id)
+            total += len(keys)
+            if total > limit:
+                return None
+            if len(keys):
+                parts.append(keys)
+    if not parts:
+        return DeleteRegistry(KeyArrays(np.zeros(0, np.int64), np.zeros(0, np.int32),
+                                        np.zeros(0, np.int64)))
+    return DeleteRegistry(KeyArrays(
+        np.concatenate([p.write_id for p in parts]),
+        np.concatenate([p.bucket for p in parts]),
+        np.concatenate([p.row_id for p in parts]),
+    ))

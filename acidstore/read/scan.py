@@ -1,0 +1,264 @@
+"""A scan of one snapshot of a table: partitions -> splits -> Arrow batches.
+
+The scan owns everything the split readers do not: finding partitions, resolving the user
+schema (by position, so Hive's ``_col0.._colN`` files read with real names), projection and
+filter columns, partition pruning for predicates on partition columns only, the ``row__id``
+column, and running splits in parallel. Both readers plug in through one function signature.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Literal
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+
+from acidstore import fs as afs
+from acidstore.directory import acid_state
+from acidstore.errors import InvalidInputError, SchemaMismatchError
+from acidstore.expressions import Predicate, SqlEvaluator, check_expression, referenced_columns
+from acidstore.layout import is_acid_directory_name, is_hidden
+from acidstore.orc.io import OrcFile
+from acidstore.orc.schema import ROW_ID_COLUMN, ROW_ID_TYPE
+from acidstore.partitions import parse_partition_path
+from acidstore.read.merge import merge_split
+from acidstore.read.plan import Split, plan_partition
+from acidstore.read.registry import DEFAULT_DELETE_EVENT_LIMIT
+from acidstore.read.source import SplitBatch
+from acidstore.read.vectorized import read_split
+from acidstore.writeids import ValidTxnList, ValidWriteIdList
+
+__all__ = ["PartitionDir", "Reader", "Scan", "discover_partitions"]
+
+Reader = Literal["vectorized", "merge"]
+
+
+@dataclass(frozen=True)
+class PartitionDir:
+    """A partition directory and its (column, value) pairs; () for an unpartitioned table."""
+
+    path: str
+    values: tuple[tuple[str, str | None], ...] = ()
+
+
+def discover_partitions(fs: pafs.FileSystem, root: str) -> list[PartitionDir]:
+    """Partitions under ``root``: the root itself when it holds ACID directories or files,
+    otherwise every ``col=value`` directory below it (recursively), in path order."""
+    entries = [e for e in afs.list_dir(fs, root) if not is_hidden(e.name)]
+    holds_data = any((e.is_dir and is_acid_directory_name(e.name)) or not e.is_dir
+                     for e in entries)
+    partition_dirs = [e for e in entries if e.is_dir and "=" in e.name]
+    if holds_data or not partition_dirs:
+        return [PartitionDir(root)]
+    found: list[PartitionDir] = []
+    for entry in partition_dirs:
+        pair = tuple(parse_partition_path(entry.name))
+        for child in discover_partitions(fs, afs.join(root, entry.name)):
+            found.append(PartitionDir(child.path, pair + child.values))
+    return found
+
+
+def _column_index(schema: pa.Schema, name: str) -> int | None:
+    index = schema.get_field_index(name)
+    if index >= 0:
+        return int(index)
+    lowered = [n.lower() for n in schema.names]
+    return lowered.index(name.lower()) if name.lower() in lowered else None
+
+
+SplitReader = Callable[..., Iterator[SplitBatch]]
+
+
+class Scan:
+    """One snapshot read of a set of partitions. Plans lazily, reads on demand."""
+
+    def __init__(self, fs: pafs.FileSystem, partitions: Sequence[PartitionDir],
+                 write_ids: ValidWriteIdList, txns: ValidTxnList | None = None, *,
+                 schema: pa.Schema | None = None, partition_schema: pa.Schema | None = None,
+                 columns: Sequence[str] | None = None, filter: Predicate | None = None,
+                 with_row_id: bool = False, reader: Reader = "vectorized",
+                 delete_event_limit: int = DEFAULT_DELETE_EVENT_LIMIT,
+                 threads: int | None = None) -> None:
+        if reader not in ("vectorized", "merge"):
+            raise InvalidInputError(f"unknown reader {reader!r}; use 'vectorized' or 'merge'")
+        if isinstance(filter, str):
+            check_expression(filter)
+        self._fs = fs
+        self._write_ids = write_ids
+        self._txns = txns
+        self._with_row_id = with_row_id
+        self._reader = reader
+        self._limit = delete_event_limit
+        self._threads = threads if threads is not None else min(4, os.cpu_count() or 1)
+        self._filter = filter
+        self._evaluator = SqlEvaluator() if filter is not None else None
+        names = [n for p in partitions for n, _ in p.values]
+        part_names = list(dict.fromkeys(names))
+        self._partition_schema = partition_schema or pa.schema(
+            [pa.field(n, pa.string()) for n in part_names])
+        self._splits = [(p, s) for p in partitions for s in self._plan(p)]
+        self.table_schema = schema if schema is not None else self._infer_schema()
+        self._resolve_columns(columns)
+        self._splits = [(p, s) for p, s in self._splits if self._partition_matches(p)]
+
+    # --- planning ------------------------------------------------------------------------------
+
+    def _plan(self, partition: PartitionDir) -> list[Split]:
+        state = acid_state(partition.path, self._write_ids, self._txns, filesystem=self._fs)
+        return plan_partition(self._fs, partition.path, state, self._write_ids)
+
+    def _infer_schema(self) -> pa.Schema:
+        for _, split in self._splits:
+            row_type = OrcFile(self._fs, split.path, logical_length=split.logical_length).row_type
+            return pa.schema([row_type.field(i) for i in range(row_type.num_fields)])
+        return pa.schema([])
+
+    def _resolve_columns(self, columns: Sequence[str] | None) -> None:
+        table, parts = self.table_schema, self._partition_schema
+        all_names = list(table.names) + list(parts.names)
+        if columns is None:
+            wanted = all_names
+        else:
+            wanted = []
+            for name in columns:
+                if _column_index(table, name) is None and _column_index(parts, name) is None:
+                    raise InvalidInputError(
+                        f"unknown column {name!r}; the table has {all_names}")
+                wanted.append(name)
+        if isinstance(self._filter, str):
+            filter_names = referenced_columns(self._filter, all_names)
+        elif self._filter is not None:
+            filter_names = all_names  # a pyarrow expression does not say what it reads
+        else:
+            filter_names = []
+        needed = list(dict.fromkeys(wanted + filter_names))
+        self._user_positions = sorted(
+            {i for n in needed if (i := _column_index(table, n)) is not None})
+        self._part_positions = sorted(
+            {i for n in needed if (i := _column_index(parts, n)) is not None})
+        self._output_names = [table.field(i).name if (i := _column_index(table, n)) is not None
+                              else parts.field(_column_index(parts, n) or 0).name
+                              for n in wanted]
+        self._filter_only_partitions = bool(filter_names) and all(
+            _column_index(table, n) is None for n in filter_names) and self._filter is not None
+
+    def _partition_matches(self, partition: PartitionDir) -> bool:
+        """Skip a partition whose values fail a predicate that reads partition columns only."""
+        if not self._filter_only_partitions or self._filter is None:
+            return True
+        one = self._partition_arrays(partition, 1, self._part_positions)
+        table = pa.table(dict(one)) if one else pa.table({"_": [0]})
+        return bool(self._mask(table)[0].as_py())
+
+    # --- output --------------------------------------------------------------------------------
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The schema of what the scan returns."""
+        fields = []
+        for name in self._output_names:
+            index = _column_index(self.table_schema, name)
+            fields.append(self.table_schema.field(index) if index is not None
+                          else self._partition_schema.field(name))
+        if self._with_row_id:
+            fields.append(pa.field(ROW_ID_COLUMN, ROW_ID_TYPE))
+        return pa.schema(fields)
+
+    def _partition_arrays(self, partition: PartitionDir, n: int, positions: Sequence[int]
+                          ) -> list[tuple[str, pa.Array]]:
+        values = dict(partition.values)
+        out = []
+        for i in positions:
+            field = self._partition_schema.field(i)
+            value = values.get(field.name)
+            try:
+                scalar = pa.scalar(value, pa.string()).cast(field.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise SchemaMismatchError(
+                    f"partition value {value!r} of {field.name!r} is not a {field.type} "
+                    f"({partition.path})") from exc
+            out.append((field.name, pa.array([scalar.as_py()] * n, field.type)))
+        return out
+
+    def _mask(self, table: pa.Table) -> pa.BooleanArray:
+        assert self._filter is not None and self._evaluator is not None
+        return self._evaluator.mask(table, self._filter)
+
+    def _assemble(self, partition: PartitionDir, split: Split, batch: SplitBatch
+                  ) -> pa.RecordBatch | None:
+        n = batch.num_rows
+        present = dict(batch.columns)
+        columns: dict[str, pa.Array] = {}
+        for pos in self._user_positions:
+            field = self.table_schema.field(pos)
+            array = present.get(pos)
+            if array is None:
+                array = pa.nulls(n, field.type)
+            elif array.type != field.type:
+                try:
+                    array = pc.cast(array, field.type)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                    raise SchemaMismatchError(
+                        f"column {field.name!r} is {array.type} in {split.path}, "
+                        f"which does not cast to {field.type}") from exc
+            columns[field.name] = array
+        columns.update(self._partition_arrays(partition, n, self._part_positions))
+        table = pa.table(columns) if columns else pa.table({"_": pa.nulls(n, pa.int8())})
+        keys = batch.keys
+        if self._filter is not None and not self._filter_only_partitions:
+            mask = self._mask(table)
+            table = table.filter(mask)
+            if keys is not None and self._with_row_id:
+                keys = keys.take(mask.to_numpy(zero_copy_only=False))
+        out = [table.column(name).combine_chunks() if isinstance(table.column(name),
+               pa.ChunkedArray) else table.column(name) for name in self._output_names]
+        if self._with_row_id:
+            assert keys is not None
+            out.append(pa.StructArray.from_arrays(
+                [pa.array(keys.write_id, pa.int64()), pa.array(keys.bucket, pa.int32()),
+                 pa.array(keys.row_id, pa.int64())], fields=list(ROW_ID_TYPE)))
+        if table.num_rows == 0:
+            return None
+        return pa.RecordBatch.from_arrays(out, schema=self.schema)
+
+    # --- reading -------------------------------------------------------------------------------
+
+    def _split_batches(self, partition: PartitionDir, split: Split) -> Iterator[pa.RecordBatch]:
+        positions = self._user_positions
+        if self._reader == "merge":
+            source = merge_split(self._fs, split, self._write_ids, positions,
+                                 with_row_id=self._with_row_id)
+        else:
+            source = read_split(self._fs, split, self._write_ids, positions,
+                                with_row_id=self._with_row_id, delete_event_limit=self._limit)
+        for batch in source:
+            assembled = self._assemble(partition, split, batch)
+            if assembled is not None:
+                yield assembled
+
+    @property
+    def splits(self) -> list[Split]:
+        """The planned splits, in read order."""
+        return [s for _, s in self._splits]
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        """Stream the result split by split (memory: one split's batches at a time)."""
+        for partition, split in self._splits:
+            yield from self._split_batches(partition, split)
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        """The result as a RecordBatchReader (DuckDB/Polars friendly)."""
+        return pa.RecordBatchReader.from_batches(self.schema, self.to_batches())
+
+    def to_table(self) -> pa.Table:
+        """The whole result, reading splits in parallel threads, in split order."""
+        if self._threads <= 1 or len(self._splits) <= 1:
+            return pa.Table.from_batches(list(self.to_batches()), schema=self.schema)
+        with ThreadPoolExecutor(max_workers=self._threads) as pool:
+            parts = list(pool.map(lambda ps: list(self._split_batches(*ps)), self._splits))
+        return pa.Table.from_batches([b for part in parts for b in part], schema=self.schema)

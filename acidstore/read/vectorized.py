@@ -1,0 +1,43 @@
+"""The vectorized reader (the default): a delete registry per split, then whole-batch masks.
+
+For each split it loads the valid delete events of the split's bucket into a
+``DeleteRegistry`` and drops every decoded row whose ROW__ID is in it (spec §8.1). When the
+split's delete events exceed the registry limit it hands the split to the streaming merge,
+exactly as Hive falls back to its SortMergedDeleteEventRegistry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import pyarrow.fs as pafs
+
+from acidstore.read.merge import merge_split
+from acidstore.read.plan import Split
+from acidstore.read.registry import DEFAULT_DELETE_EVENT_LIMIT, load_registry
+from acidstore.read.source import SplitBatch, split_batches
+from acidstore.writeids import ValidWriteIdList
+
+__all__ = ["read_split"]
+
+
+def read_split(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList,
+               positions: Sequence[int] | None, *, with_row_id: bool,
+               delete_event_limit: int = DEFAULT_DELETE_EVENT_LIMIT) -> Iterator[SplitBatch]:
+    """Visible rows of ``split`` in file order, as decoded batches."""
+    registry = load_registry(fs, split, write_ids, limit=delete_event_limit) \
+        if split.deletes else None
+    if split.deletes and registry is None:
+        yield from merge_split(fs, split, write_ids, positions, with_row_id=with_row_id)
+        return
+    apply = registry is not None and len(registry) > 0
+    for batch in split_batches(fs, split, write_ids, positions, need_keys=apply or with_row_id):
+        if not apply:
+            yield batch
+            continue
+        assert registry is not None and batch.keys is not None
+        deleted = registry.deleted(batch.keys)
+        if not deleted.any():
+            yield batch
+        elif not deleted.all():
+            yield batch.filter(~deleted)
