@@ -70,7 +70,9 @@ def referenced_columns(text: str, names: Iterable[str]) -> list[str]:
     SQL identifiers are), in ``names`` order. Used to decode only what a predicate needs."""
     idents = set()
     for token, kind in _tokens(text):
-        if kind == "identifier":
+        # DuckDB tokenizes unreserved keywords used as column names (name, type, value,
+        # year, ...) as "keyword"; a keyword that is no column is dropped by the match below.
+        if kind in ("identifier", "keyword"):
             ident = token[1:-1].replace('""', '"') if token.startswith('"') else token
             idents.add(ident.lower())
             for part in ident.split("."):
