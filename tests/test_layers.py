@@ -51,6 +51,11 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+def is_module(dotted: str) -> bool:
+    path = ROOT.joinpath(*dotted.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
 def imported_modules(path: Path, module: str) -> list[tuple[int, str]]:
     tree = ast.parse(path.read_text(), filename=str(path))
     is_package = path.name == "__init__.py"
@@ -67,8 +72,13 @@ def imported_modules(path: Path, module: str) -> list[tuple[int, str]]:
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            out.append((node.lineno, target))
-            out.extend((node.lineno, f"{target}.{alias.name}") for alias in node.names)
+            for alias in node.names:
+                # `from pkg import mod` imports the submodule, not the package facade
+                if target in FACADES and is_module(f"{target}.{alias.name}"):
+                    out.append((node.lineno, f"{target}.{alias.name}"))
+                else:
+                    out.append((node.lineno, target))
+                    out.append((node.lineno, f"{target}.{alias.name}"))
     return out
 
 
@@ -108,6 +118,9 @@ def test_checker_catches_an_upward_import(tmp_path: Path) -> None:
     """The checker itself must be able to fail."""
     assert layer_of("acidstore.layout") == 1 and layer_of("acidstore.read.merge") == 3
     probe = tmp_path / "probe.py"
-    probe.write_text("from .read import merge\nfrom acidstore.table import Table\n")
+    probe.write_text("from .read import merge\nfrom acidstore.table import Table\n"
+                     "from acidstore import fs\nfrom acidstore import read_directory\n")
     found = [t for _, t in imported_modules(probe, "acidstore.layout")]
     assert "acidstore.read" in found and "acidstore.table" in found
+    assert "acidstore.fs" in found  # a submodule import by name
+    assert "acidstore" in found  # a name taken from the facade

@@ -11,15 +11,19 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
 
 from acidstore.errors import DataError
 from acidstore.orc.io import RowKey
+from acidstore.orc.schema import BUCKET, CURRENT_TRANSACTION, ORIGINAL_TRANSACTION, ROW_ID
 from acidstore.writeids import ValidWriteIdList
 
 __all__ = [
     "KeyArrays",
+    "key_arrays",
     "check_bucket",
     "check_key_order",
+    "current_write_ids",
     "key_le",
     "valid_write_id_mask",
     "writer_ids",
@@ -55,6 +59,24 @@ class KeyArrays:
         return (int(self.write_id[0]), int(self.bucket[0]), int(self.row_id[0]))
 
 
+def _int_array(column: pa.Array | pa.ChunkedArray, dtype: type[np.generic]) -> np.ndarray:
+    """A numpy view of an integer column (no copy when the type already matches)."""
+    return np.asarray(column.to_numpy(zero_copy_only=False), dtype=dtype)
+
+
+def key_arrays(batch: pa.RecordBatch) -> KeyArrays:
+    """The ROW__IDs of a decoded batch with canonical ACID column names."""
+    return KeyArrays(_int_array(batch.column(ORIGINAL_TRANSACTION), np.int64),
+                     _int_array(batch.column(BUCKET), np.int32),
+                     _int_array(batch.column(ROW_ID), np.int64))
+
+
+def current_write_ids(batch: pa.RecordBatch) -> I64:
+    """The currentTransaction column of a decoded batch."""
+    out: I64 = _int_array(batch.column(CURRENT_TRANSACTION), np.int64)
+    return out
+
+
 def valid_write_id_mask(write_ids: npt.NDArray[np.int64], snapshot: ValidWriteIdList) -> Bool:
     """Which write ids are valid in ``snapshot`` (≤ high watermark and not an exception)."""
     mask: Bool = write_ids <= snapshot.high_watermark
@@ -82,6 +104,8 @@ def check_bucket(bucket: I32, bucket_id: int, path: str) -> None:
     (Hive: "Corrupted records with different bucket ids from the containing bucket file")."""
     if len(bucket) == 0:
         return
+    if bool((bucket == bucket[0]).all()):
+        bucket = bucket[:1]  # one statement's file: decode the property once
     ids = writer_ids(bucket)
     wrong = ids != bucket_id
     if np.any(wrong):

@@ -26,6 +26,8 @@ from acidstore.read.keys import (
     KeyArrays,
     check_bucket,
     check_key_order,
+    current_write_ids,
+    key_arrays,
     valid_write_id_mask,
 )
 from acidstore.read.plan import DeleteSource, Split
@@ -81,6 +83,13 @@ class DeleteRegistry:
         out = np.zeros(len(keys), dtype=np.bool_)
         if not len(self._row_ids) or not len(keys):
             return out
+        w0, b0 = keys.write_id[0], keys.bucket[0]
+        if bool((keys.write_id == w0).all()) and bool((keys.bucket == b0).all()):
+            # the common case (a delta file, one statement): one run, no fancy indexing
+            run = self._find_run(int(w0), int(b0))
+            if run >= 0:
+                out = self._in_run(run, keys.row_id)
+            return out
         candidates = np.flatnonzero(np.isin(keys.write_id, self._run_write_id))
         if not len(candidates):
             return out
@@ -92,13 +101,16 @@ class DeleteRegistry:
             run = self._find_run(int(w[lo]), int(b[lo]))
             if run < 0:
                 continue
-            rows = self._row_ids[self._run_start[run]:self._run_start[run + 1]]
             idx = candidates[lo:hi]
-            wanted = keys.row_id[idx]
-            pos = np.searchsorted(rows, wanted)
-            pos[pos == len(rows)] = len(rows) - 1
-            out[idx] = rows[pos] == wanted
+            out[idx] = self._in_run(run, keys.row_id[idx])
         return out
+
+    def _in_run(self, run: int, wanted: npt.NDArray[np.int64]) -> Bool:
+        rows = self._row_ids[self._run_start[run]:self._run_start[run + 1]]
+        pos = np.searchsorted(rows, wanted)
+        pos[pos == len(rows)] = len(rows) - 1
+        found: Bool = rows[pos] == wanted
+        return found
 
     def _find_run(self, write_id: int, bucket: int) -> int:
         lo = int(np.searchsorted(self._run_write_id, write_id, "left"))
@@ -124,16 +136,11 @@ def delete_events(fs: pafs.FileSystem, source: DeleteSource, write_ids: ValidWri
         batch = orc.canonical(orc.read_stripe(stripe, columns))
         if batch.num_rows == 0:
             continue
-        keys = KeyArrays(
-            batch.column(ORIGINAL_TRANSACTION).to_numpy(zero_copy_only=False).astype(np.int64),
-            batch.column(BUCKET).to_numpy(zero_copy_only=False).astype(np.int32),
-            batch.column(ROW_ID).to_numpy(zero_copy_only=False).astype(np.int64),
-        )
+        keys = key_arrays(batch)
         check_bucket(keys.bucket, source.bucket_id, source.path)
         check_key_order(keys, previous, source.path, strict=False)
         previous = keys.last()
-        current = batch.column(CURRENT_TRANSACTION).to_numpy(zero_copy_only=False)
-        valid = valid_write_id_mask(current.astype(np.int64), write_ids)
+        valid = valid_write_id_mask(current_write_ids(batch), write_ids)
         yield keys if bool(valid.all()) else keys.take(valid)
 
 

@@ -182,7 +182,8 @@ class Scan:
                 raise SchemaMismatchError(
                     f"partition value {value!r} of {field.name!r} is not a {field.type} "
                     f"({partition.path})") from exc
-            out.append((field.name, pa.array([scalar.as_py()] * n, field.type)))
+            constant = pa.nulls(n, field.type)
+            out.append((field.name, constant if value is None else constant.fill_null(scalar)))
         return out
 
     def _mask(self, table: pa.Table) -> pa.BooleanArray:
@@ -192,7 +193,7 @@ class Scan:
     def _assemble(self, partition: PartitionDir, split: Split, batch: SplitBatch
                   ) -> pa.RecordBatch | None:
         n = batch.num_rows
-        present = dict(batch.columns)
+        present = batch.columns()
         columns: dict[str, pa.Array] = {}
         for pos in self._user_positions:
             field = self.table_schema.field(pos)
@@ -208,23 +209,20 @@ class Scan:
                         f"which does not cast to {field.type}") from exc
             columns[field.name] = array
         columns.update(self._partition_arrays(partition, n, self._part_positions))
-        table = pa.table(columns) if columns else pa.table({"_": pa.nulls(n, pa.int8())})
-        keys = batch.keys
-        if self._filter is not None and not self._filter_only_partitions:
-            mask = self._mask(table)
-            table = table.filter(mask)
-            if keys is not None and self._with_row_id:
-                keys = keys.take(mask.to_numpy(zero_copy_only=False))
-        out = [table.column(name).combine_chunks() if isinstance(table.column(name),
-               pa.ChunkedArray) else table.column(name) for name in self._output_names]
+        out = [columns[name] for name in self._output_names]
         if self._with_row_id:
+            keys = batch.keys
             assert keys is not None
             out.append(pa.StructArray.from_arrays(
                 [pa.array(keys.write_id, pa.int64()), pa.array(keys.bucket, pa.int32()),
                  pa.array(keys.row_id, pa.int64())], fields=list(ROW_ID_TYPE)))
-        if table.num_rows == 0:
-            return None
-        return pa.RecordBatch.from_arrays(out, schema=self.schema)
+        result = pa.RecordBatch.from_arrays(out, schema=self.schema)
+        if self._filter is not None and not self._filter_only_partitions:
+            names = list(columns)
+            mask = self._mask(pa.table([columns[c] for c in names], names=names)
+                              if names else pa.table({"_": pa.nulls(n, pa.int8())}))
+            result = result.filter(mask)
+        return result if result.num_rows else None
 
     # --- reading -------------------------------------------------------------------------------
 

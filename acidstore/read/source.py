@@ -25,7 +25,14 @@ from acidstore.orc.schema import (
     ROW,
     ROW_ID,
 )
-from acidstore.read.keys import KeyArrays, check_bucket, check_key_order, valid_write_id_mask
+from acidstore.read.keys import (
+    KeyArrays,
+    check_bucket,
+    check_key_order,
+    current_write_ids,
+    key_arrays,
+    valid_write_id_mask,
+)
 from acidstore.read.plan import Split
 from acidstore.writeids import ValidWriteIdList
 
@@ -34,31 +41,38 @@ __all__ = ["SplitBatch", "split_batches"]
 
 @dataclass(frozen=True)
 class SplitBatch:
-    """Decoded rows of a split: user fields by table position, and their ROW__IDs if asked."""
+    """Decoded rows of a split: the user fields at table ``positions`` (as one struct, so a
+    filter is one call over every column), and their ROW__IDs when asked for."""
 
     num_rows: int
-    #: (table position, array) for each requested position the file has
-    columns: tuple[tuple[int, pa.Array], ...]
+    positions: tuple[int, ...]
+    row: pa.StructArray | None
     keys: KeyArrays | None
 
     def filter(self, keep: np.ndarray) -> SplitBatch:
         """Keep the rows where ``keep`` is true."""
-        mask = pa.array(keep, type=pa.bool_())
         return SplitBatch(
             int(np.count_nonzero(keep)),
-            tuple((pos, arr.filter(mask)) for pos, arr in self.columns),
+            self.positions,
+            self.row.filter(pa.array(keep, type=pa.bool_())) if self.row is not None else None,
             self.keys.take(keep) if self.keys is not None else None,
         )
 
+    def columns(self) -> dict[int, pa.Array]:
+        """Table position -> decoded array."""
+        if self.row is None:
+            return {}
+        row = self.row
+        children = row.flatten() if row.null_count else [
+            row.field(i) for i in range(row.type.num_fields)]
+        return dict(zip(self.positions, children, strict=True))
 
-def _user_arrays(row: pa.Array, positions: Sequence[int]) -> tuple[tuple[int, pa.Array], ...]:
-    if isinstance(row, pa.ChunkedArray):
-        row = row.combine_chunks()
-    if row.null_count:
-        children = row.flatten()  # honours the struct's own nulls
-    else:
-        children = [row.field(i) for i in range(row.type.num_fields)]
-    return tuple(zip(positions, children, strict=True))
+
+def _struct(column: pa.Array | pa.ChunkedArray) -> pa.StructArray:
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    out: pa.StructArray = column
+    return out
 
 
 def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList,
@@ -91,19 +105,14 @@ def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
             continue
         keys = None
         if need_keys:
-            keys = KeyArrays(
-                batch.column(ORIGINAL_TRANSACTION).to_numpy(zero_copy_only=False).astype(np.int64),
-                batch.column(BUCKET).to_numpy(zero_copy_only=False).astype(np.int32),
-                batch.column(ROW_ID).to_numpy(zero_copy_only=False).astype(np.int64),
-            )
+            keys = key_arrays(batch)
             check_bucket(keys.bucket, split.bucket_id, split.path)
             check_key_order(keys, previous, split.path, strict=True)
             previous = keys.last()
-        user = _user_arrays(batch.column(ROW), wanted) if wanted else ()
-        out = SplitBatch(batch.num_rows, user, keys)
+        row = _struct(batch.column(ROW)) if wanted else None
+        out = SplitBatch(batch.num_rows, tuple(wanted), row, keys)
         if check_rows:
-            current = batch.column(CURRENT_TRANSACTION).to_numpy(zero_copy_only=False)
-            valid = valid_write_id_mask(current.astype(np.int64), write_ids)
+            valid = valid_write_id_mask(current_write_ids(batch), write_ids)
             if not bool(valid.all()):
                 out = out.filter(valid)
         if out.num_rows:
@@ -128,5 +137,6 @@ def _synthetic_batches(orc: OrcFile, split: Split, wanted: list[int], need_keys:
                              np.full(n, synthetic.bucket_property, dtype=np.int32),
                              np.arange(offset, offset + n, dtype=np.int64))
         offset += n
-        user = tuple(zip(wanted, batch.columns, strict=True)) if wanted else ()
-        yield SplitBatch(n, user, keys)
+        row = pa.StructArray.from_arrays(batch.columns, names=batch.schema.names) \
+            if wanted else None
+        yield SplitBatch(n, tuple(wanted), row, keys)

@@ -31,12 +31,16 @@ def read_split(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList,
         yield from merge_split(fs, split, write_ids, positions, with_row_id=with_row_id)
         return
     apply = registry is not None and len(registry) > 0
-    for batch in split_batches(fs, split, write_ids, positions, need_keys=apply or with_row_id):
+    for decoded in split_batches(fs, split, write_ids, positions,
+                                 need_keys=apply or with_row_id):
+        batch = decoded
         if not apply:
             yield batch
             continue
         assert registry is not None and batch.keys is not None
         deleted = registry.deleted(batch.keys)
+        if not with_row_id:
+            batch = SplitBatch(batch.num_rows, batch.positions, batch.row, None)
         if not deleted.any():
             yield batch
         elif not deleted.all():

@@ -1,0 +1,1 @@
+"""The acidstore benchmark suite (see README "Benchmarks" and ../shared/BENCHMARKS.md)."""

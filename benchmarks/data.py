@@ -1,0 +1,123 @@
+"""Seeded synthetic data of BENCHMARKS.md and the on-disk layouts the workloads read.
+
+The same generated rows feed every peer: the ACID layout (one insert delta of ten bucket
+files, then delete deltas) and the "limit" layout (ten plain ORC files with no ACID columns).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.orc as po
+
+from acidstore.layout import ACID_VERSION, ACID_VERSION_FILE, bucket_file_name, delta_name
+from acidstore.orc.codec import BucketCodec
+from acidstore.orc.io import DEFAULT_COMPRESSION, write_event_file
+from acidstore.orc.schema import DELETE, INSERT, event_schema
+
+BUCKETS = 10
+SCHEMA = pa.schema([
+    ("id", pa.int64()), ("k", pa.int32()), ("v1", pa.float64()), ("v2", pa.float64()),
+    ("c", pa.int32()), ("s", pa.string()), ("ts", pa.timestamp("us")),
+])
+
+
+def generate(rows: int, seed: int = 42) -> pa.Table:
+    """``rows`` rows of the benchmark schema; ``id`` is unique 0..rows-1."""
+    rng = np.random.default_rng(seed)
+    ids = np.arange(rows, dtype=np.int64)
+    letters = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz", dtype=np.uint8)
+    chars = letters[rng.integers(0, 26, size=(rows, 10))]
+    strings = pa.array(chars.view("S10").ravel().astype(str))
+    base = np.datetime64("2024-01-01T00:00:00", "us")
+    return pa.table({
+        "id": ids,
+        "k": rng.integers(0, 1000, rows, dtype=np.int32),
+        "v1": rng.random(rows),
+        "v2": rng.random(rows),
+        "c": rng.integers(0, 100, rows, dtype=np.int32),
+        "s": strings,
+        "ts": pa.array(base + rng.integers(0, 86_400_000_000 * 365, rows)
+                       .astype("timedelta64[us]")),
+    }, schema=SCHEMA)
+
+
+def bucket_of(table: pa.Table) -> np.ndarray:
+    """Ten bucket files: by ``id`` modulo 10 (ids are unique, so buckets are even)."""
+    ids: np.ndarray = table.column("id").to_numpy()
+    return ids % BUCKETS
+
+
+def write_limit(table: pa.Table, directory: Path, *, stripe_size: int) -> list[Path]:
+    """The plain-ORC peer: the same rows in ten files, no ACID columns."""
+    directory.mkdir(parents=True, exist_ok=True)
+    buckets = bucket_of(table)
+    paths = []
+    for b in range(BUCKETS):
+        path = directory / f"part-{b:05d}.orc"
+        po.write_table(table.filter(pa.array(buckets == b)), str(path),
+                       compression=DEFAULT_COMPRESSION, stripe_size=stripe_size)
+        paths.append(path)
+    return paths
+
+
+def _events(rows: pa.Table | None, n: int, op: int, write_id: np.ndarray, bucket: np.ndarray,
+            row_id: np.ndarray, current: int) -> pa.Table:
+    row_type = pa.struct(list(SCHEMA))
+    row = pa.StructArray.from_arrays([c.combine_chunks() for c in rows.columns],
+                                     fields=list(SCHEMA)) if rows is not None \
+        else pa.nulls(n, row_type)
+    return pa.table({
+        "operation": pa.array(np.full(n, op, np.int32)),
+        "originalTransaction": pa.array(write_id.astype(np.int64)),
+        "bucket": pa.array(bucket.astype(np.int32)),
+        "rowId": pa.array(row_id.astype(np.int64)),
+        "currentTransaction": pa.array(np.full(n, current, np.int64)),
+        "row": row,
+    }, schema=event_schema(SCHEMA))
+
+
+def write_acid(table: pa.Table, directory: Path, *, stripe_size: int, delete_deltas: int = 10,
+               delete_fraction: float = 0.01) -> int:
+    """The ACID layout: write id 1 inserts every row (ten bucket files, dense row ids), then
+    ``delete_deltas`` write ids each delete an equal share of ``delete_fraction`` of the rows.
+    Returns the number of deleted rows."""
+    fs = pafs.LocalFileSystem()
+    buckets = bucket_of(table)
+    insert_dir = directory / delta_name(1, 1, 0)
+    insert_dir.mkdir(parents=True, exist_ok=True)
+    (insert_dir / ACID_VERSION_FILE).write_text(ACID_VERSION)
+    row_ids = np.empty(table.num_rows, dtype=np.int64)
+    for b in range(BUCKETS):
+        mask = buckets == b
+        part = table.filter(pa.array(mask))
+        n = part.num_rows
+        row_ids[mask] = np.arange(n)
+        prop = np.full(n, BucketCodec.V1.encode(b, 0), np.int32)
+        write_event_file(fs, str(insert_dir / bucket_file_name(b)),
+                         _events(part, n, INSERT, np.ones(n), prop, np.arange(n), 1),
+                         stripe_size=stripe_size)
+    ids = table.column("id").to_numpy()
+    period = round(delete_deltas / delete_fraction)  # e.g. 1000: id % 1000 == r per delta
+    deleted = 0
+    for d in range(delete_deltas):
+        write_id = 2 + d
+        ddir = directory / delta_name(write_id, write_id, 0, delete=True)
+        ddir.mkdir(parents=True, exist_ok=True)
+        (ddir / ACID_VERSION_FILE).write_text(ACID_VERSION)
+        hit = ids % period == d
+        for b in range(BUCKETS):
+            sel = hit & (buckets == b)
+            n = int(sel.sum())
+            if not n:
+                continue
+            prop = np.full(n, BucketCodec.V1.encode(b, 0), np.int32)
+            order = np.argsort(row_ids[sel], kind="stable")
+            write_event_file(fs, str(ddir / bucket_file_name(b)),
+                             _events(None, n, DELETE, np.ones(n), prop, row_ids[sel][order],
+                                     write_id), stripe_size=stripe_size)
+            deleted += n
+    return deleted

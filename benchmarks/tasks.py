@@ -1,0 +1,95 @@
+"""Measured tasks, each run in a fresh child process by the harness.
+
+A task prints one JSON object: the seconds of the measured part (imports and setup excluded),
+the rows it produced, and any extra figures. The parent takes the child's peak RSS from the
+kernel (``wait4``), so every peer is measured the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.orc as po
+
+import acidstore
+from acidstore.read.plan import Split
+from acidstore.read.registry import load_registry
+from acidstore.writeids import ValidWriteIdList
+
+Task = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def _limit_files(args: dict[str, Any]) -> list[Path]:
+    return sorted(Path(args["limit_dir"]).glob("*.orc"))
+
+
+def noop(args: dict[str, Any]) -> dict[str, Any]:
+    """Baseline: the interpreter with every library the other tasks import."""
+    return {"seconds": 0.0, "rows": 0}
+
+
+def limit_scan(args: dict[str, Any]) -> dict[str, Any]:
+    """Plain pyarrow ORC scan of the same rows (the floor)."""
+    columns = args.get("columns")
+    threads = args.get("threads", 1)
+    start = time.perf_counter()
+
+    def read(path: Path) -> pa.Table:
+        return po.ORCFile(str(path)).read(columns=columns)
+
+    if threads > 1:
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            tables = list(pool.map(read, _limit_files(args)))
+    else:
+        tables = [read(p) for p in _limit_files(args)]
+    table = pa.concat_tables(tables)
+    if args.get("filter_k_lt") is not None:
+        table = table.filter(pc.less(table.column("k"), args["filter_k_lt"]))
+        table = table.select(args["output"])
+    return {"seconds": time.perf_counter() - start, "rows": table.num_rows}
+
+
+def acid_scan(args: dict[str, Any]) -> dict[str, Any]:
+    """acidstore merge-on-read scan (``reader``, ``threads``, projection, filter, snapshot)."""
+    start = time.perf_counter()
+    scan = acidstore.scan_directory(
+        args["acid_dir"], write_ids=args.get("write_ids"), columns=args.get("columns"),
+        filter=args.get("filter"), reader=args.get("reader", "vectorized"),
+        delete_event_limit=args.get("delete_event_limit", 10_000_000))
+    scan._threads = args.get("threads", 1)
+    if args.get("stream"):
+        rows = sum(b.num_rows for b in scan.to_batches())
+    else:
+        rows = scan.to_table().num_rows
+    return {"seconds": time.perf_counter() - start, "rows": rows}
+
+
+def registry_bytes(args: dict[str, Any]) -> dict[str, Any]:
+    """Resident bytes per delete event of the registry of the largest split."""
+    scan = acidstore.scan_directory(args["acid_dir"])
+    split: Split = max(scan.splits, key=lambda s: len(s.deletes))
+    start = time.perf_counter()
+    registry = load_registry(scan._fs, split, ValidWriteIdList.all_valid())
+    assert registry is not None
+    return {"seconds": time.perf_counter() - start, "rows": len(registry),
+            "bytes_per_event": registry.nbytes / max(1, len(registry))}
+
+
+TASKS: dict[str, Task] = {
+    "noop": noop, "limit_scan": limit_scan, "acid_scan": acid_scan,
+    "registry_bytes": registry_bytes,
+}
+
+if __name__ == "__main__":
+    name, raw = sys.argv[1], sys.argv[2]
+    task, params = TASKS[name], json.loads(raw)
+    task(params)  # in-process warm-up: lazy imports and first-call setup are not measured
+    print(json.dumps(task(params)))
