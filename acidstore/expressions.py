@@ -102,7 +102,10 @@ class SqlEvaluator:
             cursor = self._connection.cursor()
         try:
             cursor.register(_TABLE, table)
-            result: pa.Table = cursor.sql(f"SELECT {select} FROM {_TABLE}").fetch_arrow_table()
+            relation = cursor.sql(f"SELECT {select} FROM {_TABLE}")
+            # DuckDB 2 renamed fetch_arrow_table (1.x) to to_arrow_table
+            fetch = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table
+            result: pa.Table = fetch()
         except duckdb.Error as exc:
             shown = "; ".join(expressions.values())
             raise InvalidExpressionError(f"cannot evaluate {shown!r}: {exc}") from exc

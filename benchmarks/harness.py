@@ -1,4 +1,5 @@
-"""Run tasks in child processes: warm-up, repetitions, medians, peak RSS per child."""
+"""Run tasks in child processes: warm-up, repetitions, medians, peak RSS per child (each child
+reports its own VmHWM)."""
 
 from __future__ import annotations
 
@@ -30,11 +31,11 @@ def _run_once(task: str, args: dict[str, Any]) -> tuple[dict[str, Any], float]:
                             stdout=subprocess.PIPE, env={**os.environ, "PYTHONHASHSEED": "0"})
     assert proc.stdout is not None
     out = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    proc.wait()
     if proc.returncode != 0:
         raise RuntimeError(f"task {task} failed with exit code {proc.returncode}")
-    return json.loads(out), usage.ru_maxrss / 1024.0  # KiB on Linux
+    result = json.loads(out)
+    return result, float(result.pop("peak_rss_mb"))
 
 
 def measure(task: str, args: dict[str, Any], *, repeat: int = 3, warmup: int = 1

@@ -88,8 +88,19 @@ TASKS: dict[str, Task] = {
     "registry_bytes": registry_bytes,
 }
 
+def peak_rss_mb() -> float:
+    """This process's peak resident set (VmHWM). Unlike ``ru_maxrss`` it starts afresh at
+    exec, so a child does not report the memory of the parent it was forked from."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
 if __name__ == "__main__":
     name, raw = sys.argv[1], sys.argv[2]
     task, params = TASKS[name], json.loads(raw)
     task(params)  # in-process warm-up: lazy imports and first-call setup are not measured
-    print(json.dumps(task(params)))
+    result = task(params)
+    result["peak_rss_mb"] = peak_rss_mb()
+    print(json.dumps(result))

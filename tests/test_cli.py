@@ -1,0 +1,44 @@
+"""The command line on the spec §17 example table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from acidstore.cli import main
+
+
+def test_example_inspect_and_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    table = tmp_path / "t"
+    assert main(["example", str(table)]) == 0
+    capsys.readouterr()
+
+    assert main(["inspect", str(table)]) == 0
+    out = capsys.readouterr().out
+    assert "base:          base_0000003_v0000012" in out
+
+    # compaction txn 12 still open: the minor-compacted pair is read instead
+    assert main(["inspect", str(table), "--txns", "11:11:11:"]) == 0
+    out = capsys.readouterr().out
+    assert "base:          -" in out
+    assert "deltas:        delete_delta_0000001_0000003_v0000010, delta_0000001_0000003_v0000010" \
+        in out
+
+    assert main(["read", str(table), "--row-id"]) == 0
+    out = capsys.readouterr().out
+    assert "ann v2" in out and "bob" not in out and "536870913" in out
+    assert "1 row(s)" in out
+
+    assert main(["read", str(table), "--txns", "9:9::",
+                 "--write-ids", "default.t:1:9223372036854775807::"]) == 0
+    out = capsys.readouterr().out
+    assert "ann" in out and "bob" in out and "2 row(s)" in out
+
+
+def test_errors_are_reported_not_raised(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                        ) -> None:
+    (tmp_path / "delta_x").mkdir()
+    assert main(["inspect", str(tmp_path)]) == 2
+    assert "InvalidLayoutError" in capsys.readouterr().err
+    assert main(["read", str(tmp_path / "missing")]) == 2
