@@ -51,7 +51,7 @@ DELETE_COLUMNS = (ORIGINAL_TRANSACTION, BUCKET, ROW_ID, CURRENT_TRANSACTION)
 class DeleteRegistry:
     """Sorted, de-duplicated ROW__IDs of the valid delete events of one split."""
 
-    __slots__ = ("_row_ids", "_run_bucket", "_run_start", "_run_write_id")
+    __slots__ = ("_row_ids", "_run_bucket", "_run_end", "_run_write_id")
 
     def __init__(self, keys: KeyArrays) -> None:
         if len(keys) > _MAX_EVENTS:
@@ -66,7 +66,10 @@ class DeleteRegistry:
             if len(r) else np.zeros(0, dtype=np.int64)
         self._run_write_id = np.ascontiguousarray(w[starts], dtype=np.int64)
         self._run_bucket = np.ascontiguousarray(b[starts], dtype=np.int32)
-        self._run_start = np.append(starts, len(r)).astype(np.int32)
+        # one exclusive end per run (a run starts where the previous one ended): no sentinel,
+        # so the registry stays within 24 bytes per event even with one run per event
+        self._run_end = np.append(starts[1:], len(r)).astype(np.int32) if len(r) \
+            else np.zeros(0, dtype=np.int32)
         self._row_ids = np.ascontiguousarray(r, dtype=np.int64)
 
     def __len__(self) -> int:
@@ -76,7 +79,7 @@ class DeleteRegistry:
     def nbytes(self) -> int:
         """Resident size of the registry's arrays."""
         return int(self._row_ids.nbytes + self._run_write_id.nbytes + self._run_bucket.nbytes
-                   + self._run_start.nbytes)
+                   + self._run_end.nbytes)
 
     def deleted(self, keys: KeyArrays) -> Bool:
         """Which of ``keys`` have a delete event in the registry."""
@@ -112,7 +115,7 @@ class DeleteRegistry:
         rather than the other way round: m log n for m deletes instead of n log m for n rows.
         """
         found: Bool = np.zeros(len(wanted), dtype=np.bool_)
-        rows = self._row_ids[self._run_start[run]:self._run_start[run + 1]]
+        rows = self._row_ids[self._run_end[run - 1] if run else 0:self._run_end[run]]
         lo = int(np.searchsorted(rows, wanted[0], side="left"))
         hi = int(np.searchsorted(rows, wanted[-1], side="right"))
         deletes = rows[lo:hi]
