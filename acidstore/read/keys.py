@@ -106,7 +106,10 @@ def check_bucket(bucket: I32, bucket_id: int, path: str) -> None:
         return
     if bool((bucket == bucket[0]).all()):
         bucket = bucket[:1]  # one statement's file: decode the property once
-    ids = writer_ids(bucket)
+    try:
+        ids = writer_ids(bucket)
+    except DataError as exc:  # an unknown codec version: say which file holds it
+        raise DataError(str(exc), path=path) from None
     wrong = ids != bucket_id
     if np.any(wrong):
         found = int(ids[np.argmax(wrong)])
