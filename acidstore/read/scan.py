@@ -104,6 +104,8 @@ class Scan:
         self._splits = [(p, s) for p in partitions for s in self._plan(p)]
         self.table_schema = schema if schema is not None else self._infer_schema()
         self._resolve_columns(columns)
+        if filter is not None:
+            self._check_filter()
         self._splits = [(p, s) for p, s in self._splits if self._partition_matches(p)]
 
     # --- planning ------------------------------------------------------------------------------
@@ -146,6 +148,15 @@ class Scan:
                               for n in wanted]
         self._filter_only_partitions = bool(filter_names) and all(
             _column_index(table, n) is None for n in filter_names) and self._filter is not None
+
+    def _check_filter(self) -> None:
+        """Evaluate the filter once over no rows, so that a predicate that does not parse,
+        names an unknown column or is not boolean fails whether or not the snapshot holds any
+        rows (it would otherwise only fail on the first non-empty batch)."""
+        fields = list(self.table_schema) + list(self._partition_schema)
+        empty = pa.table([pa.array([], f.type) for f in fields], names=[f.name for f in fields]) \
+            if fields else pa.table({"_": pa.array([], pa.int8())})
+        self._mask(empty)
 
     def _partition_matches(self, partition: PartitionDir) -> bool:
         """Skip a partition whose values fail a predicate that reads partition columns only."""
