@@ -227,7 +227,10 @@ class Scan:
             out.append(pa.StructArray.from_arrays(
                 [pa.array(keys.write_id, pa.int64()), pa.array(keys.bucket, pa.int32()),
                  pa.array(keys.row_id, pa.int64())], fields=list(ROW_ID_TYPE)))
-        result = pa.RecordBatch.from_arrays(out, schema=self.schema)
+        if out:
+            result = pa.RecordBatch.from_arrays(out, schema=self.schema)
+        else:  # columns=[]: no columns, but the rows still count
+            result = pa.RecordBatch.from_arrays([pa.nulls(n, pa.int8())], names=["_"]).select([])
         if self._filter is not None and not self._filter_only_partitions:
             names = list(columns)
             mask = self._mask(pa.table([columns[c] for c in names], names=names)
