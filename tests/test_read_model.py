@@ -17,7 +17,7 @@ with projection and with filters.
 
 from __future__ import annotations
 
-import tempfile
+import shutil
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +26,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 from acidfiles import (
     SCHEMA,
     Event,
@@ -251,9 +252,12 @@ FILTERS: dict[str, tuple[str, Callable[[Row], bool]]] = {
 
 
 @given(history=histories(), data=st.data())
-def test_readers_match_model(history: History, data: st.DataObject) -> None:
-    with tempfile.TemporaryDirectory(prefix="acid-model-") as tmp:
-        root = Path(tmp) / "t"
+def test_readers_match_model(tmp_path_factory: pytest.TempPathFactory, history: History,
+                             data: st.DataObject) -> None:
+    # a fresh directory per example (tmp_path would be shared by all examples)
+    tmp = tmp_path_factory.mktemp("history")
+    try:
+        root = tmp / "t"
         write_history(history, root)
         n = history.max_write_id
         latest = ValidWriteIdList("default.t", n, tuple(sorted(history.open)),
@@ -309,6 +313,8 @@ def test_readers_match_model(history: History, data: st.DataObject) -> None:
         past_fallback = acidstore.read_directory(root, SCHEMA, write_ids=str(earlier),
                                                  with_row_id=True, delete_event_limit=0)
         assert past_fallback.to_pylist() == past.to_pylist()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 # --- fixed examples the property relies on ------------------------------------------------------
