@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.orc as po
 import pyorc
 import pytest
@@ -141,7 +142,7 @@ def test_files_without_acid_metadata(tmp_path: Path) -> None:
     dpath = root / "delete_delta_0000002_0000002_0000" / "bucket_00000"
     write_pyorc_events(dpath, deletes([(1, B0, 0), (1, B0, 4)], 2), acid_metadata=False)
 
-    orc = OrcFile(pafs_local(), str(path))
+    orc = OrcFile(pafs.LocalFileSystem(), str(path))
     assert orc.user_metadata == {}
     assert orc.key_index is None
     assert orc.nstripes == 2
@@ -168,12 +169,6 @@ def test_acid_field_names_any_case(tmp_path: Path, case: str) -> None:
     assert read(root, schema=SCHEMA, with_row_id=True) == [with_rid(row(2, "y"), 1, B0, 1)]
     assert read(root, schema=SCHEMA, with_row_id=True, write_ids="t:1:9223372036854775807::"
                 ) == [with_rid(row(1, "x"), 1, B0, 0), with_rid(row(2, "y"), 1, B0, 1)]
-
-
-def pafs_local() -> Any:
-    import pyarrow.fs as pafs
-
-    return pafs.LocalFileSystem()
 
 
 # --- streaming ingest: multi-txn deltas and side files (spec 15) -------------------------------
@@ -540,7 +535,7 @@ def test_acid_user_metadata_readable_by_pyarrow_and_pyorc(tmp_path: Path,
     rows = [row(i, f"n{i}", float(i)) for i in range(3000)]
     events = insert_events(7, 1, rows)
     # a tiny stripe size: pyarrow cuts a stripe after a 1024-row batch once it is "full"
-    written = write_event_file(pafs_local(), str(path), events, compression=compression,
+    written = write_event_file(pafs.LocalFileSystem(), str(path), events, compression=compression,
                                stripe_size=1)
     assert written.last_key == (7, B1, 2999)
     assert written.size == path.stat().st_size
@@ -568,7 +563,7 @@ def test_acid_user_metadata_readable_by_pyarrow_and_pyorc(tmp_path: Path,
 
     # a delete file: stats count deletes, key index holds the last deleted key
     dpath = tmp_path / "delete_bucket"
-    write_event_file(pafs_local(), str(dpath), delete_events([(3, B1, 4), (2, B1, 9)], 8),
+    write_event_file(pafs.LocalFileSystem(), str(dpath), delete_events([(3, B1, 4), (2, B1, 9)], 8),
                      compression=compression)
     with dpath.open("rb") as f:
         assert pyorc.Reader(f).user_metadata == {
