@@ -1,0 +1,46 @@
+"""The metastore (layer L2): catalog, transactions, write ids, commit log and snapshot leases.
+
+``Metastore`` is the protocol every backend implements; ``SqliteMetastore`` is the one-machine
+backend (a SQLite file in the warehouse). The value objects are frozen dataclasses so that what
+the metastore hands out cannot be changed behind its back.
+"""
+
+from __future__ import annotations
+
+from acidstore.metastore.protocol import (
+    CommitCheck,
+    CommitInfo,
+    CommittedWrite,
+    HistoryEntry,
+    LeaseInfo,
+    LockInfo,
+    LockType,
+    Metastore,
+    NewTable,
+    Operation,
+    TableInfo,
+    TxnInfo,
+    TxnKind,
+    TxnState,
+    WriteComponent,
+)
+from acidstore.metastore.sqlite import SqliteMetastore
+
+__all__ = [
+    "CommitCheck",
+    "CommitInfo",
+    "CommittedWrite",
+    "HistoryEntry",
+    "LeaseInfo",
+    "LockInfo",
+    "LockType",
+    "Metastore",
+    "NewTable",
+    "Operation",
+    "SqliteMetastore",
+    "TableInfo",
+    "TxnInfo",
+    "TxnKind",
+    "TxnState",
+    "WriteComponent",
+]

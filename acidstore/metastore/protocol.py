@@ -1,0 +1,352 @@
+"""The metastore seam: value objects and the ``Metastore`` protocol every backend implements.
+
+The metastore is the only shared mutable state of a warehouse: the catalog, the global
+transaction ids, the per-table write ids and the commit log. Everything above it (writers,
+readers, compaction) talks to it through this protocol only, so SQLite (one machine) and a
+server database (many machines) are interchangeable and are held to one contract test suite
+(``tests/test_metastore_contract.py``).
+
+Facts come from spec/hive-acid.md: §6.5 (how a table's ``ValidWriteIdList`` is built from a
+transaction snapshot), §12 (allocation, commit, write-write conflicts), §14 (heartbeats and the
+300 s timeout). Values are frozen so that a snapshot handed out can never change under a reader.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal, Protocol, runtime_checkable
+
+import pyarrow as pa
+
+from acidstore.writeids import ValidTxnList, ValidWriteIdList
+
+__all__ = [
+    "CommitCheck",
+    "CommitInfo",
+    "CommittedWrite",
+    "HistoryEntry",
+    "LeaseInfo",
+    "LockInfo",
+    "LockType",
+    "Metastore",
+    "NewTable",
+    "Operation",
+    "TableInfo",
+    "TxnInfo",
+    "TxnKind",
+    "TxnState",
+    "WriteComponent",
+]
+
+TxnState = Literal["open", "committed", "aborted"]
+TxnKind = Literal["default", "compaction"]
+Operation = Literal["insert", "update", "delete", "overwrite"]
+LockType = Literal["shared_read", "shared_write", "exclusive"]
+
+
+def _frozen_dict(obj: object, name: str, value: dict[str, str]) -> None:
+    """Copy a caller's dict so that mutating it later cannot change a stored value object."""
+    object.__setattr__(obj, name, dict(value))
+
+
+@dataclass(frozen=True)
+class NewTable:
+    """What a caller supplies to ``create_table``; the metastore adds the id and the time.
+
+    ``schema`` holds the user columns only; partition columns live in ``partition_schema``
+    (Hive keeps them apart too: they are directory names, not file columns). ``buckets`` 0 or 1
+    with an empty ``bucket_by`` means unbucketed. Names are folded to lower case, as Hive does.
+    """
+
+    database: str
+    name: str
+    schema: pa.Schema
+    partition_schema: pa.Schema
+    bucket_by: tuple[str, ...]
+    buckets: int
+    properties: dict[str, str]
+    location: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "database", self.database.lower())
+        object.__setattr__(self, "name", self.name.lower())
+        object.__setattr__(self, "bucket_by", tuple(self.bucket_by))
+        _frozen_dict(self, "properties", self.properties)
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.database}.{self.name}"
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    """A table as the catalog records it (see ``NewTable`` for the field meanings)."""
+
+    database: str
+    name: str
+    schema: pa.Schema
+    partition_schema: pa.Schema
+    bucket_by: tuple[str, ...]
+    buckets: int
+    properties: dict[str, str]
+    location: str
+    table_id: int
+    created: datetime
+
+    def __post_init__(self) -> None:
+        _frozen_dict(self, "properties", self.properties)
+
+    @property
+    def full_name(self) -> str:
+        """``db.name``: the form used in write-id lists, components and error messages."""
+        return f"{self.database}.{self.name}"
+
+
+@dataclass(frozen=True)
+class TxnInfo:
+    """One transaction. ``snapshot`` is the ``ValidTxnList`` taken when it opened: every read
+    inside the transaction uses it, which is what gives snapshot isolation."""
+
+    txn_id: int
+    state: TxnState
+    kind: TxnKind
+    user: str
+    host: str
+    started: datetime
+    last_heartbeat: datetime
+    finished: datetime | None
+    snapshot: ValidTxnList
+
+
+@dataclass(frozen=True)
+class WriteComponent:
+    """What one transaction wrote to one partition of one table.
+
+    ``partition`` is the relative partition directory (``""`` when unpartitioned) and
+    ``directories`` are the delta/base dirs written, relative to the table location. Writers
+    register components with ``record_write`` *before* writing files, so a crash leaves a record
+    of what to clean, and pass the final ones (with counts) to ``commit``.
+    """
+
+    table: str
+    partition: str
+    operation: Operation
+    write_id: int
+    directories: tuple[str, ...]
+    rows_inserted: int = 0
+    rows_deleted: int = 0
+    files: int = 0
+    bytes: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "table", self.table.lower())
+        object.__setattr__(self, "directories", tuple(self.directories))
+
+
+@dataclass(frozen=True)
+class CommittedWrite:
+    """A component of an already committed transaction, as the conflict check sees it."""
+
+    txn_id: int
+    commit_seq: int
+    table: str
+    partition: str
+    operation: Operation
+    write_id: int
+    directories: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """The outcome of a successful commit; ``write_ids`` maps ``db.name`` to its write id."""
+
+    txn_id: int
+    commit_seq: int
+    commit_time: datetime
+    write_ids: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "write_ids", dict(self.write_ids))
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One committed write id of a table. ``operation`` joins the distinct operations of the
+    transaction on that table, sorted (e.g. ``"delete,insert"`` for an update written as
+    split-update); it is empty when the write id was committed without a component."""
+
+    write_id: int
+    txn_id: int
+    commit_time: datetime
+    operation: str
+    rows_inserted: int
+    rows_deleted: int
+    files: int
+    bytes: int
+    partitions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LockInfo:
+    """Informational lock: writers are optimistic (conflicts are found at commit, §12.2), so
+    these are never waited on; they show who is writing where, as Hive's SHOW LOCKS does.
+    ``partition`` is ``None`` for a table-level lock (unpartitioned table)."""
+
+    lock_id: int
+    txn_id: int
+    database: str
+    table: str
+    partition: str | None
+    lock_type: LockType
+    state: Literal["acquired"]
+    acquired: datetime
+
+
+@dataclass(frozen=True)
+class LeaseInfo:
+    """A reader's promise that its snapshot is still in use: the cleaner must not delete any
+    directory that snapshot can see until the lease is released or expires."""
+
+    lease_id: int
+    table: str
+    snapshot: ValidTxnList
+    write_ids: ValidWriteIdList
+    acquired: datetime
+    expires: datetime
+
+
+#: ``check(components, overlapping)`` raises ``WriteConflictError`` if rows really overlap.
+CommitCheck = Callable[[Sequence[WriteComponent], Sequence[CommittedWrite]], None]
+
+
+@runtime_checkable
+class Metastore(Protocol):
+    """Catalog, transactions, write ids and commit log (layer L2).
+
+    Contract shared by every backend (checked by the contract test suite):
+    - table names are ``db.name`` or ``name`` (meaning ``default.name``), case-insensitive;
+    - every mutating call is one serialized metastore transaction, safe across threads and
+      processes; allocation of txn ids, write ids and commit sequence numbers never repeats;
+    - calls that open, commit, heartbeat or build snapshots first abort open transactions whose
+      last heartbeat is older than the backend's ``timeout_seconds`` (§14).
+    """
+
+    # --- catalog ------------------------------------------------------------------------------
+
+    def create_table(self, info: NewTable) -> TableInfo:
+        """Register a table (and its database, implicitly); ``TableExistsError`` if taken."""
+        ...
+
+    def get_table(self, name: str) -> TableInfo:
+        """The table, or ``TableNotFoundError``."""
+        ...
+
+    def list_tables(self, database: str | None = None) -> list[str]:
+        """Full names, sorted; all databases when ``database`` is None."""
+        ...
+
+    def drop_table(self, name: str) -> TableInfo:
+        """Remove the catalog entry and return what it was; history rows may stay."""
+        ...
+
+    def add_partitions(self, table: str, partitions: Iterable[str]) -> None:
+        """Register partition directories (idempotent)."""
+        ...
+
+    def list_partitions(self, table: str) -> list[str]:
+        """Registered partition directories, sorted."""
+        ...
+
+    # --- transactions -------------------------------------------------------------------------
+
+    def open_transaction(self, *, user: str, host: str, kind: TxnKind = "default") -> TxnInfo:
+        """Allocate a global txn id and record its snapshot (§6.5)."""
+        ...
+
+    def heartbeat(self, txn_id: int) -> None:
+        """Keep an open transaction alive past the timeout."""
+        ...
+
+    def allocate_write_id(self, txn_id: int, table: str) -> int:
+        """The txn's write id on ``table``: allocated once, then reused (§12.1)."""
+        ...
+
+    def valid_txns(self, txn_id: int | None = None) -> ValidTxnList:
+        """A fresh snapshot, or the one recorded when ``txn_id`` opened."""
+        ...
+
+    def valid_write_ids(
+        self, table: str, snapshot: ValidTxnList, txn_id: int | None = None
+    ) -> ValidWriteIdList:
+        """``table``'s write-id list under ``snapshot``; ``txn_id``'s own writes are visible."""
+        ...
+
+    def record_write(self, txn_id: int, component: WriteComponent) -> None:
+        """Register what a writer is about to write, before it writes any file."""
+        ...
+
+    def commit(
+        self,
+        txn_id: int,
+        components: Sequence[WriteComponent],
+        *,
+        check: CommitCheck | None = None,
+    ) -> CommitInfo:
+        """Commit atomically, aborting instead on a write-write conflict (§12.2)."""
+        ...
+
+    def abort(self, txn_id: int, reason: str = "") -> None:
+        """Abort an open transaction (no-op if already aborted)."""
+        ...
+
+    def aborted_components(self, table: str) -> list[WriteComponent]:
+        """Components of aborted transactions on ``table``: directories a cleaner may remove."""
+        ...
+
+    # --- introspection ------------------------------------------------------------------------
+
+    def history(self, table: str) -> list[HistoryEntry]:
+        """One entry per committed write id, ordered by write id."""
+        ...
+
+    def show_transactions(self) -> list[TxnInfo]:
+        """Every transaction, ordered by txn id."""
+        ...
+
+    def show_locks(self) -> list[LockInfo]:
+        """Locks of open transactions, ordered by lock id."""
+        ...
+
+    def write_id_commit_times(self, table: str) -> dict[int, datetime]:
+        """Committed write id -> commit time (for ``as_of`` a datetime)."""
+        ...
+
+    # --- snapshot leases ----------------------------------------------------------------------
+
+    def acquire_lease(
+        self,
+        table: str,
+        snapshot: ValidTxnList,
+        write_ids: ValidWriteIdList,
+        ttl_seconds: float,
+    ) -> int:
+        """Protect a reader's snapshot from the cleaner for ``ttl_seconds``."""
+        ...
+
+    def renew_lease(self, lease_id: int, ttl_seconds: float) -> None:
+        """Extend a live lease; an expired or unknown one cannot be revived."""
+        ...
+
+    def release_lease(self, lease_id: int) -> None:
+        """Drop a lease (idempotent)."""
+        ...
+
+    def active_leases(self, table: str) -> list[LeaseInfo]:
+        """Unexpired leases of ``table``, ordered by lease id."""
+        ...
+
+    def close(self) -> None:
+        """Release connections; the object is unusable afterwards."""
+        ...

@@ -1,0 +1,200 @@
+"""DDL, schema versioning and value encodings of the SQLite metastore.
+
+The tables mirror Hive's metastore where Hive's design carries a reason (spec §12):
+``sequences`` plays NEXT_TXN_ID (plus a separate commit sequence), ``next_write_id`` and
+``txn_write_ids`` play NEXT_WRITE_ID / TXN_TO_WRITE_ID, ``components`` plays TXN_COMPONENTS /
+WRITE_SET (what a txn wrote, kept after commit so later commits can detect conflicts).
+
+Write ids are keyed by ``table_id`` rather than by name so that dropping a table and creating
+one of the same name starts a fresh history instead of inheriting the old one's.
+
+Times are stored as integer microseconds since the Unix epoch (UTC): they compare and subtract
+exactly in SQL (the timeout reaper runs a ``<`` on them) and cannot carry a local time zone.
+"""
+
+from __future__ import annotations
+
+import base64
+import sqlite3
+from datetime import UTC, datetime
+
+import pyarrow as pa
+
+from acidstore.errors import MetastoreError
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "decode_schema",
+    "encode_schema",
+    "ensure_schema",
+    "from_micros",
+    "now_micros",
+    "to_micros",
+]
+
+#: Bump on any DDL change and add a migration step to ``ensure_schema``.
+SCHEMA_VERSION = 1
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS meta (
+    name  TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sequences (
+    name       TEXT PRIMARY KEY,
+    next_value INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS databases (
+    name    TEXT PRIMARY KEY,
+    created INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tables (
+    table_id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    db_name          TEXT NOT NULL REFERENCES databases(name),
+    name             TEXT NOT NULL,
+    schema           TEXT NOT NULL,
+    partition_schema TEXT NOT NULL,
+    bucket_by        TEXT NOT NULL,
+    buckets          INTEGER NOT NULL,
+    properties       TEXT NOT NULL,
+    location         TEXT NOT NULL,
+    created          INTEGER NOT NULL,
+    UNIQUE (db_name, name)
+);
+CREATE TABLE IF NOT EXISTS partitions (
+    table_id  INTEGER NOT NULL,
+    part TEXT NOT NULL,
+    PRIMARY KEY (table_id, part)
+);
+CREATE TABLE IF NOT EXISTS txns (
+    txn_id              INTEGER PRIMARY KEY,
+    state               TEXT NOT NULL CHECK (state IN ('open', 'committed', 'aborted')),
+    kind                TEXT NOT NULL,
+    user_name           TEXT NOT NULL,
+    host                TEXT NOT NULL,
+    started             INTEGER NOT NULL,
+    last_heartbeat      INTEGER NOT NULL,
+    finished            INTEGER,
+    snapshot            TEXT NOT NULL,
+    snapshot_commit_seq INTEGER NOT NULL,
+    commit_seq          INTEGER UNIQUE,
+    abort_reason        TEXT
+);
+CREATE INDEX IF NOT EXISTS txns_by_state ON txns (state, last_heartbeat);
+CREATE TABLE IF NOT EXISTS next_write_id (
+    table_id   INTEGER PRIMARY KEY,
+    next_value INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS txn_write_ids (
+    txn_id     INTEGER NOT NULL REFERENCES txns(txn_id),
+    table_id   INTEGER NOT NULL,
+    table_name TEXT NOT NULL,
+    write_id   INTEGER NOT NULL,
+    PRIMARY KEY (txn_id, table_id),
+    UNIQUE (table_id, write_id)
+);
+CREATE TABLE IF NOT EXISTS components (
+    component_id  INTEGER PRIMARY KEY AUTOINCREMENT,
+    txn_id        INTEGER NOT NULL REFERENCES txns(txn_id),
+    table_id      INTEGER NOT NULL,
+    table_name    TEXT NOT NULL,
+    part     TEXT NOT NULL,
+    operation     TEXT NOT NULL,
+    write_id      INTEGER NOT NULL,
+    directories   TEXT NOT NULL,
+    rows_inserted INTEGER NOT NULL,
+    rows_deleted  INTEGER NOT NULL,
+    files         INTEGER NOT NULL,
+    bytes         INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS components_by_txn ON components (txn_id);
+CREATE INDEX IF NOT EXISTS components_by_partition ON components (table_id, part);
+CREATE TABLE IF NOT EXISTS history (
+    table_id      INTEGER NOT NULL,
+    write_id      INTEGER NOT NULL,
+    txn_id        INTEGER NOT NULL,
+    commit_time   INTEGER NOT NULL,
+    operation     TEXT NOT NULL,
+    rows_inserted INTEGER NOT NULL,
+    rows_deleted  INTEGER NOT NULL,
+    files         INTEGER NOT NULL,
+    bytes         INTEGER NOT NULL,
+    partitions    TEXT NOT NULL,
+    PRIMARY KEY (table_id, write_id)
+);
+CREATE TABLE IF NOT EXISTS locks (
+    lock_id    INTEGER PRIMARY KEY AUTOINCREMENT,
+    txn_id     INTEGER NOT NULL REFERENCES txns(txn_id),
+    table_id   INTEGER NOT NULL,
+    db_name    TEXT NOT NULL,
+    table_name TEXT NOT NULL,
+    part  TEXT NOT NULL,
+    lock_type  TEXT NOT NULL,
+    acquired   INTEGER NOT NULL,
+    UNIQUE (txn_id, table_id, part)
+);
+CREATE TABLE IF NOT EXISTS leases (
+    lease_id  INTEGER PRIMARY KEY AUTOINCREMENT,
+    table_id  INTEGER NOT NULL,
+    snapshot  TEXT NOT NULL,
+    write_ids TEXT NOT NULL,
+    acquired  INTEGER NOT NULL,
+    expires   INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS leases_by_table ON leases (table_id, expires);
+"""
+
+_SEQUENCES = (("txn", 1), ("commit", 1))
+
+
+def ensure_schema(conn: sqlite3.Connection) -> None:
+    """Create the tables on first use, or check the stored version on later opens.
+
+    Runs under ``BEGIN IMMEDIATE`` so that several processes opening a new file at once create
+    it exactly once. A file written by a newer library is refused rather than misread.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in _DDL.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        row = conn.execute("SELECT value FROM meta WHERE name = 'schema_version'").fetchone()
+        if row is None:
+            conn.execute("INSERT INTO meta (name, value) VALUES ('schema_version', ?)",
+                         (str(SCHEMA_VERSION),))
+            conn.executemany("INSERT OR IGNORE INTO sequences (name, next_value) VALUES (?, ?)",
+                             _SEQUENCES)
+        elif int(row[0]) != SCHEMA_VERSION:
+            raise MetastoreError(
+                f"metastore schema version {row[0]} is not supported (this library uses "
+                f"{SCHEMA_VERSION}); upgrade acidstore")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def now_micros() -> int:
+    """The current UTC time in microseconds since the epoch."""
+    return to_micros(datetime.now(UTC))
+
+
+def to_micros(moment: datetime) -> int:
+    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def from_micros(micros: int) -> datetime:
+    """Exact inverse of ``to_micros`` (no float rounding), always UTC-aware."""
+    seconds, rest = divmod(micros, 1_000_000)
+    return datetime.fromtimestamp(seconds, UTC).replace(microsecond=rest)
+
+
+def encode_schema(schema: pa.Schema) -> str:
+    """Arrow IPC bytes keep exact types (decimal precision, timestamp units, nested fields)
+    and field metadata, which a type-name string would lose; base64 keeps the column TEXT."""
+    return base64.b64encode(schema.serialize().to_pybytes()).decode("ascii")
+
+
+def decode_schema(text: str) -> pa.Schema:
+    return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))

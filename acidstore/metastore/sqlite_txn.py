@@ -1,0 +1,383 @@
+"""Transaction bookkeeping of the SQLite metastore: snapshots, write ids, commit, abort.
+
+Each function runs inside a metastore transaction opened by ``SqliteMetastore`` (writes under
+``BEGIN IMMEDIATE``) and takes its connection; none of them commits. Keeping them apart from the
+connection handling keeps each module small and lets the SQL be read next to the Hive rule it
+implements (spec §6.5, §12, §14).
+
+Errors that must be raised *after* the surrounding transaction commits (the txn was just aborted
+by the timeout reaper or by a conflict, and that abort must persist) are wrapped in
+``RaiseAfterCommit``; the caller commits, then raises the wrapped error.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from acidstore.errors import (
+    InvalidInputError,
+    MetastoreError,
+    TableNotFoundError,
+    TransactionAbortedError,
+    TransactionStateError,
+    WriteConflictError,
+)
+from acidstore.metastore.protocol import (
+    CommitCheck,
+    CommitInfo,
+    CommittedWrite,
+    Operation,
+    WriteComponent,
+)
+from acidstore.metastore.sqlite_schema import decode_schema, from_micros
+from acidstore.metastore.validate import (
+    CONFLICTING_OPERATIONS,
+    OPERATION_LETTERS,
+    check_component,
+    split_table_name,
+)
+from acidstore.writeids import ValidTxnList, ValidWriteIdList
+
+__all__ = [
+    "RaiseAfterCommit",
+    "abort_txn",
+    "allocate_write_id",
+    "build_write_id_list",
+    "commit_txn",
+    "component_of",
+    "conflict_message",
+    "has_timed_out",
+    "next_sequence",
+    "peek_sequence",
+    "reap_timed_out",
+    "record_write",
+    "require_open",
+    "take_snapshot",
+]
+
+
+class RaiseAfterCommit(Exception):  # noqa: N818 - a control-flow signal, not an error
+    """Carries an error whose cause (an abort) must be committed before it is raised."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+# --- sequences and the timeout reaper ---------------------------------------------------------
+
+
+def peek_sequence(conn: sqlite3.Connection, name: str) -> int:
+    """The value ``next_sequence`` would hand out next, without consuming it."""
+    row = conn.execute("SELECT next_value FROM sequences WHERE name = ?", (name,)).fetchone()
+    if row is None:
+        raise MetastoreError(f"metastore sequence {name!r} is missing")
+    return int(row[0])
+
+
+def next_sequence(conn: sqlite3.Connection, name: str) -> int:
+    """Consume the next value of a global sequence (txn ids, commit sequence numbers).
+
+    Safe without RETURNING because every caller holds the database write lock.
+    """
+    value = peek_sequence(conn, name)
+    conn.execute("UPDATE sequences SET next_value = ? WHERE name = ?", (value + 1, name))
+    return value
+
+
+def abort_txn(conn: sqlite3.Connection, txn_id: int, now: int, reason: str) -> None:
+    """Mark a txn aborted (which makes its write ids aborted) and release its locks."""
+    conn.execute(
+        "UPDATE txns SET state = 'aborted', finished = ?, abort_reason = ? WHERE txn_id = ?",
+        (now, reason, txn_id))
+    conn.execute("DELETE FROM locks WHERE txn_id = ?", (txn_id,))
+
+
+def reap_timed_out(conn: sqlite3.Connection, now: int, timeout_micros: int) -> None:
+    """§14: an open txn without a heartbeat for ``hive.txn.timeout`` is aborted (with its locks)
+    by the next metastore call that notices."""
+    cutoff = now - timeout_micros
+    stale = [row[0] for row in conn.execute(
+        "SELECT txn_id FROM txns WHERE state = 'open' AND last_heartbeat < ?", (cutoff,))]
+    for txn_id in stale:
+        abort_txn(conn, txn_id, now, "timed out: no heartbeat within the transaction timeout")
+
+
+def has_timed_out(conn: sqlite3.Connection, now: int, timeout_micros: int) -> bool:
+    """Whether ``reap_timed_out`` has work, so read-only calls take the write lock only then."""
+    row = conn.execute(
+        "SELECT 1 FROM txns WHERE state = 'open' AND last_heartbeat < ? LIMIT 1",
+        (now - timeout_micros,)).fetchone()
+    return row is not None
+
+
+def require_open(conn: sqlite3.Connection, txn_id: int) -> sqlite3.Row:
+    """The txn's row if it is open; otherwise the error the protocol promises.
+
+    Aborted -> ``TransactionAbortedError`` (the write did not land, a retry may succeed);
+    committed or unknown -> ``TransactionStateError`` (the caller's bookkeeping is wrong).
+    Wrapped so that a timeout abort decided in this same transaction is committed first.
+    """
+    if isinstance(txn_id, bool) or not isinstance(txn_id, int):
+        raise InvalidInputError(f"txn id must be an int, got {txn_id!r}")
+    row: sqlite3.Row | None = conn.execute(
+        "SELECT * FROM txns WHERE txn_id = ?", (txn_id,)).fetchone()
+    if row is None:
+        raise RaiseAfterCommit(TransactionStateError(f"txnid:{txn_id} does not exist"))
+    if row["state"] == "aborted":
+        reason = row["abort_reason"] or "aborted"
+        raise RaiseAfterCommit(TransactionAbortedError(f"txnid:{txn_id} is aborted ({reason})"))
+    if row["state"] != "open":
+        raise RaiseAfterCommit(TransactionStateError(f"txnid:{txn_id} is already {row['state']}"))
+    return row
+
+
+# --- snapshots (§6.5) -------------------------------------------------------------------------
+
+
+def take_snapshot(conn: sqlite3.Connection) -> ValidTxnList:
+    """Hive's ``createValidReadTxnList``: hwm = highest txn id handed out; exceptions = open and
+    aborted txns up to it. Hive also drops the caller's own txn from the exceptions (so it reads
+    its own writes): ``open_transaction`` takes the snapshot after consuming the new id but
+    before inserting the txn's row, so the own txn is never listed in the first place."""
+    hwm = peek_sequence(conn, "txn") - 1
+    open_ids: list[int] = []
+    aborted_ids: list[int] = []
+    for txn_id, state in conn.execute(
+            "SELECT txn_id, state FROM txns WHERE state != 'committed' AND txn_id <= ? "
+            "ORDER BY txn_id", (hwm,)):
+        (open_ids if state == "open" else aborted_ids).append(txn_id)
+    return ValidTxnList(hwm, tuple(open_ids), tuple(aborted_ids))
+
+
+def build_write_id_list(conn: sqlite3.Connection, table_id: int, table_name: str,
+                        snapshot: ValidTxnList, txn_id: int | None) -> ValidWriteIdList:
+    """Hive's ``getValidWriteIdsForTable`` (§6.5).
+
+    hwm = highest write id of the table allocated to a txn at or below the snapshot's hwm (the
+    caller's own txn always counts); every write id up to it whose txn the snapshot does not see
+    as committed is an exception, aborted if the snapshot lists the txn as aborted, else open.
+    Hive's pruned-rows quirk cannot arise: allocation rows are never pruned here.
+    """
+    own = -1 if txn_id is None else txn_id
+    row = conn.execute(
+        "SELECT MAX(write_id) FROM txn_write_ids WHERE table_id = ? AND (txn_id <= ? OR "
+        "txn_id = ?)", (table_id, snapshot.high_watermark, own)).fetchone()
+    hwm = 0 if row[0] is None else int(row[0])
+    open_ids: list[int] = []
+    aborted_ids: list[int] = []
+    # Only txns above the snapshot hwm or listed as exceptions can be invalid; json_each keeps
+    # the exception list a single bound parameter whatever its length.
+    for write_id, writer in conn.execute(
+            "SELECT write_id, txn_id FROM txn_write_ids WHERE table_id = ? AND write_id <= ? "
+            "AND txn_id != ? AND (txn_id > ? OR txn_id IN (SELECT value FROM json_each(?))) "
+            "ORDER BY write_id",
+            (table_id, hwm, own, snapshot.high_watermark, json.dumps(snapshot.exceptions))):
+        if snapshot.is_txn_valid(writer):
+            continue
+        (aborted_ids if snapshot.is_txn_aborted(writer) else open_ids).append(write_id)
+    return ValidWriteIdList(table_name, hwm, tuple(open_ids), tuple(aborted_ids))
+
+
+# --- allocation and recording -----------------------------------------------------------------
+
+
+def allocate_write_id(conn: sqlite3.Connection, txn_id: int, table_id: int,
+                      table_name: str) -> int:
+    """§12.1: one write id per (txn, table), reused by later statements; per-table ids start at
+    1 and are contiguous because allocation holds the database write lock."""
+    row = conn.execute("SELECT write_id FROM txn_write_ids WHERE txn_id = ? AND table_id = ?",
+                       (txn_id, table_id)).fetchone()
+    if row is not None:
+        return int(row[0])
+    row = conn.execute("SELECT next_value FROM next_write_id WHERE table_id = ?",
+                       (table_id,)).fetchone()
+    write_id = 1 if row is None else int(row[0])
+    conn.execute("INSERT OR REPLACE INTO next_write_id (table_id, next_value) VALUES (?, ?)",
+                 (table_id, write_id + 1))
+    conn.execute("INSERT INTO txn_write_ids (txn_id, table_id, table_name, write_id) "
+                 "VALUES (?, ?, ?, ?)", (txn_id, table_id, table_name, write_id))
+    return write_id
+
+
+@dataclass(frozen=True)
+class _Resolved:
+    """A validated component with the table id its write id was allocated on."""
+
+    component: WriteComponent
+    table: str
+    table_id: int
+
+
+def _resolve(conn: sqlite3.Connection, txn_id: int, component: WriteComponent) -> _Resolved:
+    """Tie a component to the write id the txn was allocated on its table, then validate it
+    against that table (which may have been dropped since)."""
+    if not isinstance(component, WriteComponent):
+        raise InvalidInputError(f"expected a WriteComponent, got {component!r}")
+    database, name = split_table_name(component.table)
+    table = f"{database}.{name}"
+    row = conn.execute("SELECT table_id, write_id FROM txn_write_ids WHERE txn_id = ? AND "
+                       "table_name = ?", (txn_id, table)).fetchone()
+    if row is None:
+        raise InvalidInputError(f"txnid:{txn_id} has no write id on {table}; "
+                                "call allocate_write_id first")
+    if row["write_id"] != component.write_id:
+        raise InvalidInputError(f"component of {table} names write id {component.write_id}, but "
+                                f"txnid:{txn_id} was allocated write id {row['write_id']}")
+    info = conn.execute("SELECT partition_schema FROM tables WHERE table_id = ?",
+                        (row["table_id"],)).fetchone()
+    if info is None:
+        raise TableNotFoundError(f"table {table} was dropped while txnid:{txn_id} wrote to it")
+    columns = [c.lower() for c in decode_schema(info["partition_schema"]).names]
+    check_component(component, columns)
+    return _Resolved(component, table, int(row["table_id"]))
+
+
+def _stored_components(conn: sqlite3.Connection, txn_id: int) -> list[WriteComponent]:
+    return [component_of(row) for row in conn.execute(
+        "SELECT * FROM components WHERE txn_id = ? ORDER BY component_id", (txn_id,))]
+
+
+def component_of(row: sqlite3.Row) -> WriteComponent:
+    return WriteComponent(row["table_name"], row["part"], row["operation"], row["write_id"],
+                          tuple(json.loads(row["directories"])), row["rows_inserted"],
+                          row["rows_deleted"], row["files"], row["bytes"])
+
+
+def _insert_components(conn: sqlite3.Connection, txn_id: int,
+                       resolved: Sequence[_Resolved]) -> None:
+    known = _stored_components(conn, txn_id)
+    for item in resolved:
+        c = item.component
+        stored = WriteComponent(item.table, c.partition, c.operation, c.write_id, c.directories,
+                                c.rows_inserted, c.rows_deleted, c.files, c.bytes)
+        if stored in known:
+            continue
+        known.append(stored)
+        conn.execute(
+            "INSERT INTO components (txn_id, table_id, table_name, part, operation, write_id, "
+            "directories, rows_inserted, rows_deleted, files, bytes) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (txn_id, item.table_id, item.table, c.partition, c.operation, c.write_id,
+             json.dumps(list(c.directories)), c.rows_inserted, c.rows_deleted, c.files, c.bytes))
+
+
+def record_write(conn: sqlite3.Connection, txn_id: int, component: WriteComponent,
+                 now: int) -> None:
+    """Store a component before its files exist (so a crash leaves a cleanup record) and show
+    the writer's informational lock: shared_write, or exclusive for an overwrite (§13.2)."""
+    item = _resolve(conn, txn_id, component)
+    _insert_components(conn, txn_id, [item])
+    database, name = item.table.split(".")
+    lock_type = "exclusive" if component.operation == "overwrite" else "shared_write"
+    conn.execute("INSERT OR IGNORE INTO locks (txn_id, table_id, db_name, table_name, part, "
+                 "lock_type, acquired) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                 (txn_id, item.table_id, database, name, component.partition, lock_type, now))
+    if lock_type == "exclusive":
+        conn.execute("UPDATE locks SET lock_type = 'exclusive' WHERE txn_id = ? AND "
+                     "table_id = ? AND part = ?", (txn_id, item.table_id, component.partition))
+
+
+# --- commit (§12.2) ---------------------------------------------------------------------------
+
+
+def _overlapping(conn: sqlite3.Connection, txn_id: int, snapshot_commit_seq: int,
+                 resolved: Sequence[_Resolved]) -> list[tuple[_Resolved, CommittedWrite]]:
+    """Committed writes that overlap ours: committed after our snapshot, on the same table and
+    partition, both sides update/delete/overwrite. Inserts never conflict."""
+    pairs: list[tuple[_Resolved, CommittedWrite]] = []
+    for item in resolved:
+        if item.component.operation not in CONFLICTING_OPERATIONS:
+            continue
+        for row in conn.execute(
+                "SELECT c.*, t.commit_seq FROM components c JOIN txns t ON t.txn_id = c.txn_id "
+                "WHERE c.table_id = ? AND c.part = ? AND t.state = 'committed' "
+                "AND t.commit_seq > ? AND c.txn_id != ? "
+                "AND c.operation IN ('update', 'delete', 'overwrite') "
+                "ORDER BY t.commit_seq, c.component_id",
+                (item.table_id, item.component.partition, snapshot_commit_seq, txn_id)):
+            pairs.append((item, CommittedWrite(
+                row["txn_id"], row["commit_seq"], row["table_name"], row["part"],
+                row["operation"], row["write_id"], tuple(json.loads(row["directories"])))))
+    return pairs
+
+
+def conflict_message(txn_id: int, commit_seq: int, table: str, *, partition: str,
+                     operation: Operation, other: CommittedWrite) -> str:
+    """Hive's text (``CommitTxnFunction#checkForWriteConflict``), e.g.
+    ``Aborting [txnid:3,3] due to a write conflict on default/tab_part/p=blah committed by
+    [txnid:2,3] u/u``."""
+    resource = table.replace(".", "/", 1) + (f"/{partition}" if partition else "")
+    return (f"Aborting [txnid:{txn_id},{commit_seq}] due to a write conflict on {resource} "
+            f"committed by [txnid:{other.txn_id},{other.commit_seq}] "
+            f"{OPERATION_LETTERS[operation]}/{OPERATION_LETTERS[other.operation]}")
+
+
+def _write_history(conn: sqlite3.Connection, txn_id: int, now: int,
+                   resolved: Sequence[_Resolved]) -> dict[str, int]:
+    """One history row per write id the txn committed, summing its components on that table."""
+    write_ids: dict[str, int] = {}
+    for row in conn.execute("SELECT table_id, table_name, write_id FROM txn_write_ids "
+                            "WHERE txn_id = ? ORDER BY table_name", (txn_id,)).fetchall():
+        mine = [r.component for r in resolved if r.table_id == row["table_id"]]
+        conn.execute(
+            "INSERT INTO history (table_id, write_id, txn_id, commit_time, operation, "
+            "rows_inserted, rows_deleted, files, bytes, partitions) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (row["table_id"], row["write_id"], txn_id, now,
+             ",".join(sorted({c.operation for c in mine})),
+             sum(c.rows_inserted for c in mine), sum(c.rows_deleted for c in mine),
+             sum(c.files for c in mine), sum(c.bytes for c in mine),
+             json.dumps(sorted({c.partition for c in mine if c.partition}))))
+        write_ids[row["table_name"]] = int(row["write_id"])
+    return write_ids
+
+
+def commit_txn(conn: sqlite3.Connection, txn_id: int, components: Sequence[WriteComponent],
+               check: CommitCheck | None, now: int) -> CommitInfo:
+    """The whole commit, inside one ``BEGIN IMMEDIATE`` so no other commit can interleave
+    between the conflict check and publishing (first committer wins)."""
+    txn = require_open(conn, txn_id)
+    resolved = [_resolve(conn, txn_id, c) for c in components]
+    pairs = _overlapping(conn, txn_id, txn["snapshot_commit_seq"], resolved)
+    if pairs:
+        would_be_seq = peek_sequence(conn, "commit")
+        if check is None:
+            item, other = pairs[0]
+            message = conflict_message(txn_id, would_be_seq, item.table,
+                                       partition=item.component.partition,
+                                       operation=item.component.operation, other=other)
+            _abort_with(conn, txn_id, now, resolved, message)
+            raise RaiseAfterCommit(WriteConflictError(message))
+        overlapping: list[CommittedWrite] = []
+        for _, other in pairs:
+            if other not in overlapping:
+                overlapping.append(other)
+        try:
+            check(list(components), overlapping)
+        except Exception as exc:
+            _abort_with(conn, txn_id, now, resolved, f"commit check failed: {exc}")
+            raise RaiseAfterCommit(exc) from exc
+    commit_seq = next_sequence(conn, "commit")
+    conn.execute("UPDATE txns SET state = 'committed', commit_seq = ?, finished = ? "
+                 "WHERE txn_id = ?", (commit_seq, now, txn_id))
+    # The committed components replace the ones recorded before writing: they are final.
+    conn.execute("DELETE FROM components WHERE txn_id = ?", (txn_id,))
+    _insert_components(conn, txn_id, resolved)
+    write_ids = _write_history(conn, txn_id, now, resolved)
+    conn.executemany(
+        "INSERT OR IGNORE INTO partitions (table_id, part) SELECT table_id, ? FROM tables "
+        "WHERE table_id = ?",
+        sorted({(r.component.partition, r.table_id) for r in resolved if r.component.partition}))
+    conn.execute("DELETE FROM locks WHERE txn_id = ?", (txn_id,))
+    return CommitInfo(txn_id, commit_seq, from_micros(now), write_ids)
+
+
+def _abort_with(conn: sqlite3.Connection, txn_id: int, now: int,
+                resolved: Sequence[_Resolved], reason: str) -> None:
+    """Abort at commit, keeping the components offered so a cleaner can find their files."""
+    _insert_components(conn, txn_id, resolved)
+    abort_txn(conn, txn_id, now, reason)

@@ -1,0 +1,181 @@
+"""Backend-neutral input checks of the metastore: names, partitions, components, new tables.
+
+Every backend runs the same checks before touching its store, so a bad request fails the same
+way (``InvalidInputError``, nothing written) whichever database holds the metastore. The
+checks guard what later code trusts blindly: a table name becomes part of Hive's write-id list
+string (where ``:`` and ``$`` are separators), a partition and a directory become paths under
+the table location (they must never step outside it).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import posixpath
+import re
+from typing import get_args
+
+import pyarrow as pa
+
+from acidstore.errors import InvalidInputError, InvalidPartitionValueError
+from acidstore.metastore.protocol import NewTable, Operation, TxnKind, WriteComponent
+from acidstore.partitions import parse_partition_path, partition_path
+
+__all__ = [
+    "CONFLICTING_OPERATIONS",
+    "DEFAULT_DATABASE",
+    "OPERATION_LETTERS",
+    "check_component",
+    "check_kind",
+    "check_new_table",
+    "check_partition",
+    "check_ttl",
+    "split_table_name",
+]
+
+DEFAULT_DATABASE = "default"
+#: Hive's identifier rule (``MetaStoreUtils.validateName``: ``[\w_]+`` with Java's ASCII ``\w``).
+_IDENTIFIER = re.compile(r"[a-z0-9_]+")
+#: Only these conflict, and only with each other (§12.2: inserts never conflict; newest Hive
+#: counts D/D too, and an overwrite rewrites every row, so it behaves like a delete of all).
+CONFLICTING_OPERATIONS: frozenset[str] = frozenset({"update", "delete", "overwrite"})
+#: Single letters of Hive's conflict message (``... u/d``).
+OPERATION_LETTERS: dict[str, str] = {"insert": "i", "update": "u", "delete": "d",
+                                     "overwrite": "o"}
+_OPERATIONS = frozenset(get_args(Operation))
+_KINDS = frozenset(get_args(TxnKind))
+
+
+def _identifier(text: object, what: str) -> str:
+    if not isinstance(text, str):
+        raise InvalidInputError(f"{what} must be a string, got {text!r}")
+    lowered = text.lower()
+    if _IDENTIFIER.fullmatch(lowered) is None:
+        raise InvalidInputError(
+            f"{what} {text!r} must be non-empty and use only letters, digits and '_'")
+    return lowered
+
+
+def split_table_name(name: str) -> tuple[str, str]:
+    """``"db.t"`` -> ``("db", "t")``; ``"t"`` -> ``("default", "t")``; lower-cased."""
+    if not isinstance(name, str):
+        raise InvalidInputError(f"table name must be a string, got {name!r}")
+    parts = name.split(".")
+    if len(parts) == 1:
+        return DEFAULT_DATABASE, _identifier(parts[0], "table name")
+    if len(parts) == 2:
+        return _identifier(parts[0], "database name"), _identifier(parts[1], "table name")
+    raise InvalidInputError(f"table name {name!r} must be 'table' or 'database.table'")
+
+
+def check_kind(kind: str) -> None:
+    if kind not in _KINDS:
+        raise InvalidInputError(f"transaction kind must be one of {sorted(_KINDS)}, got {kind!r}")
+
+
+def check_ttl(ttl_seconds: float) -> float:
+    """A lease needs a positive, finite lifetime; anything else could pin files forever."""
+    if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int | float):
+        raise InvalidInputError(f"ttl_seconds must be a number, got {ttl_seconds!r}")
+    if not math.isfinite(ttl_seconds) or ttl_seconds <= 0:
+        raise InvalidInputError(f"ttl_seconds must be positive and finite, got {ttl_seconds!r}")
+    return float(ttl_seconds)
+
+
+def check_partition(partition: str, partition_columns: list[str], table: str) -> None:
+    """A partition must be the canonical directory of exactly the table's partition columns.
+
+    Canonical (what ``partitions.partition_path`` prints) so that one partition has one
+    spelling: conflicts are detected by comparing partition strings.
+    """
+    if not isinstance(partition, str):
+        raise InvalidInputError(f"partition must be a string, got {partition!r}")
+    if not partition_columns:
+        if partition != "":
+            raise InvalidInputError(
+                f"table {table} is not partitioned; got partition {partition!r}")
+        return
+    if partition == "":
+        raise InvalidInputError(f"table {table} is partitioned; a partition is required")
+    try:
+        pairs = parse_partition_path(partition)
+        canonical = partition_path([c for c, _ in pairs], [v for _, v in pairs])
+    except InvalidPartitionValueError as exc:
+        raise InvalidInputError(f"invalid partition {partition!r} of {table}: {exc}") from exc
+    columns = [c.lower() for c, _ in pairs]
+    if columns != partition_columns:
+        raise InvalidInputError(
+            f"partition {partition!r} of {table} must name the columns {partition_columns} "
+            "in that order")
+    if canonical != partition:
+        raise InvalidInputError(
+            f"partition {partition!r} of {table} is not canonical; expected {canonical!r}")
+
+
+def _check_relative_dir(path: object, table: str) -> None:
+    if not isinstance(path, str) or path == "":
+        raise InvalidInputError(f"directory of {table} must be a non-empty string: {path!r}")
+    if path.startswith("/") or "\\" in path or "\x00" in path:
+        raise InvalidInputError(f"directory {path!r} must be relative to the location of {table}")
+    if any(part in ("", ".", "..") for part in path.split("/")):
+        raise InvalidInputError(f"directory {path!r} of {table} has an empty, '.' or '..' step")
+
+
+def _check_count(value: object, what: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInputError(f"{what} must be a non-negative int, got {value!r}")
+
+
+def check_component(component: WriteComponent, partition_columns: list[str]) -> str:
+    """Validate a component against its table; returns the canonical ``db.name``."""
+    if not isinstance(component, WriteComponent):
+        raise InvalidInputError(f"expected a WriteComponent, got {component!r}")
+    database, name = split_table_name(component.table)
+    table = f"{database}.{name}"
+    if component.operation not in _OPERATIONS:
+        raise InvalidInputError(
+            f"operation must be one of {sorted(_OPERATIONS)}, got {component.operation!r}")
+    _check_count(component.write_id, "write id")
+    if component.write_id < 1:
+        raise InvalidInputError(f"write id must be >= 1, got {component.write_id}")
+    check_partition(component.partition, partition_columns, table)
+    for directory in component.directories:
+        _check_relative_dir(directory, table)
+    for what in ("rows_inserted", "rows_deleted", "files", "bytes"):
+        _check_count(getattr(component, what), what)
+    return table
+
+
+def _is_absolute_location(location: str) -> bool:
+    return "://" in location or posixpath.isabs(location) or os.path.isabs(location)
+
+
+def check_new_table(info: NewTable) -> None:
+    """Reject tables the rest of the library could not store or read back unambiguously."""
+    if not isinstance(info, NewTable):
+        raise InvalidInputError(f"expected a NewTable, got {info!r}")
+    table = f"{_identifier(info.database, 'database name')}.{_identifier(info.name, 'table name')}"
+    if not isinstance(info.schema, pa.Schema) or not isinstance(info.partition_schema, pa.Schema):
+        raise InvalidInputError(f"schema and partition_schema of {table} must be pyarrow schemas")
+    columns = [_identifier(f, f"column of {table}") for f in info.schema.names]
+    partition_columns = [_identifier(f, f"partition column of {table}")
+                         for f in info.partition_schema.names]
+    everything = columns + partition_columns
+    duplicates = sorted({c for c in everything if everything.count(c) > 1})
+    if duplicates:
+        raise InvalidInputError(f"{table} names columns twice (case-insensitive): {duplicates}")
+    if isinstance(info.buckets, bool) or not isinstance(info.buckets, int) or info.buckets < 0:
+        raise InvalidInputError(f"buckets of {table} must be a non-negative int: {info.buckets!r}")
+    if info.bucket_by and info.buckets < 1:
+        raise InvalidInputError(f"{table} is bucketed by {list(info.bucket_by)} but has no buckets")
+    if not info.bucket_by and info.buckets > 1:
+        raise InvalidInputError(f"{table} has {info.buckets} buckets but no bucket_by columns")
+    for column in info.bucket_by:
+        if not isinstance(column, str) or column.lower() not in columns:
+            raise InvalidInputError(f"bucket column {column!r} is not a column of {table}")
+    for key, value in info.properties.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise InvalidInputError(f"properties of {table} must map str to str: {key!r}")
+    if not isinstance(info.location, str) or not _is_absolute_location(info.location):
+        raise InvalidInputError(
+            f"location of {table} must be an absolute path or URI: {info.location!r}")

@@ -1,0 +1,499 @@
+"""The metastore contract, part 1: catalog, transaction lifecycle, write ids and snapshots,
+timeouts, recorded writes and locks, snapshot leases. Every backend must pass it unchanged.
+
+Backends are plugged in through the ``backend`` fixture of ``metastore_support`` (today SQLite
+files under ``tmp_path``). No mocks: real databases. Parts 2 and 3 are
+``test_metastore_commit.py`` (commit and write-write conflicts) and
+``test_metastore_concurrency.py`` (threads, spawned processes, a stateful model).
+
+Facts checked come from spec/hive-acid.md: §6.5 (a table's ValidWriteIdList from a txn
+snapshot), §12.1 (write-id allocation), §14 (timeouts).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from metastore_support import (
+    MAX,
+    Backend,
+    backend_fixture,  # noqa: F401  (the `backend` fixture, parametrised over backends)
+    begin,
+    component,
+    metastore_fixture,  # noqa: F401  (the `metastore` fixture)
+    new_table,
+    states,
+    write,
+)
+
+from acidstore.errors import (
+    InvalidInputError,
+    MetastoreError,
+    TableExistsError,
+    TableNotFoundError,
+    TransactionAbortedError,
+    TransactionStateError,
+)
+from acidstore.metastore import Metastore, NewTable, SqliteMetastore
+
+# --- catalog ----------------------------------------------------------------------------------
+
+
+def test_backend_implements_the_protocol(metastore: Metastore) -> None:
+    assert isinstance(metastore, Metastore)
+
+
+def test_create_and_get_round_trip_every_field(metastore: Metastore) -> None:
+    schema = pa.schema([
+        pa.field("id", pa.int64(), nullable=False, metadata={b"doc": b"key"}),
+        ("amount", pa.decimal128(18, 4)),
+        ("at", pa.timestamp("us", tz="UTC")),
+        ("tags", pa.list_(pa.struct([("k", pa.string()), ("v", pa.int32())]))),
+    ])
+    partitions = pa.schema([("dt", pa.date32()), ("country", pa.string())])
+    before = datetime.now(UTC)
+    created = metastore.create_table(NewTable(
+        "Sales", "Events", schema, partitions, ("id",), 4, {"owner": "x"}, "s3://b/sales.db/ev"))
+    after = datetime.now(UTC)
+    assert (created.database, created.name, created.full_name) == ("sales", "events",
+                                                                   "sales.events")
+    assert created.schema.equals(schema, check_metadata=True)
+    assert created.partition_schema.equals(partitions, check_metadata=True)
+    assert (created.bucket_by, created.buckets) == (("id",), 4)
+    assert (created.properties, created.location) == ({"owner": "x"}, "s3://b/sales.db/ev")
+    assert isinstance(created.table_id, int)
+    assert created.created.tzinfo == UTC and before <= created.created <= after
+    fetched = metastore.get_table("SALES.events")
+    assert fetched == created
+    assert fetched.schema.equals(schema, check_metadata=True)
+
+
+def test_table_names_default_database_and_case(metastore: Metastore) -> None:
+    metastore.create_table(new_table("t"))
+    assert metastore.get_table("t").full_name == "default.t"
+    assert metastore.get_table("DEFAULT.T").full_name == "default.t"
+    with pytest.raises(TableExistsError, match=r"default\.t"):
+        metastore.create_table(new_table("T"))
+    with pytest.raises(TableNotFoundError, match=r"other\.t"):
+        metastore.get_table("other.t")
+    with pytest.raises(InvalidInputError):
+        metastore.get_table("a.b.c")
+
+
+def test_list_tables_sorted_and_filtered(metastore: Metastore) -> None:
+    for database, name in [("b", "z"), ("a", "y"), ("b", "a"), ("default", "m")]:
+        metastore.create_table(new_table(name, database))
+    assert metastore.list_tables() == ["a.y", "b.a", "b.z", "default.m"]
+    assert metastore.list_tables("b") == ["b.a", "b.z"]
+    assert metastore.list_tables("B") == ["b.a", "b.z"]
+    assert metastore.list_tables("nothing") == []
+
+
+def test_drop_table_and_recreate_starts_a_fresh_history(metastore: Metastore) -> None:
+    old = metastore.create_table(new_table("t"))
+    txn = begin(metastore)
+    metastore.commit(txn, [write(metastore, txn, "insert")])
+    assert metastore.drop_table("default.t") == old
+    assert metastore.list_tables() == []
+    with pytest.raises(TableNotFoundError):
+        metastore.get_table("t")
+    with pytest.raises(TableNotFoundError):
+        metastore.drop_table("t")
+    fresh = metastore.create_table(new_table("t"))
+    assert fresh.table_id != old.table_id
+    assert metastore.history("t") == []
+    assert metastore.allocate_write_id(begin(metastore), "t") == 1
+
+
+@pytest.mark.parametrize("changes", [
+    {"name": "bad-name"},
+    {"database": ""},
+    {"location": "relative/path"},
+    {"bucket_by": ("nope",), "buckets": 2},
+    {"bucket_by": ("id",), "buckets": 0},
+    {"buckets": 4},
+    {"buckets": -1},
+    {"partition_schema": pa.schema([("ID", pa.string())])},
+    {"properties": {"k": 1}},
+], ids=["bad-name", "empty-database", "relative-location", "unknown-bucket-column",
+        "bucket-by-without-buckets", "buckets-without-bucket-by", "negative-buckets",
+        "partition-column-repeats-a-column", "non-string-property"])
+def test_invalid_tables_are_refused_and_nothing_is_written(
+        metastore: Metastore, changes: dict[str, Any]) -> None:
+    with pytest.raises(InvalidInputError):
+        metastore.create_table(new_table(**changes))
+    assert metastore.list_tables() == []
+
+
+def test_stored_properties_do_not_alias_the_callers_dict(metastore: Metastore) -> None:
+    props = {"a": "1"}
+    created = metastore.create_table(new_table(properties=props))
+    props["a"] = "2"
+    assert created.properties == {"a": "1"}
+    assert metastore.get_table("t").properties == {"a": "1"}
+
+
+def test_partitions_are_idempotent_sorted_and_canonical(metastore: Metastore) -> None:
+    metastore.create_table(new_table("p", partition_by=("dt", "c")))
+    metastore.add_partitions("p", ["dt=2024-01-02/c=US", "dt=2024-01-01/c=a%2Fb"])
+    metastore.add_partitions("p", ["dt=2024-01-02/c=US"])
+    assert metastore.list_partitions("p") == ["dt=2024-01-01/c=a%2Fb", "dt=2024-01-02/c=US"]
+    for bad in ["c=US/dt=2024-01-01", "dt=2024-01-01", "dt=x/c=a/b", "/dt=x/c=y", ""]:
+        with pytest.raises(InvalidInputError):
+            metastore.add_partitions("p", [bad])
+    assert len(metastore.list_partitions("p")) == 2
+    metastore.create_table(new_table("u"))
+    with pytest.raises(InvalidInputError):
+        metastore.add_partitions("u", ["dt=x"])
+    with pytest.raises(TableNotFoundError):
+        metastore.list_partitions("missing")
+
+
+# --- transaction lifecycle --------------------------------------------------------------------
+
+
+def test_open_transaction_records_ids_state_and_snapshot(metastore: Metastore) -> None:
+    before = datetime.now(UTC)
+    first = metastore.open_transaction(user="alice", host="h1")
+    second = metastore.open_transaction(user="bob", host="h2", kind="compaction")
+    assert (first.txn_id, second.txn_id) == (1, 2)
+    assert (first.state, first.kind, first.user, first.host) == ("open", "default", "alice", "h1")
+    assert (second.kind, second.user, second.host) == ("compaction", "bob", "h2")
+    assert first.finished is None and first.started == first.last_heartbeat
+    assert first.started.tzinfo == UTC and before <= first.started <= second.started
+    # §6.5: hwm = own id; other open/aborted txns below it are exceptions; own txn is not.
+    assert str(first.snapshot) == f"1:{MAX}::"
+    assert str(second.snapshot) == "2:1:1:"
+    assert metastore.valid_txns(1) == first.snapshot
+    assert metastore.valid_txns(2) == second.snapshot
+    assert str(metastore.valid_txns()) == "2:1:1,2:"
+    with pytest.raises(InvalidInputError):
+        metastore.open_transaction(user="x", host="y", kind="bogus")  # type: ignore[arg-type]
+
+
+def test_fresh_snapshot_of_an_empty_store(metastore: Metastore) -> None:
+    assert str(metastore.valid_txns()) == f"0:{MAX}::"
+
+
+def test_snapshot_lists_aborted_and_open_but_not_committed(metastore: Metastore) -> None:
+    metastore.create_table(new_table())
+    committed, aborted, still_open = begin(metastore), begin(metastore), begin(metastore)
+    metastore.commit(committed, [])
+    metastore.abort(aborted, "test")
+    txn = metastore.open_transaction(user="u", host="h")
+    assert str(txn.snapshot) == f"4:{still_open}:{still_open}:{aborted}"
+    assert states(metastore) == {1: "committed", 2: "aborted", 3: "open", 4: "open"}
+
+
+def test_unknown_transactions_are_state_errors(metastore: Metastore) -> None:
+    metastore.create_table(new_table())
+    with pytest.raises(TransactionStateError):
+        metastore.valid_txns(99)
+    with pytest.raises(TransactionStateError):
+        metastore.heartbeat(99)
+    with pytest.raises(TransactionStateError):
+        metastore.allocate_write_id(99, "t")
+    with pytest.raises(TransactionStateError):
+        metastore.commit(99, [])
+    with pytest.raises(TransactionStateError):
+        metastore.abort(99)
+
+
+def test_heartbeat_refreshes_and_rejects_finished_txns(metastore: Metastore) -> None:
+    txn = metastore.open_transaction(user="u", host="h")
+    time.sleep(0.01)
+    metastore.heartbeat(txn.txn_id)
+    (shown,) = metastore.show_transactions()
+    assert shown.last_heartbeat > txn.last_heartbeat and shown.started == txn.started
+    metastore.commit(txn.txn_id, [])
+    with pytest.raises(TransactionStateError):
+        metastore.heartbeat(txn.txn_id)
+    aborted = begin(metastore)
+    metastore.abort(aborted)
+    with pytest.raises(TransactionAbortedError):
+        metastore.heartbeat(aborted)
+
+
+def test_abort_is_idempotent_and_refused_after_commit(metastore: Metastore) -> None:
+    txn = begin(metastore)
+    metastore.abort(txn, "first")
+    metastore.abort(txn, "again")
+    (info,) = metastore.show_transactions()
+    assert info.state == "aborted" and info.finished is not None
+    done = begin(metastore)
+    metastore.commit(done, [])
+    with pytest.raises(TransactionStateError):
+        metastore.abort(done)
+    with pytest.raises(TransactionAbortedError):
+        metastore.commit(txn, [])
+    with pytest.raises(TransactionStateError):
+        metastore.commit(done, [])
+
+
+# --- write ids (§12.1) and snapshots (§6.5) ---------------------------------------------------
+
+
+def test_write_ids_are_per_table_contiguous_and_reused_within_a_txn(
+        metastore: Metastore) -> None:
+    metastore.create_table(new_table("a"))
+    metastore.create_table(new_table("b"))
+    t1, t2, t3 = begin(metastore), begin(metastore), begin(metastore)
+    got = [metastore.allocate_write_id(t2, "a"), metastore.allocate_write_id(t1, "a"),
+           metastore.allocate_write_id(t1, "b"), metastore.allocate_write_id(t3, "a"),
+           metastore.allocate_write_id(t1, "A"), metastore.allocate_write_id(t3, "b")]
+    assert got == [1, 2, 1, 3, 2, 2]
+    with pytest.raises(TableNotFoundError):
+        metastore.allocate_write_id(t1, "missing")
+
+
+def test_allocation_is_refused_for_finished_txns(metastore: Metastore) -> None:
+    metastore.create_table(new_table())
+    aborted, committed = begin(metastore), begin(metastore)
+    metastore.abort(aborted)
+    metastore.commit(committed, [])
+    with pytest.raises(TransactionAbortedError):
+        metastore.allocate_write_id(aborted, "t")
+    with pytest.raises(TransactionStateError):
+        metastore.allocate_write_id(committed, "t")
+    assert metastore.allocate_write_id(begin(metastore), "t") == 1
+
+
+def test_write_id_lists_follow_spec_6_5(metastore: Metastore) -> None:
+    """Txn 1 opens, txn 2 opens and takes write id 1, txn 1 takes write id 2."""
+    metastore.create_table(new_table())
+    t1, t2 = begin(metastore), begin(metastore)
+    assert metastore.allocate_write_id(t2, "t") == 1
+    assert metastore.allocate_write_id(t1, "t") == 2
+    t3 = metastore.open_transaction(user="u", host="h")
+    assert str(t3.snapshot) == "3:1:1,2:"
+    assert str(metastore.valid_write_ids("t", t3.snapshot, t3.txn_id)) == "default.t:2:1:1,2:"
+    # txn 1's own snapshot (hwm 1) counts its own write id 2 and sees it; write id 1 belongs to
+    # txn 2, above its hwm, so it is an open exception.
+    assert str(metastore.valid_write_ids("t", metastore.valid_txns(t1), t1)) == \
+        "default.t:2:1:1:"
+    # txn 2's snapshot (hwm 2, txn 1 open): write id 2 is txn 1's, invalid; its own 1 is valid.
+    assert str(metastore.valid_write_ids("t", metastore.valid_txns(t2), t2)) == \
+        "default.t:2:2:2:"
+    metastore.commit(t2, [component(1, "insert")])
+    metastore.abort(t1)
+    t4 = metastore.open_transaction(user="u", host="h")
+    assert str(t4.snapshot) == "4:3:3:1"
+    assert str(metastore.valid_write_ids("t", t4.snapshot, t4.txn_id)) == \
+        f"default.t:2:{MAX}::2"
+    # A snapshot taken earlier does not change when the txns it saw open finish later.
+    assert str(metastore.valid_write_ids("t", t3.snapshot, t3.txn_id)) == "default.t:2:1:1,2:"
+    # Without a txn: a fresh snapshot. A table never written has hwm 0.
+    assert str(metastore.valid_write_ids("t", metastore.valid_txns())) == f"default.t:2:{MAX}::2"
+    metastore.create_table(new_table("empty"))
+    assert str(metastore.valid_write_ids("empty", t4.snapshot)) == f"default.empty:0:{MAX}::"
+    with pytest.raises(TableNotFoundError):
+        metastore.valid_write_ids("missing", t4.snapshot)
+
+
+def test_read_your_writes_but_not_others(metastore: Metastore) -> None:
+    metastore.create_table(new_table())
+    mine, other = begin(metastore), begin(metastore)
+    metastore.allocate_write_id(other, "t")
+    assert metastore.allocate_write_id(mine, "t") == 2
+    own = metastore.valid_write_ids("t", metastore.valid_txns(mine), mine)
+    assert own.is_write_id_valid(2) and not own.is_write_id_valid(1)
+    # A fresh snapshot (a reader outside any txn) sees neither uncommitted write...
+    fresh = metastore.valid_txns()
+    assert str(metastore.valid_write_ids("t", fresh)) == "default.t:2:1:1,2:"
+    # ...but passing txn_id with it makes the caller's own write visible.
+    assert str(metastore.valid_write_ids("t", fresh, mine)) == "default.t:2:1:1:"
+
+
+def test_own_writes_count_even_under_an_older_snapshot(metastore: Metastore) -> None:
+    metastore.create_table(new_table())
+    before = metastore.valid_txns()
+    txn = begin(metastore)
+    assert metastore.allocate_write_id(txn, "t") == 1
+    assert str(metastore.valid_write_ids("t", before, txn)) == f"default.t:1:{MAX}::"
+    assert str(metastore.valid_write_ids("t", before)) == f"default.t:0:{MAX}::"
+
+
+def test_commits_after_the_snapshot_stay_invisible(metastore: Metastore) -> None:
+    metastore.create_table(new_table())
+    reader = metastore.open_transaction(user="u", host="h")
+    writer = begin(metastore)
+    metastore.commit(writer, [write(metastore, writer, "insert")])
+    assert str(metastore.valid_write_ids("t", reader.snapshot, reader.txn_id)) == \
+        f"default.t:0:{MAX}::"
+    # The reader writes later and gets write id 2: the hwm rises to 2, and write id 1 (txn 2,
+    # above the reader's snapshot hwm) is an open exception although it committed.
+    assert metastore.allocate_write_id(reader.txn_id, "t") == 2
+    assert str(metastore.valid_write_ids("t", reader.snapshot, reader.txn_id)) == \
+        "default.t:2:1:1:"
+    latest = metastore.open_transaction(user="u", host="h")
+    assert str(metastore.valid_write_ids("t", latest.snapshot, latest.txn_id)) == \
+        "default.t:2:2:2:"
+
+
+# --- timeouts (§14) ---------------------------------------------------------------------------
+
+
+def test_timed_out_transactions_are_aborted_by_the_next_call(backend: Backend) -> None:
+    store = backend.open(timeout_seconds=1.0)
+    try:
+        store.create_table(new_table())
+        stale = begin(store)
+        store.allocate_write_id(stale, "t")
+        time.sleep(1.3)
+        assert str(store.valid_txns()) == f"1:{MAX}::1"  # a snapshot builder reaps too
+        fresh = store.open_transaction(user="u", host="h")
+        assert str(fresh.snapshot) == f"2:{MAX}::1"
+        assert states(store) == {1: "aborted", 2: "open"}
+        assert store.show_locks() == []
+        with pytest.raises(TransactionAbortedError, match="txnid:1"):
+            store.heartbeat(stale)
+        with pytest.raises(TransactionAbortedError):
+            store.allocate_write_id(stale, "t")
+        with pytest.raises(TransactionAbortedError):
+            store.commit(stale, [component(1)])
+        assert str(store.valid_write_ids("t", fresh.snapshot)) == f"default.t:1:{MAX}::1"
+    finally:
+        store.close()
+
+
+def test_heartbeats_keep_a_transaction_alive(backend: Backend) -> None:
+    store = backend.open(timeout_seconds=1.0)
+    try:
+        store.create_table(new_table())
+        txn = begin(store)
+        for _ in range(8):  # 2 s in all, twice the timeout
+            time.sleep(0.25)
+            store.heartbeat(txn)
+        written = write(store, txn, "insert")
+        assert store.commit(txn, [written]).write_ids == {"default.t": 1}
+    finally:
+        store.close()
+
+
+# --- recorded writes, locks, introspection ----------------------------------------------------
+
+
+def test_record_write_shows_locks_until_commit_or_abort(metastore: Metastore) -> None:
+    metastore.create_table(new_table("p", partition_by=("dt",)))
+    metastore.create_table(new_table("u"))
+    a, b = begin(metastore), begin(metastore)
+    write(metastore, a, "insert", table="p", partition="dt=1")
+    write(metastore, a, "delete", table="p", partition="dt=1")
+    write(metastore, a, "insert", table="p", partition="dt=2")
+    write(metastore, a, "overwrite", table="p", partition="dt=2")  # upgrades the lock
+    write(metastore, b, "update", table="u")
+    locks = metastore.show_locks()
+    assert [(lk.txn_id, lk.database, lk.table, lk.partition, lk.lock_type, lk.state)
+            for lk in locks] == [
+        (a, "default", "p", "dt=1", "shared_write", "acquired"),
+        (a, "default", "p", "dt=2", "exclusive", "acquired"),
+        (b, "default", "u", None, "shared_write", "acquired"),
+    ]
+    assert all(lk.acquired.tzinfo == UTC for lk in locks)
+    assert len({lk.lock_id for lk in locks}) == 3
+    metastore.commit(a, [component(1, "insert", table="p", partition="dt=1")])
+    assert [lk.txn_id for lk in metastore.show_locks()] == [b]
+    metastore.abort(b, "user cancelled")
+    assert metastore.show_locks() == []
+
+
+def test_recorded_writes_of_aborted_txns_are_listed_for_cleaning(metastore: Metastore) -> None:
+    metastore.create_table(new_table())
+    metastore.create_table(new_table("other"))
+    crashed, committed, other_table = begin(metastore), begin(metastore), begin(metastore)
+    recorded = write(metastore, crashed, "insert")
+    write(metastore, committed, "insert")
+    write(metastore, other_table, "insert", table="other")
+    metastore.commit(committed, [component(2)])
+    metastore.abort(crashed, "writer died")
+    metastore.abort(other_table)
+    assert metastore.aborted_components("t") == [recorded]
+    assert metastore.aborted_components("default.other") == [component(1, table="default.other")]
+    with pytest.raises(TransactionStateError):
+        metastore.record_write(committed, component(2))
+    with pytest.raises(TransactionAbortedError):
+        metastore.record_write(crashed, recorded)
+
+
+def test_show_transactions_lists_every_txn_in_order(metastore: Metastore) -> None:
+    a, b, c = begin(metastore), begin(metastore), begin(metastore)
+    metastore.commit(b, [])
+    metastore.abort(c)
+    shown = metastore.show_transactions()
+    assert [(t.txn_id, t.state) for t in shown] == [(a, "open"), (b, "committed"),
+                                                   (c, "aborted")]
+    assert [t.finished is None for t in shown] == [True, False, False]
+    assert str(shown[2].snapshot) == "3:1:1,2:"
+
+
+# --- snapshot leases --------------------------------------------------------------------------
+
+
+def test_leases_live_until_released_or_expired(metastore: Metastore) -> None:
+    metastore.create_table(new_table())
+    snapshot = metastore.valid_txns()
+    write_ids = metastore.valid_write_ids("t", snapshot)
+    short = metastore.acquire_lease("t", snapshot, write_ids, ttl_seconds=0.5)
+    long = metastore.acquire_lease("default.t", snapshot, write_ids, ttl_seconds=60)
+    renewed = metastore.acquire_lease("t", snapshot, write_ids, ttl_seconds=0.5)
+    assert len({short, long, renewed}) == 3
+    leases = metastore.active_leases("t")
+    assert [lease.lease_id for lease in leases] == sorted([short, long, renewed])
+    first = leases[0]
+    assert (first.table, first.snapshot, first.write_ids) == ("default.t", snapshot, write_ids)
+    assert first.expires > first.acquired and first.acquired.tzinfo == UTC
+    metastore.renew_lease(renewed, ttl_seconds=60)
+    time.sleep(0.7)
+    assert [lease.lease_id for lease in metastore.active_leases("t")] == [long, renewed]
+    with pytest.raises(TransactionStateError):
+        metastore.renew_lease(short, ttl_seconds=60)  # expired leases cannot be revived
+    metastore.release_lease(long)
+    metastore.release_lease(long)
+    assert [lease.lease_id for lease in metastore.active_leases("t")] == [renewed]
+    with pytest.raises(InvalidInputError):
+        metastore.acquire_lease("t", snapshot, write_ids, ttl_seconds=0)
+    with pytest.raises(TableNotFoundError):
+        metastore.acquire_lease("missing", snapshot, write_ids, ttl_seconds=1)
+
+
+# --- SQLite specifics -------------------------------------------------------------------------
+
+
+def test_sqlite_uses_wal_and_a_versioned_schema(tmp_path: Path) -> None:
+    path = tmp_path / "ms.db"
+    SqliteMetastore(path).close()
+    with sqlite3.connect(path) as raw:
+        assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert raw.execute("SELECT value FROM meta WHERE name = 'schema_version'"
+                           ).fetchone()[0] == "1"
+        raw.execute("UPDATE meta SET value = '99' WHERE name = 'schema_version'")
+    with pytest.raises(MetastoreError, match="schema version 99"):
+        SqliteMetastore(path)
+
+
+def test_sqlite_refuses_memory_databases_and_closed_handles(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError):
+        SqliteMetastore(":memory:")
+    with pytest.raises(InvalidInputError):
+        SqliteMetastore(tmp_path / "x.db", timeout_seconds=0)
+    store = SqliteMetastore(tmp_path / "ms.db")
+    store.close()
+    with pytest.raises(MetastoreError, match="closed"):
+        store.list_tables()
+
+
+def test_sqlite_state_survives_reopening(tmp_path: Path) -> None:
+    path = tmp_path / "ms.db"
+    with SqliteMetastore(path) as store:
+        store.create_table(new_table())
+        txn = begin(store)
+        store.commit(txn, [write(store, txn, "insert")])
+    with SqliteMetastore(path) as again:
+        assert [e.write_id for e in again.history("t")] == [1]
+        assert again.allocate_write_id(begin(again), "t") == 2
