@@ -147,7 +147,7 @@ def take_snapshot(conn: sqlite3.Connection) -> ValidTxnList:
     open_ids: list[int] = []
     aborted_ids: list[int] = []
     for txn_id, state in conn.execute(
-            "SELECT txn_id, state FROM txns WHERE state != 'committed' AND txn_id <= ? "
+            "SELECT txn_id, state FROM txns WHERE state IN ('open', 'aborted') AND txn_id <= ? "
             "ORDER BY txn_id", (hwm,)):
         (open_ids if state == "open" else aborted_ids).append(txn_id)
     return ValidTxnList(hwm, tuple(open_ids), tuple(aborted_ids))
@@ -163,20 +163,24 @@ def build_write_id_list(conn: sqlite3.Connection, table_id: int, table_name: str
     Hive's pruned-rows quirk cannot arise: allocation rows are never pruned here.
     """
     own = -1 if txn_id is None else txn_id
+    # Newest first, stopping at the first hit: the newest write ids nearly always belong to
+    # txns the snapshot covers, so this reads a row or two, not the table's whole history.
     row = conn.execute(
-        "SELECT MAX(write_id) FROM txn_write_ids WHERE table_id = ? AND (txn_id <= ? OR "
-        "txn_id = ?)", (table_id, snapshot.high_watermark, own)).fetchone()
-    hwm = 0 if row[0] is None else int(row[0])
+        "SELECT write_id FROM txn_write_ids WHERE table_id = ? AND (txn_id <= ? OR txn_id = ?) "
+        "ORDER BY write_id DESC LIMIT 1", (table_id, snapshot.high_watermark, own)).fetchone()
+    hwm = 0 if row is None else int(row[0])
     open_ids: list[int] = []
     aborted_ids: list[int] = []
-    # Only txns above the snapshot hwm or listed as exceptions can be invalid; json_each keeps
-    # the exception list a single bound parameter whatever its length.
+    # Only txns above the snapshot hwm or listed as its exceptions can be invalid; both are
+    # looked up by txn id (the primary key; ``+table_id`` keeps SQLite from scanning the
+    # table's whole history through the table_id index instead), and json_each keeps the
+    # exception list a single bound parameter whatever its length.
     for write_id, writer in conn.execute(
-            "SELECT write_id, txn_id FROM txn_write_ids WHERE table_id = ? AND write_id <= ? "
-            "AND txn_id != ? AND (txn_id > ? OR txn_id IN (SELECT value FROM json_each(?))) "
-            "ORDER BY write_id",
-            (table_id, hwm, own, snapshot.high_watermark, json.dumps(snapshot.exceptions))):
-        if snapshot.is_txn_valid(writer):
+            "SELECT write_id, txn_id FROM txn_write_ids WHERE txn_id > ? AND +table_id = ? "
+            "UNION ALL SELECT write_id, txn_id FROM txn_write_ids WHERE txn_id IN "
+            "(SELECT value FROM json_each(?)) AND table_id = ?",
+            (snapshot.high_watermark, table_id, json.dumps(snapshot.exceptions), table_id)):
+        if write_id > hwm or writer == own or snapshot.is_txn_valid(writer):
             continue
         (aborted_ids if snapshot.is_txn_aborted(writer) else open_ids).append(write_id)
     return ValidWriteIdList(table_name, hwm, tuple(open_ids), tuple(aborted_ids))
@@ -292,13 +296,16 @@ def _overlapping(conn: sqlite3.Connection, txn_id: int, snapshot_commit_seq: int
     for item in resolved:
         if item.component.operation not in CONFLICTING_OPERATIONS:
             continue
+        # Driven by the commits after our snapshot: CROSS JOIN fixes txns as the outer loop,
+        # ranged on the commit_seq index; the unary + operators keep SQLite from choosing the
+        # state or partition indexes, which would scan the whole history instead.
         for row in conn.execute(
-                "SELECT c.*, t.commit_seq FROM components c JOIN txns t ON t.txn_id = c.txn_id "
-                "WHERE c.table_id = ? AND c.part = ? AND t.state = 'committed' "
-                "AND t.commit_seq > ? AND c.txn_id != ? "
+                "SELECT c.*, t.commit_seq FROM txns t CROSS JOIN components c "
+                "ON c.txn_id = t.txn_id WHERE t.commit_seq > ? AND +t.state = 'committed' "
+                "AND +c.table_id = ? AND +c.part = ? AND c.txn_id != ? "
                 "AND c.operation IN ('update', 'delete', 'overwrite') "
                 "ORDER BY t.commit_seq, c.component_id",
-                (item.table_id, item.component.partition, snapshot_commit_seq, txn_id)):
+                (snapshot_commit_seq, item.table_id, item.component.partition, txn_id)):
             pairs.append((item, CommittedWrite(
                 row["txn_id"], row["commit_seq"], row["table_name"], row["part"],
                 row["operation"], row["write_id"], tuple(json.loads(row["directories"])))))
