@@ -235,7 +235,7 @@ class Metastore(Protocol):
 
     # --- catalog ------------------------------------------------------------------------------
 
-    def create_table(self, info: NewTable) -> TableInfo:
+    def create_table(self, info_without_id: NewTable) -> TableInfo:
         """Register a table (and its database, implicitly); ``TableExistsError`` if taken."""
         ...
 

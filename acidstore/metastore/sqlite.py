@@ -242,7 +242,8 @@ class SqliteMetastore:
             row["buckets"], json.loads(row["properties"]), row["location"], row["table_id"],
             from_micros(row["created"]))
 
-    def create_table(self, info: NewTable) -> TableInfo:
+    def create_table(self, info_without_id: NewTable) -> TableInfo:
+        info = info_without_id
         check_new_table(info)
 
         def body(conn: sqlite3.Connection, now: int) -> TableInfo:
