@@ -38,9 +38,9 @@ def layer_of(module: str) -> int | None:
         return FACADES[module]
     best: tuple[int, int] | None = None
     for prefix, layer in LAYERS.items():
-        if module == prefix or module.startswith(prefix + "."):
-            if best is None or len(prefix) > best[0]:
-                best = (len(prefix), layer)
+        matches = module == prefix or module.startswith(prefix + ".")
+        if matches and (best is None or len(prefix) > best[0]):
+            best = (len(prefix), layer)
     return None if best is None else best[1]
 
 
@@ -104,7 +104,8 @@ def test_imports_point_down(path: Path) -> None:
         if theirs is None:
             continue
         if module.startswith("compaction") and target.startswith("acidstore"):
-            assert theirs <= 4, f"{path}:{lineno}: compaction may use acidstore L1-L4 only ({target})"
+            assert theirs <= 4, (
+                f"{path}:{lineno}: compaction may use acidstore L1-L4 only ({target})")
             continue
         if target.startswith("compaction"):
             assert module == "acidstore.cli" or module.startswith("compaction"), (

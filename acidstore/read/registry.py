@@ -19,7 +19,9 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow.fs as pafs
 
+from acidstore import fs as afs
 from acidstore.errors import CorruptFileError
+from acidstore.layout import is_bucket_file
 from acidstore.orc.io import OrcFile, RowKey
 from acidstore.orc.schema import BUCKET, CURRENT_TRANSACTION, ORIGINAL_TRANSACTION, ROW_ID
 from acidstore.read.keys import (
@@ -37,6 +39,7 @@ __all__ = [
     "DEFAULT_DELETE_EVENT_LIMIT",
     "DeleteRegistry",
     "delete_events",
+    "directory_delete_keys",
     "in_write_id_range",
     "load_registry",
 ]
@@ -158,6 +161,24 @@ def delete_events(fs: pafs.FileSystem, source: DeleteSource, write_ids: ValidWri
         previous = keys.last()
         valid = valid_write_id_mask(current_write_ids(batch), write_ids)
         yield keys if bool(valid.all()) else keys.take(valid)
+
+
+def directory_delete_keys(fs: pafs.FileSystem, directory: str) -> KeyArrays:
+    """Every delete event's ROW__ID in one delete-delta directory (all bucket files), as a
+    committed transaction wrote them; used to find rows two transactions both changed."""
+    parts: list[KeyArrays] = []
+    for entry in afs.list_dir(fs, directory):
+        if entry.is_dir or not is_bucket_file(entry.name) or entry.size == 0:
+            continue
+        orc = OrcFile(fs, afs.join(directory, entry.name))
+        columns = orc.physical_columns(DELETE_COLUMNS[:3], [])
+        parts.extend(key_arrays(orc.canonical(orc.read_stripe(i, columns)))
+                     for i in range(orc.nstripes))
+    if not parts:
+        return KeyArrays(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int64))
+    return KeyArrays(np.concatenate([p.write_id for p in parts]),
+                     np.concatenate([p.bucket for p in parts]),
+                     np.concatenate([p.row_id for p in parts]))
 
 
 def in_write_id_range(keys: KeyArrays, low: int, high: int) -> KeyArrays:

@@ -263,6 +263,13 @@ class Scan:
         for partition, split in self._splits:
             yield from self._split_batches(partition, split)
 
+    def partition_batches(self) -> Iterator[tuple[PartitionDir, pa.RecordBatch]]:
+        """Like ``to_batches``, with the partition each batch came from (writers need it to
+        route delete events)."""
+        for partition, split in self._splits:
+            for batch in self._split_batches(partition, split):
+                yield partition, batch
+
     def to_reader(self) -> pa.RecordBatchReader:
         """The result as a RecordBatchReader (DuckDB/Polars friendly)."""
         return pa.RecordBatchReader.from_batches(self.schema, self.to_batches())
