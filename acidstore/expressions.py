@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from acidstore.errors import InvalidExpressionError
 
-__all__ = ["Predicate", "SqlEvaluator", "check_expression", "referenced_columns"]
+__all__ = ["Predicate", "SqlEvaluator", "check_expression", "quote", "referenced_columns"]
 
 Predicate: TypeAlias = str | pc.Expression
 """What a filter/condition may be: a SQL expression string or a pyarrow expression."""
@@ -39,7 +39,7 @@ def _tokens(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def _quote(identifier: str) -> str:
+def quote(identifier: str) -> str:
     escaped = identifier.replace('"', '""')
     return f'"{escaped}"'
 
@@ -97,7 +97,7 @@ class SqlEvaluator:
         """Evaluate named SQL expressions over ``table``; one output column per expression."""
         for text in expressions.values():
             check_expression(text)
-        select = ", ".join(f"({text}) AS {_quote(name)}" for name, text in expressions.items())
+        select = ", ".join(f"({text}) AS {quote(name)}" for name, text in expressions.items())
         with self._lock:
             cursor = self._connection.cursor()
         try:
@@ -109,6 +109,23 @@ class SqlEvaluator:
         except duckdb.Error as exc:
             shown = "; ".join(expressions.values())
             raise InvalidExpressionError(f"cannot evaluate {shown!r}: {exc}") from exc
+        finally:
+            cursor.close()
+        return result
+
+    def query(self, tables: dict[str, pa.Table], sql: str, *, shown: str) -> pa.Table:
+        """Run a SELECT that acidstore built (user pieces already passed ``check_expression``)
+        over named Arrow tables; ``shown`` names the user's text in error messages."""
+        with self._lock:
+            cursor = self._connection.cursor()
+        try:
+            for name, table in tables.items():
+                cursor.register(name, table)
+            relation = cursor.sql(sql)
+            fetch = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table
+            result: pa.Table = fetch()
+        except duckdb.Error as exc:
+            raise InvalidExpressionError(f"cannot evaluate {shown}: {exc}") from exc
         finally:
             cursor.close()
         return result

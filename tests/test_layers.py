@@ -24,6 +24,7 @@ LAYERS: dict[str, int] = {
     "acidstore.transaction": 4,
     "acidstore.table": 4,
     "acidstore.warehouse": 4,
+    "acidstore.merge": 4,
     "acidstore.expressions": 2,
     "acidstore.spark": 5,
     "acidstore.cli": 5,

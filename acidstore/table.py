@@ -1,0 +1,396 @@
+"""The public table (layer L4): reads at a snapshot, and INSERT / UPDATE / DELETE / MERGE.
+
+Every write runs in a transaction: the caller's (``wh.transaction()``) or an implicit one per
+call. A statement reads the rows it changes at the transaction's snapshot (only the row-id and
+predicate columns for a DELETE), writes delete events and new rows into directories of its own
+write id and statement id, and registers them with the transaction; nothing is visible until
+the transaction commits.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import defaultdict
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from acidstore import fs as afs
+from acidstore.errors import InvalidInputError, SchemaMismatchError, TableNotFoundError
+from acidstore.expressions import Predicate, SqlEvaluator
+from acidstore.layout import base_name, delta_name
+from acidstore.metastore import Operation, TableInfo, WriteComponent
+from acidstore.orc.schema import ROW_ID_COLUMN
+from acidstore.read.keys import KeyArrays
+from acidstore.read.scan import PartitionDir, Scan, discover_partitions
+from acidstore.write.bucketing import bucket_ids
+from acidstore.write.conform import conform, split_partitions, to_arrow_table
+from acidstore.write.files import WrittenDirectory, write_deletes, write_inserts
+from acidstore.writeids import ValidTxnList, ValidWriteIdList
+
+if TYPE_CHECKING:
+    from acidstore.merge import MergeBuilder
+    from acidstore.transaction import Transaction
+    from acidstore.warehouse import Warehouse
+
+__all__ = ["Table", "WriteResult"]
+
+LEASE_TTL_SECONDS = 300.0
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What one write statement did. ``committed`` is False inside an explicit transaction
+    (the transaction's commit publishes it)."""
+
+    txn_id: int
+    write_id: int | None
+    operation: str
+    rows_inserted: int = 0
+    rows_updated: int = 0
+    rows_deleted: int = 0
+    partitions: tuple[str, ...] = ()
+    committed: bool = False
+    metrics: dict[str, int] = field(default_factory=dict)
+
+
+class Table:
+    """A table of a warehouse, optionally bound to a transaction."""
+
+    def __init__(self, warehouse: Warehouse, info: TableInfo,
+                 transaction: Transaction | None = None) -> None:
+        self._warehouse = warehouse
+        self.info = info
+        self._txn = transaction
+
+    # --- description ---------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self.info.full_name
+
+    @property
+    def schema(self) -> pa.Schema:
+        """User columns followed by partition columns, as reads return them."""
+        return pa.schema(list(self.info.schema) + list(self.info.partition_schema))
+
+    @property
+    def location(self) -> str:
+        return self.info.location
+
+    def __repr__(self) -> str:
+        return f"Table({self.name!r}, location={self.location!r})"
+
+    # --- snapshots and reads -------------------------------------------------------------------
+
+    def _snapshot(self) -> tuple[ValidTxnList, ValidWriteIdList]:
+        if self._txn is not None:
+            return self._txn.snapshot, self._txn.write_ids(self.name)
+        metastore = self._warehouse.metastore
+        txns = metastore.valid_txns()
+        return txns, metastore.valid_write_ids(self.name, txns)
+
+    def snapshot(self) -> ValidWriteIdList:
+        """The ValidWriteIdList a read would use now."""
+        return self._snapshot()[1]
+
+    def _as_of(self, as_of: int | datetime, current: ValidWriteIdList) -> ValidWriteIdList:
+        if isinstance(as_of, datetime):
+            moment = as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC)
+            times = self._warehouse.metastore.write_id_commit_times(self.name)
+            valid = {w for w, t in times.items() if t <= moment}
+            high = max(valid, default=0)
+        elif isinstance(as_of, int) and not isinstance(as_of, bool):
+            if as_of < 0:
+                raise InvalidInputError(f"as_of write id must be >= 0, got {as_of}")
+            high = min(as_of, current.high_watermark)
+            valid = {w for w in range(1, high + 1) if current.is_write_id_valid(w)}
+        else:
+            raise InvalidInputError(f"as_of must be a write id or a datetime, not {as_of!r}")
+        invalid = [w for w in range(1, high + 1) if w not in valid]
+        aborted = tuple(w for w in invalid if current.is_write_id_aborted(w))
+        opened = tuple(w for w in invalid if not current.is_write_id_aborted(w))
+        return ValidWriteIdList(self.name, high, opened, aborted)
+
+    def _scan(self, txns: ValidTxnList, write_ids: ValidWriteIdList, *,
+              columns: Sequence[str] | None = None, filter: Predicate | None = None,
+              with_row_id: bool = False) -> Scan:
+        fs = self._warehouse.filesystem
+        partitions = discover_partitions(fs, self.location) if self.info.partition_schema.names \
+            else [PartitionDir(self.location)]
+        return Scan(fs, partitions, write_ids, txns, schema=self.info.schema,
+                    partition_schema=self.info.partition_schema, columns=columns, filter=filter,
+                    with_row_id=with_row_id)
+
+    def to_batches(self, columns: Sequence[str] | None = None, filter: Predicate | None = None,
+                   as_of: int | datetime | None = None, with_row_id: bool = False
+                   ) -> pa.RecordBatchReader:
+        """Stream the table at a snapshot. The snapshot is leased in the metastore (so the
+        cleaner keeps its files) until the reader is exhausted, closed or collected."""
+        txns, write_ids = self._snapshot()
+        if as_of is not None:
+            write_ids = self._as_of(as_of, write_ids)
+        scan = self._scan(txns, write_ids, columns=columns, filter=filter,
+                          with_row_id=with_row_id)
+        metastore = self._warehouse.metastore
+        lease = metastore.acquire_lease(self.name, txns, write_ids, LEASE_TTL_SECONDS)
+        release = weakref.finalize(scan, metastore.release_lease, lease)
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            try:
+                yield from scan.to_batches()
+            finally:
+                release()
+
+        return pa.RecordBatchReader.from_batches(scan.schema, batches())
+
+    def to_arrow(self, columns: Sequence[str] | None = None, filter: Predicate | None = None,
+                 as_of: int | datetime | None = None, with_row_id: bool = False) -> pa.Table:
+        """The table at a snapshot (now, or ``as_of`` a write id or a time)."""
+        return self.to_batches(columns, filter, as_of, with_row_id).read_all()
+
+    def history(self) -> pa.Table:
+        """One row per committed write id."""
+        rows = self._warehouse.metastore.history(self.name)
+        return pa.table({
+            "write_id": pa.array([r.write_id for r in rows], pa.int64()),
+            "txn_id": pa.array([r.txn_id for r in rows], pa.int64()),
+            "commit_time": pa.array([r.commit_time for r in rows], pa.timestamp("us", "UTC")),
+            "operation": pa.array([r.operation for r in rows], pa.string()),
+            "rows_inserted": pa.array([r.rows_inserted for r in rows], pa.int64()),
+            "rows_deleted": pa.array([r.rows_deleted for r in rows], pa.int64()),
+            "files": pa.array([r.files for r in rows], pa.int64()),
+            "bytes": pa.array([r.bytes for r in rows], pa.int64()),
+            "partitions": pa.array([list(r.partitions) for r in rows], pa.list_(pa.string())),
+        })
+
+    # --- writes --------------------------------------------------------------------------------
+
+    def _run(self, action: str, body: Any) -> WriteResult:
+        """Run ``body(txn)`` in this table's transaction, or in a new one that commits."""
+        if self._txn is not None:
+            self._check_exists()
+            try:
+                result: WriteResult = body(self._txn)
+            except BaseException as exc:
+                self._txn.fail(exc)
+                raise
+            return result
+        with self._warehouse.transaction() as txn:
+            bound = Table(self._warehouse, self.info, txn)
+            bound._check_exists()
+            result = body(txn)
+        return WriteResult(**{**result.__dict__, "committed": True})
+
+    def _check_exists(self) -> None:
+        current = self._warehouse.metastore.get_table(self.name)
+        if current.table_id != self.info.table_id:
+            raise TableNotFoundError(f"table {self.name} was dropped (and re-created)")
+
+    def insert(self, data: Any) -> WriteResult:
+        """Append rows (a pyarrow Table, RecordBatchReader or pandas DataFrame)."""
+        rows = conform(to_arrow_table(data), self.schema, where=f"table {self.name}")
+        return self._run("insert", lambda txn: self._write_rows(txn, rows, "insert"))
+
+    def insert_overwrite(self, data: Any) -> WriteResult:
+        """Replace the partitions present in ``data`` (the whole table if unpartitioned) with
+        ``data``: each gets a ``base_w``, so older data there is no longer read."""
+        rows = conform(to_arrow_table(data), self.schema, where=f"table {self.name}")
+        return self._run("overwrite", lambda txn: self._write_rows(txn, rows, "overwrite"))
+
+    def delete(self, predicate: Predicate) -> WriteResult:
+        """Delete the rows matching ``predicate`` (SQL string or pyarrow expression)."""
+        return self._run("delete", lambda txn: self._delete(txn, predicate))
+
+    def update(self, predicate: Predicate, set: Mapping[str, str]) -> WriteResult:
+        """Set columns of the rows matching ``predicate`` to SQL expressions of the old row."""
+        assignments = self._check_assignments(set)
+        return self._run("update", lambda txn: self._update(txn, predicate, assignments))
+
+    def merge(self, source: Any, condition: str, *, source_alias: str = "s",
+              target_alias: str = "t") -> MergeBuilder:
+        """Start a MERGE of ``source`` into this table on ``condition``."""
+        from acidstore.merge import MergeBuilder
+
+        return MergeBuilder(self, to_arrow_table(source), condition, source_alias, target_alias)
+
+    # --- statement bodies (inside a transaction) -----------------------------------------------
+
+    def _check_assignments(self, assignments: Mapping[str, str]) -> dict[str, str]:
+        if not assignments:
+            raise InvalidInputError("update needs at least one column to set")
+        by_lower = {f.name.lower(): f.name for f in self.info.schema}
+        fixed = {n.lower() for n in self.info.partition_schema.names} | {
+            n.lower() for n in self.info.bucket_by}
+        out = {}
+        for name, expression in assignments.items():
+            if name.lower() in fixed:
+                raise InvalidInputError(
+                    f"cannot update {name!r} of {self.name}: partition and bucketing columns "
+                    "cannot be updated (as in Hive)")
+            if name.lower() not in by_lower:
+                raise InvalidInputError(f"unknown column {name!r} in update of {self.name}")
+            if not isinstance(expression, str):
+                raise InvalidInputError(f"the value for {name!r} must be a SQL expression string")
+            out[by_lower[name.lower()]] = expression
+        return out
+
+    def _relative(self, partition: PartitionDir) -> str:
+        prefix = self.location.rstrip("/") + "/"
+        return partition.path[len(prefix):] if partition.path.startswith(prefix) else ""
+
+    def _buckets(self, rows: pa.Table) -> npt.NDArray[np.int32]:
+        if self.info.bucket_by and self.info.buckets > 0:
+            return bucket_ids(rows, list(self.info.bucket_by), self.info.buckets)
+        return np.zeros(rows.num_rows, dtype=np.int32)  # one writer: writer id 0
+
+    def _component(self, partition: str, operation: Operation, write_id: int,
+                   written: Sequence[WrittenDirectory | None], *, inserted: int = 0,
+                   deleted: int = 0) -> WriteComponent:
+        done = [w for w in written if w is not None]
+        return WriteComponent(self.name, partition, operation, write_id,
+                              tuple(w.path for w in done), rows_inserted=inserted,
+                              rows_deleted=deleted, files=sum(len(w.files) for w in done),
+                              bytes=sum(w.bytes for w in done))
+
+    def _write_rows(self, txn: Transaction, rows: pa.Table, operation: Operation
+                    ) -> WriteResult:
+        write_id = txn.write_id(self.name)
+        statement = txn.next_statement_id(self.name)
+        kind: Literal["base", "delta"] = "base" if operation == "overwrite" else "delta"
+        user = [f.name for f in self.info.schema]
+        parts = split_partitions(rows, self.info.partition_schema.names)
+        if operation == "overwrite" and not parts and not self.info.partition_schema.names:
+            parts = split_partitions(rows.slice(0, 0), [])
+        names = []
+        for part in parts:
+            name = base_name(write_id) if kind == "base" else delta_name(write_id, write_id,
+                                                                         statement)
+            txn.will_write(WriteComponent(self.name, part.path, operation, write_id,
+                                          (afs.join(part.path, name) if part.path else name,)))
+            data = part.rows.select(user)
+            written = write_inserts(self._warehouse.filesystem, self.location, part.path, data,
+                                    self._buckets(data), write_id=write_id,
+                                    statement_id=statement, schema=self.info.schema, kind=kind,
+                                    compression=self._compression())
+            txn.wrote(self._component(part.path, operation, write_id, [written],
+                                      inserted=data.num_rows))
+            names.append(part.path)
+        return WriteResult(txn.txn_id, write_id, operation, rows_inserted=rows.num_rows,
+                           partitions=tuple(names))
+
+    def _compression(self) -> str:
+        return self.info.properties.get("orc.compress", "zstd").lower()
+
+    def _matching(self, txn: Transaction, predicate: Predicate,
+                  columns: Sequence[str] | None) -> dict[str, list[pa.RecordBatch]]:
+        """Rows matching ``predicate`` at the transaction's snapshot, grouped by partition."""
+        scan = self._scan(txn.snapshot, txn.write_ids(self.name), columns=columns,
+                          filter=predicate, with_row_id=True)
+        found: dict[str, list[pa.RecordBatch]] = defaultdict(list)
+        for partition, batch in scan.partition_batches():
+            found[self._relative(partition)].append(batch)
+        return found
+
+    def write_changes(self, txn: Transaction, partition: str, operation: Operation, *,
+                      write_id: int, statement: int, deleted: KeyArrays | None,
+                      inserted: pa.Table | None) -> WriteComponent:
+        """Write one statement's delete events and new rows for one partition."""
+        planned = []
+        if deleted is not None and len(deleted):
+            planned.append(delta_name(write_id, write_id, statement, delete=True))
+        if inserted is not None and inserted.num_rows:
+            planned.append(delta_name(write_id, write_id, statement))
+        txn.will_write(WriteComponent(self.name, partition, operation, write_id, tuple(
+            afs.join(partition, p) if partition else p for p in planned)))
+        fs = self._warehouse.filesystem
+        written: list[WrittenDirectory | None] = []
+        if deleted is not None and len(deleted):
+            written.append(write_deletes(fs, self.location, partition,
+                                         (deleted.write_id, deleted.bucket, deleted.row_id),
+                                         write_id=write_id, statement_id=statement,
+                                         schema=self.info.schema,
+                                         compression=self._compression()))
+        if inserted is not None and inserted.num_rows:
+            rows = inserted.select([f.name for f in self.info.schema])
+            written.append(write_inserts(fs, self.location, partition, rows,
+                                         self._buckets(rows), write_id=write_id,
+                                         statement_id=statement, schema=self.info.schema,
+                                         compression=self._compression()))
+        component = self._component(partition, operation, write_id, written,
+                                    inserted=inserted.num_rows if inserted is not None else 0,
+                                    deleted=len(deleted) if deleted is not None else 0)
+        txn.wrote(component, deleted)
+        return component
+
+    def _delete(self, txn: Transaction, predicate: Predicate) -> WriteResult:
+        found = self._matching(txn, predicate, columns=[])
+        if not found:
+            return WriteResult(txn.txn_id, None, "delete")
+        write_id = txn.write_id(self.name)
+        statement = txn.next_statement_id(self.name)
+        total = 0
+        for partition, batches in found.items():
+            keys = row_ids(batches)
+            self.write_changes(txn, partition, "delete", write_id=write_id, statement=statement,
+                               deleted=keys, inserted=None)
+            total += len(keys)
+        return WriteResult(txn.txn_id, write_id, "delete", rows_deleted=total,
+                           partitions=tuple(found))
+
+    def _update(self, txn: Transaction, predicate: Predicate, assignments: dict[str, str]
+                ) -> WriteResult:
+        found = self._matching(txn, predicate, columns=None)
+        if not found:
+            return WriteResult(txn.txn_id, None, "update")
+        write_id = txn.write_id(self.name)
+        statement = txn.next_statement_id(self.name)
+        evaluator = SqlEvaluator()
+        total = 0
+        try:
+            for partition, batches in found.items():
+                old = pa.Table.from_batches(batches).drop_columns([ROW_ID_COLUMN])
+                values = evaluator.evaluate(old, assignments)
+                new = old
+                for name, expression in assignments.items():
+                    target = self.info.schema.field(name)
+                    column = values.column(name)
+                    new = new.set_column(new.schema.get_field_index(name), target,
+                                         cast_value(column, target, expression))
+                new = conform(new, self.schema, where=f"table {self.name}")
+                self.write_changes(txn, partition, "update", write_id=write_id,
+                                   statement=statement, deleted=row_ids(batches), inserted=new)
+                total += new.num_rows
+        finally:
+            evaluator.close()
+        return WriteResult(txn.txn_id, write_id, "update", rows_updated=total,
+                           partitions=tuple(found))
+
+
+def row_ids(batches: Sequence[pa.RecordBatch]) -> KeyArrays:
+    """The ROW__IDs of scanned batches (their ``row__id`` column)."""
+    column = pa.chunked_array([b.column(ROW_ID_COLUMN) for b in batches],
+                              type=batches[0].schema.field(ROW_ID_COLUMN).type).combine_chunks()
+    return KeyArrays(
+        np.asarray(column.field("writeid").to_numpy(zero_copy_only=False), dtype=np.int64),
+        np.asarray(column.field("bucketid").to_numpy(zero_copy_only=False), dtype=np.int32),
+        np.asarray(column.field("rowid").to_numpy(zero_copy_only=False), dtype=np.int64))
+
+
+def cast_value(column: pa.ChunkedArray, target: pa.Field, expression: str) -> pa.ChunkedArray:
+    """A SET value cast to its column's type, or a SchemaMismatchError naming both."""
+    if column.type == target.type:
+        return column
+    try:
+        out: pa.ChunkedArray = pc.cast(column, target.type, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise SchemaMismatchError(
+            f"value {expression!r} for column {target.name!r} is {column.type}, which does not "
+            f"convert to {target.type}: {exc}") from exc
+    return out

@@ -1,0 +1,264 @@
+"""Transactions: one snapshot, many statements and tables, one commit (DESIGN.md habit 3).
+
+A transaction opens in the metastore (a global txn id and a fixed snapshot), allocates one write
+id per table it writes, numbers its statements per table, writes files, and publishes them all
+with one metastore commit. A clean ``with`` exit commits; an exception aborts and removes what
+the transaction wrote; a failed transaction refuses further use.
+
+Write-write conflicts are decided at commit, by row: the metastore hands over the committed
+update/delete writes that overlapped this transaction on the same partitions, and this module
+compares the ROW__IDs both deleted (an update deletes too). Different rows of one partition
+never conflict, which is finer than Hive's partition-level check.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import socket
+import threading
+from collections import defaultdict
+from collections.abc import Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Literal, Protocol
+
+import numpy as np
+import pyarrow.fs as pafs
+
+from acidstore import fs as afs
+from acidstore.errors import (
+    AcidStoreError,
+    TransactionAbortedError,
+    TransactionStateError,
+    WriteConflictError,
+)
+from acidstore.metastore import CommitInfo, CommittedWrite, Metastore, WriteComponent
+from acidstore.read.keys import KeyArrays
+from acidstore.read.registry import directory_delete_keys
+from acidstore.writeids import ValidTxnList, ValidWriteIdList
+
+if TYPE_CHECKING:
+    from acidstore.table import Table
+
+__all__ = ["Transaction"]
+
+State = Literal["open", "committed", "aborted"]
+_OP_LETTER = {"insert": "i", "update": "u", "delete": "d", "overwrite": "o"}
+
+
+class _Heartbeat:
+    """Keeps the transaction alive while work runs (spec §14: every timeout / 2)."""
+
+    def __init__(self, metastore: Metastore, txn_id: int, interval: float) -> None:
+        self._metastore = metastore
+        self._txn_id = txn_id
+        self._interval = interval
+        self._stop = threading.Event()
+        self.error: AcidStoreError | None = None
+        self._thread = threading.Thread(target=self._run, name=f"acidstore-heartbeat-{txn_id}",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                self._metastore.heartbeat(self._txn_id)
+            except AcidStoreError as exc:
+                self.error = exc
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout=5)
+
+
+class Transaction:
+    """An open transaction; use it as a context manager."""
+
+    def __init__(self, warehouse: _WarehouseLike, *, heartbeat_interval: float) -> None:
+        self._warehouse = warehouse
+        self._metastore = warehouse.metastore
+        info = self._metastore.open_transaction(user=_user(), host=socket.gethostname())
+        self.txn_id: int = info.txn_id
+        self.snapshot: ValidTxnList = info.snapshot
+        self._state: State = "open"
+        self._components: list[WriteComponent] = []
+        self._deleted: dict[tuple[str, str], list[KeyArrays]] = defaultdict(list)
+        self._statements: dict[str, int] = defaultdict(int)
+        self._heartbeat = _Heartbeat(self._metastore, self.txn_id, heartbeat_interval)
+
+    # --- the public face -----------------------------------------------------------------------
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    def table(self, name: str) -> Table:
+        """The table ``name`` as seen and written by this transaction."""
+        self._check_open()
+        return self._warehouse.table(name, transaction=self)
+
+    def commit(self) -> CommitInfo:
+        """Publish every write of the transaction at once, or raise and publish nothing."""
+        self._check_open()
+        self._heartbeat.stop()
+        if self._heartbeat.error is not None:
+            self._finish_aborted()
+            raise TransactionAbortedError(
+                f"transaction {self.txn_id} was aborted while it ran: {self._heartbeat.error}")
+        try:
+            info = self._metastore.commit(self.txn_id, self._components, check=self._conflicts)
+        except AcidStoreError:
+            # a refused commit may leave the txn open in the metastore: end it now
+            with contextlib.suppress(AcidStoreError):
+                self._metastore.abort(self.txn_id, "commit failed")
+            self._finish_aborted()
+            raise
+        self._state = "committed"
+        return info
+
+    def abort(self, reason: str = "aborted by the caller") -> None:
+        """Abort: nothing this transaction wrote becomes visible; its files are removed."""
+        if self._state == "aborted":
+            return
+        self._check_open()
+        self._heartbeat.stop()
+        try:
+            self._metastore.abort(self.txn_id, reason)
+        finally:
+            self._finish_aborted()
+
+    def __enter__(self) -> Transaction:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._state != "open":
+            return
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort(f"{exc_type.__name__}: {exc}")
+
+    # --- used by tables writing inside this transaction ----------------------------------------
+
+    def write_id(self, table: str) -> int:
+        self._check_open()
+        return self._metastore.allocate_write_id(self.txn_id, table)
+
+    def next_statement_id(self, table: str) -> int:
+        statement = self._statements[table]
+        self._statements[table] += 1
+        return statement
+
+    def write_ids(self, table: str) -> ValidWriteIdList:
+        """This transaction's view of ``table``: its snapshot plus its own writes."""
+        self._check_open()
+        return self._metastore.valid_write_ids(table, self.snapshot, self.txn_id)
+
+    def will_write(self, component: WriteComponent) -> None:
+        """Tell the metastore where files are about to go, so a crash leaves a cleanable trace."""
+        self._check_open()
+        self._metastore.record_write(self.txn_id, component)
+
+    def wrote(self, component: WriteComponent, deleted: KeyArrays | None = None) -> None:
+        """Register what a statement wrote (and the ROW__IDs it deleted, for conflicts)."""
+        self._components.append(component)
+        if deleted is not None and len(deleted):
+            self._deleted[(component.table, component.partition)].append(deleted)
+
+    def fail(self, error: BaseException) -> None:
+        """A statement failed half-way: the transaction can no longer commit."""
+        if self._state == "open":
+            self.abort(f"statement failed: {type(error).__name__}: {error}")
+
+    # --- internals -----------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._state != "open":
+            raise TransactionStateError(
+                f"transaction {self.txn_id} is {self._state}; start a new transaction")
+
+    def _finish_aborted(self) -> None:
+        self._state = "aborted"
+        self._heartbeat.stop()
+        fs = self._warehouse.filesystem
+        for component in self._components:
+            location = self._warehouse.location_of(component.table)
+            for directory in component.directories:
+                _remove_quietly(fs, afs.join(location, directory))
+
+    def _conflicts(self, mine: Sequence[WriteComponent],
+                   overlapping: Sequence[CommittedWrite]) -> None:
+        """Raise WriteConflictError when a committed overlapping write changed a row we changed."""
+        fs = self._warehouse.filesystem
+        for other in overlapping:
+            ours = [c for c in mine if c.table == other.table and c.partition == other.partition
+                    and c.operation != "insert"]
+            if not ours:
+                continue
+            our_op = ours[0].operation
+            clash = "overwrite" in (our_op, other.operation)
+            if not clash:
+                location = self._warehouse.location_of(other.table)
+                theirs = [directory_delete_keys(fs, afs.join(location, d))
+                          for d in other.directories if _is_delete_dir(d)]
+                clash = _intersects(self._deleted.get((other.table, other.partition), []),
+                                    theirs)
+            if clash:
+                db, _, name = other.table.partition(".")
+                where = f"{db}/{name}" + (f"/{other.partition}" if other.partition else "")
+                raise WriteConflictError(
+                    f"Aborting [txnid:{self.txn_id}] due to a write conflict on {where} "
+                    f"committed by [txnid:{other.txn_id},{other.commit_seq}] "
+                    f"{_OP_LETTER[our_op]}/{_OP_LETTER[other.operation]}")
+
+
+class _WarehouseLike(Protocol):
+    """What a transaction needs from its warehouse (see ``acidstore.warehouse.Warehouse``)."""
+
+    @property
+    def metastore(self) -> Metastore: ...
+
+    @property
+    def filesystem(self) -> pafs.FileSystem: ...
+
+    def table(self, name: str, *, transaction: Transaction | None = None) -> Table: ...
+
+    def location_of(self, table: str) -> str: ...
+
+
+def _is_delete_dir(relative: str) -> bool:
+    return relative.rsplit("/", 1)[-1].startswith("delete_delta_")
+
+
+def _intersects(ours: Sequence[KeyArrays], theirs: Sequence[KeyArrays]) -> bool:
+    if not ours or not theirs:
+        return False
+
+    def packed(parts: Sequence[KeyArrays]) -> np.ndarray:
+        keys = np.empty(sum(len(p) for p in parts),
+                        dtype=[("w", "<i8"), ("b", "<i4"), ("r", "<i8")])
+        start = 0
+        for p in parts:
+            end = start + len(p)
+            keys["w"][start:end], keys["b"][start:end], keys["r"][start:end] = (
+                p.write_id, p.bucket, p.row_id)
+            start = end
+        return keys
+
+    return bool(np.isin(packed(ours), packed(theirs)).any())
+
+
+def _remove_quietly(fs: pafs.FileSystem, path: str) -> None:
+    """Best effort: an aborted write's files are invisible anyway; the cleaner gets leftovers."""
+    with contextlib.suppress(OSError):
+        fs.delete_dir(path)
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"

@@ -1,0 +1,187 @@
+"""The warehouse (layer L4): ``acidstore.connect(path)`` and the catalog of ACID tables.
+
+A warehouse is a directory of tables (``<warehouse>/<db>.db/<table>``) plus a metastore, by
+default a SQLite file inside the warehouse, so one machine needs nothing else running. Table
+and database names are plain identifiers, so no name can place files outside the warehouse.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from acidstore import fs as afs
+from acidstore.errors import InvalidInputError, TableNotFoundError
+from acidstore.metastore import Metastore, NewTable, SqliteMetastore, TableInfo
+from acidstore.table import Table
+from acidstore.transaction import Transaction
+from acidstore.write.bucketing import check_bucketable
+
+__all__ = ["DEFAULT_METASTORE_FILE", "Warehouse", "connect"]
+
+DEFAULT_METASTORE_FILE = "_acidstore_metastore.db"
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _split_name(name: str) -> tuple[str, str]:
+    parts = name.split(".")
+    if len(parts) == 1:
+        parts = ["default", parts[0]]
+    if len(parts) != 2 or not all(_NAME.match(p) for p in parts):
+        raise InvalidInputError(
+            f"table name {name!r} must be 'table' or 'database.table' with names of letters, "
+            "digits and underscores")
+    return parts[0].lower(), parts[1].lower()
+
+
+class Warehouse:
+    """A warehouse of ACID tables and its metastore."""
+
+    def __init__(self, location: str | os.PathLike[str], metastore: Metastore, *,
+                 filesystem: pafs.FileSystem | None = None,
+                 heartbeat_interval: float = 150.0) -> None:
+        self._fs, self.location = afs.resolve(location, filesystem)
+        self._fs.create_dir(self.location, recursive=True)
+        self._metastore = metastore
+        self._heartbeat_interval = heartbeat_interval
+
+    @property
+    def metastore(self) -> Metastore:
+        return self._metastore
+
+    @property
+    def filesystem(self) -> pafs.FileSystem:
+        return self._fs
+
+    def close(self) -> None:
+        self._metastore.close()
+
+    def __enter__(self) -> Warehouse:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- catalog ---------------------------------------------------------------------------------
+
+    def create_table(self, name: str, schema: pa.Schema, *, partition_by: Sequence[str] = (),
+                     bucket_by: Sequence[str] = (), buckets: int = 0,
+                     properties: Mapping[str, str] | None = None) -> Table:
+        """Create a transactional table; ``schema`` lists every column, partition ones too."""
+        database, table = _split_name(name)
+        by_lower = {f.name.lower(): f for f in schema}
+        if len(by_lower) != len(schema):
+            raise InvalidInputError(f"duplicate column names in {schema.names}")
+        for column in [*partition_by, *bucket_by]:
+            if column.lower() not in by_lower:
+                raise InvalidInputError(f"unknown column {column!r} in table {name}")
+        parts = [by_lower[c.lower()] for c in partition_by]
+        if len(parts) == len(schema):
+            raise InvalidInputError(f"table {name} needs at least one non-partition column")
+        user = pa.schema([f for f in schema if f.name.lower() not in
+                          {p.name.lower() for p in parts}])
+        bucket_cols = tuple(by_lower[c.lower()].name for c in bucket_by)
+        if bucket_cols and buckets <= 0:
+            raise InvalidInputError(f"table {name} is bucketed by {bucket_cols}; give buckets > 0")
+        if bucket_cols and buckets > 4095:
+            raise InvalidInputError(f"at most 4095 buckets (Hive's BucketCodec), got {buckets}")
+        for column in bucket_cols:
+            if column.lower() in {p.name.lower() for p in parts}:
+                raise InvalidInputError(f"column {column!r} cannot both partition and bucket")
+            check_bucketable(by_lower[column.lower()])
+        location = afs.join(self.location, f"{database}.db", table)
+        props = {"transactional": "true", **{str(k): str(v) for k, v in (properties or {}).items()}}
+        info = self._metastore.create_table(NewTable(
+            database, table, user, pa.schema(parts), bucket_cols,
+            buckets if bucket_cols else 0, props, location))
+        self._fs.create_dir(location, recursive=True)
+        return Table(self, info)
+
+    def table(self, name: str, *, transaction: Transaction | None = None) -> Table:
+        """An existing table (``TableNotFoundError`` if there is none)."""
+        database, table = _split_name(name)
+        return Table(self, self._metastore.get_table(f"{database}.{table}"), transaction)
+
+    def tables(self, database: str | None = None) -> list[str]:
+        return self._metastore.list_tables(database.lower() if database else None)
+
+    def drop_table(self, name: str) -> None:
+        """Remove a table and its files."""
+        database, table = _split_name(name)
+        info = self._metastore.drop_table(f"{database}.{table}")
+        if self._fs.get_file_info(info.location).type == pafs.FileType.Directory:
+            self._fs.delete_dir(info.location)
+
+    def location_of(self, table: str) -> str:
+        try:
+            return self._metastore.get_table(table).location
+        except TableNotFoundError:
+            database, name = _split_name(table)
+            return afs.join(self.location, f"{database}.db", name)
+
+    def table_info(self, name: str) -> TableInfo:
+        return self._metastore.get_table(".".join(_split_name(name)))
+
+    # --- transactions ----------------------------------------------------------------------------
+
+    def transaction(self) -> Transaction:
+        """A new transaction; ``with wh.transaction() as txn:`` commits on a clean exit."""
+        return Transaction(self, heartbeat_interval=self._heartbeat_interval)
+
+    def show_transactions(self) -> pa.Table:
+        rows = self._metastore.show_transactions()
+        return pa.table({
+            "txn_id": pa.array([r.txn_id for r in rows], pa.int64()),
+            "state": pa.array([r.state for r in rows], pa.string()),
+            "kind": pa.array([r.kind for r in rows], pa.string()),
+            "user": pa.array([r.user for r in rows], pa.string()),
+            "host": pa.array([r.host for r in rows], pa.string()),
+            "started": pa.array([r.started for r in rows], pa.timestamp("us", "UTC")),
+            "last_heartbeat": pa.array([r.last_heartbeat for r in rows],
+                                       pa.timestamp("us", "UTC")),
+            "finished": pa.array([r.finished for r in rows], pa.timestamp("us", "UTC")),
+        })
+
+    def show_locks(self) -> pa.Table:
+        rows = self._metastore.show_locks()
+        return pa.table({
+            "lock_id": pa.array([r.lock_id for r in rows], pa.int64()),
+            "txn_id": pa.array([r.txn_id for r in rows], pa.int64()),
+            "database": pa.array([r.database for r in rows], pa.string()),
+            "table": pa.array([r.table for r in rows], pa.string()),
+            "partition": pa.array([r.partition for r in rows], pa.string()),
+            "lock_type": pa.array([r.lock_type for r in rows], pa.string()),
+            "state": pa.array([r.state for r in rows], pa.string()),
+            "acquired": pa.array([r.acquired for r in rows], pa.timestamp("us", "UTC")),
+        })
+
+
+def connect(location: str | os.PathLike[str], *, metastore: str | Metastore | None = None,
+            filesystem: pafs.FileSystem | None = None, txn_timeout: float = 300.0) -> Warehouse:
+    """Open (or create) a warehouse. The default metastore is a SQLite file inside a local
+    warehouse; for a remote warehouse pass ``metastore`` (a ``Metastore`` or a
+    ``sqlite:///path`` URL). Transactions heartbeat every ``txn_timeout / 2`` seconds."""
+    if metastore is None:
+        fs, root = afs.resolve(location, filesystem)
+        if not isinstance(fs, pafs.LocalFileSystem):
+            raise InvalidInputError(
+                "a remote warehouse needs an explicit metastore= (the SQLite file must be local)")
+        Path(root).mkdir(parents=True, exist_ok=True)
+        store: Metastore = SqliteMetastore(Path(root) / DEFAULT_METASTORE_FILE,
+                                           timeout_seconds=txn_timeout)
+    elif isinstance(metastore, str):
+        if not metastore.startswith("sqlite:///"):
+            raise InvalidInputError(
+                f"unsupported metastore URL {metastore!r}: use sqlite:///path (PostgreSQL is "
+                "not available yet)")
+        # SQLAlchemy's convention: sqlite:///relative/path, sqlite:////absolute/path
+        store = SqliteMetastore(metastore[len("sqlite:///"):], timeout_seconds=txn_timeout)
+    else:
+        store = metastore
+    return Warehouse(location, store, filesystem=filesystem,
+                     heartbeat_interval=txn_timeout / 2)

@@ -1,0 +1,110 @@
+"""Bring user data to a table's schema, and split it by partition.
+
+Inserts accept a ``pa.Table``, a ``RecordBatchReader`` or a pandas DataFrame. Columns are
+matched by name (case-insensitively, as SQL does); a missing or unknown column, a type that does
+not convert without loss, or a NULL in a NOT NULL column is a ``SchemaMismatchError`` that names
+the column. Nothing is written before the whole input has conformed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from acidstore.errors import InvalidInputError, SchemaMismatchError
+from acidstore.partitions import partition_path
+
+__all__ = ["PartitionData", "conform", "split_partitions", "to_arrow_table"]
+
+
+def to_arrow_table(data: Any) -> pa.Table:
+    """A ``pa.Table`` from a Table, RecordBatch, RecordBatchReader or pandas DataFrame."""
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if isinstance(data, pa.RecordBatchReader):
+        return data.read_all()
+    if hasattr(data, "__arrow_c_stream__") and not hasattr(data, "to_pandas"):
+        return pa.table(data)
+    if type(data).__module__.startswith("pandas"):  # pandas is optional: no import needed
+        return pa.Table.from_pandas(data, preserve_index=False)
+    raise InvalidInputError(
+        f"cannot insert a {type(data).__name__}; give a pyarrow Table, RecordBatchReader or "
+        "pandas DataFrame")
+
+
+def conform(data: pa.Table, schema: pa.Schema, *, where: str) -> pa.Table:
+    """``data`` with exactly the columns of ``schema``, in order, cast losslessly."""
+    by_lower: dict[str, str] = {}
+    for name in data.column_names:
+        if name.lower() in by_lower:
+            raise SchemaMismatchError(f"duplicate column {name!r} in the data for {where}")
+        by_lower[name.lower()] = name
+    wanted = {f.name.lower() for f in schema}
+    unknown = [n for n in data.column_names if n.lower() not in wanted]
+    if unknown:
+        raise SchemaMismatchError(
+            f"column(s) {unknown} are not in {where} (columns: {schema.names})")
+    columns = []
+    for field in schema:
+        source = by_lower.get(field.name.lower())
+        if source is None:
+            raise SchemaMismatchError(f"column {field.name!r} of {where} is missing from the data")
+        column = data.column(source)
+        if column.type != field.type:
+            try:
+                column = pc.cast(column, field.type, safe=True)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise SchemaMismatchError(
+                    f"column {field.name!r} of {where} is {field.type}; the data has "
+                    f"{data.column(source).type} ({exc})") from exc
+        if not field.nullable and column.null_count:
+            raise SchemaMismatchError(
+                f"column {field.name!r} of {where} is NOT NULL but the data has "
+                f"{column.null_count} null(s)")
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+@dataclass(frozen=True)
+class PartitionData:
+    """The rows of one partition and its relative directory ("" when unpartitioned)."""
+
+    path: str
+    values: tuple[str | None, ...]
+    rows: pa.Table
+
+
+def _as_text(array: pa.Array) -> list[str | None]:
+    """Partition values as Hive writes them in directory names."""
+    if pa.types.is_boolean(array.type):
+        return [None if v is None else ("true" if v else "false") for v in array.to_pylist()]
+    if pa.types.is_timestamp(array.type):
+        return [None if v is None else str(v) for v in array.to_pylist()]
+    text: list[str | None] = pc.cast(array, pa.string()).to_pylist()
+    return text
+
+
+def split_partitions(data: pa.Table, partition_columns: list[str]) -> list[PartitionData]:
+    """Group rows by their partition values (escaped, validated directory names)."""
+    if not partition_columns:
+        return [PartitionData("", (), data)]
+    if data.num_rows == 0:
+        return []
+    keys = [np.asarray(_as_text(data.column(c).combine_chunks()), dtype=object)
+            for c in partition_columns]
+    combined = np.array(["\x00".join("\x01" if v is None else v for v in row)
+                         for row in zip(*keys, strict=True)], dtype=object)
+    uniques, inverse = np.unique(combined, return_inverse=True)
+    out = []
+    for index in range(len(uniques)):
+        rows = np.flatnonzero(inverse == index)
+        values = tuple(k[rows[0]] for k in keys)
+        out.append(PartitionData(partition_path(partition_columns, values), values,
+                                 data.take(pa.array(rows))))
+    return out

@@ -1,0 +1,168 @@
+"""Writers of ACID directories: insert deltas, delete deltas and bases (spec §2, §3).
+
+Each writer produces one directory for one (partition, write id, statement id): a
+``bucket_NNNNN`` file per bucket holding events sorted by ROW__ID, ``_orc_acid_version``, and
+Hive's ORC user metadata. Row ids are dense from 0 per (write id, bucket, statement). Nothing
+here makes data visible: the directory's write id stays invalid until the transaction commits,
+so a crash leaves only files that no snapshot selects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from acidstore import fs as afs
+from acidstore.layout import (
+    ACID_VERSION,
+    ACID_VERSION_FILE,
+    base_name,
+    bucket_file_name,
+    delta_name,
+)
+from acidstore.orc.codec import BucketCodec
+from acidstore.orc.io import (
+    BASE_STRIPE_SIZE,
+    DEFAULT_COMPRESSION,
+    DELTA_STRIPE_SIZE,
+    WrittenFile,
+    write_event_file,
+)
+from acidstore.orc.schema import DELETE, INSERT, event_schema, row_struct
+
+__all__ = ["WrittenDirectory", "delete_events", "insert_events", "write_deletes",
+           "write_inserts"]
+
+Kind = Literal["delta", "base"]
+
+
+@dataclass(frozen=True)
+class WrittenDirectory:
+    """One directory a statement wrote, relative to the table location."""
+
+    path: str
+    files: tuple[WrittenFile, ...]
+    rows: int
+
+    @property
+    def bytes(self) -> int:
+        return sum(f.size for f in self.files)
+
+
+def insert_events(rows: pa.Table, write_id: int, bucket_property: int, schema: pa.Schema,
+                  first_row_id: int = 0) -> pa.Table:
+    """Insert events for ``rows`` (columns in ``schema`` order) with dense row ids."""
+    n = rows.num_rows
+    struct = pa.StructArray.from_arrays(
+        [rows.column(f.name).combine_chunks() for f in schema], fields=list(schema))
+    return pa.table({
+        "operation": pa.array(np.full(n, INSERT, np.int32)),
+        "originalTransaction": pa.array(np.full(n, write_id, np.int64)),
+        "bucket": pa.array(np.full(n, bucket_property, np.int32)),
+        "rowId": pa.array(np.arange(first_row_id, first_row_id + n, dtype=np.int64)),
+        "currentTransaction": pa.array(np.full(n, write_id, np.int64)),
+        "row": struct,
+    }, schema=event_schema(schema))
+
+
+def delete_events(write_ids: npt.NDArray[np.int64], buckets: npt.NDArray[np.int32],
+                  row_ids: npt.NDArray[np.int64], current_write_id: int, schema: pa.Schema
+                  ) -> pa.Table:
+    """Delete events for the given ROW__IDs, sorted by key as readers require."""
+    order = np.lexsort((row_ids, buckets, write_ids))
+    n = len(order)
+    return pa.table({
+        "operation": pa.array(np.full(n, DELETE, np.int32)),
+        "originalTransaction": pa.array(write_ids[order].astype(np.int64)),
+        "bucket": pa.array(buckets[order].astype(np.int32)),
+        "rowId": pa.array(row_ids[order].astype(np.int64)),
+        "currentTransaction": pa.array(np.full(n, current_write_id, np.int64)),
+        "row": pa.nulls(n, row_struct(schema)),
+    }, schema=event_schema(schema))
+
+
+def _prepare_directory(fs: pafs.FileSystem, location: str, relative: str) -> str:
+    directory = afs.join(location, relative)
+    fs.create_dir(directory, recursive=True)
+    afs.write_bytes(fs, afs.join(directory, ACID_VERSION_FILE), ACID_VERSION.encode())
+    return directory
+
+
+def write_inserts(fs: pafs.FileSystem, location: str, partition: str, rows: pa.Table,
+                  buckets: npt.NDArray[np.int32], *, write_id: int, statement_id: int,
+                  schema: pa.Schema, kind: Kind = "delta", compression: str = DEFAULT_COMPRESSION,
+                  stripe_size: int | None = None) -> WrittenDirectory | None:
+    """Write ``rows`` (bucket of each row in ``buckets``) as ``delta_w_w_s`` or ``base_w``.
+
+    An insert delta with no rows writes nothing. A base always exists once written (an empty
+    INSERT OVERWRITE must still hide what was there), with an empty ``bucket_00000``.
+    """
+    if rows.num_rows == 0 and kind == "delta":
+        return None
+    name = base_name(write_id) if kind == "base" else delta_name(write_id, write_id, statement_id)
+    relative = afs.join(partition, name) if partition else name
+    directory = _prepare_directory(fs, location, relative)
+    stripe = stripe_size or (BASE_STRIPE_SIZE if kind == "base" else DELTA_STRIPE_SIZE)
+    written: list[WrittenFile] = []
+    groups = _groups(buckets)
+    if not groups and kind == "base":
+        groups = {0: np.zeros(0, dtype=np.int64)}
+    for bucket, index in groups.items():
+        part = rows.take(pa.array(index))
+        prop = BucketCodec.V1.encode(bucket, max(statement_id, 0))
+        events = insert_events(part, write_id, prop, schema)
+        written.append(write_event_file(fs, afs.join(directory, bucket_file_name(bucket)),
+                                        events, compression=compression, stripe_size=stripe))
+    return WrittenDirectory(relative, tuple(written), rows.num_rows)
+
+
+def write_deletes(fs: pafs.FileSystem, location: str, partition: str,
+                  keys: tuple[npt.NDArray[np.int64], npt.NDArray[np.int32],
+                              npt.NDArray[np.int64]],
+                  *, write_id: int, statement_id: int, schema: pa.Schema,
+                  compression: str = DEFAULT_COMPRESSION) -> WrittenDirectory | None:
+    """Write delete events for ROW__IDs ``keys`` as ``delete_delta_w_w_s``.
+
+    Each event goes to the ``bucket_N`` of the writer id in its bucket property, which is what
+    the readers require (spec §4: a bucket file holds one bucket's events).
+    """
+    write_ids, bucket_props, row_ids = keys
+    if len(row_ids) == 0:
+        return None
+    name = delta_name(write_id, write_id, statement_id, delete=True)
+    relative = afs.join(partition, name) if partition else name
+    directory = _prepare_directory(fs, location, relative)
+    writers = _writer_ids(bucket_props)
+    written: list[WrittenFile] = []
+    for bucket, index in _groups(writers).items():
+        events = delete_events(write_ids[index], bucket_props[index], row_ids[index], write_id,
+                               schema)
+        written.append(write_event_file(fs, afs.join(directory, bucket_file_name(bucket)),
+                                        events, compression=compression,
+                                        stripe_size=DELTA_STRIPE_SIZE))
+    return WrittenDirectory(relative, tuple(written), len(row_ids))
+
+
+def _writer_ids(bucket_props: npt.NDArray[np.int32]) -> npt.NDArray[np.int32]:
+    props = np.unique(bucket_props)
+    lookup: Mapping[int, int] = {int(p): BucketCodec.decode(int(p))[0] for p in props}
+    out: npt.NDArray[np.int32] = np.array([lookup[int(p)] for p in props], dtype=np.int32)[
+        np.searchsorted(props, bucket_props)]
+    return out
+
+
+def _groups(buckets: npt.NDArray[np.int32]) -> dict[int, npt.NDArray[np.int64]]:
+    """Row indices per bucket id, each in original order."""
+    if len(buckets) == 0:
+        return {}
+    order = np.argsort(buckets, kind="stable")
+    sorted_buckets = buckets[order]
+    cuts = np.flatnonzero(np.diff(sorted_buckets)) + 1
+    return {int(sorted_buckets[chunk[0]]): order[chunk].astype(np.int64)
+            for chunk in np.split(np.arange(len(order)), cuts)}
