@@ -3,6 +3,7 @@
 - ``acidstore inspect PATH``: what a snapshot reads in each partition (base, deltas, delete
   deltas, originals) and what the cleaner could remove (obsolete, aborted), as Hive decides it.
 - ``acidstore read PATH``: the rows of a Hive-layout table or partition as of a snapshot.
+- ``acidstore demo``: the main job, an order pipeline on an embedded warehouse.
 - ``acidstore example PATH``: lays out the worked timeline of spec §17 (insert, update,
   delete, minor and major compaction) as real ORC files, so the other commands have data.
 """
@@ -18,6 +19,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from acidstore import fs as afs
+from acidstore.demo import run_demo
 from acidstore.directory import acid_state
 from acidstore.errors import AcidStoreError
 from acidstore.layout import (
@@ -125,6 +127,10 @@ def _example(args: argparse.Namespace) -> None:
     print("\nTry: acidstore inspect", root, "--txns '11:11:11:'   (compaction 12 not committed)")
 
 
+def _demo(args: argparse.Namespace) -> None:
+    run_demo(Path(args.warehouse), rows_per_day=args.rows_per_day)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="acidstore", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -144,12 +150,16 @@ def build_parser() -> argparse.ArgumentParser:
     read.add_argument("--limit", type=int, default=50, help="rows to print")
     example = sub.add_parser("example", help="write spec §17's timeline to a new directory")
     example.add_argument("path")
+    demo = sub.add_parser("demo", help="run the order pipeline on an embedded warehouse")
+    demo.add_argument("--warehouse", default="demo-warehouse",
+                      help="warehouse directory (created if missing; default ./demo-warehouse)")
+    demo.add_argument("--rows-per-day", type=int, default=20_000)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    handlers = {"inspect": _inspect, "read": _read, "example": _example}
+    handlers = {"inspect": _inspect, "read": _read, "example": _example, "demo": _demo}
     try:
         handlers[args.command](args)
     except AcidStoreError as exc:

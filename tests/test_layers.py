@@ -28,6 +28,7 @@ LAYERS: dict[str, int] = {
     "acidstore.expressions": 2,
     "acidstore.spark": 5,
     "acidstore.cli": 5,
+    "acidstore.demo": 5,
     "compaction": 5,
 }
 # The package facade re-exports the public API and sits above the library layers it names.
