@@ -16,6 +16,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from acidstore.arrow_sql import Compiled, NeedsDuckDBError, compile_predicate
 from acidstore.errors import InvalidExpressionError
 
 __all__ = ["Predicate", "SqlEvaluator", "check_expression", "quote", "referenced_columns"]
@@ -89,6 +90,7 @@ class SqlEvaluator:
     def __init__(self) -> None:
         self._connection = duckdb.connect(config={"enable_external_access": False})
         self._lock = threading.Lock()
+        self._compiled: dict[tuple[str, tuple[str, ...]], Compiled | None] = {}
 
     def close(self) -> None:
         self._connection.close()
@@ -113,6 +115,26 @@ class SqlEvaluator:
             cursor.close()
         return result
 
+    def _compiled_mask(self, table: pa.Table, predicate: str) -> pa.BooleanArray | None:
+        key = (predicate, tuple(table.column_names))
+        if key not in self._compiled:
+            self._compiled[key] = compile_predicate(predicate, table.column_names)
+        compiled = self._compiled[key]
+        if compiled is None:
+            return None
+        try:
+            result = compiled(table)
+        except (pa.ArrowException, NeedsDuckDBError, TypeError):
+            return None
+        if not pa.types.is_boolean(result.type):
+            return None
+        if isinstance(result, pa.Scalar):
+            result = pa.repeat(result, table.num_rows)
+        filled = pc.fill_null(result, False)
+        out: pa.BooleanArray = filled.combine_chunks() if isinstance(
+            filled, pa.ChunkedArray) else filled
+        return out
+
     def query(self, tables: dict[str, pa.Table], sql: str, *, shown: str) -> pa.Table:
         """Run a SELECT that acidstore built (user pieces already passed ``check_expression``)
         over named Arrow tables; ``shown`` names the user's text in error messages."""
@@ -131,9 +153,15 @@ class SqlEvaluator:
         return result
 
     def mask(self, table: pa.Table, predicate: Predicate) -> pa.BooleanArray:
-        """Rows where ``predicate`` is TRUE (NULL counts as false, as in a SQL WHERE)."""
+        """Rows where ``predicate`` is TRUE (NULL counts as false, as in a SQL WHERE).
+
+        Simple predicates run as compiled Arrow compute; the rest, and anything Arrow refuses
+        at run time, go to DuckDB, which is also what reports errors."""
         if isinstance(predicate, pc.Expression):
             return _expression_mask(table, predicate)
+        fast = self._compiled_mask(table, predicate)
+        if fast is not None:
+            return fast
         column = self.evaluate(table, {"m": predicate}).column(0)
         if not pa.types.is_boolean(column.type):
             raise InvalidExpressionError(

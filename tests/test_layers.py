@@ -26,6 +26,7 @@ LAYERS: dict[str, int] = {
     "acidstore.warehouse": 4,
     "acidstore.merge": 4,
     "acidstore.expressions": 2,
+    "acidstore.arrow_sql": 2,
     "acidstore.spark": 5,
     "acidstore.cli": 5,
     "acidstore.demo": 5,

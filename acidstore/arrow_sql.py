@@ -1,0 +1,261 @@
+"""Compile simple SQL predicates to Arrow compute, so common filters skip DuckDB's per-batch cost.
+
+DuckDB evaluates any SQL, but a call costs milliseconds of registration and planning, paid for
+every decoded stripe. Most predicates are simple (``k < 10``, ``dt = '2026-11-22' AND id IN
+(1, 2)``), so this module compiles that subset once into a function over Arrow arrays.
+
+The subset: column references, numeric/string/boolean/NULL literals, ``+ - *`` (checked for
+overflow), comparisons, ``AND OR NOT`` (three-valued, like SQL), ``IS [NOT] NULL``, ``[NOT] IN
+(literals)`` and ``[NOT] BETWEEN``. Anything else (functions, ``/``, ``LIKE``, ``CASE``, casts)
+compiles to ``None`` and the caller uses DuckDB, as it also does when Arrow refuses a type
+combination at run time. A differential test holds the two to the same answers.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+__all__ = ["Compiled", "NeedsDuckDBError", "compile_predicate"]
+
+Value: TypeAlias = Any  # an Arrow Array, ChunkedArray or Scalar (pyarrow ships no stubs)
+Compiled: TypeAlias = Callable[[pa.Table], Value]
+
+_TOKEN = re.compile(r"""
+    \s*(?:
+      (?P<num>\d+\.\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|\d+(?:[eE][+-]?\d+)?)
+    | (?P<str>'(?:[^']|'')*')
+    | (?P<qid>"(?:[^"]|"")+")
+    | (?P<id>[A-Za-z_][A-Za-z0-9_]*)
+    | (?P<op><=|>=|<>|!=|=|<|>|\+|-|\*|\(|\)|,)
+    )""", re.VERBOSE)
+_COMPARE = {"=": "equal", "<>": "not_equal", "!=": "not_equal", "<": "less",
+            "<=": "less_equal", ">": "greater", ">=": "greater_equal"}
+_ARITH = {"+": "add_checked", "-": "subtract_checked", "*": "multiply_checked"}
+
+
+class _UnsupportedError(Exception):
+    """The text is outside the compiled subset (not an error: DuckDB will evaluate it)."""
+
+
+@dataclass(frozen=True)
+class _Tok:
+    kind: str
+    text: str
+
+
+def _tokens(text: str) -> list[_Tok]:
+    out: list[_Tok] = []
+    pos = 0
+    while pos < len(text):
+        if text[pos:].strip() == "":
+            break
+        match = _TOKEN.match(text, pos)
+        if match is None or match.end() == pos:
+            raise _UnsupportedError(text[pos:])
+        kind = match.lastgroup or ""
+        value = match.group(kind)
+        if kind == "id":
+            upper = value.upper()
+            kind = "kw" if upper in {"AND", "OR", "NOT", "IS", "NULL", "IN", "BETWEEN", "TRUE",
+                                     "FALSE"} else "id"
+            value = upper if kind == "kw" else value
+        out.append(_Tok(kind, value))
+        pos = match.end()
+    return out
+
+
+class _Parser:
+    """Recursive descent over the tokens, building closures over a table."""
+
+    def __init__(self, tokens: list[_Tok], columns: dict[str, str]) -> None:
+        self._t = tokens
+        self._i = 0
+        self._columns = columns
+
+    def _peek(self, *texts: str) -> bool:
+        return self._i < len(self._t) and self._t[self._i].text in texts and \
+            self._t[self._i].kind in ("kw", "op")
+
+    def _take(self, *texts: str) -> str:
+        if not self._peek(*texts):
+            raise _UnsupportedError(str(texts))
+        self._i += 1
+        return self._t[self._i - 1].text
+
+    def parse(self) -> Compiled:
+        node = self._or()
+        if self._i != len(self._t):
+            raise _UnsupportedError("trailing tokens")
+        return node
+
+    def _or(self) -> Compiled:
+        node = self._and()
+        while self._peek("OR"):
+            self._take("OR")
+            node = _binary("or_kleene", node, self._and())
+        return node
+
+    def _and(self) -> Compiled:
+        node = self._not()
+        while self._peek("AND"):
+            self._take("AND")
+            node = _binary("and_kleene", node, self._not())
+        return node
+
+    def _not(self) -> Compiled:
+        if self._peek("NOT"):
+            self._take("NOT")
+            inner = self._not()
+            return lambda t: pc.invert(inner(t))
+        return self._predicate()
+
+    def _predicate(self) -> Compiled:
+        left = self._additive()
+        if self._peek(*_COMPARE):
+            op = _COMPARE[self._take(*_COMPARE)]
+            return _binary(op, left, self._additive())
+        if self._peek("IS"):
+            self._take("IS")
+            negate = self._peek("NOT") and bool(self._take("NOT"))
+            self._take("NULL")
+            return (lambda t: pc.is_valid(left(t))) if negate else \
+                (lambda t: pc.is_null(left(t)))
+        negate = False
+        if self._peek("NOT"):
+            self._take("NOT")
+            negate = True
+        if self._peek("IN"):
+            return self._in(left, negate)
+        if self._peek("BETWEEN"):
+            self._take("BETWEEN")
+            low = self._additive()
+            self._take("AND")
+            high = self._additive()
+            inside = _binary("and_kleene", _binary("greater_equal", left, low),
+                             _binary("less_equal", left, high))
+            return (lambda t: pc.invert(inside(t))) if negate else inside
+        if negate:
+            raise _UnsupportedError("NOT without IN/BETWEEN")
+        return left
+
+    def _in(self, left: Compiled, negate: bool) -> Compiled:
+        self._take("IN")
+        self._take("(")
+        items = [self._literal()]
+        while self._peek(","):
+            self._take(",")
+            items.append(self._literal())
+        self._take(")")
+        # SQL: x IN (a, b) is x = a OR x = b, NULL when no match and a NULL is involved
+        parts = [_binary("equal", left, _const(v)) for v in items]
+
+        def member(t: pa.Table) -> Value:
+            result = parts[0](t)
+            for part in parts[1:]:
+                result = pc.or_kleene(result, part(t))
+            return pc.invert(result) if negate else result
+        return member
+
+    def _additive(self) -> Compiled:
+        node = self._term()
+        while self._peek("+", "-"):
+            op = _ARITH[self._take("+", "-")]
+            node = _binary(op, node, self._term())
+        return node
+
+    def _term(self) -> Compiled:
+        node = self._factor()
+        while self._peek("*"):
+            self._take("*")
+            node = _binary(_ARITH["*"], node, self._factor())
+        return node
+
+    def _factor(self) -> Compiled:
+        if self._peek("-"):
+            self._take("-")
+            inner = self._factor()
+            return lambda t: pc.negate_checked(inner(t))
+        if self._peek("("):
+            self._take("(")
+            node = self._or()
+            self._take(")")
+            return node
+        tok = self._t[self._i] if self._i < len(self._t) else None
+        if tok is not None and tok.kind in ("id", "qid"):
+            self._i += 1
+            if self._peek("("):
+                raise _UnsupportedError("function call")
+            name = tok.text[1:-1].replace('""', '"') if tok.kind == "qid" else tok.text
+            column = self._columns.get(name.lower())
+            if column is None:
+                raise _UnsupportedError(f"unknown column {name}")  # DuckDB reports it properly
+            return lambda t: t.column(column)
+        return _const(self._literal())
+
+    def _literal(self) -> pa.Scalar:
+        if self._peek("-"):
+            self._take("-")
+            value = self._literal()
+            if not (pa.types.is_integer(value.type) or pa.types.is_floating(value.type)):
+                raise _UnsupportedError("minus on a non-number")
+            return pa.scalar(-value.as_py(), value.type)
+        if self._i >= len(self._t):
+            raise _UnsupportedError("end of text")
+        tok = self._t[self._i]
+        self._i += 1
+        if tok.kind == "num":
+            is_float = any(c in tok.text for c in ".eE")
+            return pa.scalar(float(tok.text)) if is_float else pa.scalar(int(tok.text),
+                                                                          pa.int64())
+        if tok.kind == "str":
+            return pa.scalar(tok.text[1:-1].replace("''", "'"), pa.string())
+        if tok.kind == "kw" and tok.text in ("TRUE", "FALSE"):
+            return pa.scalar(tok.text == "TRUE")
+        if tok.kind == "kw" and tok.text == "NULL":
+            return pa.scalar(None, pa.null())
+        raise _UnsupportedError(tok.text)
+
+
+def _const(value: pa.Scalar) -> Compiled:
+    return lambda t: value
+
+
+class NeedsDuckDBError(Exception):
+    """Raised at run time when Arrow's answer could differ from SQL's (NaN in a comparison:
+    DuckDB orders NaN above every number and equal to itself, IEEE does not)."""
+
+
+def _has_nan(value: Value) -> bool:
+    if not pa.types.is_floating(value.type):
+        return False
+    if isinstance(value, pa.Scalar):
+        number = value.as_py()
+        return number is not None and math.isnan(number)
+    return bool(pc.any(pc.is_nan(value)).as_py())
+
+
+def _binary(function: str, left: Compiled, right: Compiled) -> Compiled:
+    compare = function in _COMPARE.values()
+
+    def run(t: pa.Table) -> Value:
+        a, b = left(t), right(t)
+        if compare and (_has_nan(a) or _has_nan(b)):
+            raise NeedsDuckDBError(function)
+        return pc.call_function(function, [a, b])
+    return run
+
+
+def compile_predicate(text: str, column_names: list[str]) -> Compiled | None:
+    """A function computing ``text`` over a table, or None outside the supported subset."""
+    columns = {n.lower(): n for n in column_names}
+    try:
+        return _Parser(_tokens(text), columns).parse()
+    except (_UnsupportedError, ValueError, OverflowError, pa.ArrowException):
+        return None
