@@ -2,9 +2,11 @@
 
 A row's bucket is ``(hash & 0x7fffffff) % buckets`` where ``hash`` folds the bucket columns as
 ``h = 31 * h + field_hash`` (32-bit wrap-around). A field hash is Hive's ``Murmur3.hash32`` (seed
-104729) of the value's bytes: big-endian 2/4/8 bytes for SMALLINT/INT/DATE/BIGINT, the IEEE bits
-(NaN made canonical) for FLOAT/DOUBLE, the UTF-8 bytes for STRING; a TINYINT hashes to itself, a
-BOOLEAN to 1/0, and NULL to 0. Matching Hive means a table bucketed here has the same rows in
+104729) of the value's bytes: big-endian 2/4/8 bytes for SMALLINT/INT/DATE/BIGINT, the UTF-8
+bytes for STRING; a TINYINT hashes to itself, a BOOLEAN to 1/0, and NULL to 0. FLOAT/DOUBLE hash
+the big-endian bytes of ``(float) floatToIntBits(f)`` / ``(double) doubleToLongBits(d)``: Hive
+passes the integer bit pattern (NaN made canonical) to ``putFloat``/``putDouble``, so Java widens
+it back to a floating value first. Matching Hive means a table bucketed here has the same rows in
 ``bucket_N`` as Hive would put there, so Hive's bucket pruning and bucketed joins stay correct.
 
 One quirk is kept on purpose: Hive's ``hash32`` sign-extends the 1-3 tail bytes of its input
@@ -126,12 +128,14 @@ def _field_hash(array: pa.Array) -> U32:
             bits = np.where(np.isnan(values), np.float32("nan"), values).astype(np.float32)
             ints = bits.view(np.int32).copy()
             ints[np.isnan(bits)] = 0x7FC00000  # Java's canonical float NaN
-            out = _fixed(ints, 4)
+            # Hive: putFloat(Float.floatToIntBits(f)) widens the int bits back to a float
+            out = _fixed(ints.astype(np.float32).view(np.int32), 4)
         else:
             dbl = values.astype(np.float64)
             longs = dbl.view(np.int64).copy()
             longs[np.isnan(dbl)] = 0x7FF8000000000000  # Java's canonical double NaN
-            out = _fixed(longs, 8)
+            # Hive: putDouble(Double.doubleToLongBits(d)) widens the long bits to a double
+            out = _fixed(longs.astype(np.float64).view(np.int64), 8)
     else:
         out = _strings(array.fill_null(""))
     if array.null_count:
