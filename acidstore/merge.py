@@ -203,9 +203,10 @@ class MergeBuilder:
         if not self._matched:
             return
         matched = joined.filter(pc.is_valid(joined.column(_R)))
-        keys = np.stack([matched.column(c).to_numpy(zero_copy_only=False).astype(np.int64)
-                         for c in (_W, _B, _R)], axis=1) if matched.num_rows else None
-        if keys is not None and len(np.unique(keys, axis=0)) != len(keys):
+        # a ROW__ID is unique within its partition only: every partition's rows of one write
+        # start at row id 0, so the partition is part of a target row's identity
+        keys = matched.select([_PART, _W, _B, _R]).group_by([_PART, _W, _B, _R]).aggregate([])
+        if keys.num_rows != matched.num_rows:
             raise MergeCardinalityError(
                 f"MERGE into {self._table.name}: a target row matched more than one source row "
                 "(cardinality violation); nothing was written")
