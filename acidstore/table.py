@@ -90,6 +90,7 @@ class Table:
     # --- snapshots and reads -------------------------------------------------------------------
 
     def _snapshot(self) -> tuple[ValidTxnList, ValidWriteIdList]:
+        self._check_exists()  # a dropped table's name (and location) may hold a new table
         if self._txn is not None:
             return self._txn.snapshot, self._txn.write_ids(self.name)
         metastore = self._warehouse.metastore
@@ -157,6 +158,7 @@ class Table:
 
     def history(self) -> pa.Table:
         """One row per committed write id."""
+        self._check_exists()
         rows = self._warehouse.metastore.history(self.name)
         return pa.table({
             "write_id": pa.array([r.write_id for r in rows], pa.int64()),
