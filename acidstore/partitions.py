@@ -64,6 +64,10 @@ def _component(column: str, value: str | None) -> str:
     if value == "":
         raise InvalidPartitionValueError(
             f"partition column {column!r} has an empty value; use NULL instead")
+    if value == DEFAULT_PARTITION_NAME:  # it would read back as NULL
+        raise InvalidPartitionValueError(
+            f"partition column {column!r} has the value {DEFAULT_PARTITION_NAME!r}, which "
+            "Hive reserves for NULL")
     if len(name.encode("utf-8")) > MAX_NAME_BYTES:
         raise InvalidPartitionValueError(
             f"partition {column!r} value is too long for a directory name "
