@@ -1,0 +1,795 @@
+"""The public table API under bad input and failure: typed errors with clear messages, nothing
+half visible, nothing committed lost, and the files it writes are Hive's format.
+
+Every refused request is checked three ways: the error type, a message that names the culprit
+(column, table, transaction), and the table afterwards: the same rows through ``to_arrow`` and
+through both readers at a fresh snapshot, and, where the request is refused before any file is
+written, the same files on disk.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.orc as po
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import acidstore
+from acidstore import Table, Warehouse
+from acidstore.errors import (
+    AcidStoreError,
+    InvalidExpressionError,
+    InvalidInputError,
+    InvalidPartitionValueError,
+    MergeCardinalityError,
+    SchemaMismatchError,
+    TableExistsError,
+    TableNotFoundError,
+    TransactionStateError,
+)
+from acidstore.orc.io import write_event_file
+from acidstore.write.bucketing import bucket_ids
+
+SCHEMA = pa.schema([
+    pa.field("id", pa.int64(), nullable=False),
+    pa.field("name", pa.string()),
+    pa.field("salary", pa.int32()),
+    pa.field("dt", pa.string()),
+])
+BUCKETS = 4
+FIRST: list[dict[str, Any]] = [
+    {"id": 1, "name": "ann", "salary": 100, "dt": "2024-01-01"},
+    {"id": 2, "name": "bob", "salary": 200, "dt": "2024-01-01"},
+    {"id": 3, "name": "cy", "salary": 300, "dt": "2024-01-02"},
+    {"id": 4, "name": None, "salary": None, "dt": "2024-01-02"},
+]
+V1 = 1 << 29  # BucketCodec V1: version 1 in bits 29..31
+
+
+def rows_table(rows: list[dict[str, Any]], schema: pa.Schema = SCHEMA) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
+def row_key(row: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(repr(row[c]) for c in sorted(row))
+
+
+def sorted_rows(table: pa.Table) -> list[dict[str, Any]]:
+    return sorted(table.to_pylist(), key=row_key)
+
+
+def visible(table: Table) -> list[dict[str, Any]]:
+    """The table's rows, the same through ``to_arrow`` and both readers at its snapshot."""
+    rows = sorted_rows(table.to_arrow())
+    snapshot = table.snapshot()
+    for reader in ("vectorized", "merge"):
+        got = acidstore.read_directory(table.location, table.info.schema, reader=reader,
+                                       write_ids=snapshot)
+        assert sorted_rows(got.select(table.schema.names)) == rows, reader
+    return rows
+
+
+def files_under(root: str | Path) -> dict[str, int]:
+    """Every file below ``root``: relative path -> size."""
+    out: dict[str, int] = {}
+    for directory, _, names in os.walk(root):
+        for name in names:
+            path = Path(directory, name)
+            out[str(path.relative_to(root))] = path.stat().st_size
+    return out
+
+
+@pytest.fixture
+def wh(tmp_path: Path) -> Iterator[Warehouse]:
+    warehouse = acidstore.connect(tmp_path / "wh")
+    yield warehouse
+    warehouse.close()
+
+
+@pytest.fixture
+def table(wh: Warehouse) -> Table:
+    t = wh.create_table("db.t", SCHEMA, partition_by=["dt"], bucket_by=["id"], buckets=BUCKETS)
+    t.insert(rows_table(FIRST))
+    return t
+
+
+class Unchanged:
+    """Records a table's rows and files; ``check()`` asserts neither changed."""
+
+    def __init__(self, table: Table, *, files: bool = True) -> None:
+        self.table = table
+        self.rows = visible(table)
+        self.files = files_under(table.location) if files else None
+        assert self.rows == sorted(FIRST, key=row_key)
+
+    def check(self) -> None:
+        assert visible(self.table) == self.rows
+        if self.files is not None:
+            assert files_under(self.table.location) == self.files
+
+
+# --- schema mismatch on insert --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"id": [9], "name": ["x"], "dt": ["d"]},
+     "column 'salary' of table db.t is missing from the data"),
+    ({"id": [9], "name": ["x"], "salary": [1], "dt": ["d"], "bonus": [5]},
+     "column(s) ['bonus'] are not in table db.t"),
+    ({"id": [9], "name": ["x"], "salary": [2**40], "dt": ["d"]},
+     "column 'salary' of table db.t is int32; the data has int64"),
+    ({"id": [9], "name": ["x"], "salary": [1.5], "dt": ["d"]},
+     "column 'salary' of table db.t is int32; the data has double"),
+    ({"id": [9], "name": ["x"], "salary": ["many"], "dt": ["d"]},
+     "column 'salary' of table db.t is int32; the data has string"),
+    ({"id": pa.array([None], pa.int64()), "name": ["x"], "salary": [1], "dt": ["d"]},
+     "column 'id' of table db.t is NOT NULL but the data has 1 null(s)"),
+    ({"id": [9], "NAME": ["x"], "name": ["y"], "salary": [1], "dt": ["d"]},
+     "duplicate column 'name'"),
+])
+def test_insert_schema_mismatch_names_the_column(table: Table, data: dict[str, Any],
+                                                 message: str) -> None:
+    before = Unchanged(table)
+    with pytest.raises(SchemaMismatchError) as info:
+        table.insert(pa.table(data))
+    assert message in str(info.value)
+    before.check()
+    with pytest.raises(SchemaMismatchError):
+        table.insert_overwrite(pa.table(data))
+    before.check()
+
+
+def test_insert_casts_what_converts_losslessly(table: Table) -> None:
+    """The other side of the rule: int64 / float 7.0 / case-different names are accepted."""
+    table.insert(pa.table({"ID": pa.array([5], pa.int64()), "name": ["e"],
+                           "salary": pa.array([7.0], pa.float64()), "dt": ["2024-01-03"]}))
+    assert {"id": 5, "name": "e", "salary": 7, "dt": "2024-01-03"} in visible(table)
+
+
+def test_insert_refuses_what_is_not_a_table(table: Table) -> None:
+    before = Unchanged(table)
+    with pytest.raises(InvalidInputError, match="cannot insert a list"):
+        table.insert([{"id": 1}])
+    before.check()
+
+
+# --- unknown columns ------------------------------------------------------------------------------
+
+
+def test_update_of_an_unknown_column_names_it(table: Table) -> None:
+    before = Unchanged(table)
+    with pytest.raises(InvalidInputError,
+                       match=re.escape("unknown column 'bonus' in update of db.t")):
+        table.update("id = 1", {"bonus": "1"})
+    with pytest.raises(InvalidInputError, match="update needs at least one column"):
+        table.update("id = 1", {})
+    before.check()
+
+
+@pytest.mark.parametrize("columns", [["nope"], ["id", "nope"]])
+def test_read_of_an_unknown_column_names_it(table: Table, columns: list[str]) -> None:
+    with pytest.raises(InvalidInputError, match="unknown column 'nope'"):
+        table.to_arrow(columns=columns)
+
+
+def test_merge_insert_of_an_unknown_column_names_it(table: Table) -> None:
+    with pytest.raises(InvalidInputError, match=r"unknown column\(s\) \['bonus'\]"):
+        table.merge(rows_table(FIRST), "t.id = s.id").when_not_matched_insert({"bonus": "1"})
+
+
+def test_merge_insert_all_needs_every_source_column(table: Table) -> None:
+    before = Unchanged(table)
+    source = pa.table({"id": [9], "name": ["x"], "dt": ["d"]})
+    with pytest.raises(InvalidInputError, match="needs source column 'salary'"):
+        table.merge(source, "t.id = s.id").when_not_matched_insert_all().execute()
+    before.check()
+
+
+# --- bad SQL --------------------------------------------------------------------------------------
+
+BAD_PREDICATES = ["id = = 1", "id = 1 )", "(id = 1", "", "   ", "id = 1; DROP TABLE t",
+                  "nope = 1", "salary +", "read_csv('/etc/passwd') IS NOT NULL",
+                  "name"]  # a string, not a boolean
+
+
+@pytest.mark.parametrize("predicate", BAD_PREDICATES)
+def test_bad_delete_predicate_is_an_invalid_expression(table: Table, predicate: str) -> None:
+    before = Unchanged(table)
+    with pytest.raises(InvalidExpressionError):
+        table.delete(predicate)
+    before.check()
+
+
+@pytest.mark.parametrize("predicate", BAD_PREDICATES)
+def test_bad_update_predicate_is_an_invalid_expression(table: Table, predicate: str) -> None:
+    before = Unchanged(table)
+    with pytest.raises(InvalidExpressionError):
+        table.update(predicate, {"salary": "1"})
+    before.check()
+
+
+@pytest.mark.parametrize("value", ["salary +", "nope + 1", "1; DELETE FROM t", "(1", ""])
+def test_bad_set_expression_is_an_invalid_expression(table: Table, value: str) -> None:
+    before = Unchanged(table)
+    with pytest.raises(InvalidExpressionError):
+        table.update("id = 1", {"salary": value})
+    before.check()
+
+
+def test_set_value_that_does_not_cast_names_column_and_value(table: Table) -> None:
+    before = Unchanged(table)
+    with pytest.raises(SchemaMismatchError,
+                       match="value \"'lots'\" for column 'salary' is string"):
+        table.update("id = 1", {"salary": "'lots'"})
+    before.check()
+
+
+def test_bad_read_filter_is_an_invalid_expression(table: Table) -> None:
+    with pytest.raises(InvalidExpressionError):
+        table.to_arrow(filter="id = = 1")
+    with pytest.raises(InvalidExpressionError):
+        table.to_arrow(filter="nope > 0")
+
+
+@pytest.mark.parametrize("condition", ["t.id = = s.id", "t.id = s.id)", "t.id = s.id; SELECT 1"])
+def test_bad_merge_condition_is_an_invalid_expression(table: Table, condition: str) -> None:
+    before = Unchanged(table)
+    with pytest.raises(InvalidExpressionError):
+        (table.merge(rows_table(FIRST), condition)
+         .when_matched_update({"name": "s.name"}).execute())
+    before.check()
+
+
+def test_merge_condition_on_unknown_column_is_an_invalid_expression(table: Table) -> None:
+    before = Unchanged(table)
+    with pytest.raises(InvalidExpressionError, match="nope"):
+        (table.merge(rows_table(FIRST), "t.id = s.nope")
+         .when_matched_update({"name": "s.name"}).execute())
+    before.check()
+
+
+@pytest.mark.parametrize("clause", ["set", "condition", "insert"])
+def test_bad_merge_clause_sql_is_an_invalid_expression(table: Table, clause: str) -> None:
+    before = Unchanged(table)
+    merge = table.merge(rows_table(FIRST), "t.id = s.id")
+    with pytest.raises(InvalidExpressionError):
+        if clause == "set":
+            merge.when_matched_update({"name": "s.name ||"}).execute()
+        elif clause == "condition":
+            merge.when_matched_delete(condition="s.salary > > 1").execute()
+        else:
+            merge.when_not_matched_insert({"id": "s.id", "name": "s.bogus"}).execute()
+    before.check()
+
+
+def test_merge_without_clauses_or_with_bad_aliases(table: Table) -> None:
+    with pytest.raises(InvalidInputError, match="at least one WHEN clause"):
+        table.merge(rows_table(FIRST), "t.id = s.id").execute()
+    with pytest.raises(InvalidInputError, match="aliases must differ"):
+        table.merge(rows_table(FIRST), "a.id = a.id", source_alias="a", target_alias="a")
+    with pytest.raises(InvalidInputError, match="not a plain identifier"):
+        table.merge(rows_table(FIRST), "t.id = s.id", source_alias="s; x")
+
+
+# --- partition and bucket columns are fixed -------------------------------------------------------
+
+
+@pytest.mark.parametrize("column", ["dt", "id", "DT", "Id"])
+def test_update_of_partition_or_bucket_column_is_refused(table: Table, column: str) -> None:
+    before = Unchanged(table)
+    with pytest.raises(InvalidInputError,
+                       match=f"cannot update {column!r} of db.t: partition and bucketing"):
+        table.update("id = 1", {column: "2"})
+    with pytest.raises(InvalidInputError, match=f"cannot update {column!r}"):
+        table.merge(rows_table(FIRST), "t.id = s.id").when_matched_update({column: "s.id"})
+    before.check()
+
+
+# --- MERGE cardinality ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("clauses", ["update", "delete", "update+insert"])
+def test_merge_matching_a_row_twice_changes_nothing(wh: Warehouse, table: Table,
+                                                    clauses: str) -> None:
+    before = Unchanged(table)
+    transactions = wh.show_transactions().num_rows
+    source = rows_table([{"id": 1, "name": "x", "salary": 1, "dt": "2024-01-01"},
+                         {"id": 9, "name": "new", "salary": 9, "dt": "2024-01-05"},
+                         {"id": 1, "name": "y", "salary": 2, "dt": "2024-01-01"}])
+    merge = table.merge(source, "t.id = s.id")
+    if clauses == "delete":
+        merge = merge.when_matched_delete()
+    else:
+        merge = merge.when_matched_update({"name": "s.name"})
+    if clauses == "update+insert":
+        merge = merge.when_not_matched_insert_all()
+    with pytest.raises(MergeCardinalityError, match=re.escape(
+            "MERGE into db.t: a target row matched more than one source row")):
+        merge.execute()
+    before.check()
+    states = wh.show_transactions().column("state").to_pylist()
+    assert states[transactions:] == ["aborted"]  # its own transaction, aborted
+
+
+def test_merge_rows_of_two_partitions_with_equal_row_ids_is_no_violation(table: Table) -> None:
+    """ids 1 (dt 2024-01-01) and 4 (dt 2024-01-02) were written by one insert into bucket 0 of
+    their partitions: both have ROW__ID (1, bucket 0, row 0), yet they are different rows."""
+    ids = table.to_arrow(with_row_id=True).to_pylist()
+    row_id = {r["id"]: r["row__id"] for r in ids}
+    assert row_id[1] == row_id[4]
+    source = rows_table([{"id": 1, "name": "one", "salary": 1, "dt": "2024-01-01"},
+                         {"id": 4, "name": "four", "salary": 4, "dt": "2024-01-02"}])
+    result = table.merge(source, "t.id = s.id").when_matched_update({"name": "s.name"}).execute()
+    assert result.metrics["num_target_rows_updated"] == 2
+    assert {r["id"]: r["name"] for r in visible(table)} == {1: "one", 2: "bob", 3: "cy",
+                                                             4: "four"}
+
+
+def test_merge_source_rows_matching_no_target_twice_is_fine(table: Table) -> None:
+    """Cardinality is about target rows: two unmatched source rows insert two rows."""
+    source = rows_table([{"id": 9, "name": "a", "salary": 1, "dt": "2024-01-05"},
+                         {"id": 9, "name": "b", "salary": 2, "dt": "2024-01-05"}])
+    result = (table.merge(source, "t.id = s.id").when_matched_delete()
+              .when_not_matched_insert_all().execute())
+    assert result.metrics["num_target_rows_inserted"] == 2
+    assert [r["name"] for r in visible(table) if r["id"] == 9] == ["a", "b"]
+
+
+# --- catalog errors -------------------------------------------------------------------------------
+
+
+def test_missing_table(wh: Warehouse) -> None:
+    with pytest.raises(TableNotFoundError, match=re.escape("table db.nope does not exist")) as info:
+        wh.table("db.nope")
+    assert str(info.value) == "table db.nope does not exist"  # not KeyError's quoted repr
+    with pytest.raises(TableNotFoundError, match=re.escape("db.nope")):
+        wh.drop_table("db.nope")
+    with pytest.raises(TableNotFoundError, match=re.escape("db.nope")), wh.transaction() as txn:
+        txn.table("db.nope")
+
+
+def test_create_existing_table(wh: Warehouse, table: Table) -> None:
+    before = Unchanged(table)
+    for name in ("db.t", "DB.T", "db.T"):
+        with pytest.raises(TableExistsError, match=re.escape("table db.t already exists")):
+            wh.create_table(name, pa.schema([("x", pa.int32())]))
+    before.check()
+    assert wh.tables() == ["db.t"]
+
+
+@pytest.mark.parametrize("action", ["insert", "insert_overwrite", "delete", "update", "merge",
+                                    "to_arrow", "to_batches", "snapshot", "history",
+                                    "in_transaction"])
+@pytest.mark.parametrize("recreate", [False, True])
+def test_table_object_after_drop(wh: Warehouse, table: Table, action: str,
+                                 recreate: bool) -> None:
+    """A dropped table's object refuses every use, even once a new table took its name (and
+    location): it must neither read nor write the newcomer."""
+    wh.drop_table("db.t")
+    assert not Path(table.location).exists()
+    newcomer = None
+    if recreate:
+        newcomer = wh.create_table("db.t", pa.schema([("other", pa.string()),
+                                                      ("dt", pa.string())]),
+                                   partition_by=["dt"])
+        newcomer.insert(pa.table({"other": ["kept"], "dt": ["2024-01-01"]}))
+    actions: dict[str, Any] = {
+        "insert": lambda: table.insert(rows_table(FIRST)),
+        "insert_overwrite": lambda: table.insert_overwrite(rows_table(FIRST)),
+        "delete": lambda: table.delete("id = 1"),
+        "update": lambda: table.update("id = 1", {"salary": "1"}),
+        "merge": lambda: (table.merge(rows_table(FIRST), "t.id = s.id")
+                          .when_not_matched_insert_all().execute()),
+        "to_arrow": table.to_arrow,
+        "to_batches": table.to_batches,
+        "snapshot": table.snapshot,
+        "history": table.history,
+    }
+    with pytest.raises(TableNotFoundError, match=re.escape("db.t")):
+        if action == "in_transaction":
+            with wh.transaction() as txn:
+                Table(wh, table.info, txn).insert(rows_table(FIRST))
+        else:
+            actions[action]()
+    if newcomer is not None:
+        assert newcomer.to_arrow().to_pylist() == [{"other": "kept", "dt": "2024-01-01"}]
+        assert newcomer.history().num_rows == 1
+
+
+# --- transactions refuse reuse --------------------------------------------------------------------
+
+
+def test_committed_transaction_refuses_reuse(wh: Warehouse, table: Table) -> None:
+    txn = wh.transaction()
+    bound = txn.table("db.t")
+    bound.insert(rows_table([{"id": 7, "name": "g", "salary": 7, "dt": "2024-01-01"}]))
+    txn.commit()
+    assert txn.state == "committed"
+    rows = visible(table)
+    message = f"transaction {txn.txn_id} is committed; start a new transaction"
+    uses: list[Any] = [
+        lambda: txn.table("db.t"), txn.commit, txn.abort,
+        lambda: bound.insert(rows_table(FIRST)), lambda: bound.delete("id = 1"),
+        lambda: bound.update("id = 1", {"salary": "1"}), bound.to_arrow, bound.snapshot,
+    ]
+    for use in uses:
+        with pytest.raises(TransactionStateError, match=re.escape(message)):
+            use()
+    assert visible(table) == rows
+
+
+def test_failed_transaction_refuses_reuse(wh: Warehouse, table: Table) -> None:
+    before = Unchanged(table)
+    txn = wh.transaction()
+    bound = txn.table("db.t")
+    bound.insert(rows_table([{"id": 7, "name": "g", "salary": 7, "dt": "2024-01-01"}]))
+    with pytest.raises(InvalidExpressionError):
+        bound.update("id = 1", {"salary": "nope"})
+    assert txn.state == "aborted"
+    message = f"transaction {txn.txn_id} is aborted; start a new transaction"
+    uses: list[Any] = [lambda: txn.table("db.t"), txn.commit,
+                       lambda: bound.insert(rows_table(FIRST)), bound.to_arrow]
+    for use in uses:
+        with pytest.raises(TransactionStateError, match=re.escape(message)):
+            use()
+    txn.abort()  # aborting an aborted transaction is a no-op
+    before.check()  # the first statement's delta is gone too
+    states = dict(zip(wh.show_transactions().column("txn_id").to_pylist(),
+                      wh.show_transactions().column("state").to_pylist(), strict=True))
+    assert states[txn.txn_id] == "aborted"
+
+
+def test_with_block_that_raised_refuses_reuse(wh: Warehouse, table: Table) -> None:
+    before = Unchanged(table)
+    with pytest.raises(RuntimeError, match="boom"), wh.transaction() as txn:
+        txn.table("db.t").delete("id = 1")
+        raise RuntimeError("boom")
+    assert txn.state == "aborted"
+    with pytest.raises(TransactionStateError):
+        txn.table("db.t")
+    before.check()
+
+
+# --- table names ----------------------------------------------------------------------------------
+
+BAD_NAMES = ["../x", "a.b.c", "x y", "", ".x", "x.", "db/x", "db\\x", "..", "1abc", "db.1x",
+             "x;y", "ta\x00ble", "é"]
+
+
+@pytest.mark.parametrize("name", BAD_NAMES)
+def test_bad_table_names_are_refused_and_create_nothing(tmp_path: Path, wh: Warehouse,
+                                                        name: str) -> None:
+    before = {p for p in files_under(tmp_path) if "_acidstore_metastore" not in p}
+    dirs_before = sorted(d for d, _, _ in os.walk(tmp_path))
+    with pytest.raises(InvalidInputError, match="table name"):
+        wh.create_table(name, pa.schema([("x", pa.int32())]))
+    for call in (wh.table, wh.drop_table):
+        with pytest.raises(InvalidInputError, match="table name"):
+            call(name)
+    assert {p for p in files_under(tmp_path) if "_acidstore_metastore" not in p} == before
+    assert sorted(d for d, _, _ in os.walk(tmp_path)) == dirs_before
+    assert wh.tables() == []
+
+
+def test_good_names_land_under_the_warehouse(tmp_path: Path, wh: Warehouse) -> None:
+    t = wh.create_table("Sales_2024", pa.schema([("x", pa.int32())]))
+    assert t.name == "default.sales_2024"
+    assert Path(t.location) == tmp_path / "wh" / "default.db" / "sales_2024"
+    assert wh.tables() == ["default.sales_2024"]
+
+
+# --- partition values -----------------------------------------------------------------------------
+
+P_SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string()), ("q", pa.string())])
+NASTY = ["a/b", "..", ".", "../../..", "/etc", "a=b", "=", "x\x00y", "\n", "\x01\x1f\x7f",
+         "%2F", "%", "a\\b", "C:", "~", "*?[]^{}", "'\"#", " ", "é" * 100, "x" * 252]
+
+
+def _outside(root: Path, allowed: Path) -> list[str]:
+    """Files and directories under ``root`` that are not ``allowed`` nor below it."""
+    out = []
+    for directory, dirs, names in os.walk(root):
+        for name in [*dirs, *names]:
+            path = Path(directory, name)
+            if path != allowed and allowed not in path.parents and \
+                    not name.startswith("_acidstore_metastore") and path != allowed.parent:
+                out.append(str(path))
+    return out
+
+
+@pytest.mark.parametrize("value", NASTY)
+def test_nasty_partition_values_stay_under_the_table(tmp_path: Path, value: str) -> None:
+    wh = acidstore.connect(tmp_path / "wh")
+    t = wh.create_table("db.p", P_SCHEMA, partition_by=["p", "q"])
+    t.insert(pa.table({"id": [1, 2], "p": [value, "plain"], "q": ["x", value]}))
+    root = Path(t.location)
+    for directory, dirs, _ in os.walk(tmp_path):
+        for name in dirs:
+            path = Path(directory, name).resolve()
+            assert path == root.resolve() or root.resolve() in path.parents or \
+                path in root.resolve().parents, path
+    assert _outside(tmp_path / "wh", root) == []
+    # every partition directory is exactly two levels below the table: p=.../q=...
+    partition_dirs = {str(Path(d).relative_to(root)) for d, _, names in os.walk(root)
+                      if "_orc_acid_version" in names}
+    assert len(partition_dirs) == 2
+    for rel in partition_dirs:
+        parts = Path(rel).parts
+        assert len(parts) == 3 and parts[0].startswith("p=") and parts[1].startswith("q=")
+    assert sorted_rows(t.to_arrow()) == sorted_rows(
+        pa.table({"id": [1, 2], "p": [value, "plain"], "q": ["x", value]}))
+    # updates and deletes find those rows again by value, in their partitions
+    assert t.update(pc.field("q") == value, {"id": "id + 100"}).rows_updated == 1
+    assert t.delete(pc.field("p") == value).rows_deleted == 1
+    assert t.to_arrow().to_pylist() == [{"id": 102, "p": "plain", "q": value}]
+    wh.close()
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("", "has an empty value; use NULL instead"),
+    ("x" * 300, "value is too long for a directory name (302 > 255 bytes)"),
+    ("é" * 127, "value is too long for a directory name (256 > 255 bytes)"),
+    ("__HIVE_DEFAULT_PARTITION__", "__HIVE_DEFAULT_PARTITION__"),
+])
+def test_partition_values_that_cannot_be_stored_are_refused(tmp_path: Path, value: str,
+                                                            message: str) -> None:
+    wh = acidstore.connect(tmp_path / "wh")
+    t = wh.create_table("db.p", P_SCHEMA, partition_by=["p"])
+    t.insert(pa.table({"id": [1], "p": ["ok"], "q": ["x"]}))
+    files = files_under(t.location)
+    with pytest.raises(InvalidPartitionValueError) as info:
+        t.insert(pa.table({"id": [2, 3], "p": ["fine", value], "q": ["x", "y"]}))
+    assert "'p'" in str(info.value) and message in str(info.value)
+    assert files_under(t.location) == files  # not even the good partition was written
+    assert t.to_arrow().to_pylist() == [{"id": 1, "q": "x", "p": "ok"}]
+    wh.close()
+
+
+def test_null_partition_value_round_trips(tmp_path: Path) -> None:
+    wh = acidstore.connect(tmp_path / "wh")
+    t = wh.create_table("db.p", P_SCHEMA, partition_by=["p"])
+    t.insert(pa.table({"id": [1, 2], "p": pa.array([None, "x"], pa.string()), "q": ["a", "b"]}))
+    assert (Path(t.location) / "p=__HIVE_DEFAULT_PARTITION__").is_dir()
+    assert sorted_rows(t.to_arrow()) == sorted_rows(
+        pa.table({"id": [1, 2], "q": ["a", "b"], "p": pa.array([None, "x"], pa.string())}))
+    wh.close()
+
+
+partition_text = st.one_of(
+    st.sampled_from(NASTY),
+    st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=12),
+    st.text("./=%\\:\x00\n", min_size=1, max_size=6),
+)
+
+
+@given(values=st.lists(partition_text, min_size=1, max_size=4))
+def test_any_partition_value_round_trips_or_is_refused(tmp_path_factory: pytest.TempPathFactory,
+                                                       values: list[str]) -> None:
+    tmp = tmp_path_factory.mktemp("partitions")
+    try:
+        wh = acidstore.connect(tmp / "wh")
+        t = wh.create_table("db.p", P_SCHEMA, partition_by=["p"])
+        data = pa.table({"id": list(range(len(values))), "p": values,
+                         "q": [str(i) for i in range(len(values))]})
+        try:
+            t.insert(data)
+        except InvalidPartitionValueError:
+            assert files_under(t.location) == {}
+            assert t.to_arrow().num_rows == 0
+        else:
+            assert sorted_rows(t.to_arrow()) == sorted_rows(data.select(["id", "q", "p"]))
+        assert _outside(tmp / "wh", Path(t.location)) == []
+        wh.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# --- failures part-way through --------------------------------------------------------------------
+
+
+def test_failure_inside_a_transaction_hides_all_its_statements(wh: Warehouse,
+                                                               table: Table) -> None:
+    before = Unchanged(table)
+    with pytest.raises(SchemaMismatchError), wh.transaction() as txn:
+        bound = txn.table("db.t")
+        bound.insert(rows_table([{"id": 8, "name": "h", "salary": 8, "dt": "2024-01-09"}]))
+        bound.delete("id = 1")
+        assert {r["id"] for r in bound.to_arrow().to_pylist()} == {2, 3, 4, 8}
+        # partition 2024-01-01 casts fine, 2024-01-02 does not: fails half-way through
+        bound.update("id > 1", {"salary": "CASE WHEN dt = '2024-01-01' THEN '5' "
+                                          "ELSE 'x' END"})
+    assert txn.state == "aborted"
+    before.check()  # every directory the transaction wrote is gone again
+
+
+def test_crash_while_writing_a_file_leaves_nothing_visible(
+        wh: Warehouse, table: Table, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The third bucket file of a statement fails to write: the statement, and with it the
+    transaction, fails; no row of it is visible; what it left on disk belongs to an aborted
+    write id that the metastore lists for the cleaner."""
+    before = Unchanged(table, files=False)
+    calls: Counter[str] = Counter()
+
+    def flaky(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise OSError("disk full")
+        return write_event_file(*args, **kwargs)
+
+    monkeypatch.setattr("acidstore.write.files.write_event_file", flaky)
+    many = rows_table([{"id": i, "name": "n", "salary": i, "dt": f"2024-02-0{i % 3 + 1}"}
+                       for i in range(10, 40)])
+    with pytest.raises(OSError, match="disk full"):
+        table.insert(many)
+    monkeypatch.undo()
+    before.check()
+    transactions = wh.show_transactions()
+    assert transactions.column("state").to_pylist()[-1] == "aborted"
+    aborted = {d for c in wh.metastore.aborted_components("db.t") for d in c.directories}
+    committed = {w for w in table.history().column("write_id").to_pylist()}
+    for directory, _, _ in os.walk(table.location):
+        name = Path(directory).name
+        match = re.fullmatch(r"(?:delete_)?delta_(\d+)_\d+_\d+|base_(\d+)", name)
+        if match:
+            write_id = int(match.group(1) or match.group(2))
+            rel = str(Path(directory).relative_to(table.location))
+            assert write_id in committed or rel in aborted, rel
+    # and the table takes new writes as usual
+    table.insert(rows_table([{"id": 50, "name": "z", "salary": 1, "dt": "2024-02-01"}]))
+    assert len(visible(table)) == len(FIRST) + 1
+
+
+def test_exception_in_with_block_removes_written_files(wh: Warehouse, table: Table) -> None:
+    before = Unchanged(table)
+    with pytest.raises(KeyError), wh.transaction() as txn:
+        bound = txn.table("db.t")
+        bound.insert(rows_table([{"id": 9, "name": "i", "salary": 9, "dt": "2024-01-01"}]))
+        bound.update("id = 2", {"salary": "salary + 1"})
+        (bound.merge(rows_table(FIRST), "t.id = s.id")
+         .when_matched_delete(condition="s.id = 3").execute())
+        raise KeyError("user code failed")
+    before.check()
+
+
+# --- Hive's format --------------------------------------------------------------------------------
+
+_DIR = re.compile(r"^(?:(?P<kind>delta|delete_delta)_(?P<min>\d{7})_(?P<max>\d{7})_(?P<stmt>\d{4})"
+                  r"|base_(?P<base>\d{7}))$")
+
+
+def _hive_workload(wh: Warehouse, table: Table) -> None:
+    table.insert(rows_table([{"id": i, "name": f"n{i}", "salary": i,
+                              "dt": f"2024-01-0{i % 2 + 1}"} for i in range(10, 30)]))
+    table.update("id % 3 = 0", {"salary": "salary * 2"})
+    table.delete("id % 5 = 0")
+    source = rows_table([{"id": i, "name": f"m{i}", "salary": -i, "dt": "2024-01-01"}
+                         for i in (2, 12, 14, 40, 41)])
+    (table.merge(source, "t.id = s.id").when_matched_delete(condition="s.id = 12")
+     .when_matched_update({"name": "s.name"}).when_not_matched_insert_all().execute())
+    with wh.transaction() as txn:
+        bound = txn.table("db.t")
+        bound.insert(rows_table([{"id": 50, "name": "x", "salary": 1, "dt": "2024-01-03"}]))
+        bound.insert(rows_table([{"id": 51, "name": "y", "salary": 2, "dt": "2024-01-03"}]))
+        bound.update("id = 50", {"name": "'xx'"})
+        bound.delete("id = 51")
+    table.insert_overwrite(rows_table([{"id": 60, "name": "o", "salary": 6, "dt": "2024-01-02"},
+                                       {"id": 61, "name": "p", "salary": 7,
+                                        "dt": "2024-01-02"}]))
+
+
+def test_written_files_follow_hive_acid_format(wh: Warehouse, table: Table) -> None:
+    _hive_workload(wh, table)
+    committed = set(table.history().column("write_id").to_pylist())
+    assert committed == {1, 2, 3, 4, 5, 6, 7}
+    seen_kinds: Counter[str] = Counter()
+    statements: set[tuple[int, int]] = set()
+    for directory, dirs, names in os.walk(table.location):
+        here = Path(directory)
+        match = _DIR.match(here.name)
+        if match is None:
+            # the table root and partition directories hold only directories
+            assert names == [], here
+            continue
+        assert dirs == [], here
+        assert "_orc_acid_version" in names, here
+        assert (here / "_orc_acid_version").read_bytes() == b"2"
+        buckets = sorted(n for n in names if n != "_orc_acid_version")
+        assert buckets and all(re.fullmatch(r"bucket_\d{5}", n) for n in buckets), names
+        kind = match.group("kind") or "base"
+        seen_kinds[kind] += 1
+        write_id = int(match.group("min") or match.group("base"))
+        assert write_id in committed
+        if kind != "base":
+            assert match.group("max") == match.group("min")
+        stmt = int(match.group("stmt") or 0)
+        statements.add((write_id, stmt))
+        for name in buckets:
+            _check_bucket_file(here / name, kind, write_id, stmt, int(name[len("bucket_"):]))
+    assert seen_kinds == {"delta": seen_kinds["delta"], "delete_delta": seen_kinds["delete_delta"],
+                          "base": 1}
+    assert seen_kinds["delta"] > 0 and seen_kinds["delete_delta"] > 0
+    # the multi-statement transaction numbered its statements 0..3
+    assert {s for w, s in statements if w == 6} == {0, 1, 2, 3}
+    # ROW__IDs are unique across the table
+    ids = table.to_arrow(with_row_id=True).column("row__id").to_pylist()
+    assert len({(r["writeid"], r["bucketid"], r["rowid"]) for r in ids}) == len(ids)
+
+
+def _check_bucket_file(path: Path, kind: str, write_id: int, stmt: int, bucket: int) -> None:
+    assert path.stat().st_size > 0, path
+    orc = po.ORCFile(str(path))
+    meta = {k.decode(): v.decode() for k, v in orc.metadata.items()}
+    assert meta["hive.acid.version"] == "2"
+    events = orc.read()
+    n = events.num_rows
+    assert n > 0, f"empty bucket file {path}"
+    assert events.column_names == ["operation", "originalTransaction", "bucket", "rowId",
+                                   "currentTransaction", "row"]
+    # hive.acid.key.index: the last key of every stripe, "w,b,r;" each
+    last_keys = []
+    for i in range(orc.nstripes):
+        stripe = orc.read_stripe(i)
+        last = {c: stripe.column(c)[stripe.num_rows - 1].as_py()
+                for c in ("originalTransaction", "bucket", "rowId")}
+        last_keys.append(f"{last['originalTransaction']},{last['bucket']},{last['rowId']};")
+    assert meta["hive.acid.key.index"] == "".join(last_keys)
+    ops = events.column("operation").to_pylist()
+    current = set(events.column("currentTransaction").to_pylist())
+    assert current == {write_id}
+    props = events.column("bucket").to_numpy()
+    if kind == "delete_delta":
+        assert set(ops) == {2}
+        assert meta["hive.acid.stats"] == f"0,0,{n}"
+        # each event sits in the file of the bucket its deleted row lives in
+        assert {(p >> 16) & 0xFFF for p in props.tolist()} == {bucket}
+        keys = list(zip(events.column("originalTransaction").to_pylist(), props.tolist(),
+                        events.column("rowId").to_pylist(), strict=True))
+        assert keys == sorted(keys) and len(set(keys)) == n
+        assert events.column("row").null_count == n
+        return
+    assert set(ops) == {0}
+    assert meta["hive.acid.stats"] == f"{n},0,0"
+    assert set(events.column("originalTransaction").to_pylist()) == {write_id}
+    # row ids dense from 0 per (write id, bucket, statement), bucket property = V1(bucket, stmt)
+    assert events.column("rowId").to_pylist() == list(range(n))
+    assert set(props.tolist()) == {V1 | (bucket << 16) | stmt}
+    # the file is named after the Hive bucket of every row in it
+    rows = pa.Table.from_struct_array(events.column("row").combine_chunks())
+    assert set(bucket_ids(rows, ["id"], BUCKETS).tolist()) == {bucket}
+
+
+def test_unbucketed_table_writes_bucket_zero(wh: Warehouse) -> None:
+    t = wh.create_table("db.u", pa.schema([("id", pa.int64()), ("v", pa.string())]))
+    t.insert(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}))
+    t.update("id = 2", {"v": "'B'"})
+    names = sorted(str(Path(d, n).relative_to(t.location)) for d, _, ns in os.walk(t.location)
+                   for n in ns)
+    assert names == ["delete_delta_0000002_0000002_0000/_orc_acid_version",
+                     "delete_delta_0000002_0000002_0000/bucket_00000",
+                     "delta_0000001_0000001_0000/_orc_acid_version",
+                     "delta_0000001_0000001_0000/bucket_00000",
+                     "delta_0000002_0000002_0000/_orc_acid_version",
+                     "delta_0000002_0000002_0000/bucket_00000"]
+    rows = po.ORCFile(str(Path(t.location, "delta_0000002_0000002_0000/bucket_00000"))).read()
+    assert rows.column("rowId").to_pylist() == [0]
+    assert rows.column("bucket").to_pylist() == [V1]
+
+
+def test_every_error_is_an_acidstore_error() -> None:
+    """Callers can catch one root; the input errors are also ValueErrors."""
+    for error in (SchemaMismatchError, InvalidExpressionError, InvalidPartitionValueError,
+                  MergeCardinalityError):
+        assert issubclass(error, InvalidInputError)
+        assert issubclass(error, ValueError)
+    for catalog_error in (TableNotFoundError, TableExistsError, TransactionStateError):
+        assert issubclass(catalog_error, AcidStoreError)
