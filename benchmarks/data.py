@@ -121,3 +121,15 @@ def write_acid(table: pa.Table, directory: Path, *, stripe_size: int, delete_del
                                      write_id), stripe_size=stripe_size)
             deleted += n
     return deleted
+
+
+def merge_source(table: pa.Table, fraction: float = 0.01, seed: int = 7) -> pa.Table:
+    """W4's MERGE source: ``fraction`` of the existing ids (a seeded random sample, sorted; they
+    update) followed by as many new ids after the last one (they insert), with fresh values."""
+    rows = table.num_rows
+    count = max(1, round(rows * fraction))
+    rng = np.random.default_rng(seed)
+    existing = np.sort(rng.choice(rows, size=min(count, rows), replace=False)).astype(np.int64)
+    new = np.arange(rows, rows + count, dtype=np.int64)
+    values = generate(len(existing) + count, seed=seed)
+    return values.set_column(0, SCHEMA.field("id"), pa.array(np.concatenate([existing, new])))

@@ -10,35 +10,18 @@ those of ../shared/BENCHMARKS.md.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks import data
+from benchmarks import data, workloads_write
 from benchmarks.harness import Measurement, measure
+from benchmarks.report import Row, render
+from benchmarks.states import prepare_write
 
 ALL_TIME = "bench.t:9223372036854775807:9223372036854775807::"
-
-
-@dataclass
-class Row:
-    """One line of the results table."""
-
-    workload: str
-    what: str
-    ours: Measurement
-    peer_name: str
-    peer: Measurement | None
-    target: str
-
-    def ratio(self) -> str:
-        if self.peer is None or self.peer.seconds <= 0:
-            return "-"
-        return f"{self.ours.seconds / self.peer.seconds:.2f}x"
 
 
 def prepare(workdir: Path, rows: int, stripe_size: int) -> dict[str, Any]:
@@ -68,20 +51,42 @@ def run(rows: int, workdir: Path, repeat: int, stripe_mb: int, only: set[str] | 
     def m(task: str, **args: Any) -> Measurement:
         return measure(task, {**paths, **args}, repeat=repeat)
 
-    cases: list[tuple[str, Callable[[], None]]] = []
+    write: dict[str, Any] = {}
+
+    def write_info(key: str) -> Any:
+        """The write states (built on first use: only W1-W6 need them)."""
+        if not write:
+            write.update(prepare_write(workdir / f"rows-{rows}-write", rows))
+        return write[key]
+
+    def mw(task: str, **args: Any) -> Measurement:
+        write_info("scratch")
+        return measure(task, {**write, **args}, repeat=repeat)
+
+    cases: list[tuple[str, Callable[[], None]]] = [
+        ("W1", lambda: results.extend(workloads_write.w1(mw, stripe_mb << 20,
+                                                         write_info("delta_files")))),
+        ("W2", lambda: results.extend(workloads_write.w2(mw))),
+        ("W3", lambda: results.extend(workloads_write.w3(mw))),
+        ("W4", lambda: results.extend(workloads_write.w4(mw))),
+    ]
 
     def w5() -> None:
         for threads in (1, 2):
-            results.append(Row("W5", f"full scan, vectorized, {threads} thread(s)",
+            results.append(Row("W5", f"full scan, 10 delete deltas (synthetic), {threads} thr",
                                m("acid_scan", threads=threads), f"limit scan, {threads} thr",
                                m("limit_scan", threads=threads), "<= 1.25x"))
+        results.extend(workloads_write.w5_after(mw, m("limit_scan", threads=2)))
 
     def w6() -> None:
-        results.append(Row("W6", "SELECT id, v1 WHERE k < 10",
+        results.append(Row("W6", "SELECT id, v1 WHERE k < 10, 10 delete deltas, 1 thr",
                            m("acid_scan", columns=["id", "v1"], filter="k < 10"),
                            "limit scan+filter",
                            m("limit_scan", columns=["id", "v1", "k"], filter_k_lt=10,
                              output=["id", "v1"]), "<= 1.25x"))
+        results.extend(workloads_write.w6_after(mw, m(
+            "limit_scan", columns=["id", "v1", "k"], filter_k_lt=10, output=["id", "v1"],
+            threads=2)))
 
     def w9() -> None:
         results.append(Row("W9", "time travel to write id 1 (no deletes visible)",
@@ -114,26 +119,6 @@ def run(rows: int, workdir: Path, repeat: int, stripe_mb: int, only: set[str] | 
         if want(name):
             fn()
     return results, {"baseline_rss_mb": baseline.peak_rss_mb, **paths}
-
-
-def render(rows: int, results: list[Row], info: dict[str, Any], elapsed: float) -> str:
-    lines = [
-        f"Rows: {rows:,}; cores: {os.cpu_count()}; deleted rows: {info['deleted']:,}; "
-        f"interpreter+imports baseline RSS {info['baseline_rss_mb']:.0f} MB; "
-        f"suite wall time {elapsed:.0f} s",
-        "",
-        "| id | acidstore | s | rows/s | peak RSS MB | peer | peer s | peer RSS MB | ratio | "
-        "target |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in results:
-        peer_s = f"{r.peer.seconds:.3f}" if r.peer else "-"
-        peer_rss = f"{r.peer.peak_rss_mb:.0f}" if r.peer else "-"
-        lines.append(
-            f"| {r.workload} | {r.what} | {r.ours.seconds:.3f} | {r.ours.rows_per_s / 1e6:.1f}M | "
-            f"{r.ours.peak_rss_mb:.0f} | {r.peer_name} | {peer_s} | {peer_rss} | {r.ratio()} | "
-            f"{r.target} |")
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:

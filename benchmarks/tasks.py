@@ -1,8 +1,9 @@
 """Measured tasks, each run in a fresh child process by the harness.
 
 A task prints one JSON object: the seconds of the measured part (imports and setup excluded),
-the rows it produced, and any extra figures. The parent takes the child's peak RSS from the
-kernel (``wait4``), so every peer is measured the same way.
+the rows it produced, and any extra figures, plus its own peak RSS (VmHWM), so every peer is
+measured the same way. The write workloads (W1-W4) and the delta-rs scans are in
+``benchmarks.tasks_write``.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -23,8 +23,7 @@ import acidstore
 from acidstore.read.plan import Split
 from acidstore.read.registry import load_registry
 from acidstore.writeids import ValidWriteIdList
-
-Task = Callable[[dict[str, Any]], dict[str, Any]]
+from benchmarks.tasks_write import WRITE_TASKS, Task
 
 
 def _limit_files(args: dict[str, Any]) -> list[Path]:
@@ -85,7 +84,7 @@ def registry_bytes(args: dict[str, Any]) -> dict[str, Any]:
 
 TASKS: dict[str, Task] = {
     "noop": noop, "limit_scan": limit_scan, "acid_scan": acid_scan,
-    "registry_bytes": registry_bytes,
+    "registry_bytes": registry_bytes, **WRITE_TASKS,
 }
 
 def peak_rss_mb() -> float:

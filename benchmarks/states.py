@@ -1,0 +1,103 @@
+"""Prepared states of the write workloads (built once per row count, then reused).
+
+- ``source.arrow``: the N generated rows (W1's input); ``merge_source.arrow``: W4's source.
+- ``acid_loaded`` / ``delta_loaded``: the table right after W1 (the start of W2, W3 and W4).
+- ``acid_after`` / ``delta_after``: the loaded table after W2, W3 and W4 in that order (what
+  W5/W6 scan against delta-rs).
+
+delta-rs sizes files by bytes, not rows; its target file size is calibrated here so that W1
+writes ten data files, like the ten bucket files of acidstore and the ten files of the limit.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from deltalake import DeltaTable
+
+import acidstore
+from benchmarks import data
+from benchmarks.tasks_write import (
+    TABLE,
+    acid_create,
+    acid_delete,
+    acid_load,
+    acid_merge,
+    acid_updates,
+    copy_state,
+    delta_delete,
+    delta_load,
+    delta_merge,
+    delta_updates,
+)
+
+
+def _write_arrow(table: pa.Table, path: Path) -> None:
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+
+
+def _delta_files(path: Path) -> int:
+    return len(DeltaTable(path).file_uris())
+
+
+def _calibrated_delta_load(rows: pa.Table, path: Path, attempts: int = 6) -> tuple[int, int]:
+    """Load ``rows`` into a Delta table at ``path`` in one write whose target file size gives
+    (as close as it gets to) ten files; returns (target file size, files)."""
+    target = max(1 << 20, rows.nbytes // data.BUCKETS)
+    best: tuple[int, int] | None = None
+    for _ in range(attempts):
+        if path.exists():
+            shutil.rmtree(path)
+        delta_load(path, rows, target)
+        files = _delta_files(path)
+        if best is None or abs(files - data.BUCKETS) < abs(best[1] - data.BUCKETS):
+            best = (target, files)
+        if files == data.BUCKETS:
+            return target, files
+        target = max(1 << 20, target * files // data.BUCKETS + (1 if files > data.BUCKETS
+                                                               else -1) * (target >> 6))
+    assert best is not None
+    shutil.rmtree(path)
+    delta_load(path, rows, best[0])
+    return best
+
+
+def prepare_write(root: Path, rows: int) -> dict[str, Any]:
+    """Build (once) the write states for ``rows`` rows under ``root``; returns their paths
+    and the calibrated delta-rs target file size."""
+    done = root / "READY"
+    if not done.exists():
+        if root.exists():
+            shutil.rmtree(root)
+        root.mkdir(parents=True)
+        table = data.generate(rows)
+        source = data.merge_source(table)
+        _write_arrow(table, root / "source.arrow")
+        _write_arrow(source, root / "merge_source.arrow")
+        target, files = _calibrated_delta_load(table, root / "delta_loaded")
+        with acidstore.connect(root / "acid_loaded") as wh:
+            acid_load(acid_create(wh), table)
+        copy_state(root / "acid_loaded", root / "acid_after", warehouse=True)
+        with acidstore.connect(root / "acid_after") as wh:
+            after = wh.table(TABLE)
+            acid_updates(after)
+            acid_delete(after)
+            acid_merge(after, source)
+        copy_state(root / "delta_loaded", root / "delta_after", warehouse=False)
+        delta = DeltaTable(root / "delta_after")
+        delta_updates(delta)
+        delta_delete(delta)
+        delta_merge(delta, source)
+        done.write_text(json.dumps({"delta_target_file_size": target, "delta_files": files}))
+    info = json.loads(done.read_text())
+    paths = {name: str(root / name) for name in (
+        "source.arrow", "merge_source.arrow", "acid_loaded", "delta_loaded", "acid_after",
+        "delta_after")}
+    return {"source": paths["source.arrow"], "merge_source": paths["merge_source.arrow"],
+            **{k: v for k, v in paths.items() if not k.endswith(".arrow")},
+            "scratch": str(root / "scratch"), **info}
