@@ -28,6 +28,7 @@ import pyarrow.fs as pafs
 from acidstore import fs as afs
 from acidstore.errors import (
     AcidStoreError,
+    InvalidInputError,
     TransactionAbortedError,
     TransactionStateError,
     WriteConflictError,
@@ -86,6 +87,7 @@ class Transaction:
         self._components: list[WriteComponent] = []
         self._deleted: dict[tuple[str, str], list[KeyArrays]] = defaultdict(list)
         self._statements: dict[str, int] = defaultdict(int)
+        self._overwritten: set[tuple[str, str]] = set()
         self._heartbeat = _Heartbeat(self._metastore, self.txn_id, heartbeat_interval)
 
     # --- the public face -----------------------------------------------------------------------
@@ -160,11 +162,21 @@ class Transaction:
     def will_write(self, component: WriteComponent) -> None:
         """Tell the metastore where files are about to go, so a crash leaves a cleanable trace."""
         self._check_open()
+        if (component.table, component.partition) in self._overwritten:
+            # base_w hides every delta of write ids <= w, this transaction's later ones too
+            where = component.table + (f" partition {component.partition}"
+                                       if component.partition else "")
+            raise InvalidInputError(
+                f"transaction {self.txn_id} already overwrote {where}: a later write there "
+                f"would be hidden by base_{component.write_id:07d} of the same write id; "
+                "commit the overwrite first")
         self._metastore.record_write(self.txn_id, component)
 
     def wrote(self, component: WriteComponent, deleted: KeyArrays | None = None) -> None:
         """Register what a statement wrote (and the ROW__IDs it deleted, for conflicts)."""
         self._components.append(component)
+        if component.operation == "overwrite":
+            self._overwritten.add((component.table, component.partition))
         if deleted is not None and len(deleted):
             self._deleted[(component.table, component.partition)].append(deleted)
 
