@@ -661,6 +661,44 @@ def test_exception_in_with_block_removes_written_files(wh: Warehouse, table: Tab
     before.check()
 
 
+@pytest.mark.parametrize("then", ["insert", "delete", "update", "overwrite", "merge"])
+def test_write_after_overwrite_of_the_same_partition_in_one_transaction(
+        wh: Warehouse, table: Table, then: str) -> None:
+    """base_w hides every delta of write id w, so a later statement of the same transaction in
+    an overwritten partition would silently vanish (and a second base_w would mix with the
+    first): such a statement is refused and the transaction aborts."""
+    before = Unchanged(table)
+    day = [{"id": 20, "name": "o", "salary": 1, "dt": "2024-01-01"}]
+    later: dict[str, Any] = {
+        "insert": lambda b: b.insert(rows_table([{**day[0], "id": 21}])),
+        "delete": lambda b: b.delete("id = 20"),
+        "update": lambda b: b.update("id = 20", {"salary": "2"}),
+        "overwrite": lambda b: b.insert_overwrite(rows_table([{**day[0], "id": 22}])),
+        "merge": lambda b: (b.merge(rows_table(day), "t.id = s.id")
+                            .when_matched_update({"name": "s.name || 'x'"}).execute()),
+    }
+    with pytest.raises(InvalidInputError, match=re.escape(
+            "already overwrote db.t partition dt=2024-01-01: a later write there would be "
+            "hidden by base_0000002")), wh.transaction() as txn:
+        bound = txn.table("db.t")
+        bound.insert_overwrite(rows_table(day))
+        bound.insert(rows_table([{**day[0], "id": 23, "dt": "2024-01-02"}]))  # other partition
+        later[then](bound)
+    assert txn.state == "aborted"
+    before.check()
+
+
+def test_overwrite_after_other_writes_in_one_transaction_replaces_them(wh: Warehouse,
+                                                                       table: Table) -> None:
+    with wh.transaction() as txn:
+        bound = txn.table("db.t")
+        bound.insert(rows_table([{"id": 30, "name": "gone", "salary": 1, "dt": "2024-01-01"}]))
+        bound.delete("id = 3")  # the other partition: kept
+        bound.insert_overwrite(rows_table([{"id": 31, "name": "o", "salary": 1,
+                                            "dt": "2024-01-01"}]))
+    assert [r["id"] for r in visible(table)] == [31, 4]
+
+
 # --- Hive's format --------------------------------------------------------------------------------
 
 _DIR = re.compile(r"^(?:(?P<kind>delta|delete_delta)_(?P<min>\d{7})_(?P<max>\d{7})_(?P<stmt>\d{4})"
