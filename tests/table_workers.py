@@ -1,0 +1,126 @@
+"""Worker functions for the process-level table tests (imported by ``spawn`` children).
+
+They live outside the test module because a ``spawn`` child re-imports its target by module
+name. Each worker opens the warehouse itself, as a separate program would, and reports through a
+queue: ``("ok", worker, result)`` or ``("error", worker, traceback)``, so that a failure in a
+child fails the test in the parent instead of vanishing. On error a worker aborts the barrier so
+that its peers stop waiting at once.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import traceback
+from typing import Any
+
+import pyarrow as pa
+
+import acidstore
+from acidstore.errors import WriteConflictError
+
+TABLE = "db.t"
+
+
+def _report_error(worker: int, barrier: Any, queue: Any) -> None:
+    barrier.abort()
+    queue.put(("error", worker, traceback.format_exc()))
+
+
+def change_then_commit(location: str, worker: int, table: str, predicate: str,
+                       assignments: dict[str, str] | None, barrier: Any, queue: Any) -> None:
+    """Open a transaction and update (or, without ``assignments``, delete); wait until every
+    peer has done the same (so all snapshots predate all commits); commit. Reports
+    ("committed" | "conflict", txn id, rows changed, error text)."""
+    try:
+        wh = acidstore.connect(location)
+        txn = wh.transaction()
+        bound = txn.table(table)
+        if assignments is None:
+            changed = bound.delete(predicate).rows_deleted
+        else:
+            changed = bound.update(predicate, assignments).rows_updated
+        barrier.wait(timeout=60)
+        try:
+            txn.commit()
+            outcome = ("committed", txn.txn_id, changed, "")
+        except WriteConflictError as exc:
+            outcome = ("conflict", txn.txn_id, changed, str(exc))
+        assert txn.state == outcome[0].replace("conflict", "aborted")
+        wh.close()
+        queue.put(("ok", worker, outcome))
+    except BaseException:
+        _report_error(worker, barrier, queue)
+
+
+def increment_with_retries(location: str, worker: int, row_id: int, times: int,
+                           barrier: Any, queue: Any) -> None:
+    """``times`` implicit-transaction increments of one row, each retried on conflict (the
+    textbook optimistic loop). Reports (committed txn ids, number of conflicts seen)."""
+    try:
+        wh = acidstore.connect(location)
+        t = wh.table(TABLE)
+        barrier.wait(timeout=60)
+        committed: list[int] = []
+        conflicts = 0
+        while len(committed) < times:
+            try:
+                result = t.update(f"id = {row_id}", {"salary": "salary + 1"})
+            except WriteConflictError:
+                conflicts += 1
+                continue
+            assert result.rows_updated == 1 and result.committed
+            committed.append(result.txn_id)
+        wh.close()
+        queue.put(("ok", worker, (committed, conflicts)))
+    except BaseException:
+        _report_error(worker, barrier, queue)
+
+
+def insert_batches(location: str, worker: int, batches: int, rows: int, explicit: bool,
+                   barrier: Any, queue: Any) -> None:
+    """Insert ``batches`` batches of ``rows`` rows into one partition, all workers at once;
+    with ``explicit``, each in a transaction that commits only once every peer has written."""
+    try:
+        wh = acidstore.connect(location)
+        t = wh.table(TABLE)
+        barrier.wait(timeout=60)
+        done: list[int] = []
+        for b in range(batches):
+            ids = [worker * 1_000_000 + b * 1000 + i for i in range(rows)]
+            data = pa.table({"id": pa.array(ids, pa.int64()),
+                             "name": [f"w{worker}" for _ in ids],
+                             "salary": pa.array([b] * rows, pa.int64()),
+                             "dt": ["d"] * rows})
+            if explicit:
+                with wh.transaction() as txn:
+                    txn.table(TABLE).insert(data)
+                    barrier.wait(timeout=60)
+                done.append(txn.txn_id)
+            else:
+                done.append(t.insert(data).txn_id)
+        wh.close()
+        queue.put(("ok", worker, done))
+    except BaseException:
+        _report_error(worker, barrier, queue)
+
+
+def die_mid_transaction(location: str, txn_timeout: float, ready: Any, queue: Any) -> None:
+    """Write an insert and an update in one transaction, say so, and die before committing
+    (``os._exit``: no ``finally``, no abort, no more heartbeats)."""
+    try:
+        wh = acidstore.connect(location, txn_timeout=txn_timeout)
+        txn = wh.transaction()
+        bound = txn.table(TABLE)
+        inserted = bound.insert(pa.table({"id": pa.array([900, 901], pa.int64()),
+                                          "name": ["ghost", "ghost"],
+                                          "salary": pa.array([1, 2], pa.int64()),
+                                          "dt": ["d", "e"]}))
+        bound.update("id = 1", {"salary": "-1"})
+        queue.put(("ok", 0, (txn.txn_id, inserted.write_id)))
+        ready.set()
+        time.sleep(0.2)  # let the queue's feeder thread flush the report
+    except BaseException:
+        queue.put(("error", 0, traceback.format_exc()))
+        ready.set()
+    os._exit(17)
