@@ -9,6 +9,7 @@ the transaction commits.
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
@@ -22,10 +23,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from acidstore import fs as afs
-from acidstore.errors import InvalidInputError, SchemaMismatchError, TableNotFoundError
+from acidstore.errors import (
+    AcidStoreError,
+    InvalidInputError,
+    SchemaMismatchError,
+    TableNotFoundError,
+)
 from acidstore.expressions import Predicate, SqlEvaluator
 from acidstore.layout import base_name, delta_name
-from acidstore.metastore import Operation, TableInfo, WriteComponent
+from acidstore.metastore import Metastore, Operation, TableInfo, WriteComponent
 from acidstore.orc.schema import ROW_ID_COLUMN
 from acidstore.read.keys import KeyArrays
 from acidstore.read.scan import PartitionDir, Scan, discover_partitions
@@ -141,7 +147,7 @@ class Table:
                           with_row_id=with_row_id)
         metastore = self._warehouse.metastore
         lease = metastore.acquire_lease(self.name, txns, write_ids, LEASE_TTL_SECONDS)
-        release = weakref.finalize(scan, metastore.release_lease, lease)
+        release = weakref.finalize(scan, _release_lease, metastore, lease)
 
         def batches() -> Iterator[pa.RecordBatch]:
             try:
@@ -373,6 +379,13 @@ class Table:
             evaluator.close()
         return WriteResult(txn.txn_id, write_id, "update", rows_updated=total,
                            partitions=tuple(found))
+
+
+def _release_lease(metastore: Metastore, lease: int) -> None:
+    """Best effort: a reader collected after its warehouse closed has nothing to release to,
+    and a lease that is never released still expires."""
+    with contextlib.suppress(AcidStoreError):
+        metastore.release_lease(lease)
 
 
 def row_ids(batches: Sequence[pa.RecordBatch]) -> KeyArrays:
