@@ -140,13 +140,9 @@ class Table:
                    ) -> pa.RecordBatchReader:
         """Stream the table at a snapshot. The snapshot is leased in the metastore (so the
         cleaner keeps its files) until the reader is exhausted, closed or collected."""
-        txns, write_ids = self._snapshot()
-        if as_of is not None:
-            write_ids = self._as_of(as_of, write_ids)
-        scan = self._scan(txns, write_ids, columns=columns, filter=filter,
-                          with_row_id=with_row_id)
+        scan = self._planned(columns, filter, as_of, with_row_id)
         metastore = self._warehouse.metastore
-        lease = metastore.acquire_lease(self.name, txns, write_ids, LEASE_TTL_SECONDS)
+        lease = metastore.acquire_lease(self.name, scan.txns, scan.write_ids, LEASE_TTL_SECONDS)
         release = weakref.finalize(scan, _release_lease, metastore, lease)
 
         def batches() -> Iterator[pa.RecordBatch]:
@@ -159,8 +155,23 @@ class Table:
 
     def to_arrow(self, columns: Sequence[str] | None = None, filter: Predicate | None = None,
                  as_of: int | datetime | None = None, with_row_id: bool = False) -> pa.Table:
-        """The table at a snapshot (now, or ``as_of`` a write id or a time)."""
-        return self.to_batches(columns, filter, as_of, with_row_id).read_all()
+        """The table at a snapshot (now, or ``as_of`` a write id or a time); splits are read
+        in parallel threads under a lease held for the duration of the read."""
+        scan = self._planned(columns, filter, as_of, with_row_id)
+        metastore = self._warehouse.metastore
+        lease = metastore.acquire_lease(self.name, scan.txns, scan.write_ids, LEASE_TTL_SECONDS)
+        try:
+            return scan.to_table()
+        finally:
+            _release_lease(metastore, lease)
+
+    def _planned(self, columns: Sequence[str] | None, filter: Predicate | None,
+                 as_of: int | datetime | None, with_row_id: bool) -> Scan:
+        txns, write_ids = self._snapshot()
+        if as_of is not None:
+            write_ids = self._as_of(as_of, write_ids)
+        return self._scan(txns, write_ids, columns=columns, filter=filter,
+                          with_row_id=with_row_id)
 
     def history(self) -> pa.Table:
         """One row per committed write id."""

@@ -91,6 +91,8 @@ class Scan:
         self._fs = fs
         self._write_ids = write_ids
         self._txns = txns
+        self.write_ids = write_ids
+        self.txns = txns if txns is not None else ValidTxnList.all_valid()
         self._with_row_id = with_row_id
         self._reader = reader
         self._limit = delete_event_limit
