@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.orc as po
 import pyorc
 import pytest
@@ -310,3 +311,41 @@ def test_add_user_metadata_refuses_non_orc(data: bytes) -> None:
     with pytest.raises(CorruptFileError) as info:
         add_user_metadata(data, {"k": b"v"}, path="/x/bucket_00000")
     assert "/x/bucket_00000" in str(info.value)
+
+
+def test_delete_cache_decodes_each_file_once(tmp_path: Path) -> None:
+    """Splits of one scan share decoded delete files; only fully read files are kept."""
+    from acidfiles import bucket_property, delete_events, write_dir
+
+    from acidstore.read.plan import DeleteSource
+    from acidstore.read.registry import DeleteCache
+    from acidstore.writeids import ValidWriteIdList
+
+    prop = bucket_property(0)
+    write_dir(tmp_path, "delete_delta_0000002_0000002_0000",
+              {0: delete_events([(1, prop, r) for r in range(5)], 2)})
+    path = str(tmp_path / "delete_delta_0000002_0000002_0000" / "bucket_00000")
+    source = DeleteSource(path, 2, 2, 0, 0)
+    fs = pafs.LocalFileSystem()
+    snapshot = ValidWriteIdList.all_valid()
+
+    cache = DeleteCache()
+    first = [k.row_id.tolist() for k in cache.events(fs, source, snapshot)]
+    Path(path).rename(path + ".moved")  # the cache must not need the file any more
+    assert [k.row_id.tolist() for k in cache.events(fs, source, snapshot)] == first == [
+        [0, 1, 2, 3, 4]]
+
+    Path(path + ".moved").rename(path)
+    partial = DeleteCache()
+    next(iter(partial.events(fs, source, snapshot)))  # read, but never finished
+    Path(path).unlink()
+    with pytest.raises(CorruptFileError):
+        list(partial.events(fs, source, snapshot))
+
+    write_dir(tmp_path, "delete_delta_0000002_0000002_0000",
+              {0: delete_events([(1, prop, r) for r in range(5)], 2)})
+    small = DeleteCache(max_events=4)  # 5 events exceed its budget: read, but not kept
+    assert sum(len(k) for k in small.events(fs, source, snapshot)) == 5
+    Path(path).unlink()
+    with pytest.raises(CorruptFileError):
+        list(small.events(fs, source, snapshot))

@@ -13,6 +13,7 @@ streaming merge, whose memory does not grow with the number of deletes.
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Iterator
 
 import numpy as np
@@ -37,6 +38,7 @@ from acidstore.writeids import ValidWriteIdList
 
 __all__ = [
     "DEFAULT_DELETE_EVENT_LIMIT",
+    "DeleteCache",
     "DeleteRegistry",
     "delete_events",
     "directory_delete_keys",
@@ -194,13 +196,48 @@ def in_write_id_range(keys: KeyArrays, low: int, high: int) -> KeyArrays:
     return keys if bool(inside.all()) else keys.take(inside)
 
 
+class DeleteCache:
+    """The valid delete events of each delete file, decoded once per scan.
+
+    Every split of a bucket consults the same delete files, so a table with many insert deltas
+    would otherwise decode each delete file once per split. Only fully read files are kept, and
+    at most ``max_events`` events in all, so memory stays bounded.
+    """
+
+    def __init__(self, max_events: int = 2_000_000) -> None:
+        self._files: dict[str, list[KeyArrays]] = {}
+        self._held = 0
+        self._max = max_events
+        self._lock = threading.Lock()
+
+    def events(self, fs: pafs.FileSystem, source: DeleteSource, write_ids: ValidWriteIdList
+               ) -> Iterator[KeyArrays]:
+        cached = self._files.get(source.path)
+        if cached is not None:
+            yield from cached
+            return
+        chunks: list[KeyArrays] = []
+        for chunk in delete_events(fs, source, write_ids):
+            chunks.append(chunk)
+            yield chunk
+        size = sum(len(c) for c in chunks)
+        with self._lock:
+            if self._held + size <= self._max and source.path not in self._files:
+                self._files[source.path] = chunks
+                self._held += size
+
+
 def load_registry(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList, *,
-                  limit: int = DEFAULT_DELETE_EVENT_LIMIT) -> DeleteRegistry | None:
-    """Load a split's delete events; ``None`` when they exceed ``limit`` (use the merge)."""
+                  limit: int = DEFAULT_DELETE_EVENT_LIMIT, cache: DeleteCache | None = None
+                  ) -> DeleteRegistry | None:
+    """Load a split's delete events; ``None`` when they exceed ``limit`` (use the merge).
+    A ``cache`` (one per scan and snapshot) shares decoded delete files between splits."""
     parts: list[KeyArrays] = []
     total = 0
     for source in split.deletes:
-        for chunk in delete_events(fs, source, write_ids):
+        chunks = cache.events(fs, source, write_ids) if cache is not None \
+            else delete_events(fs, source, write_ids)
+        for chunk in chunks:
             keys = in_write_id_range(chunk, split.min_write_id, split.max_write_id)
             total += len(keys)
             if total > limit:

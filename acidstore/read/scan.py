@@ -28,7 +28,7 @@ from acidstore.orc.schema import ROW_ID_COLUMN, ROW_ID_TYPE
 from acidstore.partitions import parse_partition_path
 from acidstore.read.merge import merge_split
 from acidstore.read.plan import Split, plan_partition
-from acidstore.read.registry import DEFAULT_DELETE_EVENT_LIMIT
+from acidstore.read.registry import DEFAULT_DELETE_EVENT_LIMIT, DeleteCache
 from acidstore.read.source import SplitBatch
 from acidstore.read.vectorized import read_split
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
@@ -96,6 +96,7 @@ class Scan:
         self._with_row_id = with_row_id
         self._reader = reader
         self._limit = delete_event_limit
+        self._delete_cache = DeleteCache()
         self._threads = threads if threads is not None else min(4, os.cpu_count() or 1)
         self._filter = filter
         self._evaluator = SqlEvaluator() if filter is not None else None
@@ -249,7 +250,8 @@ class Scan:
                                  with_row_id=self._with_row_id)
         else:
             source = read_split(self._fs, split, self._write_ids, positions,
-                                with_row_id=self._with_row_id, delete_event_limit=self._limit)
+                                with_row_id=self._with_row_id, delete_event_limit=self._limit,
+                                cache=self._delete_cache)
         for batch in source:
             assembled = self._assemble(partition, split, batch)
             if assembled is not None:

@@ -14,7 +14,7 @@ import pyarrow.fs as pafs
 
 from acidstore.read.merge import merge_split
 from acidstore.read.plan import Split
-from acidstore.read.registry import DEFAULT_DELETE_EVENT_LIMIT, load_registry
+from acidstore.read.registry import DEFAULT_DELETE_EVENT_LIMIT, DeleteCache, load_registry
 from acidstore.read.source import SplitBatch, split_batches
 from acidstore.writeids import ValidWriteIdList
 
@@ -23,9 +23,10 @@ __all__ = ["read_split"]
 
 def read_split(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList,
                positions: Sequence[int] | None, *, with_row_id: bool,
-               delete_event_limit: int = DEFAULT_DELETE_EVENT_LIMIT) -> Iterator[SplitBatch]:
+               delete_event_limit: int = DEFAULT_DELETE_EVENT_LIMIT,
+               cache: DeleteCache | None = None) -> Iterator[SplitBatch]:
     """Visible rows of ``split`` in file order, as decoded batches."""
-    registry = load_registry(fs, split, write_ids, limit=delete_event_limit) \
+    registry = load_registry(fs, split, write_ids, limit=delete_event_limit, cache=cache) \
         if split.deletes else None
     if split.deletes and registry is None:
         yield from merge_split(fs, split, write_ids, positions, with_row_id=with_row_id)
