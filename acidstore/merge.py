@@ -100,7 +100,7 @@ class MergeBuilder:
         ``metrics``: source rows, target rows updated, deleted and inserted."""
         if not self._matched and not self._not_matched:
             raise InvalidInputError("MERGE needs at least one WHEN clause")
-        return self._table._run("merge", self._execute)
+        return self._table._run(self._execute)
 
     # --- the work --------------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import weakref
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -20,19 +20,17 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from acidstore import fs as afs
 from acidstore.errors import (
     AcidStoreError,
     InvalidInputError,
-    SchemaMismatchError,
     TableNotFoundError,
 )
 from acidstore.expressions import Predicate, SqlEvaluator
 from acidstore.layout import base_name, delta_name
 from acidstore.metastore import Metastore, Operation, TableInfo, WriteComponent
-from acidstore.orc.schema import ROW_ID_COLUMN
+from acidstore.orc.schema import ROW_ID_COLUMN, cast_to
 from acidstore.read.keys import KeyArrays
 from acidstore.read.scan import PartitionDir, Scan, discover_partitions
 from acidstore.write.bucketing import bucket_ids
@@ -191,7 +189,7 @@ class Table:
 
     # --- writes --------------------------------------------------------------------------------
 
-    def _run(self, action: str, body: Any) -> WriteResult:
+    def _run(self, body: Callable[[Transaction], WriteResult]) -> WriteResult:
         """Run ``body(txn)`` in this table's transaction, or in a new one that commits."""
         if self._txn is not None:
             self._check_exists()
@@ -215,22 +213,22 @@ class Table:
     def insert(self, data: Any) -> WriteResult:
         """Append rows (a pyarrow Table, RecordBatchReader or pandas DataFrame)."""
         rows = conform(to_arrow_table(data), self.schema, where=f"table {self.name}")
-        return self._run("insert", lambda txn: self._write_rows(txn, rows, "insert"))
+        return self._run(lambda txn: self._write_rows(txn, rows, "insert"))
 
     def insert_overwrite(self, data: Any) -> WriteResult:
         """Replace the partitions present in ``data`` (the whole table if unpartitioned) with
         ``data``: each gets a ``base_w``, so older data there is no longer read."""
         rows = conform(to_arrow_table(data), self.schema, where=f"table {self.name}")
-        return self._run("overwrite", lambda txn: self._write_rows(txn, rows, "overwrite"))
+        return self._run(lambda txn: self._write_rows(txn, rows, "overwrite"))
 
     def delete(self, predicate: Predicate) -> WriteResult:
         """Delete the rows matching ``predicate`` (SQL string or pyarrow expression)."""
-        return self._run("delete", lambda txn: self._delete(txn, predicate))
+        return self._run(lambda txn: self._delete(txn, predicate))
 
     def update(self, predicate: Predicate, set: Mapping[str, str]) -> WriteResult:
         """Set columns of the rows matching ``predicate`` to SQL expressions of the old row."""
         assignments = self._check_assignments(set)
-        return self._run("update", lambda txn: self._update(txn, predicate, assignments))
+        return self._run(lambda txn: self._update(txn, predicate, assignments))
 
     def merge(self, source: Any, condition: str, *, source_alias: str = "s",
               target_alias: str = "t") -> MergeBuilder:
@@ -285,8 +283,6 @@ class Table:
         kind: Literal["base", "delta"] = "base" if operation == "overwrite" else "delta"
         user = [f.name for f in self.info.schema]
         parts = split_partitions(rows, self.info.partition_schema.names)
-        if operation == "overwrite" and not parts and not self.info.partition_schema.names:
-            parts = split_partitions(rows.slice(0, 0), [])
         names = []
         for part in parts:
             name = base_name(write_id) if kind == "base" else delta_name(write_id, write_id,
@@ -411,12 +407,7 @@ def row_ids(batches: Sequence[pa.RecordBatch]) -> KeyArrays:
 
 def cast_value(column: pa.ChunkedArray, target: pa.Field, expression: str) -> pa.ChunkedArray:
     """A SET value cast to its column's type, or a SchemaMismatchError naming both."""
-    if column.type == target.type:
-        return column
-    try:
-        out: pa.ChunkedArray = pc.cast(column, target.type, safe=True)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise SchemaMismatchError(
-            f"value {expression!r} for column {target.name!r} is {column.type}, which does not "
-            f"convert to {target.type}: {exc}") from exc
+    out: pa.ChunkedArray = cast_to(
+        column, target.type, f"value {expression!r} for column {target.name!r} is "
+        f"{column.type}, which does not convert to {target.type}")
     return out

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from acidstore.errors import DataError
+from acidstore.errors import DataError, SchemaMismatchError
 
 __all__ = [
     "ACID_FIELDS",
@@ -30,6 +31,7 @@ __all__ = [
     "ROW_ID_TYPE",
     "UPDATE",
     "acid_field_names",
+    "cast_to",
     "event_schema",
     "is_acid_schema",
     "row_struct",
@@ -101,3 +103,15 @@ def acid_field_names(schema: pa.Schema) -> dict[str, str] | None:
 def is_acid_schema(schema: pa.Schema) -> bool:
     """True when the file holds ACID events rather than plain ("original") rows."""
     return acid_field_names(schema) is not None
+
+
+def cast_to(array: pa.Array | pa.ChunkedArray, target: pa.DataType, what: str
+            ) -> pa.Array | pa.ChunkedArray:
+    """``array`` as ``target`` without loss of values, or a SchemaMismatchError that starts with
+    ``what`` (the caller says which column, file or expression it is)."""
+    if array.type == target:
+        return array
+    try:
+        return pc.cast(array, target, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise SchemaMismatchError(f"{what} ({exc})") from exc

@@ -15,16 +15,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from acidstore import fs as afs
 from acidstore.directory import acid_state
-from acidstore.errors import InvalidInputError, SchemaMismatchError
+from acidstore.errors import InvalidInputError
 from acidstore.expressions import Predicate, SqlEvaluator, check_expression, referenced_columns
 from acidstore.layout import is_acid_directory_name, is_hidden
 from acidstore.orc.io import OrcFile
-from acidstore.orc.schema import ROW_ID_COLUMN, ROW_ID_TYPE
+from acidstore.orc.schema import ROW_ID_COLUMN, ROW_ID_TYPE, cast_to
 from acidstore.partitions import parse_partition_path
 from acidstore.read.merge import merge_split
 from acidstore.read.plan import Split, plan_partition
@@ -89,8 +88,6 @@ class Scan:
         if isinstance(filter, str):
             check_expression(filter)
         self._fs = fs
-        self._write_ids = write_ids
-        self._txns = txns
         self.write_ids = write_ids
         self.txns = txns if txns is not None else ValidTxnList.all_valid()
         self._with_row_id = with_row_id
@@ -114,8 +111,8 @@ class Scan:
     # --- planning ------------------------------------------------------------------------------
 
     def _plan(self, partition: PartitionDir) -> list[Split]:
-        state = acid_state(partition.path, self._write_ids, self._txns, filesystem=self._fs)
-        return plan_partition(self._fs, partition.path, state, self._write_ids)
+        state = acid_state(partition.path, self.write_ids, self.txns, filesystem=self._fs)
+        return plan_partition(self._fs, partition.path, state, self.write_ids)
 
     def _infer_schema(self) -> pa.Schema:
         for _, split in self._splits:
@@ -190,12 +187,9 @@ class Scan:
         for i in positions:
             field = self._partition_schema.field(i)
             value = values.get(field.name)
-            try:
-                scalar = pa.scalar(value, pa.string()).cast(field.type)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                raise SchemaMismatchError(
-                    f"partition value {value!r} of {field.name!r} is not a {field.type} "
-                    f"({partition.path})") from exc
+            scalar = cast_to(pa.array([value], pa.string()), field.type,
+                             f"partition value {value!r} of {field.name!r} is not a "
+                             f"{field.type} ({partition.path})")[0]
             constant = pa.nulls(n, field.type)
             out.append((field.name, constant if value is None else constant.fill_null(scalar)))
         return out
@@ -214,13 +208,10 @@ class Scan:
             array = present.get(pos)
             if array is None:
                 array = pa.nulls(n, field.type)
-            elif array.type != field.type:
-                try:
-                    array = pc.cast(array, field.type)
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                    raise SchemaMismatchError(
-                        f"column {field.name!r} is {array.type} in {split.path}, "
-                        f"which does not cast to {field.type}") from exc
+            else:
+                array = cast_to(array, field.type,
+                                f"column {field.name!r} is {array.type} in {split.path}, "
+                                f"which does not cast to {field.type}")
             columns[field.name] = array
         columns.update(self._partition_arrays(partition, n, self._part_positions))
         out = [columns[name] for name in self._output_names]
@@ -246,10 +237,10 @@ class Scan:
     def _split_batches(self, partition: PartitionDir, split: Split) -> Iterator[pa.RecordBatch]:
         positions = self._user_positions
         if self._reader == "merge":
-            source = merge_split(self._fs, split, self._write_ids, positions,
+            source = merge_split(self._fs, split, self.write_ids, positions,
                                  with_row_id=self._with_row_id)
         else:
-            source = read_split(self._fs, split, self._write_ids, positions,
+            source = read_split(self._fs, split, self.write_ids, positions,
                                 with_row_id=self._with_row_id, delete_event_limit=self._limit,
                                 cache=self._delete_cache)
         for batch in source:

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from acidstore.errors import InvalidInputError, SchemaMismatchError
+from acidstore.orc.schema import cast_to
 from acidstore.partitions import partition_path
 
 __all__ = ["PartitionData", "conform", "split_partitions", "to_arrow_table"]
@@ -55,14 +56,9 @@ def conform(data: pa.Table, schema: pa.Schema, *, where: str) -> pa.Table:
         source = by_lower.get(field.name.lower())
         if source is None:
             raise SchemaMismatchError(f"column {field.name!r} of {where} is missing from the data")
-        column = data.column(source)
-        if column.type != field.type:
-            try:
-                column = pc.cast(column, field.type, safe=True)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                raise SchemaMismatchError(
-                    f"column {field.name!r} of {where} is {field.type}; the data has "
-                    f"{data.column(source).type} ({exc})") from exc
+        column = cast_to(data.column(source), field.type,
+                         f"column {field.name!r} of {where} is {field.type}; the data has "
+                         f"{data.column(source).type}")
         if not field.nullable and column.null_count:
             raise SchemaMismatchError(
                 f"column {field.name!r} of {where} is NOT NULL but the data has "
