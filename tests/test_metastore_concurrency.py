@@ -7,12 +7,8 @@ model after each step. See ``test_metastore_contract.py`` for how backends are p
 
 from __future__ import annotations
 
-import multiprocessing
-import queue as queue_module
 import shutil
 import threading
-import time
-from typing import Any
 
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -36,6 +32,7 @@ from metastore_support import (
     write,
 )
 from metastore_workers import allocate_and_commit, open_and_create, race_deletes
+from process_support import run_spawned
 
 from acidstore.errors import WriteConflictError
 from acidstore.metastore import Metastore
@@ -73,34 +70,8 @@ def test_threads_sharing_one_handle_allocate_without_gaps(metastore: Metastore) 
     assert [e.write_id for e in metastore.history("t")] == list(range(1, 91))
 
 
-def _run_workers(target: Any, args: list[tuple[Any, ...]], parties: int) -> list[Any]:
-    """Start ``spawn`` processes running ``target(*args[i], barrier, queue)``; gather reports."""
-    context = multiprocessing.get_context("spawn")
-    barrier = context.Barrier(parties)
-    reports = context.Queue()
-    processes = [context.Process(target=target, args=(*a, barrier, reports)) for a in args]
-    for process in processes:
-        process.start()
-    collected: list[Any] = []
-    deadline = time.monotonic() + 120
-    while len(collected) < len(processes) and time.monotonic() < deadline:
-        try:
-            collected.append(reports.get(timeout=0.5))
-        except queue_module.Empty:
-            if not any(p.is_alive() for p in processes) and reports.empty():
-                break  # a child died without reporting (e.g. it could not import)
-    for process in processes:
-        process.join(timeout=30)
-        if process.is_alive():
-            process.kill()
-    errors = [report for report in collected if report[0] != "ok"]
-    assert errors == []
-    assert len(collected) == len(processes), [p.exitcode for p in processes]
-    return sorted(collected, key=lambda report: report[1])
-
-
 def test_processes_opening_a_new_store_together(backend: Backend) -> None:
-    reports = _run_workers(open_and_create, [(backend.spec, w) for w in range(4)], parties=4)
+    reports = run_spawned(open_and_create, [(backend.spec, w) for w in range(4)])
     created = [name for _, _, names in reports for name in names]
     assert sorted(created) == ["shared", "t0", "t1", "t2", "t3"]
     store = backend.open()
@@ -114,9 +85,8 @@ def test_processes_allocate_unique_contiguous_write_ids(backend: Backend,
                                                         metastore: Metastore) -> None:
     metastore.create_table(new_table())
     workers, cycles = 4, 25
-    reports = _run_workers(allocate_and_commit,
-                           [(backend.spec, "default.t", w, cycles) for w in range(workers)],
-                           parties=workers)
+    reports = run_spawned(allocate_and_commit,
+                           [(backend.spec, "default.t", w, cycles) for w in range(workers)])
     done = [item for _, _, items in reports for item in items]
     assert len(done) == workers * cycles
     assert sorted(wid for _, wid, _ in done) == list(range(1, workers * cycles + 1))
@@ -140,8 +110,8 @@ def test_processes_racing_overlapping_deletes_exactly_one_wins(backend: Backend,
                                                                metastore: Metastore) -> None:
     metastore.create_table(new_table("race"))
     rounds = 5
-    reports = _run_workers(race_deletes, [(backend.spec, "default.race", w, rounds)
-                                          for w in range(2)], parties=2)
+    reports = run_spawned(race_deletes, [(backend.spec, "default.race", w, rounds)
+                                          for w in range(2)])
     for round_no in range(rounds):
         pair = [reports[0][2][round_no], reports[1][2][round_no]]
         winners = [o for o in pair if o[0] == "committed"]

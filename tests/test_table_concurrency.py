@@ -15,9 +15,7 @@ Every check ends with the exact final table (through ``to_arrow`` and both reade
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import queue as queue_module
 import re
 import time
 from collections.abc import Iterator
@@ -26,6 +24,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from process_support import CONTEXT, run_spawned
 from table_workers import (
     TABLE,
     change_then_commit,
@@ -42,7 +41,6 @@ SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name",
                     pa.field("salary", pa.int64()), pa.field("dt", pa.string())])
 SEED: list[dict[str, Any]] = [{"id": i, "name": f"n{i}", "salary": 100 * i, "dt": "d"}
                               for i in range(8)]
-CONTEXT = multiprocessing.get_context("spawn")
 
 
 def rows(table: pa.Table) -> list[tuple[Any, ...]]:
@@ -75,29 +73,8 @@ def warehouse(tmp_path: Path) -> Iterator[tuple[str, Warehouse, Table]]:
 
 
 def run_workers(target: Any, args: list[tuple[Any, ...]]) -> list[Any]:
-    """Run ``target(*args[i], barrier, queue)`` in ``spawn`` processes; their results, by
-    worker number. Any error in a child fails here with its traceback."""
-    barrier = CONTEXT.Barrier(len(args))
-    reports = CONTEXT.Queue()
-    processes = [CONTEXT.Process(target=target, args=(*a, barrier, reports)) for a in args]
-    for process in processes:
-        process.start()
-    collected: list[Any] = []
-    deadline = time.monotonic() + 90
-    while len(collected) < len(processes) and time.monotonic() < deadline:
-        try:
-            collected.append(reports.get(timeout=0.5))
-        except queue_module.Empty:
-            if not any(p.is_alive() for p in processes) and reports.empty():
-                break  # a child died without reporting
-    for process in processes:
-        process.join(timeout=30)
-        if process.is_alive():
-            process.kill()
-    errors = [report for report in collected if report[0] != "ok"]
-    assert errors == []
-    assert len(collected) == len(processes), [p.exitcode for p in processes]
-    return [result for _, _, result in sorted(collected, key=lambda r: r[1])]
+    """The workers' results, by worker number (see process_support.run_spawned)."""
+    return [result for _, _, result in run_spawned(target, args, deadline_seconds=90)]
 
 
 def states(wh: Warehouse) -> dict[int, str]:
