@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.fs as pafs
 
 from acidstore import fs as afs
 from acidstore.errors import (
@@ -88,6 +89,15 @@ class Table:
     def location(self) -> str:
         return self.info.location
 
+    @property
+    def filesystem(self) -> pafs.FileSystem:
+        """The filesystem of the table's files (engines that read them elsewhere need it)."""
+        return self._warehouse.filesystem
+
+    @property
+    def warehouse(self) -> Warehouse:
+        return self._warehouse
+
     def __repr__(self) -> str:
         return f"Table({self.name!r}, location={self.location!r})"
 
@@ -138,7 +148,7 @@ class Table:
                    ) -> pa.RecordBatchReader:
         """Stream the table at a snapshot. The snapshot is leased in the metastore (so the
         cleaner keeps its files) until the reader is exhausted, closed or collected."""
-        scan = self._planned(columns, filter, as_of, with_row_id)
+        scan = self.scan(columns, filter, as_of, with_row_id)
         metastore = self._warehouse.metastore
         lease = metastore.acquire_lease(self.name, scan.txns, scan.write_ids, LEASE_TTL_SECONDS)
         release = weakref.finalize(scan, _release_lease, metastore, lease)
@@ -155,7 +165,7 @@ class Table:
                  as_of: int | datetime | None = None, with_row_id: bool = False) -> pa.Table:
         """The table at a snapshot (now, or ``as_of`` a write id or a time); splits are read
         in parallel threads under a lease held for the duration of the read."""
-        scan = self._planned(columns, filter, as_of, with_row_id)
+        scan = self.scan(columns, filter, as_of, with_row_id)
         metastore = self._warehouse.metastore
         lease = metastore.acquire_lease(self.name, scan.txns, scan.write_ids, LEASE_TTL_SECONDS)
         try:
@@ -163,9 +173,13 @@ class Table:
         finally:
             _release_lease(metastore, lease)
 
-    def _planned(self, columns: Sequence[str] | None, filter: Predicate | None,
-                 as_of: int | datetime | None, with_row_id: bool) -> Scan:
-        txns, write_ids = self._snapshot()
+    def scan(self, columns: Sequence[str] | None = None, filter: Predicate | None = None,
+             as_of: int | datetime | None = None, with_row_id: bool = False, *,
+             snapshot: tuple[ValidTxnList, ValidWriteIdList] | None = None) -> Scan:
+        """A planned scan, unread and unleased: for engines that read the splits elsewhere
+        (Spark executors). ``snapshot`` pins the (txns, write ids) to read, e.g. those of a
+        transaction that changes the rows it reads."""
+        txns, write_ids = snapshot if snapshot is not None else self._snapshot()
         if as_of is not None:
             write_ids = self._as_of(as_of, write_ids)
         return self._scan(txns, write_ids, columns=columns, filter=filter,
@@ -239,23 +253,30 @@ class Table:
 
     # --- statement bodies (inside a transaction) -----------------------------------------------
 
-    def _check_assignments(self, assignments: Mapping[str, str]) -> dict[str, str]:
-        if not assignments:
-            raise InvalidInputError("update needs at least one column to set")
+    def updatable_column(self, name: str) -> str:
+        """The column ``name`` (any case) names, if an UPDATE may set it: partition and
+        bucketing columns place rows in files, so they cannot change (as in Hive)."""
         by_lower = {f.name.lower(): f.name for f in self.info.schema}
         fixed = {n.lower() for n in self.info.partition_schema.names} | {
             n.lower() for n in self.info.bucket_by}
+        if name.lower() in fixed:
+            raise InvalidInputError(
+                f"cannot update {name!r} of {self.name}: partition and bucketing columns "
+                "cannot be updated (as in Hive)")
+        if name.lower() not in by_lower:
+            raise InvalidInputError(f"unknown column {name!r} in update of {self.name}")
+        column: str = by_lower[name.lower()]
+        return column
+
+    def _check_assignments(self, assignments: Mapping[str, str]) -> dict[str, str]:
+        if not assignments:
+            raise InvalidInputError("update needs at least one column to set")
         out = {}
         for name, expression in assignments.items():
-            if name.lower() in fixed:
-                raise InvalidInputError(
-                    f"cannot update {name!r} of {self.name}: partition and bucketing columns "
-                    "cannot be updated (as in Hive)")
-            if name.lower() not in by_lower:
-                raise InvalidInputError(f"unknown column {name!r} in update of {self.name}")
+            column = self.updatable_column(name)
             if not isinstance(expression, str):
                 raise InvalidInputError(f"the value for {name!r} must be a SQL expression string")
-            out[by_lower[name.lower()]] = expression
+            out[column] = expression
         return out
 
     def _relative(self, partition: PartitionDir) -> str:

@@ -77,18 +77,34 @@ class _Heartbeat:
 class Transaction:
     """An open transaction; use it as a context manager."""
 
-    def __init__(self, warehouse: _WarehouseLike, *, heartbeat_interval: float) -> None:
+    def __init__(self, warehouse: _WarehouseLike, *, heartbeat_interval: float | None,
+                 attach: tuple[int, ValidTxnList] | None = None) -> None:
         self._warehouse = warehouse
         self._metastore = warehouse.metastore
-        info = self._metastore.open_transaction(user=_user(), host=socket.gethostname())
-        self.txn_id: int = info.txn_id
-        self.snapshot: ValidTxnList = info.snapshot
+        if attach is None:
+            info = self._metastore.open_transaction(user=_user(), host=socket.gethostname())
+            self.txn_id: int = info.txn_id
+            self.snapshot: ValidTxnList = info.snapshot
+        else:
+            self.txn_id, self.snapshot = attach
         self._state: State = "open"
         self._components: list[WriteComponent] = []
         self._deleted: dict[tuple[str, str], list[KeyArrays]] = defaultdict(list)
         self._statements: dict[str, int] = defaultdict(int)
         self._overwritten: set[tuple[str, str]] = set()
-        self._heartbeat = _Heartbeat(self._metastore, self.txn_id, heartbeat_interval)
+        self._heartbeat = _Heartbeat(self._metastore, self.txn_id, heartbeat_interval) \
+            if heartbeat_interval is not None else None
+
+    @classmethod
+    def attach(cls, warehouse: _WarehouseLike, txn_id: int, snapshot: ValidTxnList
+               ) -> Transaction:
+        """An open transaction begun by another process, to publish or abort its work there.
+
+        Spark's Python data source plans a write in one driver-side worker process and
+        commits it in another; the second one attaches. No heartbeat thread runs here: the
+        process that attaches only commits or aborts.
+        """
+        return cls(warehouse, heartbeat_interval=None, attach=(txn_id, snapshot))
 
     # --- the public face -----------------------------------------------------------------------
 
@@ -104,8 +120,8 @@ class Transaction:
     def commit(self) -> CommitInfo:
         """Publish every write of the transaction at once, or raise and publish nothing."""
         self._check_open()
-        self._heartbeat.stop()
-        if self._heartbeat.error is not None:
+        self._stop_heartbeat()
+        if self._heartbeat is not None and self._heartbeat.error is not None:
             self._finish_aborted()
             raise TransactionAbortedError(
                 f"transaction {self.txn_id} was aborted while it ran: {self._heartbeat.error}")
@@ -125,7 +141,7 @@ class Transaction:
         if self._state == "aborted":
             return
         self._check_open()
-        self._heartbeat.stop()
+        self._stop_heartbeat()
         try:
             self._metastore.abort(self.txn_id, reason)
         finally:
@@ -154,6 +170,11 @@ class Transaction:
         self._statements[table] += 1
         return statement
 
+    def used_statement_ids(self, table: str, through: int) -> None:
+        """Statement ids up to ``through`` were taken by writers elsewhere (one per Spark task):
+        later statements of this transaction must number above them."""
+        self._statements[table] = max(self._statements[table], through + 1)
+
     def write_ids(self, table: str) -> ValidWriteIdList:
         """This transaction's view of ``table``: its snapshot plus its own writes."""
         self._check_open()
@@ -173,7 +194,8 @@ class Transaction:
         self._metastore.record_write(self.txn_id, component)
 
     def wrote(self, component: WriteComponent, deleted: KeyArrays | None = None) -> None:
-        """Register what a statement wrote (and the ROW__IDs it deleted, for conflicts)."""
+        """Register what a statement wrote (and the ROW__IDs it deleted, for conflicts; when
+        they are not given, a conflict check reads them back from the delete deltas)."""
         self._components.append(component)
         if component.operation == "overwrite":
             self._overwritten.add((component.table, component.partition))
@@ -192,9 +214,13 @@ class Transaction:
             raise TransactionStateError(
                 f"transaction {self.txn_id} is {self._state}; start a new transaction")
 
+    def _stop_heartbeat(self) -> None:
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+
     def _finish_aborted(self) -> None:
         self._state = "aborted"
-        self._heartbeat.stop()
+        self._stop_heartbeat()
         fs = self._warehouse.filesystem
         for component in self._components:
             location = self._warehouse.location_of(component.table)
@@ -216,7 +242,7 @@ class Transaction:
                 location = self._warehouse.location_of(other.table)
                 theirs = [directory_delete_keys(fs, afs.join(location, d))
                           for d in other.directories if _is_delete_dir(d)]
-                clash = _intersects(self._deleted.get((other.table, other.partition), []),
+                clash = _intersects(self._own_deletes(other.table, other.partition, ours),
                                     theirs)
             if clash:
                 db, _, name = other.table.partition(".")
@@ -225,6 +251,18 @@ class Transaction:
                     f"Aborting [txnid:{self.txn_id}] due to a write conflict on {where} "
                     f"committed by [txnid:{other.txn_id},{other.commit_seq}] "
                     f"{_OP_LETTER[our_op]}/{_OP_LETTER[other.operation]}")
+
+
+    def _own_deletes(self, table: str, partition: str, ours: Sequence[WriteComponent]
+                     ) -> list[KeyArrays]:
+        """The ROW__IDs this transaction deleted in a partition: as registered, or read back
+        from its delete deltas when the writers ran in other processes."""
+        known = self._deleted.get((table, partition))
+        if known:
+            return known
+        location = self._warehouse.location_of(table)
+        return [directory_delete_keys(self._warehouse.filesystem, afs.join(location, d))
+                for c in ours for d in c.directories if _is_delete_dir(d)]
 
 
 class _WarehouseLike(Protocol):

@@ -82,7 +82,8 @@ class Scan:
                  columns: Sequence[str] | None = None, filter: Predicate | None = None,
                  with_row_id: bool = False, reader: Reader = "vectorized",
                  delete_event_limit: int = DEFAULT_DELETE_EVENT_LIMIT,
-                 threads: int | None = None) -> None:
+                 threads: int | None = None,
+                 planned: Sequence[tuple[PartitionDir, Split]] | None = None) -> None:
         if reader not in ("vectorized", "merge"):
             raise InvalidInputError(f"unknown reader {reader!r}; use 'vectorized' or 'merge'")
         if isinstance(filter, str):
@@ -101,7 +102,10 @@ class Scan:
         part_names = list(dict.fromkeys(names))
         self._partition_schema = partition_schema or pa.schema(
             [pa.field(n, pa.string()) for n in part_names])
-        self._splits = [(p, s) for p in partitions for s in self._plan(p)]
+        # ``planned``: splits another process planned at the same snapshot (a Spark executor
+        # reads what the driver planned, so both see exactly one snapshot's files)
+        self._splits = list(planned) if planned is not None else [
+            (p, s) for p in partitions for s in self._plan(p)]
         self.table_schema = schema if schema is not None else self._infer_schema()
         self._resolve_columns(columns)
         if filter is not None:
@@ -252,6 +256,11 @@ class Scan:
     def splits(self) -> list[Split]:
         """The planned splits, in read order."""
         return [s for _, s in self._splits]
+
+    @property
+    def planned(self) -> list[tuple[PartitionDir, Split]]:
+        """The planned splits with their partitions (``Scan(..., planned=...)`` reads them)."""
+        return list(self._splits)
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         """Stream the result split by split (memory: one split's batches at a time)."""

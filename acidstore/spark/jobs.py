@@ -1,0 +1,59 @@
+"""Running a write statement's tasks on Spark from the driver that owns the transaction.
+
+The DML helpers and ``AcidTable.insert`` hold the transaction in the user's driver process (its
+heartbeat thread keeps it alive for as long as the job runs). They describe the change as a
+DataFrame, run one ``mapInArrow`` task per partition that writes into staging and returns its
+commit message, and collect those: Spark returns exactly one successful attempt per task.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql import DataFrame
+from pyspark.sql.types import IntegerType, StructField, StructType
+
+from acidstore.spark.writing import BUCKET_COLUMN, TaskOutput, WriteJob, run_write
+from acidstore.write.bucketing import bucket_ids
+from acidstore.write.conform import conform
+
+__all__ = ["group_buckets", "run_job"]
+
+_OUTPUT = "output"
+
+
+def _task(job: WriteJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    context = TaskContext.get()
+    assert context is not None, "runs inside a Spark task"
+    output = run_write(job, batches, context.partitionId(), context.taskAttemptId())
+    yield pa.RecordBatch.from_pydict({_OUTPUT: [pickle.dumps(output)]},
+                                     schema=pa.schema([pa.field(_OUTPUT, pa.binary())]))
+
+
+def run_job(changes: DataFrame, job: WriteJob) -> list[TaskOutput]:
+    """Write ``changes`` (one task per partition) and return each task's output."""
+    rows = changes.mapInArrow(lambda batches: _task(job, batches), f"{_OUTPUT} binary").collect()
+    outputs: list[TaskOutput] = [pickle.loads(row[_OUTPUT]) for row in rows]
+    return outputs
+
+
+def _with_buckets(job: WriteJob, batches: Iterator[pa.RecordBatch]
+                  ) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        rows = conform(pa.Table.from_batches([batch]), job.full_schema,
+                       where=f"table {job.table}")
+        buckets = bucket_ids(rows, list(job.bucket_by), job.buckets)
+        yield batch.append_column(BUCKET_COLUMN, pa.array(np.asarray(buckets, np.int32)))
+
+
+def group_buckets(data: DataFrame, job: WriteJob) -> DataFrame:
+    """``data`` shuffled so that each (partition, bucket) is in one task: a ``base_w`` has
+    no statement ids, so only one task may write each of its bucket files."""
+    schema = StructType([*data.schema.fields, StructField(BUCKET_COLUMN, IntegerType(), False)])
+    tagged = data.mapInArrow(lambda batches: _with_buckets(job, batches), schema)
+    keys = [*job.partition_schema.names, BUCKET_COLUMN]
+    return tagged.repartition(max(job.buckets, 1), *keys)

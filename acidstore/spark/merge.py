@@ -1,0 +1,190 @@
+"""MERGE on Spark: ``AcidTable.merge(source, condition).whenMatchedUpdate(...)...execute()``.
+
+The source is joined to the target (read at the transaction's snapshot with ROW__IDs): an inner
+join when every clause is a WHEN MATCHED one, a left outer join from the source otherwise. Per
+joined row, the first clause (in the order given) whose condition holds decides what happens,
+as in Hive and the embedded MERGE; each clause writes with statement ids of its own. A target
+row matched by more than one source row raises MergeCardinalityError before anything is
+written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
+
+from acidstore.errors import InvalidInputError, MergeCardinalityError
+from acidstore.metastore import Operation
+from acidstore.orc.schema import ROW_ID_COLUMN
+from acidstore.spark.errors import spark_errors
+from acidstore.spark.table import AcidTable, Condition, condition_column
+from acidstore.spark.writing import CLAUSE_COLUMN, DELETE_COLUMN, INSERT_COLUMN, TaskOutput
+from acidstore.table import Table, WriteResult
+
+__all__ = ["AcidMergeBuilder"]
+
+
+@dataclass(frozen=True)
+class _Clause:
+    kind: Literal["update", "delete", "insert"]
+    condition: Condition | None
+    #: column -> value; None: every column from the source column of the same name
+    values: Mapping[str, Condition] | None
+
+
+class AcidMergeBuilder:
+    """Collects WHEN clauses (delta-spark's names); ``execute()`` runs the MERGE."""
+
+    def __init__(self, table: AcidTable, source: DataFrame, condition: Condition) -> None:
+        self._table = table
+        self._source = source
+        self._condition = condition
+        self._matched: list[_Clause] = []
+        self._not_matched: list[_Clause] = []
+
+    def _add(self, into: list[_Clause], clause: _Clause) -> AcidMergeBuilder:
+        into.append(clause)
+        return self
+
+    def whenMatchedUpdate(self, condition: Condition | None = None,  # noqa: N802
+                          set: Mapping[str, Condition] | None = None) -> AcidMergeBuilder:
+        if not set:
+            raise InvalidInputError("whenMatchedUpdate needs at least one column to set")
+        return self._add(self._matched, _Clause("update", condition, dict(set)))
+
+    def whenMatchedUpdateAll(self, condition: Condition | None = None  # noqa: N802
+                             ) -> AcidMergeBuilder:
+        return self._add(self._matched, _Clause("update", condition, None))
+
+    def whenMatchedDelete(self, condition: Condition | None = None  # noqa: N802
+                          ) -> AcidMergeBuilder:
+        return self._add(self._matched, _Clause("delete", condition, {}))
+
+    def whenNotMatchedInsert(self, condition: Condition | None = None,  # noqa: N802
+                             values: Mapping[str, Condition] | None = None) -> AcidMergeBuilder:
+        if not values:
+            raise InvalidInputError("whenNotMatchedInsert needs the values to insert")
+        return self._add(self._not_matched, _Clause("insert", condition, dict(values)))
+
+    def whenNotMatchedInsertAll(self, condition: Condition | None = None  # noqa: N802
+                                ) -> AcidMergeBuilder:
+        return self._add(self._not_matched, _Clause("insert", condition, None))
+
+    def execute(self) -> WriteResult:
+        """Run the MERGE; ``metrics`` holds num_source_rows and the target rows updated,
+        deleted and inserted."""
+        if not self._matched and not self._not_matched:
+            raise InvalidInputError("MERGE needs at least one WHEN clause")
+        clauses = self._matched + self._not_matched
+        operations: tuple[Operation, ...] = tuple(c.kind for c in clauses)
+        where = f"MERGE into {self._table.name}"
+        with spark_errors(where):
+            source_rows = self._source.count()
+
+        def result(outputs: list[TaskOutput] | tuple[TaskOutput, ...]) -> WriteResult:
+            counts = {"num_source_rows": source_rows,
+                      "num_target_rows_updated": _rows(outputs, "update", "rows_inserted"),
+                      "num_target_rows_deleted": _rows(outputs, "delete", "rows_deleted"),
+                      "num_target_rows_inserted": _rows(outputs, "insert", "rows_inserted")}
+            return WriteResult(0, None, "merge",
+                               rows_inserted=counts["num_target_rows_inserted"],
+                               rows_updated=counts["num_target_rows_updated"],
+                               rows_deleted=counts["num_target_rows_deleted"],
+                               partitions=tuple(sorted({p.partition for o in outputs
+                                                        for p in o.partitions})),
+                               metrics=counts)
+
+        return self._table._merge_statement(
+            operations, lambda target, table: self._changes(target, table, where),
+            result)  # type: ignore[arg-type]
+
+    # --- the plan ------------------------------------------------------------------------------
+
+    def _source_column(self, name: str) -> Column:
+        by_lower = {c.lower(): c for c in self._source.columns}
+        if name.lower() not in by_lower:
+            raise InvalidInputError(
+                f"MERGE ... ALL needs source column {name!r} (source has "
+                f"{self._source.columns})")
+        return self._source[by_lower[name.lower()]]
+
+    def _values(self, clause: _Clause, table: Table, target: DataFrame, where: str
+                ) -> dict[str, Column]:
+        """The new row of an UPDATE or INSERT clause, column by column."""
+        user = [f.name for f in table.info.schema]
+        parts = list(table.info.partition_schema.names)
+        if clause.kind == "update":
+            if clause.values is None:
+                chosen = {n: self._source_column(n) for n in user}
+            else:
+                chosen = {table.updatable_column(n): condition_column(v, where)
+                          for n, v in clause.values.items()}
+            return {n: chosen.get(n, target[n]) for n in user + parts}
+        known = {n.lower(): n for n in user + parts}
+        if clause.values is None:
+            return {n: self._source_column(n) for n in user + parts}
+        unknown = [c for c in clause.values if c.lower() not in known]
+        if unknown:
+            raise InvalidInputError(f"unknown column(s) {unknown} in MERGE insert of "
+                                    f"{table.name}")
+        given = {known[c.lower()]: condition_column(v, where) for c, v in clause.values.items()}
+        return {n: given.get(n, F.lit(None)) for n in user + parts}
+
+    def _changes(self, target: DataFrame, table: Table, where: str) -> DataFrame:
+        joined = self._source.join(
+            target, on=condition_column(self._condition, where),
+            how="left" if self._not_matched else "inner")
+        matched = target[ROW_ID_COLUMN].isNotNull()
+        parts = list(table.info.partition_schema.names)
+        if self._matched:
+            self._check_cardinality(joined, target, parts, matched)
+        label: Column | None = None
+        clauses = self._matched + self._not_matched
+        for index, clause in enumerate(clauses):
+            when = matched if index < len(self._matched) else ~matched
+            if clause.condition is not None:
+                when = when & condition_column(clause.condition, where)
+            label = F.when(when, F.lit(index)) if label is None else label.when(when, index)
+        assert label is not None
+        names = [f.name for f in table.info.schema] + parts
+        values = {index: self._values(c, table, target, where)
+                  for index, c in enumerate(clauses) if c.kind != "delete"}
+        columns = []
+        for name in names:
+            column: Column | None = None
+            for index, clause in enumerate(clauses):
+                value = target[name] if clause.kind == "delete" else values[index][name]
+                cond = F.col(CLAUSE_COLUMN) == index
+                column = F.when(cond, value) if column is None else column.when(cond, value)
+            assert column is not None
+            columns.append(column.alias(name))
+        deleting = [i for i, c in enumerate(clauses) if c.kind != "insert"]
+        inserting = [i for i, c in enumerate(clauses) if c.kind != "delete"]
+        labelled = joined.select("*", label.alias(CLAUSE_COLUMN)).filter(
+            F.col(CLAUSE_COLUMN).isNotNull())
+        return labelled.select(
+            *columns,
+            F.when(F.col(CLAUSE_COLUMN).isin(deleting), target[ROW_ID_COLUMN])
+            .alias(DELETE_COLUMN),
+            F.col(CLAUSE_COLUMN).isin(inserting).alias(INSERT_COLUMN),
+            F.col(CLAUSE_COLUMN).cast("int").alias(CLAUSE_COLUMN))
+
+    def _check_cardinality(self, joined: DataFrame, target: DataFrame, parts: list[str],
+                           matched: Column) -> None:
+        # a ROW__ID is unique within its partition only, so the partition is part of the key
+        keys = [target[p] for p in parts] + [target[ROW_ID_COLUMN]]
+        twice = joined.filter(matched).groupBy(*keys).count().filter(F.col("count") > 1)
+        if twice.limit(1).count():
+            raise MergeCardinalityError(
+                f"MERGE into {self._table.name}: a target row matched more than one source row "
+                "(cardinality violation); nothing was written")
+
+
+def _rows(outputs: list[TaskOutput] | tuple[TaskOutput, ...], operation: str, field: str
+          ) -> int:
+    return sum(getattr(p, field) for o in outputs for p in o.partitions
+               if p.operation == operation)

@@ -1,0 +1,206 @@
+"""Spark reads: the driver plans one snapshot's splits, executors read them.
+
+The driver-side planning worker takes the snapshot (a ValidWriteIdList, leased in the metastore
+so the cleaner keeps its files), plans the splits exactly as an embedded scan does, and packs
+them into read tasks of about ``maxPartitionBytes`` each. A task carries everything its reader
+needs (filesystem, schemas, write ids, splits), so executors never talk to the metastore: they
+run the vectorized reader (or the heap merge) and stream Arrow batches to Spark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+from pyspark.sql.types import StructType
+
+from acidstore.errors import InvalidInputError, SchemaMismatchError
+from acidstore.orc.schema import ROW_ID_COLUMN, ROW_ID_TYPE
+from acidstore.read.plan import Split
+from acidstore.read.scan import PartitionDir, Reader, Scan
+from acidstore.spark.schema import arrow_schema, spark_schema, to_spark_batch
+from acidstore.table import Table
+from acidstore.writeids import ValidTxnList, ValidWriteIdList
+
+__all__ = ["ReadOptions", "ReadTask", "plan_read", "read_options", "read_schema", "run_read"]
+
+DEFAULT_PARTITION_BYTES = 128 << 20
+DEFAULT_LEASE_SECONDS = 3600.0
+_TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no"}
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """The read options of ``spark.read.format("acidstore")`` (README lists them)."""
+
+    columns: tuple[str, ...] | None = None
+    filter: str | None = None
+    as_of: int | datetime | None = None
+    with_row_id: bool = False
+    reader: Reader = "vectorized"
+    partition_bytes: int = DEFAULT_PARTITION_BYTES
+    lease_seconds: float = DEFAULT_LEASE_SECONDS
+    #: a pinned snapshot (txns, write ids): DML reads the rows at its transaction's snapshot
+    snapshot: tuple[str, str] | None = None
+
+
+def _flag(options: Mapping[str, str], key: str) -> bool:
+    value = options.get(key, "false").strip().lower()
+    if value not in _TRUE | _FALSE:
+        raise InvalidInputError(f"option {key}={value!r} must be true or false")
+    return value in _TRUE
+
+
+def _number(options: Mapping[str, str], key: str, default: float) -> float:
+    text = options.get(key)
+    if text is None:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise InvalidInputError(f"option {key}={text!r} is not a number") from None
+    if value <= 0:
+        raise InvalidInputError(f"option {key}={text!r} must be positive")
+    return value
+
+
+def _as_of(text: str | None) -> int | datetime | None:
+    if text is None:
+        return None
+    if text.strip().lstrip("-").isdigit():
+        return int(text)
+    try:
+        return datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise InvalidInputError(
+            f"option asOf={text!r} is neither a write id nor an ISO date-time") from None
+
+
+def read_options(options: Mapping[str, str]) -> ReadOptions:
+    """Parse (and check) the read options; option names are case-insensitive in Spark."""
+    columns = options.get("columns")
+    reader = options.get("reader", "vectorized")
+    if reader not in ("vectorized", "merge"):
+        raise InvalidInputError(f"option reader={reader!r}: use 'vectorized' or 'merge'")
+    txns, write_ids = options.get("snapshotTxns"), options.get("snapshotWriteIds")
+    return ReadOptions(
+        columns=tuple(c.strip() for c in columns.split(",") if c.strip())
+        if columns is not None else None,
+        filter=options.get("filter") or None,
+        as_of=_as_of(options.get("asOf")),
+        with_row_id=_flag(options, "withRowId"),
+        reader=reader,  # type: ignore[arg-type]
+        partition_bytes=int(_number(options, "maxPartitionBytes", DEFAULT_PARTITION_BYTES)),
+        lease_seconds=_number(options, "leaseSeconds", DEFAULT_LEASE_SECONDS),
+        snapshot=(txns, write_ids) if txns and write_ids else None,
+    )
+
+
+def read_schema(table: Table, options: ReadOptions) -> StructType:
+    """The Spark schema a read returns: the chosen columns (all by default), then ``row__id``."""
+    full = table.schema
+    if options.columns is None:
+        fields = list(full)
+    else:
+        by_lower = {f.name.lower(): f for f in full}
+        unknown = [c for c in options.columns if c.lower() not in by_lower]
+        if unknown:
+            raise InvalidInputError(
+                f"unknown column(s) {unknown} for {table.name}; it has {full.names}")
+        fields = [by_lower[c.lower()] for c in options.columns]
+    if options.with_row_id:
+        fields.append(pa.field(ROW_ID_COLUMN, ROW_ID_TYPE))
+    return spark_schema(pa.schema(fields))
+
+
+@dataclass(frozen=True)
+class ReadTask:
+    """One Spark input partition: a group of splits and how to read them."""
+
+    filesystem: pafs.FileSystem
+    schema: pa.Schema
+    partition_schema: pa.Schema
+    txns: ValidTxnList
+    write_ids: ValidWriteIdList
+    columns: tuple[str, ...]
+    filter: str | None
+    with_row_id: bool
+    reader: Reader
+    output: pa.Schema
+    planned: tuple[tuple[PartitionDir, Split], ...]
+
+
+def _requested(table: Table, options: ReadOptions, requested: StructType) -> tuple[
+        tuple[str, ...], bool]:
+    """Columns and row-id flag of the schema Spark asks for (a user-given ``.schema()``
+    selects columns: Spark's Python data sources get no column pruning of their own)."""
+    available = read_schema(table, ReadOptions(with_row_id=True))
+    by_lower = {f.name.lower(): f for f in available.fields}
+    columns: list[str] = []
+    with_row_id = False
+    for field in requested.fields:
+        known = by_lower.get(field.name.lower())
+        if known is None:
+            raise SchemaMismatchError(
+                f"column {field.name!r} of the requested schema is not in {table.name} "
+                f"(it has {[f.name for f in available.fields]})")
+        if known.dataType != field.dataType:
+            raise SchemaMismatchError(
+                f"column {field.name!r} of {table.name} is {known.dataType.simpleString()}, "
+                f"not {field.dataType.simpleString()}")
+        if known.name == ROW_ID_COLUMN:
+            with_row_id = True
+        else:
+            columns.append(known.name)
+    return tuple(columns), with_row_id
+
+
+def plan_read(table: Table, options: ReadOptions, requested: StructType) -> tuple[
+        list[ReadTask], Scan]:
+    """Take the snapshot and pack its splits into read tasks (on the driver)."""
+    columns, with_row_id = _requested(table, options, requested)
+    snapshot = None
+    if options.snapshot is not None:
+        snapshot = (ValidTxnList.parse(options.snapshot[0]),
+                    ValidWriteIdList.parse(options.snapshot[1]))
+    scan = table.scan(list(columns), options.filter, options.as_of, with_row_id,
+                      snapshot=snapshot)
+    fs = table.filesystem
+    planned = scan.planned
+    sizes = {i.path: i.size or 0 for i in fs.get_file_info([s.path for _, s in planned])}
+    groups: list[list[tuple[PartitionDir, Split]]] = []
+    current: list[tuple[PartitionDir, Split]] = []
+    current_bytes = 0
+    for item in planned:
+        size = sizes.get(item[1].path, 0)
+        if current and current_bytes + size > options.partition_bytes:
+            groups.append(current)
+            current, current_bytes = [], 0
+        current.append(item)
+        current_bytes += size
+    groups.append(current)  # an empty snapshot still gets one (empty) task
+    output = arrow_schema(requested)
+    tasks = [ReadTask(fs, table.info.schema, table.info.partition_schema, scan.txns,
+                      scan.write_ids, columns, options.filter, with_row_id, options.reader,
+                      output, tuple(group)) for group in groups]
+    return tasks, scan
+
+
+def run_read(task: ReadTask) -> Iterator[pa.RecordBatch]:
+    """Read one task's splits (on an executor) as Arrow batches in Spark's types."""
+    if not task.planned:
+        return
+    scan = Scan(task.filesystem, [], task.write_ids, task.txns, schema=task.schema,
+                partition_schema=task.partition_schema, columns=list(task.columns),
+                filter=task.filter, with_row_id=task.with_row_id, reader=task.reader,
+                planned=task.planned)
+    for batch in scan.to_batches():
+        yield to_spark_batch(batch, task.output)
+
+
+def split_paths(tasks: Sequence[ReadTask]) -> list[str]:
+    """Every file the tasks read (tests and ``explain``-style diagnostics use it)."""
+    return [s.path for t in tasks for _, s in t.planned]

@@ -1,0 +1,251 @@
+"""``AcidTable``: a table for Spark, shaped like delta-spark's ``DeltaTable``.
+
+Reads are DataFrames over the ``acidstore`` data source. Writes run in a transaction that this
+(driver) process owns: the rows a DELETE, UPDATE or MERGE changes are read at the
+transaction's snapshot with their ROW__IDs, Spark computes the delete events and new rows,
+executors write them (one statement id per task), and the driver publishes and commits once,
+with the same row-level conflict rules as the embedded tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
+
+from acidstore.errors import InvalidInputError
+from acidstore.metastore import Operation
+from acidstore.orc.schema import ROW_ID_COLUMN
+from acidstore.spark.errors import spark_errors
+from acidstore.spark.jobs import group_buckets, run_job
+from acidstore.spark.locate import Target, open_target
+from acidstore.spark.source import FORMAT, check_columns, register
+from acidstore.spark.writing import (
+    DELETE_COLUMN,
+    INSERT_COLUMN,
+    TaskOutput,
+    WriteJob,
+    publish,
+    remove_staging,
+    write_job,
+)
+from acidstore.table import Table, WriteResult
+from acidstore.transaction import Transaction
+from acidstore.writeids import ValidWriteIdList
+
+if TYPE_CHECKING:
+    from acidstore.spark.merge import AcidMergeBuilder
+
+__all__ = ["AcidTable", "Condition"]
+
+Condition = str | Column
+
+
+def condition_column(condition: Condition, where: str) -> Column:
+    """A Spark Column for a SQL string or a Column (anything else is an InvalidInputError)."""
+    if isinstance(condition, Column):
+        return condition
+    if isinstance(condition, str):
+        with spark_errors(where):
+            return F.expr(condition)
+    raise InvalidInputError(f"{where}: a condition is a SQL string or a Column, "
+                            f"not {type(condition).__name__}")
+
+
+class AcidTable:
+    """An acidstore table seen from Spark. Build with ``forName`` or ``forPath``."""
+
+    def __init__(self, spark: SparkSession, target: Target, alias: str | None = None) -> None:
+        register(spark)
+        self._spark = spark
+        self._target = target
+        self._alias = alias
+        with self._table() as table:  # fail now if there is no such table
+            self.name = table.name
+
+    @classmethod
+    def forName(cls, spark: SparkSession, name: str, *, warehouse: str,  # noqa: N802
+                metastore: str | None = None) -> AcidTable:
+        """The table ``db.name`` of ``warehouse`` (TableNotFoundError if there is none)."""
+        return cls(spark, Target(str(warehouse), metastore, name, None))
+
+    @classmethod
+    def forPath(cls, spark: SparkSession, path: str, *,  # noqa: N802
+                warehouse: str | None = None, metastore: str | None = None) -> AcidTable:
+        """The table whose directory is ``path`` (its warehouse is found above it)."""
+        from pathlib import Path
+
+        return cls(spark, Target(str(warehouse) if warehouse else None, metastore, None,
+                                 str(Path(path).absolute())))
+
+    @contextmanager
+    def _table(self, transaction: Transaction | None = None) -> Iterator[Table]:
+        wh, table = open_target(self._target)
+        try:
+            yield table
+        finally:
+            wh.close()
+
+    def alias(self, alias: str) -> AcidTable:
+        """This table under an alias, for the conditions of ``merge``."""
+        copy = object.__new__(AcidTable)
+        copy.__dict__.update(self.__dict__)
+        copy._alias = alias
+        return copy
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    def _reader(self, options: Mapping[str, str]) -> DataFrame:
+        reader = self._spark.read.format(FORMAT)
+        for key, value in {**self._target.options(), **options}.items():
+            if key != "path":
+                reader = reader.option(key, value)
+        return reader.load(self._target.options()["path"])
+
+    def toDF(self, columns: Sequence[str] | None = None,  # noqa: N802
+             filter: str | None = None, as_of: int | datetime | None = None,
+             with_row_id: bool = False) -> DataFrame:
+        """The table at a fresh snapshot (or ``as_of`` a write id or time). ``columns`` and
+        ``filter`` are read by acidstore itself (only those columns are decoded; partitions
+        the filter rules out are never opened)."""
+        options: dict[str, str] = {}
+        if columns is not None:
+            options["columns"] = ",".join(columns)
+        if filter is not None:
+            options["filter"] = filter
+        if as_of is not None:
+            options["asOf"] = as_of.isoformat() if isinstance(as_of, datetime) else str(as_of)
+        if with_row_id:
+            options["withRowId"] = "true"
+        with spark_errors(f"read of {self.name}"):
+            df = self._reader(options)
+        return df.alias(self._alias) if self._alias else df
+
+    def snapshot(self) -> ValidWriteIdList:
+        """The ValidWriteIdList a read would take now."""
+        with self._table() as table:
+            return table.snapshot()
+
+    def history(self) -> DataFrame:
+        """One row per committed write id (as ``Table.history``)."""
+        with self._table() as table:
+            return self._spark.createDataFrame(table.history().to_pandas())
+
+    # --- writes --------------------------------------------------------------------------------
+
+    def _snapshot_rows(self, txn: Transaction, table: Table) -> DataFrame:
+        """The table at ``txn``'s snapshot with ROW__IDs: the rows a statement may change."""
+        return self._reader({"snapshotTxns": str(txn.snapshot),
+                             "snapshotWriteIds": str(txn.write_ids(table.name)),
+                             "withRowId": "true"})
+
+    def _statement(self, operation: str, clauses: tuple[Operation, ...],
+                   changes: Callable[[Transaction, Table, WriteJob], DataFrame],
+                   result: Callable[[Sequence[TaskOutput]], WriteResult]) -> WriteResult:
+        wh, _ = open_target(self._target)
+        try:
+            with wh.transaction() as txn:
+                table = txn.table(self.name)
+                job = write_job(table, txn, clauses)
+                try:
+                    with spark_errors(f"{operation} of {self.name}"):
+                        outputs = run_job(changes(txn, table, job), job)
+                    publish(txn, job, outputs)
+                except BaseException:
+                    remove_staging(job)
+                    raise
+                done = result(outputs)
+            return WriteResult(**{**done.__dict__, "txn_id": txn.txn_id,
+                                  "write_id": job.write_id, "committed": True})
+        finally:
+            wh.close()
+
+    def insert(self, data: DataFrame, *, overwrite: bool = False) -> WriteResult:
+        """Append ``data`` (or, with ``overwrite``, replace the partitions it holds, the whole
+        table if unpartitioned), written by Spark's executors in one transaction."""
+        with self._table() as table:
+            check_columns(table.schema, data.schema, table.name)
+
+        def changes(txn: Transaction, table: Table, job: WriteJob) -> DataFrame:
+            if overwrite and job.bucket_by:
+                return group_buckets(data, job)
+            return data
+
+        operation: Operation = "overwrite" if overwrite else "insert"
+        return self._statement(operation, (operation,), changes, lambda outputs: WriteResult(
+            0, None, operation, rows_inserted=_count(outputs, "rows_inserted"),
+            partitions=_partitions(outputs)))
+
+    def delete(self, condition: Condition | None = None) -> WriteResult:
+        """Delete the rows matching ``condition`` (all rows when None)."""
+        where = f"DELETE from {self.name}"
+        predicate = condition_column(condition, where) if condition is not None else None
+
+        def changes(txn: Transaction, table: Table, job: WriteJob) -> DataFrame:
+            rows = self._snapshot_rows(txn, table)
+            if predicate is not None:
+                rows = rows.filter(predicate)
+            return rows.select(*[F.col(p) for p in table.info.partition_schema.names],
+                               F.col(ROW_ID_COLUMN).alias(DELETE_COLUMN))
+
+        return self._statement("delete", ("delete",), changes, lambda outputs: WriteResult(
+            0, None, "delete", rows_deleted=_count(outputs, "rows_deleted"),
+            partitions=_partitions(outputs)))
+
+    def update(self, condition: Condition | None = None,
+               set: Mapping[str, Condition] | None = None) -> WriteResult:
+        """Set columns of the rows matching ``condition`` (all when None) to SQL expressions
+        (or Columns) of the old row."""
+        where = f"UPDATE of {self.name}"
+        if not set:
+            raise InvalidInputError("update needs at least one column to set")
+        with self._table() as table:
+            values = {table.updatable_column(name): condition_column(value, where)
+                      for name, value in set.items()}
+        predicate = condition_column(condition, where) if condition is not None else None
+
+        def changes(txn: Transaction, table: Table, job: WriteJob) -> DataFrame:
+            rows = self._snapshot_rows(txn, table)
+            if predicate is not None:
+                rows = rows.filter(predicate)
+            return rows.select(*[values[c].alias(c) if c in values else F.col(c)
+                                 for c in table.schema.names],
+                               F.col(ROW_ID_COLUMN).alias(DELETE_COLUMN),
+                               F.lit(True).alias(INSERT_COLUMN))
+
+        return self._statement("update", ("update",), changes, lambda outputs: WriteResult(
+            0, None, "update", rows_updated=_count(outputs, "rows_inserted"),
+            partitions=_partitions(outputs)))
+
+    def merge(self, source: DataFrame, condition: Condition) -> AcidMergeBuilder:
+        """Start a MERGE of ``source`` into this table (alias both for the condition)."""
+        from acidstore.spark.merge import AcidMergeBuilder
+
+        return AcidMergeBuilder(self, source, condition)
+
+    # --- used by the merge builder ---------------------------------------------------------------
+
+    def _merge_statement(self, clauses: tuple[Operation, ...],
+                         changes: Callable[[DataFrame, Table], DataFrame],
+                         result: Callable[[Sequence[TaskOutput]], WriteResult]) -> WriteResult:
+        def body(txn: Transaction, table: Table, job: WriteJob) -> DataFrame:
+            target = self._snapshot_rows(txn, table)
+            return changes(target.alias(self._alias) if self._alias else target, table)
+
+        return self._statement("merge", clauses, body, result)
+
+    def __repr__(self) -> str:
+        return f"AcidTable({self.name!r})"
+
+
+def _count(outputs: Sequence[TaskOutput], field: str, operation: str | None = None) -> int:
+    return sum(getattr(p, field) for o in outputs for p in o.partitions
+               if operation is None or p.operation == operation)
+
+
+def _partitions(outputs: Sequence[TaskOutput]) -> tuple[str, ...]:
+    return tuple(sorted({p.partition for o in outputs for p in o.partitions}))
