@@ -12,11 +12,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from acidstore.errors import InvalidInputError, TableNotFoundError
+from acidstore.errors import (
+    InvalidInputError,
+    MetastoreError,
+    TableNotFoundError,
+    TransactionAbortedError,
+    TransactionStateError,
+)
 from acidstore.table import Table
 from acidstore.warehouse import DEFAULT_METASTORE_FILE, Warehouse, connect
 
-__all__ = ["Target", "open_target", "target_of"]
+__all__ = ["Target", "heartbeat", "open_target", "target_of"]
 
 
 @dataclass(frozen=True)
@@ -94,3 +100,34 @@ def open_target(target: Target) -> tuple[Warehouse, Table]:
             return wh, table
     wh.close()
     raise TableNotFoundError(f"no acidstore table is located at {path} (warehouse {root})")
+
+
+def heartbeat(target: Target, txn_id: int) -> None:
+    """Keep a transaction alive from an executor, when the executor can reach the metastore.
+
+    A ``df.write`` transaction has no long-lived driver process to heartbeat it (Spark plans
+    and commits in short-lived workers), so its tasks do. An executor that cannot see the
+    metastore (a SQLite file on the driver's disk) skips this rather than creating a new one.
+    A transaction that is no longer open fails the task: its files could never be published.
+    """
+    if target.metastore is None:
+        root = Path(target.warehouse) if target.warehouse else None
+        if root is None and target.path is not None:
+            try:
+                root = _find_warehouse(Path(target.path))
+            except TableNotFoundError:
+                return
+        if root is None or not (root / DEFAULT_METASTORE_FILE).is_file():
+            return
+    try:
+        wh = connect(target.warehouse or str(root), metastore=target.metastore)
+    except (MetastoreError, OSError):
+        return
+    try:
+        wh.metastore.heartbeat(txn_id)
+    except (TransactionAbortedError, TransactionStateError):
+        raise
+    except (MetastoreError, OSError):
+        return
+    finally:
+        wh.close()

@@ -14,7 +14,8 @@ whose pushed filters belonged to another query, so pushed filters could drop row
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -30,7 +31,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from acidstore.errors import InvalidInputError, SchemaMismatchError
-from acidstore.spark.locate import Target, open_target, target_of
+from acidstore.spark.locate import Target, heartbeat, open_target, target_of
 from acidstore.spark.reading import ReadTask, plan_read, read_options, read_schema, run_read
 from acidstore.spark.writing import (
     TaskOutput,
@@ -150,7 +151,8 @@ class AcidWriter(DataSourceArrowWriter):
         context = TaskContext.get()
         task = context.partitionId() if context is not None else 0
         attempt = context.taskAttemptId() if context is not None else os.getpid()
-        return _Message(run_write(self._job, iterator, task, attempt))
+        batches = _kept_alive(iterator, lambda: heartbeat(self._target, self._job.txn_id))
+        return _Message(run_write(self._job, batches, task, attempt))
 
     def _attached(self) -> tuple[Any, Transaction]:
         wh, _ = open_target(self._target)
@@ -179,6 +181,22 @@ class AcidWriter(DataSourceArrowWriter):
         finally:
             remove_staging(self._job)
             wh.close()
+
+
+HEARTBEAT_SECONDS = 60.0
+
+
+def _kept_alive(batches: Iterator[pa.RecordBatch], beat: Callable[[], None]
+                ) -> Iterator[pa.RecordBatch]:
+    """``batches``, heartbeating the transaction at the start and then every minute (well
+    inside the 300 s default timeout) while Spark feeds the task."""
+    beat()
+    last = time.monotonic()
+    for batch in batches:
+        if time.monotonic() - last > HEARTBEAT_SECONDS:
+            beat()
+            last = time.monotonic()
+        yield batch
 
 
 def register(spark: SparkSession) -> None:
