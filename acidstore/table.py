@@ -31,6 +31,7 @@ from acidstore.errors import (
 from acidstore.expressions import Predicate, SqlEvaluator
 from acidstore.layout import base_name, delta_name
 from acidstore.metastore import Metastore, Operation, TableInfo, WriteComponent
+from acidstore.orc.io import compression_codec
 from acidstore.orc.schema import ROW_ID_COLUMN, cast_to
 from acidstore.read.keys import KeyArrays
 from acidstore.read.scan import PartitionDir, Scan, discover_partitions
@@ -322,7 +323,7 @@ class Table:
                            partitions=tuple(names))
 
     def _compression(self) -> str:
-        return self.info.properties.get("orc.compress", "zstd").lower()
+        return compression_codec(self.info.properties.get("orc.compress"))
 
     def _matching(self, txn: Transaction, predicate: Predicate,
                   columns: Sequence[str] | None) -> dict[str, list[pa.RecordBatch]]:

@@ -44,6 +44,7 @@ __all__ = [
     "RowKey",
     "STATS_KEY",
     "WrittenFile",
+    "compression_codec",
     "format_key_index",
     "parse_acid_stats",
     "parse_key_index",
@@ -59,6 +60,15 @@ ACID_VERSION = b"2"
 
 #: Default ORC options. Hive writes deltas with stripes 1/8 of the base's (spec §3.2).
 DEFAULT_COMPRESSION = "zstd"
+#: Hive's ``orc.compress`` values that pyarrow spells differently
+_CODEC_NAMES = {"none": "uncompressed"}
+
+
+def compression_codec(orc_compress: str | None) -> str:
+    """The pyarrow codec for a table's ``orc.compress`` property (Hive's NONE is pyarrow's
+    "uncompressed"); the default when the property is not set."""
+    name = (orc_compress or DEFAULT_COMPRESSION).lower()
+    return _CODEC_NAMES.get(name, name)
 BASE_STRIPE_SIZE = 64 * 1024 * 1024
 DELTA_STRIPE_SIZE = BASE_STRIPE_SIZE // 8
 
