@@ -33,7 +33,13 @@ from acidstore.errors import (
     TransactionStateError,
     WriteConflictError,
 )
-from acidstore.metastore import CommitInfo, CommittedWrite, Metastore, WriteComponent
+from acidstore.metastore import (
+    CommitInfo,
+    CommittedWrite,
+    Metastore,
+    TxnKind,
+    WriteComponent,
+)
 from acidstore.read.keys import KeyArrays
 from acidstore.read.registry import directory_delete_keys
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
@@ -78,11 +84,13 @@ class Transaction:
     """An open transaction; use it as a context manager."""
 
     def __init__(self, warehouse: _WarehouseLike, *, heartbeat_interval: float | None,
-                 attach: tuple[int, ValidTxnList] | None = None) -> None:
+                 attach: tuple[int, ValidTxnList] | None = None,
+                 kind: TxnKind = "default") -> None:
         self._warehouse = warehouse
         self._metastore = warehouse.metastore
         if attach is None:
-            info = self._metastore.open_transaction(user=_user(), host=socket.gethostname())
+            info = self._metastore.open_transaction(user=_user(), host=socket.gethostname(),
+                                                    kind=kind)
             self.txn_id: int = info.txn_id
             self.snapshot: ValidTxnList = info.snapshot
         else:

@@ -17,7 +17,7 @@ import pyarrow.fs as pafs
 
 from acidstore import fs as afs
 from acidstore.errors import InvalidInputError, TableNotFoundError
-from acidstore.metastore import Metastore, NewTable, SqliteMetastore, TableInfo
+from acidstore.metastore import Metastore, NewTable, SqliteMetastore, TableInfo, TxnKind
 from acidstore.table import Table
 from acidstore.transaction import Transaction
 from acidstore.write.bucketing import check_bucketable
@@ -129,9 +129,10 @@ class Warehouse:
 
     # --- transactions ----------------------------------------------------------------------------
 
-    def transaction(self) -> Transaction:
-        """A new transaction; ``with wh.transaction() as txn:`` commits on a clean exit."""
-        return Transaction(self, heartbeat_interval=self._heartbeat_interval)
+    def transaction(self, *, kind: TxnKind = "default") -> Transaction:
+        """A new transaction; ``with wh.transaction() as txn:`` commits on a clean exit.
+        Compactors open theirs with ``kind="compaction"`` (they allocate no write id)."""
+        return Transaction(self, heartbeat_interval=self._heartbeat_interval, kind=kind)
 
     def show_transactions(self) -> pa.Table:
         rows = self._metastore.show_transactions()

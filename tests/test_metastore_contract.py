@@ -471,10 +471,25 @@ def test_sqlite_uses_wal_and_a_versioned_schema(tmp_path: Path) -> None:
     with sqlite3.connect(path) as raw:
         assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert raw.execute("SELECT value FROM meta WHERE name = 'schema_version'"
-                           ).fetchone()[0] == "1"
+                           ).fetchone()[0] == "2"
         raw.execute("UPDATE meta SET value = '99' WHERE name = 'schema_version'")
     with pytest.raises(MetastoreError, match="schema version 99"):
         SqliteMetastore(path)
+
+
+def test_sqlite_upgrades_a_version_1_file_in_place(tmp_path: Path) -> None:
+    """Version 2 only added the compaction queue: a version-1 warehouse keeps working."""
+    path = tmp_path / "ms.db"
+    SqliteMetastore(path).close()
+    with sqlite3.connect(path) as raw:
+        raw.execute("DROP TABLE compactions")
+        raw.execute("UPDATE meta SET value = '1' WHERE name = 'schema_version'")
+    store = SqliteMetastore(path)
+    assert store.show_compactions() == []
+    store.close()
+    with sqlite3.connect(path) as raw:
+        assert raw.execute("SELECT value FROM meta WHERE name = 'schema_version'"
+                           ).fetchone()[0] == "2"
 
 
 def test_sqlite_refuses_memory_databases_and_closed_handles(tmp_path: Path) -> None:

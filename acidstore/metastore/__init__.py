@@ -24,12 +24,16 @@ from acidstore.metastore.protocol import (
     TxnState,
     WriteComponent,
 )
+from acidstore.metastore.queue import CompactionInfo, CompactionKind, CompactionState
 from acidstore.metastore.sqlite import SqliteMetastore
 
 __all__ = [
     "CommitCheck",
     "CommitInfo",
     "CommittedWrite",
+    "CompactionInfo",
+    "CompactionKind",
+    "CompactionState",
     "HistoryEntry",
     "LeaseInfo",
     "LockInfo",

@@ -20,6 +20,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 import pyarrow as pa
 
+from acidstore.metastore.queue import CompactionInfo, CompactionKind, CompactionState
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = [
@@ -345,6 +346,55 @@ class Metastore(Protocol):
 
     def active_leases(self, table: str) -> list[LeaseInfo]:
         """Unexpired leases of ``table``, ordered by lease id."""
+        ...
+
+    def live_snapshots(self, table: str) -> list[tuple[ValidTxnList, ValidWriteIdList]]:
+        """Every snapshot a reader may still be reading ``table`` with: unexpired leases and
+        the snapshots of open transactions. The cleaner keeps whatever these select."""
+        ...
+
+    def forget_aborted(self, table: str, write_ids: Iterable[int]) -> int:
+        """Drop the metadata of aborted writes whose files are gone (they stop being
+        exceptions in snapshots); returns how many write ids were forgotten."""
+        ...
+
+    # --- the compaction queue -----------------------------------------------------------------
+
+    def enqueue_compaction(self, table: str, partition: str, kind: CompactionKind,
+                           reason: str) -> CompactionInfo | None:
+        """Queue a compaction; None if one is already initiated or working there."""
+        ...
+
+    def log_compaction(self, table: str, partition: str, kind: CompactionKind,
+                       state: CompactionState, reason: str) -> CompactionInfo:
+        """Record a finished decision (``did not initiate``, ``refused``) for the history."""
+        ...
+
+    def claim_compaction(self, worker: str, stale_seconds: float) -> CompactionInfo | None:
+        """Hand the oldest claimable entry to ``worker`` (taking over dead workers' ones)."""
+        ...
+
+    def heartbeat_compaction(self, compaction_id: int, worker: str, *,
+                             txn_id: int | None = None,
+                             compactor_write_ids: ValidWriteIdList | None = None) -> None:
+        """Keep a claim alive (``TransactionStateError`` once lost); records the txn."""
+        ...
+
+    def compaction_compacted(self, compaction_id: int, worker: str) -> None:
+        """The compaction committed: the entry is ready for cleaning."""
+        ...
+
+    def finish_compaction(self, compaction_id: int, state: CompactionState,
+                          error: str | None = None) -> None:
+        """End an entry (succeeded, failed, refused)."""
+        ...
+
+    def compactions_ready_for_cleaning(self) -> list[CompactionInfo]:
+        """Entries whose readers have all finished (spec §11)."""
+        ...
+
+    def show_compactions(self) -> list[CompactionInfo]:
+        """The queue and its history, ordered by id."""
         ...
 
     def close(self) -> None:

@@ -34,6 +34,7 @@ from acidstore.errors import (
     TableNotFoundError,
     TransactionStateError,
 )
+from acidstore.metastore import sqlite_queue as queue
 from acidstore.metastore import sqlite_txn as txns
 from acidstore.metastore.protocol import (
     CommitCheck,
@@ -47,6 +48,7 @@ from acidstore.metastore.protocol import (
     TxnKind,
     WriteComponent,
 )
+from acidstore.metastore.queue import CompactionInfo, CompactionKind, CompactionState
 from acidstore.metastore.sqlite_schema import (
     decode_schema,
     encode_schema,
@@ -501,3 +503,64 @@ class SqliteMetastore:
                                       "ORDER BY lease_id", (row["table_id"], now_micros()))]
 
         return self._read(body)
+
+    # --- cleaner support and the compaction queue ------------------------------------------------
+
+    def live_snapshots(self, table: str) -> list[tuple[ValidTxnList, ValidWriteIdList]]:
+        def body(conn: sqlite3.Connection) -> list[tuple[ValidTxnList, ValidWriteIdList]]:
+            row = self._table_row(conn, table)
+            return queue.live_snapshots(conn, row["table_id"],
+                                        f"{row['db_name']}.{row['name']}", now_micros())
+
+        return self._snapshot_call(body)
+
+    def forget_aborted(self, table: str, write_ids: Iterable[int]) -> int:
+        wanted = list(write_ids)
+        return self._write(lambda conn, _now: queue.forget_aborted(
+            conn, self._table_row(conn, table)["table_id"], wanted))
+
+    def enqueue_compaction(self, table: str, partition: str, kind: CompactionKind,
+                           reason: str) -> CompactionInfo | None:
+        def body(conn: sqlite3.Connection, now: int) -> CompactionInfo | None:
+            row = self._table_row(conn, table)
+            return queue.enqueue(conn, table_id=row["table_id"],
+                                 table=f"{row['db_name']}.{row['name']}", partition=partition,
+                                 kind=kind, reason=reason, now=now)
+
+        return self._write(body)
+
+    def log_compaction(self, table: str, partition: str, kind: CompactionKind,
+                       state: CompactionState, reason: str) -> CompactionInfo:
+        def body(conn: sqlite3.Connection, now: int) -> CompactionInfo:
+            row = self._table_row(conn, table)
+            return queue.log_outcome(conn, table_id=row["table_id"],
+                                     table=f"{row['db_name']}.{row['name']}",
+                                     partition=partition, kind=kind, state=state,
+                                     reason=reason, now=now)
+
+        return self._write(body)
+
+    def claim_compaction(self, worker: str, stale_seconds: float) -> CompactionInfo | None:
+        stale = round(_positive_seconds(stale_seconds, "stale_seconds") * 1e6)
+        return self._write(lambda conn, now: queue.claim(conn, worker, now, stale))
+
+    def heartbeat_compaction(self, compaction_id: int, worker: str, *,
+                             txn_id: int | None = None,
+                             compactor_write_ids: ValidWriteIdList | None = None) -> None:
+        self._write(lambda conn, now: queue.heartbeat(
+            conn, compaction_id, worker, now, txn_id=txn_id,
+            compactor_write_ids=compactor_write_ids))
+
+    def compaction_compacted(self, compaction_id: int, worker: str) -> None:
+        self._write(lambda conn, now: queue.compacted(conn, compaction_id, worker, now))
+
+    def finish_compaction(self, compaction_id: int, state: CompactionState,
+                          error: str | None = None) -> None:
+        self._write(lambda conn, now: queue.finish(conn, compaction_id, state, error, now))
+
+    def compactions_ready_for_cleaning(self) -> list[CompactionInfo]:
+        return self._read(queue.ready_for_cleaning)
+
+    def show_compactions(self) -> list[CompactionInfo]:
+        return self._read(lambda conn: [queue.info_of(r) for r in conn.execute(
+            "SELECT * FROM compactions ORDER BY compaction_id")])

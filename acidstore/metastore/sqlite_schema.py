@@ -32,8 +32,10 @@ __all__ = [
     "to_micros",
 ]
 
-#: Bump on any DDL change and add a migration step to ``ensure_schema``.
-SCHEMA_VERSION = 1
+#: Bump on any DDL change and add a migration step to ``ensure_schema``. Version 2 added the
+#: compaction queue; its DDL only creates new tables, so a version-1 file upgrades in place.
+SCHEMA_VERSION = 2
+_UPGRADABLE = {1}
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -142,6 +144,28 @@ CREATE TABLE IF NOT EXISTS leases (
     expires   INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS leases_by_table ON leases (table_id, expires);
+CREATE TABLE IF NOT EXISTS compactions (
+    compaction_id       INTEGER PRIMARY KEY AUTOINCREMENT,
+    table_id            INTEGER NOT NULL,
+    table_name          TEXT NOT NULL,
+    part                TEXT NOT NULL,
+    kind                TEXT NOT NULL CHECK (kind IN ('minor', 'major')),
+    state               TEXT NOT NULL,
+    reason              TEXT NOT NULL,
+    enqueued            INTEGER NOT NULL,
+    worker              TEXT,
+    started             INTEGER,
+    heartbeat           INTEGER,
+    txn_id              INTEGER,
+    highest_write_id    INTEGER,
+    compactor_write_ids TEXT,
+    next_txn_id         INTEGER,
+    compacted           INTEGER,
+    finished            INTEGER,
+    error               TEXT,
+    attempts            INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS compactions_by_state ON compactions (state, table_id, part);
 """
 
 _SEQUENCES = (("txn", 1), ("commit", 1))
@@ -164,6 +188,9 @@ def ensure_schema(conn: sqlite3.Connection) -> None:
                          (str(SCHEMA_VERSION),))
             conn.executemany("INSERT OR IGNORE INTO sequences (name, next_value) VALUES (?, ?)",
                              _SEQUENCES)
+        elif int(row[0]) in _UPGRADABLE:
+            conn.execute("UPDATE meta SET value = ? WHERE name = 'schema_version'",
+                         (str(SCHEMA_VERSION),))
         elif int(row[0]) != SCHEMA_VERSION:
             raise MetastoreError(
                 f"metastore schema version {row[0]} is not supported (this library uses "

@@ -36,8 +36,8 @@ from acidstore.orc.io import (
 )
 from acidstore.orc.schema import DELETE, INSERT, event_schema, row_struct
 
-__all__ = ["WrittenDirectory", "delete_events", "insert_events", "write_deletes",
-           "write_inserts"]
+__all__ = ["WrittenDirectory", "delete_events", "insert_events", "prepare_directory",
+           "write_deletes", "write_inserts"]
 
 Kind = Literal["delta", "base"]
 
@@ -87,7 +87,9 @@ def delete_events(write_ids: npt.NDArray[np.int64], buckets: npt.NDArray[np.int3
     }, schema=event_schema(schema))
 
 
-def _prepare_directory(fs: pafs.FileSystem, location: str, relative: str) -> str:
+def prepare_directory(fs: pafs.FileSystem, location: str, relative: str) -> str:
+    """Create an ACID directory with its ``_orc_acid_version`` marker (Hive writes one into
+    every directory it creates, compactor output included)."""
     directory = afs.join(location, relative)
     fs.create_dir(directory, recursive=True)
     afs.write_bytes(fs, afs.join(directory, ACID_VERSION_FILE), ACID_VERSION.encode())
@@ -107,7 +109,7 @@ def write_inserts(fs: pafs.FileSystem, location: str, partition: str, rows: pa.T
         return None
     name = base_name(write_id) if kind == "base" else delta_name(write_id, write_id, statement_id)
     relative = afs.join(partition, name) if partition else name
-    directory = _prepare_directory(fs, location, relative)
+    directory = prepare_directory(fs, location, relative)
     stripe = stripe_size or (BASE_STRIPE_SIZE if kind == "base" else DELTA_STRIPE_SIZE)
     written: list[WrittenFile] = []
     groups = _groups(buckets)
@@ -137,7 +139,7 @@ def write_deletes(fs: pafs.FileSystem, location: str, partition: str,
         return None
     name = delta_name(write_id, write_id, statement_id, delete=True)
     relative = afs.join(partition, name) if partition else name
-    directory = _prepare_directory(fs, location, relative)
+    directory = prepare_directory(fs, location, relative)
     writers = _writer_ids(bucket_props)
     written: list[WrittenFile] = []
     for bucket, index in _groups(writers).items():

@@ -1,0 +1,192 @@
+"""SQL of the compaction queue and of the cleaner's metastore needs (SQLite backend).
+
+Each function runs inside a transaction opened by ``SqliteMetastore`` (``_write``/``_read``),
+so every state change of an entry is atomic with the checks that allow it.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+from datetime import datetime
+
+from acidstore.errors import InvalidInputError, TransactionStateError
+from acidstore.metastore.queue import (
+    ACTIVE_STATES,
+    CompactionInfo,
+    CompactionKind,
+    CompactionState,
+)
+from acidstore.metastore.sqlite_schema import from_micros
+from acidstore.metastore.sqlite_txn import build_write_id_list, peek_sequence
+from acidstore.writeids import ValidTxnList, ValidWriteIdList
+
+__all__ = ["claim", "enqueue", "finish", "forget_aborted", "info_of", "live_snapshots",
+           "log_outcome", "ready_for_cleaning"]
+
+_KINDS = ("minor", "major")
+_FINAL: tuple[CompactionState, ...] = ("succeeded", "failed", "refused", "did not initiate")
+
+
+def _time(value: int | None) -> datetime | None:
+    return None if value is None else from_micros(value)
+
+
+def info_of(row: sqlite3.Row) -> CompactionInfo:
+    return CompactionInfo(
+        row["compaction_id"], row["table_name"], row["part"], row["kind"], row["state"],
+        row["reason"], from_micros(row["enqueued"]), row["worker"], _time(row["started"]),
+        _time(row["heartbeat"]), row["txn_id"], row["highest_write_id"],
+        row["compactor_write_ids"], row["next_txn_id"], _time(row["compacted"]),
+        _time(row["finished"]), row["error"], row["attempts"])
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in _KINDS:
+        raise InvalidInputError(f"compaction kind must be 'minor' or 'major', not {kind!r}")
+
+
+def _get(conn: sqlite3.Connection, compaction_id: int) -> sqlite3.Row:
+    row: sqlite3.Row | None = conn.execute(
+        "SELECT * FROM compactions WHERE compaction_id = ?", (compaction_id,)).fetchone()
+    if row is None:
+        raise TransactionStateError(f"compaction {compaction_id} does not exist")
+    return row
+
+
+def enqueue(conn: sqlite3.Connection, *, table_id: int, table: str, partition: str,
+            kind: CompactionKind, reason: str, now: int) -> CompactionInfo | None:
+    """Queue a compaction unless one is already initiated or working on the partition."""
+    _check_kind(kind)
+    busy = conn.execute(
+        "SELECT 1 FROM compactions WHERE table_id = ? AND part = ? AND state IN (?, ?)",
+        (table_id, partition, *ACTIVE_STATES)).fetchone()
+    if busy is not None:
+        return None
+    cursor = conn.execute(
+        "INSERT INTO compactions (table_id, table_name, part, kind, state, reason, enqueued) "
+        "VALUES (?, ?, ?, ?, 'initiated', ?, ?)", (table_id, table, partition, kind, reason, now))
+    return info_of(_get(conn, int(cursor.lastrowid or 0)))
+
+
+def log_outcome(conn: sqlite3.Connection, *, table_id: int, table: str, partition: str,
+                kind: CompactionKind, state: CompactionState, reason: str, now: int
+                ) -> CompactionInfo:
+    """Record a decision that needs no work (e.g. ``did not initiate``), for the history."""
+    _check_kind(kind)
+    if state not in _FINAL:
+        raise InvalidInputError(f"{state!r} is not a final compaction state")
+    cursor = conn.execute(
+        "INSERT INTO compactions (table_id, table_name, part, kind, state, reason, enqueued, "
+        "finished) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (table_id, table, partition, kind, state, reason, now, now))
+    return info_of(_get(conn, int(cursor.lastrowid or 0)))
+
+
+def claim(conn: sqlite3.Connection, worker: str, now: int, stale_micros: int
+          ) -> CompactionInfo | None:
+    """Give ``worker`` the oldest initiated entry whose partition no live worker holds.
+
+    An entry whose worker stopped heartbeating for ``stale_micros`` goes back to ``initiated``
+    first (its worker died): its ``txn_id`` stays, so the next worker can abort that
+    transaction and remove its partial output before compacting again.
+    """
+    conn.execute("UPDATE compactions SET state = 'initiated', worker = NULL "
+                 "WHERE state = 'working' AND heartbeat < ?", (now - stale_micros,))
+    row = conn.execute(
+        "SELECT c.* FROM compactions c WHERE c.state = 'initiated' AND NOT EXISTS ("
+        "SELECT 1 FROM compactions w WHERE w.state = 'working' AND w.table_id = c.table_id "
+        "AND w.part = c.part) ORDER BY c.compaction_id LIMIT 1").fetchone()
+    if row is None:
+        return None
+    conn.execute("UPDATE compactions SET state = 'working', worker = ?, started = ?, "
+                 "heartbeat = ?, attempts = attempts + 1 WHERE compaction_id = ?",
+                 (worker, now, now, row["compaction_id"]))
+    return info_of(_get(conn, row["compaction_id"]))
+
+
+def _owned(conn: sqlite3.Connection, compaction_id: int, worker: str) -> sqlite3.Row:
+    row = _get(conn, compaction_id)
+    if row["state"] != "working" or row["worker"] != worker:
+        raise TransactionStateError(
+            f"compaction {compaction_id} is no longer held by worker {worker!r} (state "
+            f"{row['state']!r}, worker {row['worker']!r}): another worker took it over")
+    return row
+
+
+def heartbeat(conn: sqlite3.Connection, compaction_id: int, worker: str, now: int, *,
+              txn_id: int | None, compactor_write_ids: ValidWriteIdList | None) -> None:
+    """Keep the claim alive; also records the compaction's txn and compactor list once known."""
+    _owned(conn, compaction_id, worker)
+    conn.execute("UPDATE compactions SET heartbeat = ? WHERE compaction_id = ?",
+                 (now, compaction_id))
+    if txn_id is not None and compactor_write_ids is not None:
+        conn.execute("UPDATE compactions SET txn_id = ?, compactor_write_ids = ?, "
+                     "highest_write_id = ? WHERE compaction_id = ?",
+                     (txn_id, str(compactor_write_ids), compactor_write_ids.high_watermark,
+                      compaction_id))
+
+
+def compacted(conn: sqlite3.Connection, compaction_id: int, worker: str, now: int) -> None:
+    """The compaction's txn committed: the entry waits for the cleaner."""
+    _owned(conn, compaction_id, worker)
+    conn.execute("UPDATE compactions SET state = 'ready for cleaning', next_txn_id = ?, "
+                 "compacted = ? WHERE compaction_id = ?",
+                 (peek_sequence(conn, "txn"), now, compaction_id))
+
+
+def finish(conn: sqlite3.Connection, compaction_id: int, state: CompactionState,
+           error: str | None, now: int) -> None:
+    if state not in _FINAL:
+        raise InvalidInputError(f"{state!r} is not a final compaction state")
+    _get(conn, compaction_id)
+    conn.execute("UPDATE compactions SET state = ?, error = ?, finished = ?, worker = NULL "
+                 "WHERE compaction_id = ?", (state, error, now, compaction_id))
+
+
+def ready_for_cleaning(conn: sqlite3.Connection) -> list[CompactionInfo]:
+    """Entries whose every possible reader has moved on: no txn that was open when the
+    compaction committed (id below ``next_txn_id``) is still open (spec §11)."""
+    low = conn.execute("SELECT MIN(txn_id) FROM txns WHERE state = 'open'").fetchone()[0]
+    rows = conn.execute("SELECT * FROM compactions WHERE state = 'ready for cleaning' "
+                        "ORDER BY compaction_id").fetchall()
+    return [info_of(r) for r in rows if low is None or r["next_txn_id"] <= low]
+
+
+def live_snapshots(conn: sqlite3.Connection, table_id: int, table: str, now: int
+                   ) -> list[tuple[ValidTxnList, ValidWriteIdList]]:
+    """Snapshots a reader may still read ``table`` with: unexpired leases and open txns."""
+    out = [(ValidTxnList.parse(r["snapshot"]), ValidWriteIdList.parse(r["write_ids"]))
+           for r in conn.execute("SELECT snapshot, write_ids FROM leases WHERE table_id = ? "
+                                 "AND expires > ?", (table_id, now))]
+    for row in conn.execute("SELECT txn_id, snapshot FROM txns WHERE state = 'open'"):
+        snapshot = ValidTxnList.parse(row["snapshot"])
+        out.append((snapshot, build_write_id_list(conn, table_id, table, snapshot,
+                                                  row["txn_id"])))
+    return out
+
+
+def forget_aborted(conn: sqlite3.Connection, table_id: int, write_ids: Iterable[int]) -> int:
+    """Drop the metadata of aborted writes whose files are all gone, so their write ids stop
+    being exceptions in every snapshot (Hive's cleaner + housekeeper). Returns how many."""
+    wanted = sorted(set(write_ids))
+    if not wanted:
+        return 0
+    rows = conn.execute(
+        "SELECT w.txn_id, w.write_id FROM txn_write_ids w JOIN txns t ON t.txn_id = w.txn_id "
+        "WHERE w.table_id = ? AND t.state = 'aborted' AND w.write_id IN "
+        "(SELECT value FROM json_each(?))", (table_id, json.dumps(wanted))).fetchall()
+    for row in rows:
+        conn.execute("DELETE FROM txn_write_ids WHERE txn_id = ? AND table_id = ?",
+                     (row["txn_id"], table_id))
+        conn.execute("DELETE FROM components WHERE txn_id = ? AND table_id = ?",
+                     (row["txn_id"], table_id))
+        left = conn.execute("SELECT 1 FROM txn_write_ids WHERE txn_id = ? UNION ALL "
+                            "SELECT 1 FROM components WHERE txn_id = ?",
+                            (row["txn_id"], row["txn_id"])).fetchone()
+        if left is None:
+            conn.execute("DELETE FROM locks WHERE txn_id = ?", (row["txn_id"],))
+            conn.execute("DELETE FROM txns WHERE txn_id = ? AND state = 'aborted' AND "
+                         "kind = 'default'", (row["txn_id"],))
+    return len(rows)

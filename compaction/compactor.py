@@ -1,0 +1,192 @@
+"""``compact(table, "minor" | "major")``: plan -> execute (here or on Spark) -> one commit.
+
+The compaction runs in a transaction of its own (kind ``compaction``): its snapshot gives the
+compactor write-id list (§6.4: never past the lowest open write id, so writers running now are
+never covered), its id is the ``_v<txn>`` suffix of every output directory (invisible to
+readers until the commit, §7.1), and its commit carries no write components, so it can never
+conflict with a writer: inserts, updates and deletes keep running and committing meanwhile.
+Rows keep their ROW__IDs, which is what lets a writer's delete events (taken before the
+compaction) still find their rows in the compacted output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from acidstore import fs as afs
+from acidstore.errors import InvalidInputError
+from acidstore.orc.io import compression_codec
+from acidstore.partitions import partition_path
+from acidstore.read.scan import discover_partitions
+from acidstore.table import Table
+from acidstore.writeids import ValidCompactorWriteIdList
+from compaction.execute import BucketOutput, prepare_outputs, run_bucket
+from compaction.plan import BucketWork, Kind, PartitionPlan, plan_partition_compaction
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["CompactionResult", "Engine", "PartitionResult", "compact", "partition_dirs"]
+
+Engine = Literal["local", "spark"]
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class PartitionResult:
+    """One partition's compaction: what went in, what came out (empty: nothing to do)."""
+
+    partition: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    rows: int = 0
+    files: int = 0
+    bytes: int = 0
+    reason: str = ""
+    needs_cleaning: bool = False
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    """What ``compact`` did. ``txn_id`` is None when no partition had enough to compact."""
+
+    table: str
+    kind: Kind
+    txn_id: int | None
+    partitions: tuple[PartitionResult, ...]
+
+    @property
+    def compacted(self) -> bool:
+        return self.txn_id is not None
+
+    @property
+    def needs_cleaning(self) -> bool:
+        return self.compacted or any(p.needs_cleaning for p in self.partitions)
+
+
+def partition_dirs(table: Table, partition: str | Mapping[str, str | None] | None = None
+                   ) -> list[tuple[str, str]]:
+    """(relative, absolute) directories of the table's partitions, or of the one named."""
+    names = list(table.info.partition_schema.names)
+    if not names:
+        if partition not in (None, "", {}):
+            raise InvalidInputError(f"{table.name} is not partitioned; partition must be None")
+        return [("", table.location)]
+    if partition is not None:
+        if isinstance(partition, Mapping):
+            lowered = {k.lower(): v for k, v in partition.items()}
+            if set(lowered) != {n.lower() for n in names}:
+                raise InvalidInputError(
+                    f"partition {dict(partition)} must give exactly {names} of {table.name}")
+            partition = partition_path(names, [lowered[n.lower()] for n in names])
+        directory = afs.join(table.location, partition)
+        if table.filesystem.get_file_info(directory).type.name != "Directory":
+            raise InvalidInputError(f"{table.name} has no partition {partition!r}")
+        return [(partition, directory)]
+    prefix = table.location.rstrip("/") + "/"
+    return [(p.path[len(prefix):], p.path)
+            for p in discover_partitions(table.filesystem, table.location)
+            if p.path.startswith(prefix)]
+
+
+def _run_local(work: Sequence[BucketWork], progress: Progress | None) -> list[BucketOutput]:
+    out: list[BucketOutput] = []
+    threads = min(4, os.cpu_count() or 1)
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        for output in pool.map(run_bucket, work):
+            out.append(output)
+            if progress is not None:
+                progress(len(out), len(work))
+    return out
+
+
+def _run_spark(work: Sequence[BucketWork], spark: SparkSession | None,
+               progress: Progress | None) -> list[BucketOutput]:
+    """One Spark task per bucket; executors need only the filesystem, never the metastore."""
+    if spark is None:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession()
+        if spark is None:
+            raise InvalidInputError("engine='spark' needs a SparkSession (pass spark=...)")
+    if not work:
+        return []
+    outputs: list[BucketOutput] = spark.sparkContext.parallelize(
+        list(work), len(work)).map(run_bucket).collect()
+    if progress is not None:
+        progress(len(outputs), len(work))
+    return outputs
+
+
+def _remove_outputs(plans: Sequence[PartitionPlan], table: Table) -> None:
+    for plan in plans:
+        for name in plan.outputs:
+            path = afs.join(plan.directory, name)
+            with contextlib.suppress(OSError):
+                table.filesystem.delete_dir(path)
+
+
+def compact(table: Table, kind: Kind, partition: str | Mapping[str, str | None] | None = None,
+            engine: Engine = "local", *, spark: SparkSession | None = None,
+            progress: Progress | None = None,
+            on_start: Callable[[int, ValidCompactorWriteIdList], None] | None = None,
+            ) -> CompactionResult:
+    """Compact ``table`` (or one partition: its relative path or a {column: value} dict).
+
+    ``progress(done, total)`` is called as buckets finish; ``on_start(txn_id, write_ids)``
+    once the compaction's transaction and compactor list exist (the worker records them in
+    the queue, so a crash can be cleaned up). Returns what was compacted; a partition with
+    too little to compact is left alone and its ``reason`` says why.
+    """
+    if kind not in ("minor", "major"):
+        raise InvalidInputError(f"compaction kind must be 'minor' or 'major', not {kind!r}")
+    if engine not in ("local", "spark"):
+        raise InvalidInputError(f"engine must be 'local' or 'spark', not {engine!r}")
+    targets = partition_dirs(table, partition)
+    wh = table.warehouse
+    txn = wh.transaction(kind="compaction")
+    plans: list[PartitionPlan] = []
+    try:
+        write_ids = wh.metastore.valid_write_ids(table.name, txn.snapshot,
+                                                 txn.txn_id).to_compactor()
+        if on_start is not None:
+            on_start(txn.txn_id, write_ids)
+        codec = compression_codec(table.info.properties.get("orc.compress"))
+        for relative, directory in targets:
+            plans.append(plan_partition_compaction(
+                table.filesystem, relative, directory, kind, schema=table.info.schema,
+                write_ids=write_ids, txns=txn.snapshot, txn_id=txn.txn_id, compression=codec))
+        work = [unit for plan in plans for unit in plan.work]
+        prepare_outputs(work)
+        outputs = _run_local(work, progress) if engine == "local" else _run_spark(
+            work, spark, progress)
+        if not any(plan.enough for plan in plans):
+            txn.abort("nothing to compact")
+            return CompactionResult(table.name, kind, None, _summaries(plans, work, outputs))
+        txn.commit()
+    except BaseException as exc:
+        if txn.state == "open":
+            txn.abort(f"compaction failed: {type(exc).__name__}: {exc}")
+        _remove_outputs(plans, table)
+        raise
+    return CompactionResult(table.name, kind, txn.txn_id, _summaries(plans, work, outputs))
+
+
+def _summaries(plans: Sequence[PartitionPlan], work: Sequence[BucketWork],
+               outputs: Sequence[BucketOutput]) -> tuple[PartitionResult, ...]:
+    """Per-partition totals; ``outputs[i]`` is what ``work[i]`` produced."""
+    totals: dict[str, list[int]] = {p.directory: [0, 0, 0] for p in plans}
+    for unit, output in zip(work, outputs, strict=True):
+        entry = totals[unit.partition_dir]
+        entry[0] += output.rows
+        entry[1] += len(output.files)
+        entry[2] += sum(f.size for f in output.files)
+    return tuple(PartitionResult(p.partition, p.inputs, p.outputs, rows=totals[p.directory][0],
+                                 files=totals[p.directory][1], bytes=totals[p.directory][2],
+                                 reason=p.reason, needs_cleaning=p.needs_cleaning)
+                 for p in plans)

@@ -1,0 +1,192 @@
+"""Planning a compaction (spec §10.2, §10.3): which directories go in, what comes out.
+
+A plan is computed from one partition's ``AcidState`` under the compactor's write-id list
+(never past the lowest open write id, §6.4), so it only ever covers resolved write ids. It is
+split into one unit of work per bucket (writer id): a unit holds everything needed to produce
+that bucket's output files, so it can run in this process or in a Spark task.
+
+- Minor: the current insert and delete deltas become ``delta_min_max_vT`` and
+  ``delete_delta_min_max_vT``; events are copied with their ROW__IDs, aborted ones dropped.
+- Major: base + deltas (+ pre-ACID originals) become ``base_N_vT`` (N = highest input write
+  id); deletes are applied, surviving rows keep their ROW__IDs.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Literal
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from acidstore import fs as afs
+from acidstore.directory import AcidState, acid_state
+from acidstore.layout import (
+    FLUSH_LENGTH_SUFFIX,
+    ParsedBucketFile,
+    base_name,
+    delta_name,
+    is_bucket_file,
+)
+from acidstore.orc.io import read_flush_length
+from acidstore.read.plan import Split, plan_partition
+from acidstore.writeids import ValidCompactorWriteIdList, ValidTxnList
+
+__all__ = ["BucketWork", "Kind", "PartitionPlan", "plan_partition_compaction"]
+
+Kind = Literal["minor", "major"]
+#: Hive's base name when only pre-ACID files are compacted (Long.MIN_VALUE: always valid)
+_CONVERSION_BASE = -(2**63)
+
+
+@dataclass(frozen=True)
+class EventFile:
+    """An ACID event file to copy (minor compaction), with its readable length."""
+
+    path: str
+    logical_length: int | None = None
+
+
+@dataclass(frozen=True)
+class BucketWork:
+    """One bucket's share of a compaction: everything a worker process or task needs."""
+
+    kind: Kind
+    filesystem: pafs.FileSystem
+    partition_dir: str
+    bucket_id: int
+    schema: pa.Schema
+    write_ids: ValidCompactorWriteIdList
+    txns: ValidTxnList
+    compression: str
+    #: major: the splits to read with deletes applied; minor: empty
+    splits: tuple[Split, ...] = ()
+    #: minor: the insert and delete event files to copy
+    inserts: tuple[EventFile, ...] = ()
+    deletes: tuple[EventFile, ...] = ()
+    #: output directories, relative to the partition (major: the base; minor: delta, delete)
+    outputs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PartitionPlan:
+    """A partition's compaction: inputs, outputs and the per-bucket work (empty if there is
+    nothing to compact; ``reason`` then says why)."""
+
+    partition: str
+    directory: str
+    kind: Kind
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    work: tuple[BucketWork, ...] = field(default=())
+    reason: str = ""
+    #: obsolete or aborted directories exist: worth a cleaner pass even without compacting
+    needs_cleaning: bool = False
+
+    @property
+    def enough(self) -> bool:
+        return bool(self.outputs)
+
+
+def _event_files(fs: pafs.FileSystem, directory: str) -> dict[int, list[EventFile]]:
+    """Bucket id -> the (non-empty) bucket files of one delta directory."""
+    out: dict[int, list[EventFile]] = defaultdict(list)
+    entries = afs.list_dir(fs, directory)
+    names = {e.name for e in entries}
+    for entry in entries:
+        if entry.is_dir or not is_bucket_file(entry.name):
+            continue
+        length = None
+        if entry.name + FLUSH_LENGTH_SUFFIX in names:
+            length = read_flush_length(fs, afs.join(directory, entry.name + FLUSH_LENGTH_SUFFIX))
+            if length == 0:
+                continue
+        elif entry.size == 0:
+            continue
+        out[ParsedBucketFile.parse(entry.name).bucket_id].append(
+            EventFile(afs.join(directory, entry.name), length))
+    return out
+
+
+@dataclass(frozen=True)
+class _Context:
+    fs: pafs.FileSystem
+    schema: pa.Schema
+    write_ids: ValidCompactorWriteIdList
+    txns: ValidTxnList
+    compression: str
+    txn_id: int
+
+    def work(self, kind: Kind, directory: str, bucket: int, outputs: tuple[str, ...], *,
+             splits: tuple[Split, ...] = (), inserts: tuple[EventFile, ...] = (),
+             deletes: tuple[EventFile, ...] = ()) -> BucketWork:
+        return BucketWork(kind, self.fs, directory, bucket, self.schema, self.write_ids,
+                          self.txns, self.compression, splits, inserts, deletes, outputs)
+
+
+def _minor(ctx: _Context, partition: str, directory: str, state: AcidState) -> PartitionPlan:
+    inputs = tuple(state.deltas)
+    kinds = {state.delta_info[d].delete for d in inputs}
+    cleanable = bool(state.obsolete or state.aborted)
+    if len(inputs) < 2 or (len(inputs) == 2 and len(kinds) == 2):
+        return PartitionPlan(partition, directory, "minor", inputs, (),
+                             reason=f"{len(inputs)} delta(s): nothing for a minor compaction",
+                             needs_cleaning=cleanable)
+    fs = ctx.fs
+    raw = [s for s in plan_partition(fs, directory, state, ctx.write_ids)
+           if s.synthetic is not None and s.path.rsplit("/", 2)[-2] in inputs]
+    if raw:
+        return PartitionPlan(partition, directory, "minor", inputs, (),
+                             reason="deltas hold raw (LOAD DATA) files: run a major compaction",
+                             needs_cleaning=cleanable)
+    low = min(state.delta_info[d].min_write_id for d in inputs)
+    high = max(state.delta_info[d].max_write_id for d in inputs)
+    outputs = (delta_name(low, high, visibility_txn_id=ctx.txn_id),
+               delta_name(low, high, delete=True, visibility_txn_id=ctx.txn_id))
+    inserts: dict[int, list[EventFile]] = defaultdict(list)
+    deletes: dict[int, list[EventFile]] = defaultdict(list)
+    for name in inputs:
+        target = deletes if state.delta_info[name].delete else inserts
+        for bucket, files in _event_files(fs, afs.join(directory, name)).items():
+            target[bucket].extend(files)
+    work = tuple(ctx.work("minor", directory, bucket, outputs,
+                          inserts=tuple(inserts.get(bucket, ())),
+                          deletes=tuple(deletes.get(bucket, ())))
+                 for bucket in sorted(set(inserts) | set(deletes)))
+    return PartitionPlan(partition, directory, "minor", inputs, outputs, work,
+                         needs_cleaning=True)
+
+
+def _major(ctx: _Context, partition: str, directory: str, state: AcidState) -> PartitionPlan:
+    inputs = tuple(([state.base] if state.base else []) + state.deltas
+                   + state.original_files)
+    cleanable = bool(state.obsolete or state.aborted)
+    if not state.original_files and len(state.deltas) + (1 if state.base else 0) <= 1:
+        return PartitionPlan(partition, directory, "major", inputs, (),
+                             reason="a single base or delta: nothing for a major compaction",
+                             needs_cleaning=cleanable)
+    highs = [state.delta_info[d].max_write_id for d in state.deltas]
+    if state.base_info is not None:
+        highs.append(state.base_info.write_id)
+    output = base_name(max(highs) if highs else _CONVERSION_BASE, ctx.txn_id)
+    splits: dict[int, list[Split]] = defaultdict(list)
+    for split in plan_partition(ctx.fs, directory, state, ctx.write_ids):
+        splits[split.bucket_id].append(split)
+    work = tuple(ctx.work("major", directory, bucket, (output,), splits=tuple(splits[bucket]))
+                 for bucket in sorted(splits))
+    return PartitionPlan(partition, directory, "major", inputs, (output,), work,
+                         needs_cleaning=True)
+
+
+def plan_partition_compaction(fs: pafs.FileSystem, partition: str, directory: str, kind: Kind,
+                              *, schema: pa.Schema, write_ids: ValidCompactorWriteIdList,
+                              txns: ValidTxnList, txn_id: int, compression: str
+                              ) -> PartitionPlan:
+    """The plan for one partition (``partition`` relative to the table, ``directory`` its
+    absolute path), for the compaction transaction ``txn_id`` (the output's ``_v`` suffix)."""
+    state = acid_state(directory, write_ids, txns, filesystem=fs, ignore_empty_files=True)
+    ctx = _Context(fs, schema, write_ids, txns, compression, txn_id)
+    if kind == "minor":
+        return _minor(ctx, partition, directory, state)
+    return _major(ctx, partition, directory, state)
