@@ -45,6 +45,7 @@ __all__ = [
     "is_acid_directory_name",
     "is_bucket_file",
     "is_flush_length_file",
+    "STAGING_DIR",
     "is_hidden",
     "is_original_file",
     "original_file_name",
@@ -210,6 +211,11 @@ def parse_directory(name: str) -> ParsedBase | ParsedDelta:
 def is_acid_directory_name(name: str) -> bool:
     """True for names Hive routes to base/delta processing (a prefix test, as in Hive)."""
     return name.startswith((BASE_PREFIX, DELTA_PREFIX, DELETE_DELTA_PREFIX))
+
+
+#: where Spark writers stage files per transaction (``txn_<id>/attempt_<n>/``); hidden from
+#: readers by its leading underscore, removed by the cleaner once the txn is over
+STAGING_DIR = "_acidstore_staging"
 
 
 def is_hidden(name: str) -> bool:

@@ -148,6 +148,31 @@ class Warehouse:
             "finished": pa.array([r.finished for r in rows], pa.timestamp("us", "UTC")),
         })
 
+    def show_compactions(self) -> pa.Table:
+        """The compaction queue and its history (Hive's SHOW COMPACTIONS)."""
+        rows = self._metastore.show_compactions()
+
+        def times(name: str) -> pa.Array:
+            return pa.array([getattr(r, name) for r in rows], pa.timestamp("us", "UTC"))
+
+        return pa.table({
+            "compaction_id": pa.array([r.compaction_id for r in rows], pa.int64()),
+            "table": pa.array([r.table for r in rows], pa.string()),
+            "partition": pa.array([r.partition for r in rows], pa.string()),
+            "kind": pa.array([r.kind for r in rows], pa.string()),
+            "state": pa.array([r.state for r in rows], pa.string()),
+            "reason": pa.array([r.reason for r in rows], pa.string()),
+            "worker": pa.array([r.worker for r in rows], pa.string()),
+            "txn_id": pa.array([r.txn_id for r in rows], pa.int64()),
+            "highest_write_id": pa.array([r.highest_write_id for r in rows], pa.int64()),
+            "enqueued": times("enqueued"),
+            "started": times("started"),
+            "compacted": times("compacted"),
+            "finished": times("finished"),
+            "attempts": pa.array([r.attempts for r in rows], pa.int64()),
+            "error": pa.array([r.error for r in rows], pa.string()),
+        })
+
     def show_locks(self) -> pa.Table:
         rows = self._metastore.show_locks()
         return pa.table({

@@ -28,6 +28,7 @@ import pyarrow.fs as pafs
 
 from acidstore import fs as afs
 from acidstore.errors import InvalidInputError
+from acidstore.layout import STAGING_DIR
 from acidstore.metastore import Operation, WriteComponent
 from acidstore.orc.codec import MAX_BUCKET_ID, MAX_STATEMENT_ID
 from acidstore.orc.io import compression_codec
@@ -41,7 +42,6 @@ from acidstore.write.files import WrittenDirectory, write_deletes, write_inserts
 __all__ = ["BUCKET_COLUMN", "CLAUSE_COLUMN", "DELETE_COLUMN", "INSERT_COLUMN", "STAGING_DIR",
            "TaskOutput", "WriteJob", "publish", "remove_staging", "run_write", "write_job"]
 
-STAGING_DIR = "_acidstore_staging"
 #: DML input columns: which clause a row belongs to, the ROW__ID it deletes (null: none) and
 #: whether its values are a new row. Plain inserts have none of them.
 CLAUSE_COLUMN, DELETE_COLUMN, INSERT_COLUMN = "__acid_clause", "__acid_delete", "__acid_insert"

@@ -1,0 +1,142 @@
+"""The Initiator (spec §10.1): decides, per table and partition, whether to compact.
+
+It looks at each partition the way the compactor will (the compactor write-id list), and
+queues a compaction in the metastore when a threshold is crossed, in Hive's order:
+too many aborted writes -> major; an aborted write older than the age threshold -> minor;
+deltas larger than ``delta_pct`` of the base -> major; more than ``delta_num`` deltas ->
+minor (major when there is no base yet). Table properties override the thresholds with Hive's
+keys (``compactorthreshold.hive.compactor.delta.num.threshold`` ...), and
+``NO_AUTO_COMPACTION=true`` opts a table out.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Literal
+
+import pyarrow.fs as pafs
+
+from acidstore import fs as afs
+from acidstore.directory import AcidState, acid_state
+from acidstore.errors import AcidStoreError, InvalidInputError
+from acidstore.metastore import CompactionInfo
+from acidstore.table import Table
+from acidstore.warehouse import Warehouse
+from compaction.compactor import partition_dirs
+
+__all__ = ["Initiator", "Thresholds", "decide"]
+
+_PREFIX = "compactorthreshold."
+_OPT_OUT = ("no_auto_compaction", "no_auto_compact")
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Hive's defaults (spec §16)."""
+
+    delta_num: int = 10
+    delta_pct: float = 0.1
+    aborted_num: int = 1000
+    aborted_age_seconds: float = 12 * 3600.0
+
+    _KEYS = {  # noqa: RUF012  (a class constant, not a field)
+        "hive.compactor.delta.num.threshold": "delta_num",
+        "hive.compactor.delta.pct.threshold": "delta_pct",
+        "hive.compactor.abortedtxn.threshold": "aborted_num",
+        "hive.compactor.aborted.txn.time.threshold": "aborted_age_seconds",
+    }
+
+    def for_table(self, properties: dict[str, str]) -> Thresholds:
+        """These thresholds with the table's ``compactorthreshold.*`` overrides."""
+        found: dict[str, float] = {}
+        for key, value in properties.items():
+            lowered = key.lower()
+            name = self._KEYS.get(lowered.removeprefix(_PREFIX)) \
+                if lowered.startswith(_PREFIX) else None
+            if name is None:
+                continue
+            try:
+                found[name] = float(value)
+            except ValueError:
+                raise InvalidInputError(f"table property {key}={value!r} is not a number") \
+                    from None
+        return Thresholds(
+            delta_num=int(found.get("delta_num", self.delta_num)),
+            delta_pct=found.get("delta_pct", self.delta_pct),
+            aborted_num=int(found.get("aborted_num", self.aborted_num)),
+            aborted_age_seconds=found.get("aborted_age_seconds", self.aborted_age_seconds))
+
+
+def _size(fs: pafs.FileSystem, directory: str, names: list[str]) -> int:
+    return sum(size for name in names
+               for _, size in afs.list_files_recursive(fs, afs.join(directory, name)))
+
+
+def _oldest_age(fs: pafs.FileSystem, directory: str, names: list[str]) -> float:
+    infos = fs.get_file_info([afs.join(directory, n) for n in names]) if names else []
+    times = [i.mtime.timestamp() for i in infos if i.mtime is not None]
+    return time.time() - min(times) if times else 0.0
+
+
+def decide(state: AcidState, base_size: int, delta_size: int, oldest_abort_age: float,
+           limits: Thresholds) -> tuple[Literal["minor", "major"] | None, str]:
+    """The compaction a partition needs (or None) and why, in Hive's order."""
+    aborts = len(state.aborted_write_ids)
+    if aborts >= limits.aborted_num:
+        return "major", f"{aborts} aborted writes >= {limits.aborted_num}"
+    if aborts and oldest_abort_age > limits.aborted_age_seconds:
+        return "minor", (f"an aborted write is {oldest_abort_age:.0f} s old > "
+                         f"{limits.aborted_age_seconds:.0f} s")
+    deltas = len(state.deltas)
+    if base_size > 0 and delta_size / base_size > limits.delta_pct:
+        return "major", (f"deltas are {delta_size / base_size:.0%} of the base > "
+                         f"{limits.delta_pct:.0%}")
+    if base_size > 0 and delta_size == 0 and state.obsolete:
+        return "major", "an obsolete base is left"
+    if deltas > limits.delta_num:
+        kind: Literal["minor", "major"] = "minor" if state.base else "major"
+        return kind, f"{deltas} deltas > {limits.delta_num}"
+    return None, "no threshold crossed"
+
+
+class Initiator:
+    """One pass over the warehouse: ``Initiator(wh).run()`` returns the queued entries."""
+
+    def __init__(self, warehouse: Warehouse, thresholds: Thresholds | None = None) -> None:
+        self._wh = warehouse
+        self._thresholds = thresholds or Thresholds()
+
+    def run(self) -> list[CompactionInfo]:
+        queued: list[CompactionInfo] = []
+        for name in self._wh.tables():
+            table = self._wh.table(name)
+            properties = {k.lower(): v for k, v in table.info.properties.items()}
+            if any(properties.get(k, "").lower() == "true" for k in _OPT_OUT):
+                continue
+            queued.extend(self._check_table(table, self._thresholds.for_table(properties)))
+        return queued
+
+    def _check_table(self, table: Table, limits: Thresholds) -> list[CompactionInfo]:
+        metastore = self._wh.metastore
+        fs = table.filesystem
+        txns = metastore.valid_txns()
+        write_ids = metastore.valid_write_ids(table.name, txns).to_compactor()
+        out = []
+        for relative, directory in partition_dirs(table):
+            try:
+                state = acid_state(directory, write_ids, txns, filesystem=fs)
+            except AcidStoreError as exc:
+                metastore.log_compaction(table.name, relative, "major", "did not initiate",
+                                         f"{type(exc).__name__}: {exc}")
+                continue
+            base = [state.base] if state.base else [
+                p.split("/", 1)[0] for p in state.original_files]
+            kind, reason = decide(state, _size(fs, directory, base),
+                                  _size(fs, directory, state.deltas),
+                                  _oldest_age(fs, directory, state.aborted), limits)
+            if kind is not None:
+                entry = metastore.enqueue_compaction(table.name, relative, kind, reason)
+                if entry is not None:
+                    out.append(entry)
+        return out
