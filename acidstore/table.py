@@ -10,6 +10,7 @@ the transaction commits.
 from __future__ import annotations
 
 import contextlib
+import time
 import weakref
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -144,19 +145,47 @@ class Table:
                     partition_schema=self.info.partition_schema, columns=columns, filter=filter,
                     with_row_id=with_row_id)
 
+    def read_snapshot(self, as_of: int | datetime | None = None
+                      ) -> tuple[ValidTxnList, ValidWriteIdList]:
+        """The (txns, write ids) a read would use now, or ``as_of`` a write id or time."""
+        txns, write_ids = self._snapshot()
+        if as_of is not None:
+            write_ids = self._as_of(as_of, write_ids)
+        return txns, write_ids
+
+    def _leased_scan(self, columns: Sequence[str] | None, filter: Predicate | None,
+                     as_of: int | datetime | None, with_row_id: bool) -> tuple[Scan, int]:
+        """A scan whose snapshot was leased *before* its directories were listed: from the
+        lease on, the cleaner keeps everything this snapshot selects, so no file it planned
+        can vanish between planning and reading."""
+        txns, write_ids = self.read_snapshot(as_of)
+        metastore = self._warehouse.metastore
+        lease = metastore.acquire_lease(self.name, txns, write_ids, LEASE_TTL_SECONDS)
+        try:
+            return self.scan(columns, filter, None, with_row_id,
+                             snapshot=(txns, write_ids)), lease
+        except BaseException:
+            _release_lease(metastore, lease)
+            raise
+
     def to_batches(self, columns: Sequence[str] | None = None, filter: Predicate | None = None,
                    as_of: int | datetime | None = None, with_row_id: bool = False
                    ) -> pa.RecordBatchReader:
         """Stream the table at a snapshot. The snapshot is leased in the metastore (so the
-        cleaner keeps its files) until the reader is exhausted, closed or collected."""
-        scan = self.scan(columns, filter, as_of, with_row_id)
+        cleaner keeps its files) until the reader is exhausted, closed or collected; a slow
+        consumer renews the lease as it goes."""
+        scan, lease = self._leased_scan(columns, filter, as_of, with_row_id)
         metastore = self._warehouse.metastore
-        lease = metastore.acquire_lease(self.name, scan.txns, scan.write_ids, LEASE_TTL_SECONDS)
         release = weakref.finalize(scan, _release_lease, metastore, lease)
 
         def batches() -> Iterator[pa.RecordBatch]:
+            renewed = time.monotonic()
             try:
-                yield from scan.to_batches()
+                for batch in scan.to_batches():
+                    if time.monotonic() - renewed > LEASE_TTL_SECONDS / 3:
+                        metastore.renew_lease(lease, LEASE_TTL_SECONDS)
+                        renewed = time.monotonic()
+                    yield batch
             finally:
                 release()
 
@@ -166,13 +195,11 @@ class Table:
                  as_of: int | datetime | None = None, with_row_id: bool = False) -> pa.Table:
         """The table at a snapshot (now, or ``as_of`` a write id or a time); splits are read
         in parallel threads under a lease held for the duration of the read."""
-        scan = self.scan(columns, filter, as_of, with_row_id)
-        metastore = self._warehouse.metastore
-        lease = metastore.acquire_lease(self.name, scan.txns, scan.write_ids, LEASE_TTL_SECONDS)
+        scan, lease = self._leased_scan(columns, filter, as_of, with_row_id)
         try:
             return scan.to_table()
         finally:
-            _release_lease(metastore, lease)
+            _release_lease(self._warehouse.metastore, lease)
 
     def scan(self, columns: Sequence[str] | None = None, filter: Predicate | None = None,
              as_of: int | datetime | None = None, with_row_id: bool = False, *,

@@ -25,7 +25,8 @@ from acidstore.spark.schema import arrow_schema, spark_schema, to_spark_batch
 from acidstore.table import Table
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
-__all__ = ["ReadOptions", "ReadTask", "plan_read", "read_options", "read_schema", "run_read"]
+__all__ = ["ReadOptions", "ReadTask", "plan_read", "read_options", "read_schema", "read_snapshot",
+           "run_read"]
 
 DEFAULT_PARTITION_BYTES = 128 << 20
 DEFAULT_LEASE_SECONDS = 3600.0
@@ -158,16 +159,19 @@ def _requested(table: Table, options: ReadOptions, requested: StructType) -> tup
     return tuple(columns), with_row_id
 
 
-def plan_read(table: Table, options: ReadOptions, requested: StructType) -> tuple[
-        list[ReadTask], Scan]:
-    """Take the snapshot and pack its splits into read tasks (on the driver)."""
-    columns, with_row_id = _requested(table, options, requested)
-    snapshot = None
+def read_snapshot(table: Table, options: ReadOptions) -> tuple[ValidTxnList, ValidWriteIdList]:
+    """The snapshot a read uses: the pinned one (DML), or a fresh one (``asOf`` applied)."""
     if options.snapshot is not None:
-        snapshot = (ValidTxnList.parse(options.snapshot[0]),
-                    ValidWriteIdList.parse(options.snapshot[1]))
-    scan = table.scan(list(columns), options.filter, options.as_of, with_row_id,
-                      snapshot=snapshot)
+        return (ValidTxnList.parse(options.snapshot[0]),
+                ValidWriteIdList.parse(options.snapshot[1]))
+    return table.read_snapshot(options.as_of)
+
+
+def plan_read(table: Table, options: ReadOptions, requested: StructType,
+              snapshot: tuple[ValidTxnList, ValidWriteIdList]) -> tuple[list[ReadTask], Scan]:
+    """Pack the splits ``snapshot`` selects into read tasks (on the driver)."""
+    columns, with_row_id = _requested(table, options, requested)
+    scan = table.scan(list(columns), options.filter, None, with_row_id, snapshot=snapshot)
     fs = table.filesystem
     planned = scan.planned
     sizes = {i.path: i.size or 0 for i in fs.get_file_info([s.path for _, s in planned])}

@@ -32,7 +32,14 @@ from pyspark.sql.types import StructType
 
 from acidstore.errors import InvalidInputError, SchemaMismatchError
 from acidstore.spark.locate import Target, heartbeat, open_target, target_of
-from acidstore.spark.reading import ReadTask, plan_read, read_options, read_schema, run_read
+from acidstore.spark.reading import (
+    ReadTask,
+    plan_read,
+    read_options,
+    read_schema,
+    read_snapshot,
+    run_read,
+)
 from acidstore.spark.writing import (
     TaskOutput,
     WriteJob,
@@ -87,12 +94,13 @@ class AcidReader(DataSourceReader):
         options = read_options(self._options)
         wh, table = open_target(target_of(self._options))
         try:
-            tasks, scan = plan_read(table, options, self._schema)
+            txns, write_ids = read_snapshot(table, options)
             if options.snapshot is None:
-                # the lease outlives this worker: Spark may run the plan any time later, so it
+                # leased before planning, so nothing planned can be cleaned away; the lease
+                # outlives this worker (Spark may run the plan any time later), so it
                 # expires instead of being released (option leaseSeconds)
-                wh.metastore.acquire_lease(table.name, scan.txns, scan.write_ids,
-                                           options.lease_seconds)
+                wh.metastore.acquire_lease(table.name, txns, write_ids, options.lease_seconds)
+            tasks, _ = plan_read(table, options, self._schema, (txns, write_ids))
         finally:
             wh.close()
         return [_ReadPartition(task) for task in tasks]

@@ -1,0 +1,117 @@
+"""``acidstore compact``: compaction from the shell, for cron, Airflow or a terminal.
+
+``--auto`` runs initiator, worker and cleaner once; ``--every 5m`` keeps doing it;
+``--table db.t --kind major`` compacts one table now. Long compactions draw a progress bar on
+stderr (when it is a terminal, a line per step otherwise); a summary ends every pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, TextIO
+
+from acidstore.errors import InvalidInputError
+from acidstore.warehouse import connect
+from compaction import compact, run_every, run_once
+from compaction.cleaner import DEFAULT_RETENTION_SECONDS
+from compaction.scheduler import PassSummary, parse_interval
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["add_compact_command", "run_compact"]
+
+_BAR = 30
+
+
+class ProgressBar:
+    """``[#####.....] 3/10 buckets`` redrawn in place on a terminal, one line per step
+    otherwise (logs of cron jobs should not fill with carriage returns)."""
+
+    def __init__(self, out: TextIO = sys.stderr) -> None:
+        self._out = out
+        self._tty = out.isatty()
+
+    def __call__(self, what: str, done: int, total: int) -> None:
+        filled = _BAR * done // max(total, 1)
+        line = f"  {what:<40} [{'#' * filled}{'.' * (_BAR - filled)}] {done}/{total} buckets"
+        if self._tty:
+            self._out.write("\r" + line + ("\n" if done >= total else ""))
+        else:
+            self._out.write(line + "\n")
+        self._out.flush()
+
+
+def add_compact_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    cmd = sub.add_parser("compact", help="run compaction: --auto (initiator, worker, cleaner) "
+                         "once or --every INTERVAL, or --table/--kind now")
+    cmd.add_argument("--warehouse", required=True, help="warehouse directory")
+    cmd.add_argument("--metastore", default=None, help="metastore URL (default: the "
+                     "warehouse's SQLite file)")
+    mode = cmd.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--auto", action="store_true", help="one pass of initiator, worker and "
+                      "cleaner (for cron / Airflow)")
+    mode.add_argument("--every", metavar="INTERVAL", help="keep running passes, e.g. 5m")
+    mode.add_argument("--table", help="compact this table now (with --kind)")
+    cmd.add_argument("--kind", choices=["minor", "major"], default="major")
+    cmd.add_argument("--partition", default=None, help="one partition, e.g. dt=2024-01-01")
+    cmd.add_argument("--engine", choices=["local", "spark"], default="local")
+    cmd.add_argument("--master", default="local[*]", help="Spark master for --engine spark")
+    cmd.add_argument("--retention", type=float, default=DEFAULT_RETENTION_SECONDS,
+                     help="seconds the cleaner keeps what a compaction replaced (time travel)")
+    cmd.add_argument("--passes", type=int, default=None, help=argparse.SUPPRESS)
+
+
+def _spark(args: argparse.Namespace) -> SparkSession | None:
+    if args.engine != "spark":
+        return None
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master(args.master).appName("acidstore-compact")
+             .config("spark.ui.enabled", "false").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _print_summary(summary: PassSummary) -> None:
+    for line in summary.lines():
+        print(line)
+    sys.stdout.flush()
+
+
+def run_compact(args: argparse.Namespace) -> None:
+    wh = connect(args.warehouse, metastore=args.metastore)
+    spark = _spark(args)
+    bar = ProgressBar()
+    try:
+        if args.table:
+            table = wh.table(args.table)
+            label = f"{args.kind} {table.name}" + (f"/{args.partition}" if args.partition
+                                                   else "")
+            result = compact(table, args.kind, args.partition, args.engine, spark=spark,
+                             progress=lambda done, total: bar(label, done, total))
+            for part in result.partitions:
+                where = part.partition or "(table)"
+                if part.outputs:
+                    print(f"{where}: {len(part.inputs)} dirs -> {', '.join(part.outputs)} "
+                          f"({part.rows} rows, {part.files} files)")
+                else:
+                    print(f"{where}: not compacted: {part.reason}")
+            print(f"compaction txn {result.txn_id}" if result.compacted
+                  else "nothing was compacted")
+            return
+
+        def one_pass() -> PassSummary:
+            return run_once(wh, engine=args.engine, spark=spark,
+                            retention_seconds=args.retention, report=bar)
+
+        if args.auto:
+            _print_summary(one_pass())
+            return
+        interval = parse_interval(args.every)
+        if interval <= 0:
+            raise InvalidInputError("--every must be positive")
+        run_every(interval, one_pass, passes=args.passes, on_pass=_print_summary)
+    finally:
+        wh.close()
