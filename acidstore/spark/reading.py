@@ -12,9 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
 import pyarrow as pa
 import pyarrow.fs as pafs
+from pyspark.sql.datasource import CaseInsensitiveDict
 from pyspark.sql.types import StructType
 
 from acidstore.errors import InvalidInputError, SchemaMismatchError
@@ -81,7 +83,12 @@ def _as_of(text: str | None) -> int | datetime | None:
 
 
 def read_options(options: Mapping[str, str]) -> ReadOptions:
-    """Parse (and check) the read options; option names are case-insensitive in Spark."""
+    """Parse (and check) the read options; option names are case-insensitive in Spark.
+
+    Spark stores them lower-cased: a plain ``dict`` copy of a data source's options only has
+    ``maxpartitionbytes``, so names are looked up case-insensitively here.
+    """
+    options = cast("Mapping[str, str]", CaseInsensitiveDict(options))
     columns = options.get("columns")
     reader = options.get("reader", "vectorized")
     if reader not in ("vectorized", "merge"):
