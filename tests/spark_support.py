@@ -1,0 +1,78 @@
+"""Helpers shared by the Spark tests: a small table, the same rows as a Spark DataFrame, and
+order-free row comparisons between Spark reads and embedded reads.
+
+Every Spark test uses the session-scoped ``spark`` fixture of conftest.py (one JVM per run).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from acidstore import Table, Warehouse
+from acidstore.layout import STAGING_DIR
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+TABLE = "db.t"
+SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string()),
+                    pa.field("amount", pa.int64()), pa.field("dt", pa.string())])
+USER = SCHEMA.remove(3)
+SPARK_DDL = "id bigint, name string, amount bigint, dt string"
+Row = tuple[Any, ...]
+
+
+def make_rows(ids: Iterable[int], *, name: str = "n", dts: tuple[str | None, ...] = ("a", "b"),
+              partitioned: bool = True) -> pa.Table:
+    """Rows ``id, name<id>, amount = id * 10, dt`` (dt cycles through ``dts``)."""
+    items: list[dict[str, Any]] = []
+    for n, i in enumerate(ids):
+        row: dict[str, Any] = {"id": i, "name": f"{name}{i}", "amount": i * 10}
+        if partitioned:
+            row["dt"] = dts[n % len(dts)]
+        items.append(row)
+    return pa.Table.from_pylist(items, schema=SCHEMA if partitioned else USER)
+
+
+def new_table(wh: Warehouse, name: str = TABLE, *, partitioned: bool = True,
+              buckets: int = 3) -> Table:
+    """``id, name, amount[, dt]``: partitioned by dt and/or bucketed by id (0 buckets: not)."""
+    return wh.create_table(name, SCHEMA if partitioned else USER,
+                           partition_by=["dt"] if partitioned else [],
+                           bucket_by=["id"] if buckets else [], buckets=buckets)
+
+
+def to_spark(spark: SparkSession, rows: pa.Table) -> DataFrame:
+    """The same rows as a Spark DataFrame (Spark's types for the Arrow schema)."""
+    return spark.createDataFrame(rows)
+
+
+def sorted_rows(rows: Iterable[dict[str, Any]]) -> list[Row]:
+    """Rows as tuples in a canonical order (``repr`` orders None and mixed values too)."""
+    return sorted((tuple(r.values()) for r in rows), key=repr)
+
+
+def arrow_rows(table: pa.Table) -> list[Row]:
+    return sorted_rows(table.to_pylist())
+
+
+def spark_rows(df: DataFrame) -> list[Row]:
+    return sorted_rows(r.asDict(recursive=True) for r in df.collect())
+
+
+def staging_files(table: Table) -> list[str]:
+    """Every file left below the table's staging area."""
+    root = Path(table.location) / STAGING_DIR
+    return sorted(str(Path(d) / f) for d, _, files in os.walk(root) for f in files)
+
+
+def table_files(table: Table) -> list[str]:
+    """Every file of the table (relative paths), staging included."""
+    root = Path(table.location)
+    return sorted(str((Path(d) / f).relative_to(root)) for d, _, files in os.walk(root)
+                  for f in files)
