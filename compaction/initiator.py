@@ -92,7 +92,10 @@ def decide(state: AcidState, base_size: int, delta_size: int, oldest_abort_age: 
     if base_size > 0 and delta_size / base_size > limits.delta_pct:
         return "major", (f"deltas are {delta_size / base_size:.0%} of the base > "
                          f"{limits.delta_pct:.0%}")
-    if base_size > 0 and delta_size == 0 and state.obsolete:
+    # Hive's multiBase: an obsolete *base* (an obsolete delta only waits for the cleaner; a
+    # major compaction of it would be refused, and queued again on every pass until cleaned)
+    if base_size > 0 and delta_size == 0 and any(
+            name.startswith("base_") for name in state.obsolete):
         return "major", "an obsolete base is left"
     if deltas > limits.delta_num:
         kind: Literal["minor", "major"] = "minor" if state.base else "major"
