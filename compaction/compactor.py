@@ -135,13 +135,15 @@ def compact(table: Table, kind: Kind, partition: str | Mapping[str, str | None] 
             engine: Engine = "local", *, spark: SparkSession | None = None,
             progress: Progress | None = None,
             on_start: Callable[[int, ValidCompactorWriteIdList], None] | None = None,
-            ) -> CompactionResult:
+            record: bool = True) -> CompactionResult:
     """Compact ``table`` (or one partition: its relative path or a {column: value} dict).
 
     ``progress(done, total)`` is called as buckets finish; ``on_start(txn_id, write_ids)``
     once the compaction's transaction and compactor list exist (the worker records them in
     the queue, so a crash can be cleaned up). Returns what was compacted; a partition with
-    too little to compact is left alone and its ``reason`` says why.
+    too little to compact is left alone and its ``reason`` says why. With ``record`` each
+    compacted partition is recorded in the queue as ready for cleaning, so the Cleaner
+    removes what it replaced (the Worker passes False: its claimed entry is the record).
     """
     if kind not in ("minor", "major"):
         raise InvalidInputError(f"compaction kind must be 'minor' or 'major', not {kind!r}")
@@ -174,6 +176,12 @@ def compact(table: Table, kind: Kind, partition: str | Mapping[str, str | None] 
             txn.abort(f"compaction failed: {type(exc).__name__}: {exc}")
         _remove_outputs(plans, table)
         raise
+    if record:  # after the commit: a failure here must never remove the committed output
+        for plan in plans:
+            if plan.enough:
+                wh.metastore.record_compaction(table.name, plan.partition, kind,
+                                               "requested by compact()", txn_id=txn.txn_id,
+                                               compactor_write_ids=write_ids)
     return CompactionResult(table.name, kind, txn.txn_id, _summaries(plans, work, outputs))
 
 

@@ -115,7 +115,8 @@ class Worker:
                                                compactor_write_ids=write_ids)
 
             result = compact(table, entry.kind, entry.partition or None, self._engine,
-                             spark=self._spark, progress=self._progress, on_start=started)
+                             spark=self._spark, progress=self._progress, on_start=started,
+                             record=False)
             if result.needs_cleaning:
                 metastore.compaction_compacted(entry.compaction_id, self.name)
             else:

@@ -370,6 +370,13 @@ class Metastore(Protocol):
         """Record a finished decision (``did not initiate``, ``refused``) for the history."""
         ...
 
+    def record_compaction(self, table: str, partition: str, kind: CompactionKind,
+                          reason: str, *, txn_id: int,
+                          compactor_write_ids: ValidWriteIdList) -> CompactionInfo:
+        """Record a committed compaction that ran outside the queue (``compact()`` called
+        directly) as ``ready for cleaning``, so the cleaner removes what it replaced."""
+        ...
+
     def claim_compaction(self, worker: str, stale_seconds: float) -> CompactionInfo | None:
         """Hand the oldest claimable entry to ``worker`` (taking over dead workers' ones)."""
         ...

@@ -540,6 +540,18 @@ class SqliteMetastore:
 
         return self._write(body)
 
+    def record_compaction(self, table: str, partition: str, kind: CompactionKind,
+                          reason: str, *, txn_id: int,
+                          compactor_write_ids: ValidWriteIdList) -> CompactionInfo:
+        def body(conn: sqlite3.Connection, now: int) -> CompactionInfo:
+            row = self._table_row(conn, table)
+            return queue.record_compacted(
+                conn, table_id=row["table_id"], table=f"{row['db_name']}.{row['name']}",
+                partition=partition, kind=kind, reason=reason, txn_id=txn_id,
+                compactor_write_ids=compactor_write_ids, now=now)
+
+        return self._write(body)
+
     def claim_compaction(self, worker: str, stale_seconds: float) -> CompactionInfo | None:
         stale = round(_positive_seconds(stale_seconds, "stale_seconds") * 1e6)
         return self._write(lambda conn, now: queue.claim(conn, worker, now, stale))

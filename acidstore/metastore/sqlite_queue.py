@@ -23,7 +23,7 @@ from acidstore.metastore.sqlite_txn import build_write_id_list, peek_sequence
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = ["claim", "enqueue", "finish", "forget_aborted", "info_of", "live_snapshots",
-           "log_outcome", "ready_for_cleaning"]
+           "log_outcome", "ready_for_cleaning", "record_compacted"]
 
 _KINDS = ("minor", "major")
 _FINAL: tuple[CompactionState, ...] = ("succeeded", "failed", "refused", "did not initiate")
@@ -81,6 +81,23 @@ def log_outcome(conn: sqlite3.Connection, *, table_id: int, table: str, partitio
         "INSERT INTO compactions (table_id, table_name, part, kind, state, reason, enqueued, "
         "finished) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         (table_id, table, partition, kind, state, reason, now, now))
+    return info_of(_get(conn, int(cursor.lastrowid or 0)))
+
+
+def record_compacted(conn: sqlite3.Connection, *, table_id: int, table: str, partition: str,
+                     kind: CompactionKind, reason: str, txn_id: int,
+                     compactor_write_ids: ValidWriteIdList, now: int) -> CompactionInfo:
+    """Record a compaction that ran outside the queue (``compact()`` called directly) and
+    has committed, straight into ``ready for cleaning``, so the cleaner removes what it
+    replaced exactly as for a worker's."""
+    _check_kind(kind)
+    cursor = conn.execute(
+        "INSERT INTO compactions (table_id, table_name, part, kind, state, reason, enqueued, "
+        "started, txn_id, highest_write_id, compactor_write_ids, next_txn_id, compacted, "
+        "attempts) VALUES (?, ?, ?, ?, 'ready for cleaning', ?, ?, ?, ?, ?, ?, ?, ?, 1)",
+        (table_id, table, partition, kind, reason, now, now, txn_id,
+         compactor_write_ids.high_watermark, str(compactor_write_ids),
+         peek_sequence(conn, "txn"), now))
     return info_of(_get(conn, int(cursor.lastrowid or 0)))
 
 
