@@ -73,8 +73,16 @@ class Cleaner:
     def run(self) -> CleanerReport:
         report = CleanerReport()
         now = datetime.now(UTC)
+        # a pass removes everything obsolete in the partition, also what a newer compaction
+        # replaced: so the newest compaction of a partition decides when retention has passed
+        newest: dict[tuple[str, str], datetime] = {}
+        for entry in self._wh.metastore.show_compactions():
+            if entry.state == "ready for cleaning" and entry.compacted is not None:
+                key = (entry.table, entry.partition)
+                newest[key] = max(entry.compacted, newest.get(key, entry.compacted))
         for entry in self._wh.metastore.compactions_ready_for_cleaning():
-            if entry.compacted is not None and entry.compacted + self._retention > now:
+            last = newest.get((entry.table, entry.partition), entry.compacted)
+            if last is not None and last + self._retention > now:
                 report.waiting.append(entry.compaction_id)
                 continue
             self._clean_entry(entry, report)
