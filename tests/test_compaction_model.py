@@ -1,0 +1,195 @@
+"""Stateful property test: compaction and cleaning never change what anyone reads.
+
+One partitioned, bucketed table and a plain dict model (``id -> row``). Rules write (insert,
+update, delete), write and abort (files left behind, as a dead process leaves them, or removed
+by the abort), compact (minor or major, the whole table or one partition), run the cleaner
+(retention 0), and open, drain or drop streaming readers (``to_batches``, which lease their
+snapshot).
+
+Invariants after every step:
+- the table equals the model (``to_arrow`` and both directory readers agree, ROW__IDs too);
+- a compaction or a cleaner pass changes no row and no ROW__ID;
+- a reader returns exactly what the table held when it was opened, however much was compacted
+  and cleaned meanwhile;
+- once no reader is open and a cleaner pass ran after the last compaction, no partition has an
+  obsolete directory; after a pass that followed the last aborted write, no aborted directory
+  is left and no aborted write id is remembered.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import Any
+
+import pyarrow as pa
+from compaction_support import (
+    TABLE,
+    Row,
+    aborted_write,
+    make_rows,
+    new_table,
+    read_exact,
+    rows_of,
+    state_of,
+    values,
+)
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+)
+
+import acidstore
+from compaction import Cleaner, compact
+
+DTS = ("a", "b")
+MAX_READERS = 2
+
+
+def reader_rows(reader: pa.RecordBatchReader, names: list[str]) -> list[Row]:
+    out = []
+    for r in reader.read_all().to_pylist():
+        rid = r["row__id"]
+        out.append(((rid["writeid"], rid["bucketid"], rid["rowid"]), *(r[n] for n in names)))
+    return sorted(out, key=lambda x: (x[1], x[0]))
+
+
+class CompactionMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.root = tempfile.mkdtemp(prefix="acidstore-compaction-model-")
+        self.wh = acidstore.connect(os.path.join(self.root, "wh"))
+        self.t = new_table(self.wh, buckets=2)
+        self.names = [*self.t.info.schema.names, *self.t.info.partition_schema.names]
+        self.model: dict[int, dict[str, Any]] = {}
+        self.next_id = 0
+        self.readers: list[tuple[pa.RecordBatchReader, list[Row]]] = []
+        self.compacted_since_clean = False
+        self.aborted_since_clean = False
+
+    def teardown(self) -> None:
+        self.readers.clear()
+        self.wh.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def expected(self) -> list[Row]:
+        return sorted((r["id"], r["name"], r["amount"], r["dt"]) for r in self.model.values())
+
+    def partitions(self) -> list[str]:
+        return [f"dt={dt}" for dt in DTS
+                if os.path.isdir(os.path.join(self.t.location, f"dt={dt}"))]
+
+    # --- writes ----------------------------------------------------------------------------------
+
+    @rule(dts=st.lists(st.sampled_from(DTS), min_size=1, max_size=4),
+          amount=st.integers(-3, 9))
+    def insert(self, dts: list[str], amount: int) -> None:
+        items: list[dict[str, Any]] = []
+        for dt in dts:
+            items.append({"id": self.next_id, "name": f"n{self.next_id}", "amount": amount,
+                          "dt": dt})
+            self.next_id += 1
+        self.t.insert(rows_of(items))
+        self.model.update({r["id"]: r for r in items})
+
+    @rule(k=st.integers(0, 2), add=st.integers(1, 5))
+    def update(self, k: int, add: int) -> None:
+        result = self.t.update(f"id % 3 = {k}", {"amount": f"amount + {add}"})
+        changed = [r for r in self.model.values() if r["id"] % 3 == k]
+        assert result.rows_updated == len(changed)
+        for r in changed:
+            r["amount"] += add
+
+    @rule(k=st.integers(0, 3), dt=st.sampled_from(DTS))
+    def delete(self, k: int, dt: str) -> None:
+        result = self.t.delete(f"id % 4 = {k} AND dt = '{dt}'")
+        gone = [i for i, r in self.model.items() if i % 4 == k and r["dt"] == dt]
+        assert result.rows_deleted == len(gone)
+        for i in gone:
+            del self.model[i]
+
+    @rule(dt=st.sampled_from(DTS), as_delete=st.booleans(), files_left=st.booleans())
+    def aborted(self, dt: str, as_delete: bool, files_left: bool) -> None:
+        self.aborted_since_clean = True  # its write id stays an exception until cleaned
+        if files_left:
+            if as_delete:
+                aborted_write(self.wh, TABLE, delete=f"dt = '{dt}'")
+            else:
+                aborted_write(self.wh, TABLE, make_rows([10_000 + self.next_id], dt=dt))
+            return
+        with self.wh.transaction() as txn:
+            bound = txn.table(TABLE)
+            bound.delete(f"dt = '{dt}'") if as_delete else bound.insert(
+                make_rows([10_000 + self.next_id], dt=dt))
+            txn.abort("the model's aborted write")
+
+    # --- compaction and cleaning -----------------------------------------------------------------
+
+    @rule(kind=st.sampled_from(["minor", "major"]), where=st.sampled_from([None, *DTS]))
+    def compact(self, kind: str, where: str | None) -> None:
+        partition = None if where is None else f"dt={where}"
+        if partition is not None and partition not in self.partitions():
+            return
+        before = read_exact(self.t)
+        result = compact(self.t, kind, partition)  # type: ignore[arg-type]
+        if result.compacted:
+            self.compacted_since_clean = True
+        assert read_exact(self.t) == before
+
+    @rule()
+    def clean(self) -> None:
+        before = read_exact(self.t)
+        Cleaner(self.wh, retention_seconds=0).run()
+        assert read_exact(self.t) == before
+        if not self.readers:
+            self.compacted_since_clean = False
+        self.aborted_since_clean = False
+
+    # --- readers ---------------------------------------------------------------------------------
+
+    @precondition(lambda self: len(self.readers) < MAX_READERS)
+    @rule()
+    def open_reader(self) -> None:
+        self.readers.append((self.t.to_batches(with_row_id=True), read_exact(self.t)))
+
+    @precondition(lambda self: bool(self.readers))
+    @rule(data=st.data())
+    def drain_reader(self, data: st.DataObject) -> None:
+        reader, expected = self.readers.pop(data.draw(st.integers(0, len(self.readers) - 1)))
+        assert reader_rows(reader, self.names) == expected
+
+    @precondition(lambda self: bool(self.readers))
+    @rule(data=st.data())
+    def drop_reader(self, data: st.DataObject) -> None:
+        self.readers.pop(data.draw(st.integers(0, len(self.readers) - 1)))
+
+    # --- invariants ------------------------------------------------------------------------------
+
+    @invariant()
+    def table_equals_model(self) -> None:
+        assert values(read_exact(self.t)) == self.expected()
+
+    @invariant()
+    def cleaned_means_clean(self) -> None:
+        for partition in self.partitions():
+            state = state_of(self.t, partition)
+            if not self.readers and not self.compacted_since_clean:
+                assert state.obsolete == [], partition
+            if not self.aborted_since_clean:
+                assert state.aborted == [], partition
+        if not self.aborted_since_clean:
+            assert self.t.snapshot().aborted_write_ids == ()
+
+
+TestCompactionModel = CompactionMachine.TestCase
+# CI-sized (about 30 s); the "thorough" profile keeps its own, larger example count
+_PROFILE = settings.default
+assert _PROFILE is not None
+TestCompactionModel.settings = settings(
+    _PROFILE, stateful_step_count=20,
+    max_examples=20 if _PROFILE.max_examples <= 60 else _PROFILE.max_examples)
