@@ -3,7 +3,8 @@
 - ``acidstore inspect PATH``: what a snapshot reads in each partition (base, deltas, delete
   deltas, originals) and what the cleaner could remove (obsolete, aborted), as Hive decides it.
 - ``acidstore read PATH``: the rows of a Hive-layout table or partition as of a snapshot.
-- ``acidstore demo``: the main job, an order pipeline on an embedded warehouse.
+- ``acidstore demo``: the main job, an order ETL pipeline on Spark (``--master``, or
+  ``SPARK_MASTER``, default ``local[*]``).
 - ``acidstore example PATH``: lays out the worked timeline of spec §17 (insert, update,
   delete, minor and major compaction) as real ORC files, so the other commands have data.
 """
@@ -19,7 +20,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from acidstore import fs as afs
-from acidstore.demo import run_demo
+from acidstore.demo import DEFAULT_ORDERS, run_demo
 from acidstore.directory import acid_state
 from acidstore.errors import AcidStoreError
 from acidstore.layout import (
@@ -128,7 +129,7 @@ def _example(args: argparse.Namespace) -> None:
 
 
 def _demo(args: argparse.Namespace) -> None:
-    run_demo(Path(args.warehouse), rows_per_day=args.rows_per_day)
+    run_demo(Path(args.warehouse), master=args.master, orders=args.orders)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -150,10 +151,14 @@ def build_parser() -> argparse.ArgumentParser:
     read.add_argument("--limit", type=int, default=50, help="rows to print")
     example = sub.add_parser("example", help="write spec §17's timeline to a new directory")
     example.add_argument("path")
-    demo = sub.add_parser("demo", help="run the order pipeline on an embedded warehouse")
+    demo = sub.add_parser("demo", help="run the order ETL pipeline on Spark")
     demo.add_argument("--warehouse", default="demo-warehouse",
-                      help="warehouse directory (created if missing; default ./demo-warehouse)")
-    demo.add_argument("--rows-per-day", type=int, default=20_000)
+                      help="warehouse directory (created if missing; default ./demo-warehouse); "
+                           "the demo's table shop.orders is re-created on every run")
+    demo.add_argument("--master", default=None,
+                      help="Spark master URL (default: $SPARK_MASTER, else local[*])")
+    demo.add_argument("--orders", type=int, default=DEFAULT_ORDERS,
+                      help=f"orders in the initial load (default {DEFAULT_ORDERS})")
     return parser
 
 

@@ -1,4 +1,4 @@
-"""The command line on the spec §17 example table."""
+"""The command line on the spec §17 example table, and the demo command's options."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from acidstore import cli
 from acidstore.cli import main
+from acidstore.demo import resolve_master
 
 
 def test_example_inspect_and_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -42,3 +44,30 @@ def test_errors_are_reported_not_raised(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["inspect", str(tmp_path)]) == 2
     assert "InvalidLayoutError" in capsys.readouterr().err
     assert main(["read", str(tmp_path / "missing")]) == 2
+
+
+def test_demo_master_comes_from_the_flag_then_spark_master_then_local() -> None:
+    assert resolve_master(None, {}) == "local[*]"
+    assert resolve_master(None, {"SPARK_MASTER": "spark://h:7077"}) == "spark://h:7077"
+    assert resolve_master("local[2]", {"SPARK_MASTER": "spark://h:7077"}) == "local[2]"
+
+
+def test_demo_command_passes_its_options(monkeypatch: pytest.MonkeyPatch,
+                                         tmp_path: Path) -> None:
+    """The wiring only: the pipeline itself runs in tests/test_demo.py on the suite's one
+    SparkSession (this test must not start another)."""
+    calls: list[tuple[Path, dict[str, object]]] = []
+    monkeypatch.setattr(cli, "run_demo",
+                        lambda warehouse, **kw: calls.append((warehouse, kw)))
+    assert main(["demo"]) == 0
+    assert main(["demo", "--warehouse", str(tmp_path), "--master", "local[2]",
+                 "--orders", "4000"]) == 0
+    assert calls == [(Path("demo-warehouse"), {"master": None, "orders": 6000}),
+                     (tmp_path, {"master": "local[2]", "orders": 4000})]
+
+
+def test_demo_refuses_a_load_too_small_before_starting_spark(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--warehouse", str(tmp_path), "--orders", "10"]) == 2
+    assert "InvalidInputError" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
