@@ -19,6 +19,8 @@ class Row:
     peer_name: str
     peer: Measurement | None
     target: str
+    #: a footnote under the table (e.g. memory the driver's peak RSS does not include)
+    note: str = ""
 
     def ratio(self) -> str:
         if self.peer is None or self.peer.seconds <= 0:
@@ -38,11 +40,15 @@ def render(rows: int, results: list[Row], info: dict[str, Any], elapsed: float) 
     ]
     for r in results:
         speed = r.ours.rows_per_s
-        rate = f"{speed / 1e6:.1f}M" if speed >= 1e6 else f"{speed / 1e3:.0f}k"
+        rate = (f"{speed / 1e6:.1f}M" if speed >= 1e6 else f"{speed / 1e3:.0f}k"
+                if speed >= 1e4 else f"{speed:.0f}")
         peer_s = f"{r.peer.seconds:.3f}" if r.peer else "-"
         peer_rss = f"{r.peer.peak_rss_mb:.0f}" if r.peer else "-"
         lines.append(
             f"| {r.workload} | {r.what} | {r.ours.seconds:.3f} | {rate} | "
             f"{r.ours.peak_rss_mb:.0f} | {r.peer_name} | {peer_s} | {peer_rss} | {r.ratio()} | "
             f"{r.target} |")
+    notes = [*info.get("notes", []), *(f"- {r.workload} {r.note}" for r in results if r.note)]
+    if notes:
+        lines += ["", *notes]
     return "\n".join(lines)

@@ -16,10 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks import data, workloads_write
+from benchmarks import data, workloads_spark, workloads_write
 from benchmarks.harness import Measurement, measure
 from benchmarks.report import Row, render
-from benchmarks.states import prepare_write
+from benchmarks.states import prepare_spark, prepare_write
 
 ALL_TIME = "bench.t:9223372036854775807:9223372036854775807::"
 
@@ -114,11 +114,23 @@ def run(rows: int, workdir: Path, repeat: int, stripe_mb: int, only: set[str] | 
                            f"({reg.extra['bytes_per_event']:.1f} B/event)", reg, "", None,
                            "<= 24 B"))
 
-    cases += [("W5", w5), ("W6", w6), ("W9", w9), ("W10", w10)]
+    spark: dict[str, Any] = {}
+
+    def ms(task: str, **args: Any) -> Measurement:
+        """A Spark task: no warm-up child, as each child already runs the task once before
+        the timed run in the same JVM (JIT, Python workers, page cache)."""
+        if not spark:
+            spark.update(prepare_spark(Path(write_info("scratch")).parent, stripe_mb << 20))
+        return measure(task, {**write, **spark, **args}, repeat=repeat, warmup=0)
+
+    cases += [("W5", w5), ("W6", w6), ("W9", w9), ("W10", w10),
+              ("S1", lambda: results.extend(workloads_spark.s1(ms))),
+              ("S2", lambda: results.extend(workloads_spark.s2(ms)))]
     for name, fn in cases:
         if want(name):
             fn()
-    return results, {"baseline_rss_mb": baseline.peak_rss_mb, **paths}
+    notes = [workloads_spark.RSS_NOTE] if spark else []
+    return results, {"baseline_rss_mb": baseline.peak_rss_mb, "notes": notes, **paths}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -4,6 +4,9 @@
 - ``acid_loaded`` / ``delta_loaded``: the table right after W1 (the start of W2, W3 and W4).
 - ``acid_after`` / ``delta_after``: the loaded table after W2, W3 and W4 in that order (what
   W5/W6 scan against delta-rs).
+- ``limit_loaded`` / ``limit_after`` (``prepare_spark``, for S1/S2): the rows of ``acid_loaded``
+  / ``acid_after`` as ten plain ORC files (the limit layout: no ACID columns, same codec and
+  stripe size as the insert deltas), for Spark's native reader and the Spark rewrite.
 
 delta-rs sizes files by bytes, not rows; its target file size is calibrated here so that W1
 writes ten data files, like the ten bucket files of acidstore and the ten files of the limit.
@@ -101,3 +104,21 @@ def prepare_write(root: Path, rows: int) -> dict[str, Any]:
     return {"source": paths["source.arrow"], "merge_source": paths["merge_source.arrow"],
             **{k: v for k, v in paths.items() if not k.endswith(".arrow")},
             "scratch": str(root / "scratch"), **info}
+
+
+def prepare_spark(root: Path, stripe_size: int) -> dict[str, Any]:
+    """Build (once) the plain ORC copies of the write states for S1/S2 under ``root`` (after
+    ``prepare_write``); returns their paths and row counts."""
+    done = root / "SPARK-READY"
+    if not done.exists():
+        counts = {}
+        for acid, plain in (("acid_loaded", "limit_loaded"), ("acid_after", "limit_after")):
+            if (root / plain).exists():
+                shutil.rmtree(root / plain)
+            with acidstore.connect(root / acid) as wh:
+                rows = wh.table(TABLE).to_arrow()
+            data.write_limit(rows.sort_by("id"), root / plain, stripe_size=stripe_size)
+            counts[f"{acid.split('_')[1]}_rows"] = rows.num_rows
+        done.write_text(json.dumps(counts))
+    return {"limit_loaded": str(root / "limit_loaded"), "limit_after": str(root / "limit_after"),
+            **json.loads(done.read_text())}

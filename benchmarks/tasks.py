@@ -3,7 +3,8 @@
 A task prints one JSON object: the seconds of the measured part (imports and setup excluded),
 the rows it produced, and any extra figures, plus its own peak RSS (VmHWM), so every peer is
 measured the same way. The write workloads (W1-W4) and the delta-rs scans are in
-``benchmarks.tasks_write``.
+``benchmarks.tasks_write``, the Spark ones (S1, S2) in ``benchmarks.tasks_spark`` (imported only
+by their own children, so PySpark is not in every other task's RSS).
 """
 
 from __future__ import annotations
@@ -83,9 +84,18 @@ def registry_bytes(args: dict[str, Any]) -> dict[str, Any]:
             "bytes_per_event": registry.nbytes / max(1, len(registry))}
 
 
+def _spark_task(name: str) -> Task:
+    def run(args: dict[str, Any]) -> dict[str, Any]:
+        from benchmarks.tasks_spark import SPARK_TASKS
+
+        return SPARK_TASKS[name](args)
+    return run
+
+
 TASKS: dict[str, Task] = {
     "noop": noop, "limit_scan": limit_scan, "acid_scan": acid_scan,
     "registry_bytes": registry_bytes, **WRITE_TASKS,
+    **{name: _spark_task(name) for name in ("spark_scan", "spark_change")},
 }
 
 def peak_rss_mb() -> float:

@@ -1,0 +1,60 @@
+"""Rows of S1 (Spark read after W2-W4) and S2 (Spark UPDATE / DELETE / MERGE), acidstore beside
+plain Spark on plain ORC files of the same rows.
+
+Targets are those of ../shared/BENCHMARKS.md as ratios acidstore / peer: S1 "within 1.5x" is
+``<= 1.5x``, S2 "at least 5x faster" ``<= 0.20x``. Peak RSS in the table is the Python
+driver's; each row's note gives the JVM's peak and the largest Spark Python worker's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from benchmarks.harness import Measurement
+from benchmarks.report import Row
+
+Measure = Callable[..., Measurement]
+
+
+#: the report's note on the RSS columns of S1/S2
+RSS_NOTE = ("S1/S2 peak RSS columns are the Python driver process only: Spark's JVM and its "
+            "Python workers (where acidstore decodes ORC and writes files) are other processes; "
+            "their peaks (VmHWM) follow.")
+
+
+def memory_note(label: str, ours: Measurement, peer: Measurement) -> str:
+    def one(m: Measurement) -> str:
+        return (f"JVM {m.extra.get('jvm_rss_mb', 0):.0f} MB, largest Python worker "
+                f"{m.extra.get('worker_rss_mb', 0):.0f} MB")
+    return f"{label}: acidstore {one(ours)}; peer {one(peer)}"
+
+
+def _row(workload: str, label: str, what: str, ours: Measurement, peer_name: str,
+         peer: Measurement, target: str) -> Row:
+    return Row(workload, what, ours, peer_name, peer, target,
+               note=memory_note(label, ours, peer))
+
+
+def s1(m: Measure) -> list[Row]:
+    native = m("spark_scan", engine="native")
+    what = "Spark full scan after W2-W4, write.format('noop')"
+    return [
+        _row("S1", "toDF()", f"{what}: AcidTable.toDF()", m("spark_scan", engine="acid"),
+             "Spark native ORC read, 10 files", native, "<= 1.5x"),
+        _row("S1", "one task per core", f"{what}: maxPartitionBytes = bytes / cores",
+             m("spark_scan", engine="acid", split_by_cores=True),
+             "Spark native ORC read, 10 files", native, "(<= 1.5x)"),
+    ]
+
+
+def s2(m: Measure) -> list[Row]:
+    shapes = [
+        ("update", "10 x AcidTable.update v1 = v1 + 1 WHERE id % 1000 = r (rows: updated)",
+         "Spark rewrite x 10"),
+        ("delete", "AcidTable.delete id % 100 = 3 (rows: deleted)", "Spark rewrite"),
+        ("merge", "AcidTable MERGE 1% matched (update all) + 1% new (insert all) "
+         "(rows: changed)", "Spark rewrite (anti join + union)"),
+    ]
+    return [_row("S2", op, what, m("spark_change", engine="acid", op=op), peer,
+                 m("spark_change", engine="rewrite", op=op), "<= 0.20x")
+            for op, what, peer in shapes]
