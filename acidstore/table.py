@@ -15,7 +15,7 @@ import weakref
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -36,6 +36,7 @@ from acidstore.orc.io import compression_codec
 from acidstore.orc.schema import ROW_ID_COLUMN, cast_to
 from acidstore.read.keys import KeyArrays
 from acidstore.read.scan import PartitionDir, Scan, discover_partitions
+from acidstore.time_travel import hidden_compactions, past_snapshot
 from acidstore.write.bucketing import bucket_ids
 from acidstore.write.conform import conform, split_partitions, to_arrow_table
 from acidstore.write.files import WrittenDirectory, write_deletes, write_inserts
@@ -117,24 +118,6 @@ class Table:
         """The ValidWriteIdList a read would use now."""
         return self._snapshot()[1]
 
-    def _as_of(self, as_of: int | datetime, current: ValidWriteIdList) -> ValidWriteIdList:
-        if isinstance(as_of, datetime):
-            moment = as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC)
-            times = self._warehouse.metastore.write_id_commit_times(self.name)
-            valid = {w for w, t in times.items() if t <= moment}
-            high = max(valid, default=0)
-        elif isinstance(as_of, int) and not isinstance(as_of, bool):
-            if as_of < 0:
-                raise InvalidInputError(f"as_of write id must be >= 0, got {as_of}")
-            high = min(as_of, current.high_watermark)
-            valid = {w for w in range(1, high + 1) if current.is_write_id_valid(w)}
-        else:
-            raise InvalidInputError(f"as_of must be a write id or a datetime, not {as_of!r}")
-        invalid = [w for w in range(1, high + 1) if w not in valid]
-        aborted = tuple(w for w in invalid if current.is_write_id_aborted(w))
-        opened = tuple(w for w in invalid if not current.is_write_id_aborted(w))
-        return ValidWriteIdList(self.name, high, opened, aborted)
-
     def _scan(self, txns: ValidTxnList, write_ids: ValidWriteIdList, *,
               columns: Sequence[str] | None = None, filter: Predicate | None = None,
               with_row_id: bool = False) -> Scan:
@@ -148,19 +131,37 @@ class Table:
     def read_snapshot(self, as_of: int | datetime | None = None
                       ) -> tuple[ValidTxnList, ValidWriteIdList]:
         """The (txns, write ids) a read would use now, or ``as_of`` a write id or time."""
+        return self._read_snapshot(as_of)[:2]
+
+    def _read_snapshot(self, as_of: int | datetime | None
+                       ) -> tuple[ValidTxnList, ValidWriteIdList, frozenset[int]]:
         txns, write_ids = self._snapshot()
-        if as_of is not None:
-            write_ids = self._as_of(as_of, write_ids)
-        return txns, write_ids
+        if as_of is None:
+            return txns, write_ids, frozenset()
+        return past_snapshot(self._warehouse.metastore, self.name, as_of, txns, write_ids)
+
+    def leased_snapshot(self, as_of: int | datetime | None = None, *,
+                        ttl_seconds: float = LEASE_TTL_SECONDS
+                        ) -> tuple[ValidTxnList, ValidWriteIdList, int]:
+        """``read_snapshot`` plus a metastore lease on it, taken before any directory is
+        listed: from then on the cleaner keeps everything the snapshot selects. A past
+        snapshot reads around the compactions committed after it; if the cleaner began on one
+        of those before the lease was in place, the snapshot is taken again without hiding
+        it (its replaced directories may be partly gone)."""
+        metastore = self._warehouse.metastore
+        while True:
+            txns, write_ids, hidden = self._read_snapshot(as_of)
+            lease = metastore.acquire_lease(self.name, txns, write_ids, ttl_seconds)
+            if as_of is None or hidden <= hidden_compactions(metastore, self.name, as_of):
+                return txns, write_ids, lease
+            _release_lease(metastore, lease)
 
     def _leased_scan(self, columns: Sequence[str] | None, filter: Predicate | None,
                      as_of: int | datetime | None, with_row_id: bool) -> tuple[Scan, int]:
-        """A scan whose snapshot was leased *before* its directories were listed: from the
-        lease on, the cleaner keeps everything this snapshot selects, so no file it planned
-        can vanish between planning and reading."""
-        txns, write_ids = self.read_snapshot(as_of)
+        """A scan whose snapshot was leased *before* its directories were listed, so no file
+        it planned can vanish between planning and reading."""
+        txns, write_ids, lease = self.leased_snapshot(as_of)
         metastore = self._warehouse.metastore
-        lease = metastore.acquire_lease(self.name, txns, write_ids, LEASE_TTL_SECONDS)
         try:
             return self.scan(columns, filter, None, with_row_id,
                              snapshot=(txns, write_ids)), lease
@@ -189,7 +190,11 @@ class Table:
             finally:
                 release()
 
-        return pa.RecordBatchReader.from_batches(scan.schema, batches())
+        # re-exported through the C stream interface: closing that reader releases the
+        # stream and with it the generator (and the lease), which ``close()`` on a reader
+        # made by ``from_batches`` does not do
+        return pa.RecordBatchReader.from_stream(
+            pa.RecordBatchReader.from_batches(scan.schema, batches()))
 
     def to_arrow(self, columns: Sequence[str] | None = None, filter: Predicate | None = None,
                  as_of: int | datetime | None = None, with_row_id: bool = False) -> pa.Table:
@@ -209,7 +214,8 @@ class Table:
         transaction that changes the rows it reads."""
         txns, write_ids = snapshot if snapshot is not None else self._snapshot()
         if as_of is not None:
-            write_ids = self._as_of(as_of, write_ids)
+            txns, write_ids, _ = past_snapshot(self._warehouse.metastore, self.name, as_of,
+                                               txns, write_ids)
         return self._scan(txns, write_ids, columns=columns, filter=filter,
                           with_row_id=with_row_id)
 

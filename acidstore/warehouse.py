@@ -169,6 +169,7 @@ class Warehouse:
             "started": times("started"),
             "compacted": times("compacted"),
             "finished": times("finished"),
+            "cleaning_started": times("cleaning_started"),
             "attempts": pa.array([r.attempts for r in rows], pa.int64()),
             "error": pa.array([r.error for r in rows], pa.string()),
         })

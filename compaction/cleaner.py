@@ -92,11 +92,15 @@ class Cleaner:
 
     # --- obsolete directories after a compaction -----------------------------------------------
 
-    def _clean_partition(self, table: Table, directory: str, report: CleanerReport) -> bool:
+    def _clean_partition(self, table: Table, partition: str, directory: str,
+                         report: CleanerReport) -> bool:
         """Remove obsolete and aborted dirs no live snapshot needs; True when none is left."""
         fs = table.filesystem
         metastore = self._wh.metastore
         txns = metastore.valid_txns()
+        # before anything is listed or removed: time travel stops reading around these
+        # compactions (what they replaced is about to go); see acidstore.time_travel
+        metastore.begin_cleaning(table.name, partition, txns)
         state = acid_state(directory, metastore.valid_write_ids(table.name, txns), txns,
                            filesystem=fs)
         candidates = sorted(set(state.obsolete) | set(state.aborted))
@@ -125,7 +129,7 @@ class Cleaner:
         directory = afs.join(table.location, entry.partition) if entry.partition \
             else table.location
         if table.filesystem.get_file_info(directory).type != pafs.FileType.Directory or \
-                self._clean_partition(table, directory, report):
+                self._clean_partition(table, entry.partition, directory, report):
             metastore.finish_compaction(entry.compaction_id, "succeeded")
             report.cleaned.append(entry.compaction_id)
         else:

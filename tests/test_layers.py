@@ -23,6 +23,7 @@ LAYERS: dict[str, int] = {
     "acidstore.write": 3,
     "acidstore.transaction": 4,
     "acidstore.table": 4,
+    "acidstore.time_travel": 4,
     "acidstore.warehouse": 4,
     "acidstore.merge": 4,
     "acidstore.expressions": 2,

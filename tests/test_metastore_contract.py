@@ -471,14 +471,15 @@ def test_sqlite_uses_wal_and_a_versioned_schema(tmp_path: Path) -> None:
     with sqlite3.connect(path) as raw:
         assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert raw.execute("SELECT value FROM meta WHERE name = 'schema_version'"
-                           ).fetchone()[0] == "2"
+                           ).fetchone()[0] == "3"
         raw.execute("UPDATE meta SET value = '99' WHERE name = 'schema_version'")
     with pytest.raises(MetastoreError, match="schema version 99"):
         SqliteMetastore(path)
 
 
 def test_sqlite_upgrades_a_version_1_file_in_place(tmp_path: Path) -> None:
-    """Version 2 only added the compaction queue: a version-1 warehouse keeps working."""
+    """Version 2 added the compaction queue (3 a column of it): a version-1 warehouse keeps
+    working."""
     path = tmp_path / "ms.db"
     SqliteMetastore(path).close()
     with sqlite3.connect(path) as raw:
@@ -489,7 +490,7 @@ def test_sqlite_upgrades_a_version_1_file_in_place(tmp_path: Path) -> None:
     store.close()
     with sqlite3.connect(path) as raw:
         assert raw.execute("SELECT value FROM meta WHERE name = 'schema_version'"
-                           ).fetchone()[0] == "2"
+                           ).fetchone()[0] == "3"
 
 
 def test_sqlite_refuses_memory_databases_and_closed_handles(tmp_path: Path) -> None:

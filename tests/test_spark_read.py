@@ -31,6 +31,7 @@ from acidstore.errors import InvalidInputError, SchemaMismatchError, TableNotFou
 from acidstore.spark import AcidTable
 from acidstore.spark.errors import typed_error
 from acidstore.spark.reading import plan_read, read_options, read_schema, split_paths
+from compaction import Cleaner, compact
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrameReader, SparkSession
@@ -157,6 +158,18 @@ def test_as_of_write_id_and_datetime(spark: SparkSession, wh: Warehouse) -> None
     with pytest.raises(Exception) as bad:
         source(spark, wh).option("asOf", "yesterday").load(TABLE).collect()
     assert isinstance(typed_error(bad.value), InvalidInputError)
+
+
+def test_as_of_before_a_major_compaction_during_retention(spark: SparkSession,
+                                                          wh: Warehouse) -> None:
+    """Spark's read leases the same past snapshot as the embedded one: it reads around a
+    compaction committed after the point while retention keeps what it replaced."""
+    t = changed_table(wh)
+    history = {w: arrow_rows(t.to_arrow(as_of=w)) for w in (1, 2, 3)}
+    assert compact(t, "major").compacted
+    assert Cleaner(wh, retention_seconds=3600).run().removed == []
+    at = AcidTable.forName(spark, TABLE, warehouse=str(wh.location))
+    assert {w: spark_rows(at.toDF(as_of=w)) for w in (1, 2, 3)} == history
 
 
 def test_reader_merge_equals_vectorized(spark: SparkSession, wh: Warehouse) -> None:

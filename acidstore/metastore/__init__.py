@@ -24,13 +24,19 @@ from acidstore.metastore.protocol import (
     TxnState,
     WriteComponent,
 )
-from acidstore.metastore.queue import CompactionInfo, CompactionKind, CompactionState
+from acidstore.metastore.queue import (
+    CompactionCommit,
+    CompactionInfo,
+    CompactionKind,
+    CompactionState,
+)
 from acidstore.metastore.sqlite import SqliteMetastore
 
 __all__ = [
     "CommitCheck",
     "CommitInfo",
     "CommittedWrite",
+    "CompactionCommit",
     "CompactionInfo",
     "CompactionKind",
     "CompactionState",

@@ -20,7 +20,12 @@ from typing import Literal, Protocol, runtime_checkable
 
 import pyarrow as pa
 
-from acidstore.metastore.queue import CompactionInfo, CompactionKind, CompactionState
+from acidstore.metastore.queue import (
+    CompactionCommit,
+    CompactionInfo,
+    CompactionKind,
+    CompactionState,
+)
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = [
@@ -402,6 +407,17 @@ class Metastore(Protocol):
 
     def show_compactions(self) -> list[CompactionInfo]:
         """The queue and its history, ordered by id."""
+        ...
+
+    def begin_cleaning(self, table: str, partition: str, txns: ValidTxnList) -> list[int]:
+        """Mark the compactions of ``partition`` that ``txns`` sees committed as being cleaned,
+        before the cleaner removes anything they replaced; returns the entries marked."""
+        ...
+
+    def compactions_committed_after(self, table: str, point: int | datetime
+                                    ) -> list[CompactionCommit]:
+        """Compactions of ``table`` committed after ``point``: after the commit that made the
+        write ids up to ``point`` visible (an int), or after a moment (a datetime)."""
         ...
 
     def close(self) -> None:

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-__all__ = ["ACTIVE_STATES", "CompactionInfo", "CompactionKind", "CompactionState"]
+__all__ = ["ACTIVE_STATES", "CompactionCommit", "CompactionInfo", "CompactionKind",
+           "CompactionState"]
 
 CompactionKind = Literal["minor", "major"]
 CompactionState = Literal["initiated", "working", "ready for cleaning", "succeeded", "failed",
@@ -47,3 +48,18 @@ class CompactionInfo:
     finished: datetime | None = None
     error: str | None = None
     attempts: int = 0
+    cleaning_started: datetime | None = None
+
+
+@dataclass(frozen=True)
+class CompactionCommit:
+    """A committed compaction as time travel needs it: a read ``as_of`` a point before
+    ``commit_seq`` may ignore its output (the ``_v<txn_id>`` suffix) and read what it replaced,
+    but only while ``cleaning`` is false: once the cleaner has started on its partition, what
+    it replaced may be partly gone."""
+
+    txn_id: int
+    partition: str
+    commit_seq: int
+    committed: datetime
+    cleaning: bool

@@ -48,7 +48,12 @@ from acidstore.metastore.protocol import (
     TxnKind,
     WriteComponent,
 )
-from acidstore.metastore.queue import CompactionInfo, CompactionKind, CompactionState
+from acidstore.metastore.queue import (
+    CompactionCommit,
+    CompactionInfo,
+    CompactionKind,
+    CompactionState,
+)
 from acidstore.metastore.sqlite_schema import (
     decode_schema,
     encode_schema,
@@ -576,3 +581,12 @@ class SqliteMetastore:
     def show_compactions(self) -> list[CompactionInfo]:
         return self._read(lambda conn: [queue.info_of(r) for r in conn.execute(
             "SELECT * FROM compactions ORDER BY compaction_id")])
+
+    def begin_cleaning(self, table: str, partition: str, txns: ValidTxnList) -> list[int]:
+        return self._write(lambda conn, now: queue.begin_cleaning(
+            conn, self._table_row(conn, table)["table_id"], partition, txns, now))
+
+    def compactions_committed_after(self, table: str, point: int | datetime
+                                    ) -> list[CompactionCommit]:
+        return self._read(lambda conn: queue.committed_after(
+            conn, self._table_row(conn, table)["table_id"], point))

@@ -14,16 +14,17 @@ from datetime import datetime
 from acidstore.errors import InvalidInputError, TransactionStateError
 from acidstore.metastore.queue import (
     ACTIVE_STATES,
+    CompactionCommit,
     CompactionInfo,
     CompactionKind,
     CompactionState,
 )
-from acidstore.metastore.sqlite_schema import from_micros
+from acidstore.metastore.sqlite_schema import from_micros, to_micros
 from acidstore.metastore.sqlite_txn import build_write_id_list, peek_sequence
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
-__all__ = ["claim", "enqueue", "finish", "forget_aborted", "info_of", "live_snapshots",
-           "log_outcome", "ready_for_cleaning", "record_compacted"]
+__all__ = ["begin_cleaning", "claim", "committed_after", "enqueue", "finish", "forget_aborted",
+           "info_of", "live_snapshots", "log_outcome", "ready_for_cleaning", "record_compacted"]
 
 _KINDS = ("minor", "major")
 _FINAL: tuple[CompactionState, ...] = ("succeeded", "failed", "refused", "did not initiate")
@@ -39,7 +40,7 @@ def info_of(row: sqlite3.Row) -> CompactionInfo:
         row["reason"], from_micros(row["enqueued"]), row["worker"], _time(row["started"]),
         _time(row["heartbeat"]), row["txn_id"], row["highest_write_id"],
         row["compactor_write_ids"], row["next_txn_id"], _time(row["compacted"]),
-        _time(row["finished"]), row["error"], row["attempts"])
+        _time(row["finished"]), row["error"], row["attempts"], _time(row["cleaning_started"]))
 
 
 def _check_kind(kind: str) -> None:
@@ -169,6 +170,41 @@ def ready_for_cleaning(conn: sqlite3.Connection) -> list[CompactionInfo]:
     rows = conn.execute("SELECT * FROM compactions WHERE state = 'ready for cleaning' "
                         "ORDER BY compaction_id").fetchall()
     return [info_of(r) for r in rows if low is None or r["next_txn_id"] <= low]
+
+
+def begin_cleaning(conn: sqlite3.Connection, table_id: int, partition: str,
+                   txns: ValidTxnList, now: int) -> list[int]:
+    """Flag the partition's compactions that ``txns`` sees committed as being cleaned (before
+    the cleaner lists or removes anything), so time travel stops reading around them."""
+    rows = conn.execute(
+        "SELECT compaction_id, txn_id FROM compactions WHERE table_id = ? AND part = ? AND "
+        "txn_id IS NOT NULL AND cleaning_started IS NULL", (table_id, partition)).fetchall()
+    flagged = [r["compaction_id"] for r in rows if txns.is_txn_valid(r["txn_id"])]
+    conn.executemany("UPDATE compactions SET cleaning_started = ? WHERE compaction_id = ?",
+                     [(now, c) for c in flagged])
+    return flagged
+
+
+def committed_after(conn: sqlite3.Connection, table_id: int, point: int | datetime
+                    ) -> list[CompactionCommit]:
+    """The table's compactions committed after ``point``: the commit that made every write
+    id up to ``point`` (an int) visible, or a moment (a datetime)."""
+    if isinstance(point, datetime):
+        where, value = "t.finished > ?", to_micros(point)
+    else:
+        where, value = "t.commit_seq > ?", conn.execute(
+            "SELECT COALESCE(MAX(t.commit_seq), 0) FROM history h JOIN txns t "
+            "ON t.txn_id = h.txn_id WHERE h.table_id = ? AND h.write_id <= ?",
+            (table_id, point)).fetchone()[0]
+    rows = conn.execute(
+        "SELECT c.txn_id, c.part, c.state, c.cleaning_started, t.commit_seq, t.finished "
+        "FROM compactions c JOIN txns t ON t.txn_id = c.txn_id WHERE c.table_id = ? AND "
+        f"t.state = 'committed' AND {where} ORDER BY t.commit_seq, c.part",
+        (table_id, value)).fetchall()
+    # an entry cleaned before cleaning_started existed (schema 2) is 'succeeded'
+    return [CompactionCommit(r["txn_id"], r["part"], r["commit_seq"], from_micros(r["finished"]),
+                             r["cleaning_started"] is not None or r["state"] == "succeeded")
+            for r in rows]
 
 
 def live_snapshots(conn: sqlite3.Connection, table_id: int, table: str, now: int

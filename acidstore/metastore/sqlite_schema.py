@@ -33,9 +33,12 @@ __all__ = [
 ]
 
 #: Bump on any DDL change and add a migration step to ``ensure_schema``. Version 2 added the
-#: compaction queue; its DDL only creates new tables, so a version-1 file upgrades in place.
-SCHEMA_VERSION = 2
-_UPGRADABLE = {1}
+#: compaction queue (new tables only, so a version-1 file upgrades in place); version 3 added
+#: ``compactions.cleaning_started`` (time travel must know where the cleaner has begun).
+SCHEMA_VERSION = 3
+_UPGRADABLE = {1, 2}
+#: DDL that brings an older file's existing tables up to this version, by the version it has
+_MIGRATIONS = {2: ("ALTER TABLE compactions ADD COLUMN cleaning_started INTEGER",)}
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -163,7 +166,8 @@ CREATE TABLE IF NOT EXISTS compactions (
     compacted           INTEGER,
     finished            INTEGER,
     error               TEXT,
-    attempts            INTEGER NOT NULL DEFAULT 0
+    attempts            INTEGER NOT NULL DEFAULT 0,
+    cleaning_started    INTEGER
 );
 CREATE INDEX IF NOT EXISTS compactions_by_state ON compactions (state, table_id, part);
 """
@@ -189,6 +193,8 @@ def ensure_schema(conn: sqlite3.Connection) -> None:
             conn.executemany("INSERT OR IGNORE INTO sequences (name, next_value) VALUES (?, ?)",
                              _SEQUENCES)
         elif int(row[0]) in _UPGRADABLE:
+            for statement in _MIGRATIONS.get(int(row[0]), ()):
+                conn.execute(statement)
             conn.execute("UPDATE meta SET value = ? WHERE name = 'schema_version'",
                          (str(SCHEMA_VERSION),))
         elif int(row[0]) != SCHEMA_VERSION:

@@ -94,12 +94,14 @@ class AcidReader(DataSourceReader):
         options = read_options(self._options)
         wh, table = open_target(target_of(self._options))
         try:
-            txns, write_ids = read_snapshot(table, options)
             if options.snapshot is None:
                 # leased before planning, so nothing planned can be cleaned away; the lease
                 # outlives this worker (Spark may run the plan any time later), so it
                 # expires instead of being released (option leaseSeconds)
-                wh.metastore.acquire_lease(table.name, txns, write_ids, options.lease_seconds)
+                txns, write_ids, _ = table.leased_snapshot(
+                    options.as_of, ttl_seconds=options.lease_seconds)
+            else:
+                txns, write_ids = read_snapshot(table, options)
             tasks, _ = plan_read(table, options, self._schema, (txns, write_ids))
         finally:
             wh.close()
