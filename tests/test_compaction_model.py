@@ -3,14 +3,18 @@
 One partitioned, bucketed table and a plain dict model (``id -> row``). Rules write (insert,
 update, delete), write and abort (files left behind, as a dead process leaves them, or removed
 by the abort), compact (minor or major, the whole table or one partition), run the cleaner
-(retention 0), and open, drain or drop streaming readers (``to_batches``, which lease their
-snapshot).
+(retention 0, or a long retention that keeps what compactions replaced), open, drain or drop
+streaming readers (``to_batches``, which lease their snapshot), and read ``as_of`` a past
+write id.
 
 Invariants after every step:
 - the table equals the model (``to_arrow`` and both directory readers agree, ROW__IDs too);
 - a compaction or a cleaner pass changes no row and no ROW__ID;
 - a reader returns exactly what the table held when it was opened, however much was compacted
   and cleaned meanwhile;
+- a read ``as_of`` a write id returns exactly what the table held after that write, unless a
+  major compaction past that write id has been cleaned: then it may raise
+  ``NotEnoughHistoryError`` (never return other rows);
 - once no reader is open and a cleaner pass ran after the last compaction, no partition has an
   obsolete directory; after a pass that followed the last aborted write, no aborted directory
   is left and no aborted write id is remembered.
@@ -45,6 +49,7 @@ from hypothesis.stateful import (
 )
 
 import acidstore
+from acidstore.errors import NotEnoughHistoryError
 from compaction import Cleaner, compact
 
 DTS = ("a", "b")
@@ -52,8 +57,12 @@ MAX_READERS = 2
 
 
 def reader_rows(reader: pa.RecordBatchReader, names: list[str]) -> list[Row]:
+    return _tuples_of(reader.read_all(), names)
+
+
+def _tuples_of(table: pa.Table, names: list[str]) -> list[Row]:
     out = []
-    for r in reader.read_all().to_pylist():
+    for r in table.to_pylist():
         rid = r["row__id"]
         out.append(((rid["writeid"], rid["bucketid"], rid["rowid"]), *(r[n] for n in names)))
     return sorted(out, key=lambda x: (x[1], x[0]))
@@ -71,6 +80,11 @@ class CompactionMachine(RuleBasedStateMachine):
         self.readers: list[tuple[pa.RecordBatchReader, list[Row]]] = []
         self.compacted_since_clean = False
         self.aborted_since_clean = False
+        #: write id -> the table's rows right after that write (time travel's model)
+        self.past: dict[int, list[Row]] = {0: []}
+        #: highest table write id a major compaction covered, and of those cleaned since
+        self.major_hwm = 0
+        self.cleaned_major_hwm = 0
 
     def teardown(self) -> None:
         self.readers.clear()
@@ -94,8 +108,13 @@ class CompactionMachine(RuleBasedStateMachine):
             items.append({"id": self.next_id, "name": f"n{self.next_id}", "amount": amount,
                           "dt": dt})
             self.next_id += 1
-        self.t.insert(rows_of(items))
+        result = self.t.insert(rows_of(items))
         self.model.update({r["id"]: r for r in items})
+        self.remember(result.write_id)
+
+    def remember(self, write_id: int | None) -> None:
+        if write_id is not None:
+            self.past[write_id] = self.expected()
 
     @rule(k=st.integers(0, 2), add=st.integers(1, 5))
     def update(self, k: int, add: int) -> None:
@@ -104,6 +123,7 @@ class CompactionMachine(RuleBasedStateMachine):
         assert result.rows_updated == len(changed)
         for r in changed:
             r["amount"] += add
+        self.remember(result.write_id)
 
     @rule(k=st.integers(0, 3), dt=st.sampled_from(DTS))
     def delete(self, k: int, dt: str) -> None:
@@ -112,6 +132,7 @@ class CompactionMachine(RuleBasedStateMachine):
         assert result.rows_deleted == len(gone)
         for i in gone:
             del self.model[i]
+        self.remember(result.write_id)
 
     @rule(dt=st.sampled_from(DTS), as_delete=st.booleans(), files_left=st.booleans())
     def aborted(self, dt: str, as_delete: bool, files_left: bool) -> None:
@@ -139,6 +160,8 @@ class CompactionMachine(RuleBasedStateMachine):
         result = compact(self.t, kind, partition)  # type: ignore[arg-type]
         if result.compacted:
             self.compacted_since_clean = True
+            if kind == "major":
+                self.major_hwm = max(self.major_hwm, self.t.snapshot().high_watermark)
         assert read_exact(self.t) == before
 
     @rule()
@@ -149,6 +172,28 @@ class CompactionMachine(RuleBasedStateMachine):
         if not self.readers:
             self.compacted_since_clean = False
         self.aborted_since_clean = False
+        self.cleaned_major_hwm = self.major_hwm
+
+    @rule()
+    def clean_keeping_history(self) -> None:
+        """A long retention: aborted writes go, what compactions replaced stays."""
+        before = read_exact(self.t)
+        Cleaner(self.wh, retention_seconds=3600).run()
+        assert read_exact(self.t) == before
+        self.aborted_since_clean = False
+
+    @rule(data=st.data())
+    def time_travel(self, data: st.DataObject) -> None:
+        self.check_as_of(data.draw(st.sampled_from(sorted(self.past))))
+
+    def check_as_of(self, write_id: int) -> None:
+        try:
+            got = values(_tuples_of(self.t.to_arrow(as_of=write_id, with_row_id=True),
+                                    self.names))
+        except NotEnoughHistoryError:
+            assert write_id < self.cleaned_major_hwm, write_id
+            return
+        assert got == self.past[write_id], write_id
 
     # --- readers ---------------------------------------------------------------------------------
 
@@ -173,6 +218,13 @@ class CompactionMachine(RuleBasedStateMachine):
     @invariant()
     def table_equals_model(self) -> None:
         assert values(read_exact(self.t)) == self.expected()
+
+    @invariant()
+    def oldest_and_previous_past_are_readable(self) -> None:
+        """The two pasts most compactions fold away (the rule reaches the others)."""
+        past = sorted(self.past)
+        for write_id in {past[0], past[-2] if len(past) > 1 else past[0]}:
+            self.check_as_of(write_id)
 
     @invariant()
     def cleaned_means_clean(self) -> None:
