@@ -121,6 +121,26 @@ def test_filter_option_reads_fewer_rows_and_files(spark: SparkSession, wh: Wareh
     assert set(a_files) < set(all_files)
 
 
+def test_small_tables_are_split_across_cores_as_spark_splits_files(wh: Warehouse) -> None:
+    """Spark's maxSplitBytes: tasks of at most maxPartitionBytes, but a table smaller than
+    cores x that still gets about one task per core (files cost OPEN_COST_BYTES each)."""
+    t = changed_table(wh)
+
+    def tasks(options: dict[str, str]) -> list[int]:
+        opts = read_options(options)
+        planned, _ = plan_read(t, opts, read_schema(t, opts), t.read_snapshot())
+        return [len(task.planned) for task in planned]
+
+    files = sum(tasks({"minPartitions": "1"}))
+    assert files > 4
+    assert tasks({"minPartitions": "1"}) == [files]
+    assert len(tasks({"minPartitions": "2"})) == 2
+    assert len(tasks({"minPartitions": "4"})) == 4
+    assert tasks({"minPartitions": "2", "maxPartitionBytes": "1"}) == [1] * files
+    with pytest.raises(InvalidInputError, match="minPartitions"):
+        read_options({"minPartitions": "0"})
+
+
 def test_with_row_id_matches_embedded(spark: SparkSession, wh: Warehouse) -> None:
     t = changed_table(wh)
     at = AcidTable.forName(spark, TABLE, warehouse=str(wh.location))

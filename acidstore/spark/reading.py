@@ -9,10 +9,12 @@ run the vectorized reader (or the heap merge) and stream Arrow batches to Spark.
 
 from __future__ import annotations
 
+import heapq
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import cast
+from typing import TypeVar, cast
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -27,11 +29,16 @@ from acidstore.spark.schema import arrow_schema, spark_schema, to_spark_batch
 from acidstore.table import Table
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
-__all__ = ["ReadOptions", "ReadTask", "plan_read", "read_options", "read_schema", "read_snapshot",
-           "run_read"]
+__all__ = ["ReadOptions", "ReadTask", "pack", "plan_read", "read_options", "read_schema",
+           "read_snapshot", "run_read", "split_bytes"]
 
 DEFAULT_PARTITION_BYTES = 128 << 20
+#: what opening a file costs, in bytes of reading (Spark's spark.sql.files.openCostInBytes)
+OPEN_COST_BYTES = 4 << 20
+#: the planning process's cores: the default ``minPartitions`` (local mode: the executors')
+_CORES = os.cpu_count() or 1
 DEFAULT_LEASE_SECONDS = 3600.0
+T = TypeVar("T")
 _TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no"}
 
 
@@ -45,6 +52,8 @@ class ReadOptions:
     with_row_id: bool = False
     reader: Reader = "vectorized"
     partition_bytes: int = DEFAULT_PARTITION_BYTES
+    #: tasks to spread a small table over (Spark's defaultParallelism; AcidTable passes it)
+    min_partitions: int = _CORES
     lease_seconds: float = DEFAULT_LEASE_SECONDS
     #: a pinned snapshot (txns, write ids): DML reads the rows at its transaction's snapshot
     snapshot: tuple[str, str] | None = None
@@ -102,6 +111,7 @@ def read_options(options: Mapping[str, str]) -> ReadOptions:
         with_row_id=_flag(options, "withRowId"),
         reader=reader,  # type: ignore[arg-type]
         partition_bytes=int(_number(options, "maxPartitionBytes", DEFAULT_PARTITION_BYTES)),
+        min_partitions=int(_number(options, "minPartitions", _CORES)),
         lease_seconds=_number(options, "leaseSeconds", DEFAULT_LEASE_SECONDS),
         snapshot=(txns, write_ids) if txns and write_ids else None,
     )
@@ -182,22 +192,38 @@ def plan_read(table: Table, options: ReadOptions, requested: StructType,
     fs = table.filesystem
     planned = scan.planned
     sizes = {i.path: i.size or 0 for i in fs.get_file_info([s.path for _, s in planned])}
-    groups: list[list[tuple[PartitionDir, Split]]] = []
-    current: list[tuple[PartitionDir, Split]] = []
-    current_bytes = 0
-    for item in planned:
-        size = sizes.get(item[1].path, 0)
-        if current and current_bytes + size > options.partition_bytes:
-            groups.append(current)
-            current, current_bytes = [], 0
-        current.append(item)
-        current_bytes += size
-    groups.append(current)  # an empty snapshot still gets one (empty) task
+    costs = [sizes.get(s.path, 0) + OPEN_COST_BYTES for _, s in planned]
+    groups = pack(planned, costs, split_bytes(options, costs))
     output = arrow_schema(requested)
     tasks = [ReadTask(fs, table.info.schema, table.info.partition_schema, scan.txns,
                       scan.write_ids, columns, options.filter, with_row_id, options.reader,
                       output, tuple(group)) for group in groups]
     return tasks, scan
+
+
+def split_bytes(options: ReadOptions, costs: Sequence[int]) -> int:
+    """Bytes per task, as Spark sizes file splits (``FilePartition.maxSplitBytes``): at most
+    ``maxPartitionBytes``, but small enough that a small table still gives every core a task.
+    ``costs`` are the files' sizes plus ``OPEN_COST_BYTES`` each."""
+    per_core = -(-sum(costs) // max(options.min_partitions, 1))
+    return min(options.partition_bytes, max(OPEN_COST_BYTES, per_core))
+
+
+def pack(items: Sequence[T], costs: Sequence[int], limit: int) -> list[list[T]]:
+    """``items`` in as many groups as ``limit`` asks for (at least one, at most one per item),
+    balanced: the costliest first, each into the group with the least so far. Greedy
+    next-fit packing (Spark's) can leave a last task with one small file, so that half of
+    two cores idles through a table of ten equal buckets."""
+    count = min(len(items), max(1, -(-sum(costs) // max(limit, 1))))
+    if count <= 1:
+        return [list(items)]  # an empty snapshot still gets one (empty) task
+    loads = [(0, g) for g in range(count)]
+    members: list[list[int]] = [[] for _ in range(count)]
+    for index in sorted(range(len(items)), key=lambda i: -costs[i]):
+        load, group = heapq.heappop(loads)
+        members[group].append(index)
+        heapq.heappush(loads, (load + costs[index], group))
+    return [[items[i] for i in sorted(m)] for m in members if m]
 
 
 def run_read(task: ReadTask) -> Iterator[pa.RecordBatch]:

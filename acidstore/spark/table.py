@@ -100,7 +100,8 @@ class AcidTable:
     # --- reads ---------------------------------------------------------------------------------
 
     def _reader(self, options: Mapping[str, str]) -> DataFrame:
-        reader = self._spark.read.format(FORMAT)
+        reader = self._spark.read.format(FORMAT).option(
+            "minPartitions", str(self._spark.sparkContext.defaultParallelism))
         for key, value in {**self._target.options(), **options}.items():
             if key != "path":
                 reader = reader.option(key, value)
