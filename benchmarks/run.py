@@ -16,10 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks import data, workloads_spark, workloads_write
+from benchmarks import data, workloads_compact, workloads_spark, workloads_write
 from benchmarks.harness import Measurement, measure
 from benchmarks.report import Row, render
-from benchmarks.states import prepare_spark, prepare_write
+from benchmarks.states import prepare_compacted, prepare_spark, prepare_write
 
 ALL_TIME = "bench.t:9223372036854775807:9223372036854775807::"
 
@@ -116,20 +116,34 @@ def run(rows: int, workdir: Path, repeat: int, stripe_mb: int, only: set[str] | 
 
     spark: dict[str, Any] = {}
 
+    def plain_states() -> dict[str, Any]:
+        """The plain ORC copies of the write states (S1-S3, W7, W8), built on first use."""
+        if not spark:
+            spark.update(prepare_spark(Path(write_info("scratch")).parent, stripe_mb << 20))
+        return spark
+
     def ms(task: str, **args: Any) -> Measurement:
         """A Spark task: no warm-up child, as each child already runs the task once before
         the timed run in the same JVM (JIT, Python workers, page cache)."""
-        if not spark:
-            spark.update(prepare_spark(Path(write_info("scratch")).parent, stripe_mb << 20))
-        return measure(task, {**write, **spark, **args}, repeat=repeat, warmup=0)
+        return measure(task, {**write, **plain_states(), **args}, repeat=repeat, warmup=0)
+
+    def mc(task: str, **args: Any) -> Measurement:
+        """A compaction task (W7, W8): the write states, their plain copies, the stripe size."""
+        states = {**plain_states(), "stripe_size": stripe_mb << 20,
+                  **prepare_compacted(Path(write_info("scratch")).parent)}
+        return measure(task, {**write, **states, **args}, repeat=repeat)
 
     cases += [("W5", w5), ("W6", w6), ("W9", w9), ("W10", w10),
               ("S1", lambda: results.extend(workloads_spark.s1(ms))),
-              ("S2", lambda: results.extend(workloads_spark.s2(ms)))]
+              ("S2", lambda: results.extend(workloads_spark.s2(ms))),
+              ("W7", lambda: results.extend(workloads_compact.w7(mc))),
+              ("W8", lambda: results.extend(workloads_compact.w8(
+                  mc, mc("limit_scan", limit_dir=plain_states()["limit_after"], threads=2)))),
+              ("S3", lambda: results.extend(workloads_compact.s3(ms)))]
     for name, fn in cases:
         if want(name):
             fn()
-    notes = [workloads_spark.RSS_NOTE] if spark else []
+    notes = [workloads_spark.RSS_NOTE] if want("S1") or want("S2") or want("S3") else []
     return results, {"baseline_rss_mb": baseline.peak_rss_mb, "notes": notes, **paths}
 
 

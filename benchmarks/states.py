@@ -7,6 +7,8 @@
 - ``limit_loaded`` / ``limit_after`` (``prepare_spark``, for S1/S2): the rows of ``acid_loaded``
   / ``acid_after`` as ten plain ORC files (the limit layout: no ACID columns, same codec and
   stripe size as the insert deltas), for Spark's native reader and the Spark rewrite.
+- ``acid_compacted`` (``prepare_compacted``, for W8): ``acid_after`` after a minor and a major
+  compaction and a cleaner pass, so only the base is left.
 
 delta-rs sizes files by bytes, not rows; its target file size is calibrated here so that W1
 writes ten data files, like the ten bucket files of acidstore and the ten files of the limit.
@@ -37,6 +39,7 @@ from benchmarks.tasks_write import (
     delta_merge,
     delta_updates,
 )
+from compaction import Cleaner, compact
 
 
 def _write_arrow(table: pa.Table, path: Path) -> None:
@@ -122,3 +125,25 @@ def prepare_spark(root: Path, stripe_size: int) -> dict[str, Any]:
         done.write_text(json.dumps(counts))
     return {"limit_loaded": str(root / "limit_loaded"), "limit_after": str(root / "limit_after"),
             **json.loads(done.read_text())}
+
+
+def prepare_compacted(root: Path) -> dict[str, Any]:
+    """Build (once) ``acid_compacted`` under ``root`` (after ``prepare_write``)."""
+    target = root / "acid_compacted"
+    done = root / "COMPACTED-READY"
+    if not done.exists():
+        if target.exists():
+            shutil.rmtree(target)
+        copy_state(root / "acid_after", target, warehouse=True)
+        with acidstore.connect(target) as wh:
+            table = wh.table(TABLE)
+            for kind in ("minor", "major"):
+                if not compact(table, kind).compacted:
+                    raise RuntimeError(f"the {kind} compaction of {target} did nothing")
+            Cleaner(wh, retention_seconds=0).run()
+            left = sorted(p.name for p in Path(table.location).iterdir()
+                          if not p.name.startswith(("_", ".")))
+        if len(left) != 1 or not left[0].startswith("base_"):
+            raise RuntimeError(f"{target} should hold one base after cleaning, not {left}")
+        done.write_text("ok")
+    return {"acid_compacted": str(target)}

@@ -42,6 +42,7 @@ from benchmarks.tasks_write import (
     fresh,
     read_arrow,
 )
+from compaction import compact
 
 #: Spark's ORC codec option for the codec of acidstore's and the limit's files
 ORC_CODEC = "zstd"
@@ -242,4 +243,40 @@ def spark_change(args: dict[str, Any]) -> dict[str, Any]:
     return {**out, **spark_memory(spark)}
 
 
-SPARK_TASKS = {"spark_scan": spark_scan, "spark_change": spark_change}
+# --- S3 -------------------------------------------------------------------------------------------
+
+def _compact_once(spark: SparkSession, args: dict[str, Any], engine: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    with fresh(args, "acid_after" if engine == "acid" else "limit_after") as root:
+        if engine == "acid":
+            with acidstore.connect(root) as wh:
+                table = wh.table(TABLE)
+                start = time.perf_counter()
+                result = compact(table, "major", engine="spark", spark=spark)
+                out["seconds"] = time.perf_counter() - start
+                if not result.compacted:
+                    raise RuntimeError(f"the major compaction did nothing: {result}")
+                out["rows"] = table.to_arrow(columns=["id"]).num_rows
+        else:
+            start = time.perf_counter()
+            rewrite(spark, root, lambda df: df)
+            out["seconds"] = time.perf_counter() - start
+            out["rows"] = spark.read.orc(str(root)).count()  # not timed
+    if out["rows"] != int(args["after_rows"]):
+        raise RuntimeError(f"S3 {engine}: {out['rows']} rows, not {args['after_rows']}")
+    return out
+
+
+def spark_compact(args: dict[str, Any]) -> dict[str, Any]:
+    """S3: a major compaction of a fresh copy of ``acid_after`` on Spark (one task per
+    bucket), or (``engine`` rewrite) Spark reading ``limit_after`` and writing it all again.
+    Both warm up on an untimed run of their own in this JVM first."""
+    spark = session()
+    engine = args["engine"]
+    for _ in range(int(args.get("warmups", 1))):
+        _compact_once(spark, args, engine)
+    return {**_compact_once(spark, args, engine), **spark_memory(spark)}
+
+
+SPARK_TASKS = {"spark_scan": spark_scan, "spark_change": spark_change,
+               "spark_compact": spark_compact}

@@ -1,0 +1,45 @@
+"""Rows of W7 (minor then major compaction after W2-W4), W8 (full scan after it) and S3
+(major compaction on Spark), acidstore beside the peers of ../shared/BENCHMARKS.md.
+
+Targets as ratios acidstore / peer: W7 "major within 1.3x of limit read+write" is ``<= 1.3x``,
+W8 "within 1.1x of the limit" ``<= 1.1x``; BENCHMARKS.md sets none for S3.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from benchmarks.harness import Measurement
+from benchmarks.report import Row
+from benchmarks.workloads_spark import memory_note
+
+Measure = Callable[..., Measurement]
+
+
+def w7(m: Measure) -> list[Row]:
+    limit = m("limit_rewrite")
+    minor = m("acid_compact", kinds=["minor"])
+    major = m("acid_compact", kinds=["minor", "major"], timed=["major"])
+    both = m("acid_compact", kinds=["minor", "major"])
+    return [
+        Row("W7", "minor compaction after W2-W4 (13 deltas + 12 delete deltas -> 2)", minor,
+            "limit read+write, 10 files", limit, "-"),
+        Row("W7", "major compaction after the minor (deletes applied, ROW__IDs kept)", major,
+            "limit read+write, 10 files", limit, "<= 1.3x"),
+        Row("W7", "minor + major", both, "limit read+write, 10 files", limit, "-"),
+        Row("W7", "minor + major", both, "delta-rs optimize.compact (files already rewritten "
+            "by W2-W4)", m("delta_optimize"), "-"),
+    ]
+
+
+def w8(m: Measure, limit: Measurement) -> list[Row]:
+    return [Row("W8", "full scan after minor + major + cleaning (Table.to_arrow)",
+                m("compacted_scan"), "limit scan, 2 thr", limit, "<= 1.1x")]
+
+
+def s3(m: Measure) -> list[Row]:
+    ours = m("spark_compact", engine="acid")
+    peer = m("spark_compact", engine="rewrite")
+    return [Row("S3", "Spark major compaction after W2-W4 (compact(engine='spark'))", ours,
+                "Spark rewrite of the same rows", peer, "-",
+                note=memory_note("S3", ours, peer))]
