@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -26,6 +26,9 @@ settings.register_profile(
 settings.register_profile(
     "thorough", max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow],
 )
+#: rows of the benchmark smoke tests' table
+BENCH_ROWS = 2000
+
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
@@ -44,3 +47,15 @@ def spark() -> Iterator[SparkSession]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def bench_states(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The benchmark suite's prepared states on a tiny table (2,000 rows), built once for the
+    smoke tests of every workload: the write states, their plain ORC copies, the compacted
+    table, and task arguments without warm-ups."""
+    from benchmarks.states import prepare_compacted, prepare_spark, prepare_write
+
+    root = tmp_path_factory.mktemp("bench") / "write"
+    return {**prepare_write(root, BENCH_ROWS), **prepare_spark(root, 1 << 20),
+            **prepare_compacted(root), "stripe_size": 1 << 20, "warmups": 0}

@@ -11,22 +11,16 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.orc as po
 import pytest
 
-from benchmarks.states import prepare_compacted, prepare_spark, prepare_write
 from benchmarks.tasks_compact import acid_compact, compacted_scan, delta_optimize, limit_rewrite
 from benchmarks.tasks_spark import spark_compact
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-ROWS = 2000
 
-
-@pytest.fixture(scope="module")
-def states(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    root = tmp_path_factory.mktemp("bench") / "write"
-    write = prepare_write(root, ROWS)
-    return {**write, **prepare_spark(root, 1 << 20), **prepare_compacted(root),
-            "stripe_size": 1 << 20, "warmups": 0}
+@pytest.fixture
+def states(bench_states: dict[str, Any]) -> dict[str, Any]:
+    return bench_states
 
 
 def test_compacted_state_is_one_base_with_the_rows_of_the_limit(states: dict[str, Any]) -> None:

@@ -8,23 +8,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-pytest.importorskip("deltalake")  # benchmarks.tasks_write builds the delta-rs states too
-pytest.importorskip("psutil")
-
-from benchmarks.states import prepare_spark, prepare_write
 from benchmarks.tasks_spark import spark_change, spark_scan
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-ROWS = 2000
 
-
-@pytest.fixture(scope="module")
-def states(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    root = tmp_path_factory.mktemp("bench") / "write"
-    write = prepare_write(root, ROWS)
-    return {**write, **prepare_spark(root, 1 << 20), "warmups": 0}
+@pytest.fixture
+def states(bench_states: dict[str, Any]) -> dict[str, Any]:
+    return bench_states
 
 
 def test_s1_both_sides_read_the_same_rows(spark: SparkSession, states: dict[str, Any]) -> None:
