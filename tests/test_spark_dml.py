@@ -37,6 +37,7 @@ from acidstore.errors import (
     WriteConflictError,
 )
 from acidstore.spark import AcidTable
+from acidstore.spark.table import referenced_columns
 from acidstore.table import WriteResult
 
 if TYPE_CHECKING:
@@ -308,3 +309,19 @@ def test_unpartitioned_unbucketed_table(spark: SparkSession, tmp_path: Path) -> 
             .when_matched_delete().when_not_matched_insert_all().execute()
         assert got.metrics == expected.metrics
         pair.check_same()
+        # deletes decode only the columns their condition names (here: none but ROW__ID)
+        assert pair.at.delete("`ID` = 22").rows_deleted == e.delete("id = 22").rows_deleted == 1
+        pair.check_same()
+        remaining = len(pair.check_same())
+        assert pair.at.delete().rows_deleted == remaining > 0
+        e.delete("TRUE")
+        assert pair.check_same() == []
+
+
+def test_referenced_columns_of_a_condition() -> None:
+    names = ["id", "name", "amount", "my col", "dt"]
+    assert referenced_columns("t.AMOUNT > 1 AND `my col` = 'id'", names) == [
+        "id", "amount", "my col"]  # 'id' in a string literal: one column too many is safe
+    assert referenced_columns("TRUE", names) == []
+    assert referenced_columns("struct(*) IS NULL", names) is None
+    assert referenced_columns(F.col("id") > 1, names) is None

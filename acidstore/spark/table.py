@@ -9,6 +9,7 @@ with the same row-level conflict rules as the embedded tables.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -54,6 +55,19 @@ def condition_column(condition: Condition, where: str) -> Column:
             return F.expr(condition)
     raise InvalidInputError(f"{where}: a condition is a SQL string or a Column, "
                             f"not {type(condition).__name__}")
+
+
+_IDENTIFIER = re.compile(r"`([^`]+)`|([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def referenced_columns(condition: Condition | None, names: Sequence[str]) -> list[str] | None:
+    """The columns of ``names`` a SQL condition can refer to (every identifier in it that
+    names one, case-insensitively), so a statement decodes only those; None (all columns)
+    for a Column object or a ``*``, whose references a string cannot tell."""
+    if not isinstance(condition, str) or "*" in condition:
+        return None
+    said = {(quoted or plain).lower() for quoted, plain in _IDENTIFIER.findall(condition)}
+    return [n for n in names if n.lower() in said]
 
 
 class AcidTable:
@@ -138,11 +152,15 @@ class AcidTable:
 
     # --- writes --------------------------------------------------------------------------------
 
-    def _snapshot_rows(self, txn: Transaction, table: Table) -> DataFrame:
-        """The table at ``txn``'s snapshot with ROW__IDs: the rows a statement may change."""
-        return self._reader({"snapshotTxns": str(txn.snapshot),
-                             "snapshotWriteIds": str(txn.write_ids(table.name)),
-                             "withRowId": "true"})
+    def _snapshot_rows(self, txn: Transaction, table: Table,
+                       columns: Sequence[str] | None = None) -> DataFrame:
+        """The table at ``txn``'s snapshot with ROW__IDs: the rows a statement may change
+        (only ``columns`` of them decoded, when given)."""
+        options = {"snapshotTxns": str(txn.snapshot),
+                   "snapshotWriteIds": str(txn.write_ids(table.name)), "withRowId": "true"}
+        if columns is not None:
+            options["columns"] = ",".join(columns)
+        return self._reader(options)
 
     def _statement(self, operation: str, clauses: tuple[Operation, ...],
                    changes: Callable[[Transaction, Table, WriteJob], DataFrame],
@@ -187,10 +205,16 @@ class AcidTable:
         predicate = condition_column(condition, where) if condition is not None else None
 
         def changes(txn: Transaction, table: Table, job: WriteJob) -> DataFrame:
-            rows = self._snapshot_rows(txn, table)
+            # a delete event needs the ROW__ID and partition: decode only what the condition
+            # reads besides (Python data sources get no column pruning from Spark)
+            parts = list(table.info.partition_schema.names)
+            wanted = referenced_columns(condition, table.schema.names) if predicate is not None \
+                else []
+            rows = self._snapshot_rows(txn, table, None if wanted is None else sorted(
+                {*wanted, *parts}, key=table.schema.names.index))
             if predicate is not None:
                 rows = rows.filter(predicate)
-            return rows.select(*[F.col(p) for p in table.info.partition_schema.names],
+            return rows.select(*[F.col(p) for p in parts],
                                F.col(ROW_ID_COLUMN).alias(DELETE_COLUMN))
 
         return self._statement("delete", ("delete",), changes, lambda outputs: WriteResult(
