@@ -28,6 +28,7 @@ __all__ = [
     "InvalidInputError",
     "InvalidLayoutError",
     "InvalidPartitionValueError",
+    "LocationNotEmptyError",
     "MergeCardinalityError",
     "MetastoreError",
     "NotEnoughHistoryError",
@@ -91,6 +92,16 @@ class TableNotFoundError(CatalogError, KeyError):
 
 class TableExistsError(CatalogError):
     """A table of that name already exists."""
+
+
+class LocationNotEmptyError(CatalogError):
+    """A new table's directory already holds files (left by a lost metastore, an unfinished
+    drop or a copy): a new table there would reuse write id 1 and read the strangers' files
+    as its own rows, so it is refused."""
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 # --- transactions -----------------------------------------------------------------------------

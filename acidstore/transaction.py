@@ -28,7 +28,10 @@ import pyarrow.fs as pafs
 from acidstore import fs as afs
 from acidstore.errors import (
     AcidStoreError,
+    CommitFailedError,
+    CommitStateUnknownError,
     InvalidInputError,
+    MetastoreError,
     TransactionAbortedError,
     TransactionStateError,
     WriteConflictError,
@@ -49,7 +52,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Transaction"]
 
-State = Literal["open", "committed", "aborted"]
+# "unknown": the metastore could not say whether the commit landed; the files stay
+State = Literal["open", "committed", "aborted", "unknown"]
 _OP_LETTER = {"insert": "i", "update": "u", "delete": "d", "overwrite": "o"}
 
 
@@ -126,34 +130,60 @@ class Transaction:
         return self._warehouse.table(name, transaction=self)
 
     def commit(self) -> CommitInfo:
-        """Publish every write of the transaction at once, or raise and publish nothing."""
+        """Publish every write of the transaction at once, or raise and publish nothing.
+
+        A commit call that fails without a clear answer (a lost acknowledgement, a metastore
+        that failed mid-way) is settled with the metastore before anything is removed: if it
+        landed, this returns its commit; files are deleted only once the metastore says the
+        transaction is aborted; when nobody can tell, ``CommitStateUnknownError`` is raised
+        and the files stay for the cleaner to judge.
+        """
         self._check_open()
         self._stop_heartbeat()
         if self._heartbeat is not None and self._heartbeat.error is not None:
-            self._finish_aborted()
+            self._settle_aborted(f"heartbeat failed: {self._heartbeat.error}")
             raise TransactionAbortedError(
                 f"transaction {self.txn_id} was aborted while it ran: {self._heartbeat.error}")
         try:
             info = self._metastore.commit(self.txn_id, self._components, check=self._conflicts)
-        except AcidStoreError:
-            # a refused commit may leave the txn open in the metastore: end it now
-            with contextlib.suppress(AcidStoreError):
-                self._metastore.abort(self.txn_id, "commit failed")
-            self._finish_aborted()
+        except CommitFailedError:
+            # a definite answer: the metastore aborted the transaction before refusing it
+            self._settle_aborted("commit refused")
             raise
+        except Exception as exc:
+            landed = self._settle_aborted(f"commit failed: {type(exc).__name__}: {exc}")
+            if landed is not None:
+                self._state = "committed"
+                return landed
+            if self._state == "unknown":
+                raise CommitStateUnknownError(
+                    f"transaction {self.txn_id}: the commit failed ({exc}) and the metastore "
+                    "cannot tell whether it landed; its files are kept. Read the table (or "
+                    "show_transactions) before retrying") from exc
+            if isinstance(exc, AcidStoreError) and not isinstance(exc, MetastoreError):
+                raise  # already says what was wrong (bad input, a dropped table)
+            raise CommitFailedError(
+                f"transaction {self.txn_id} did not commit ({exc}); it is aborted and nothing "
+                "of it is visible, so it is safe to retry") from exc
         self._state = "committed"
         return info
 
     def abort(self, reason: str = "aborted by the caller") -> None:
-        """Abort: nothing this transaction wrote becomes visible; its files are removed."""
+        """Abort: nothing this transaction wrote becomes visible; its files are removed once
+        the metastore has recorded the abort (otherwise ``CommitStateUnknownError``)."""
         if self._state == "aborted":
             return
         self._check_open()
         self._stop_heartbeat()
-        try:
-            self._metastore.abort(self.txn_id, reason)
-        finally:
-            self._finish_aborted()
+        landed = self._settle_aborted(reason)
+        if landed is not None:
+            self._state = "committed"
+            raise TransactionStateError(
+                f"transaction {self.txn_id} is committed (by another process); it cannot abort")
+        if self._state == "unknown":
+            raise CommitStateUnknownError(
+                f"transaction {self.txn_id}: the metastore could not record the abort; its "
+                "files are kept until it times out and the cleaner removes them")
 
     def __enter__(self) -> Transaction:
         return self
@@ -165,7 +195,10 @@ class Transaction:
         if exc_type is None:
             self.commit()
         else:
-            self.abort(f"{exc_type.__name__}: {exc}")
+            # the caller's exception is what matters; an abort the metastore could not record
+            # leaves the state "unknown" and the files for the cleaner
+            with contextlib.suppress(AcidStoreError):
+                self.abort(f"{exc_type.__name__}: {exc}")
 
     # --- used by tables writing inside this transaction ----------------------------------------
 
@@ -213,7 +246,8 @@ class Transaction:
     def fail(self, error: BaseException) -> None:
         """A statement failed half-way: the transaction can no longer commit."""
         if self._state == "open":
-            self.abort(f"statement failed: {type(error).__name__}: {error}")
+            with contextlib.suppress(AcidStoreError):  # the statement's error is raised
+                self.abort(f"statement failed: {type(error).__name__}: {error}")
 
     # --- internals -----------------------------------------------------------------------------
 
@@ -226,7 +260,26 @@ class Transaction:
         if self._heartbeat is not None:
             self._heartbeat.stop()
 
+    def _settle_aborted(self, reason: str) -> CommitInfo | None:
+        """End the transaction as aborted in the metastore, which is the truth: returns its
+        commit if it turns out to have committed; otherwise sets the state to "aborted" (and
+        removes the files) only when the metastore recorded the abort, else to "unknown"."""
+        try:
+            self._metastore.abort(self.txn_id, reason)  # a no-op when already aborted
+        except AcidStoreError:
+            try:
+                landed = self._metastore.commit_info(self.txn_id)
+            except AcidStoreError:
+                landed = None
+            if landed is not None:
+                return landed
+            self._state = "unknown"
+            return None
+        self._finish_aborted()
+        return None
+
     def _finish_aborted(self) -> None:
+        """Only after the metastore recorded the abort: remove what the transaction wrote."""
         self._state = "aborted"
         self._stop_heartbeat()
         fs = self._warehouse.filesystem

@@ -7,6 +7,7 @@ and database names are plain identifiers, so no name can place files outside the
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -16,7 +17,12 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from acidstore import fs as afs
-from acidstore.errors import InvalidInputError, TableNotFoundError
+from acidstore.errors import (
+    AcidStoreError,
+    InvalidInputError,
+    LocationNotEmptyError,
+    TableNotFoundError,
+)
 from acidstore.metastore import Metastore, NewTable, SqliteMetastore, TableInfo, TxnKind
 from acidstore.table import Table
 from acidstore.transaction import Transaction
@@ -96,11 +102,40 @@ class Warehouse:
             check_bucketable(by_lower[column.lower()])
         location = afs.join(self.location, f"{database}.db", table)
         props = {"transactional": "true", **{str(k): str(v) for k, v in (properties or {}).items()}}
+        self._refuse_occupied(database, table, location)
         info = self._metastore.create_table(NewTable(
             database, table, user, pa.schema(parts), bucket_cols,
             buckets if bucket_cols else 0, props, location))
-        self._fs.create_dir(location, recursive=True)
+        try:
+            self._fs.create_dir(location, recursive=True)
+        except OSError as exc:
+            # catalogue entry and directory both, or neither
+            with contextlib.suppress(AcidStoreError):
+                self._metastore.drop_table(info.full_name)
+            raise InvalidInputError(
+                f"cannot create the directory of table {info.full_name} at {location}: {exc}"
+            ) from exc
         return Table(self, info)
+
+    def _refuse_occupied(self, database: str, table: str, location: str) -> None:
+        """A new table's directory must be absent or empty (the name's owner, if it exists,
+        is reported as TableExistsError by the metastore instead)."""
+        name = f"{database}.{table}"
+        kind = self._fs.get_file_info(location).type
+        if kind == pafs.FileType.NotFound:
+            return
+        if kind != pafs.FileType.Directory:
+            raise InvalidInputError(f"cannot create table {name}: {location} is a file")
+        entries = afs.list_dir(self._fs, location)
+        if not entries or name in self._metastore.list_tables(database):
+            return
+        shown = ", ".join(e.name + ("/" if e.is_dir else "") for e in entries[:5])
+        more = f" and {len(entries) - 5} more" if len(entries) > 5 else ""
+        raise LocationNotEmptyError(
+            f"cannot create table {name}: its location {location} already holds files "
+            f"({shown}{more}), e.g. from a lost metastore, an unfinished drop or a copied "
+            "directory. A new table there would read them as its own rows; move them away "
+            "or remove them first", path=location)
 
     def table(self, name: str, *, transaction: Transaction | None = None) -> Table:
         """An existing table (``TableNotFoundError`` if there is none)."""

@@ -10,7 +10,10 @@ state (``tasks_write.fresh``: copied and synced before the clock starts). The pe
   copy-on-write UPDATE/DELETE/MERGE already rewrote the files they touched (W2-W4 touch every
   file), so there is little or nothing left to compact: the figure is what the call costs.
 
-The Spark side (S3) is in ``benchmarks.tasks_spark``.
+Every task reads its result back afterwards (not timed) and checks it holds the rows of
+``acid_after`` (``after_rows``); with arg ``digest`` it also returns a digest of them, which the
+smoke test compares across acidstore and the peers. The Spark side (S3) is in
+``benchmarks.tasks_spark``.
 """
 
 from __future__ import annotations
@@ -21,13 +24,28 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.orc as po
 from deltalake import DeltaTable
 
 import acidstore
 from acidstore.orc.io import DEFAULT_COMPRESSION
-from benchmarks.tasks_write import TABLE, Task, delta_writer, fresh
+from benchmarks.tasks_write import TABLE, Task, delta_writer, digest, fresh
 from compaction import compact
+
+
+def _checked(args: dict[str, Any], what: str, after: pa.Table) -> dict[str, Any]:
+    """Rows of a task's resulting table, checked against ``after_rows`` (every compaction and
+    rewrite keeps exactly the rows of ``acid_after``); with arg ``digest`` also its digest."""
+    if after.num_rows != int(args["after_rows"]):
+        raise RuntimeError(f"{what}: {after.num_rows} rows, not {args['after_rows']}")
+    return {"rows": after.num_rows, **(digest(after) if args.get("digest") else {})}
+
+
+def _columns(args: dict[str, Any]) -> list[str]:
+    """What a task reads back (not timed) to check its result: ``id`` for the row count, and
+    ``v1`` too for a digest (only in tests: it would add to a measured run's peak RSS)."""
+    return ["id", "v1"] if args.get("digest") else ["id"]
 
 
 def acid_compact(args: dict[str, Any]) -> dict[str, Any]:
@@ -35,8 +53,7 @@ def acid_compact(args: dict[str, Any]) -> dict[str, Any]:
     only those in ``timed`` count. Rows: the table's rows afterwards (checked unchanged)."""
     kinds, timed = list(args["kinds"]), set(args.get("timed", args["kinds"]))
     seconds = 0.0
-    with fresh(args, "acid_after") as root:
-        wh = acidstore.connect(root)
+    with fresh(args, "acid_after") as root, acidstore.connect(root) as wh:
         table = wh.table(TABLE)
         for kind in kinds:
             start = time.perf_counter()
@@ -45,31 +62,28 @@ def acid_compact(args: dict[str, Any]) -> dict[str, Any]:
                 seconds += time.perf_counter() - start
             if not result.compacted:
                 raise RuntimeError(f"{kind} compaction did nothing: {result.partitions}")
-        rows = table.to_arrow(columns=["id"]).num_rows
-        wh.close()
-    if rows != int(args["after_rows"]):
-        raise RuntimeError(f"compaction changed the row count: {rows} != {args['after_rows']}")
-    return {"seconds": seconds, "rows": rows}
+        after = table.to_arrow(columns=_columns(args))
+    return {"seconds": seconds, **_checked(args, f"{'+'.join(kinds)} compaction", after)}
 
 
 def limit_rewrite(args: dict[str, Any]) -> dict[str, Any]:
     """Read the ten plain ORC files of ``limit_after`` and write them again (same codec and
-    stripe size), one after another as a compactor's buckets would be."""
+    stripe size as ``data.write_limit``), one after another as a compactor's buckets are."""
     scratch = Path(args["scratch"])
     scratch.mkdir(parents=True, exist_ok=True)
     out = Path(tempfile.mkdtemp(prefix="run-", dir=scratch))
-    rows = 0
     try:
         start = time.perf_counter()
         for path in sorted(Path(args["limit_after"]).glob("*.orc")):
             table = po.ORCFile(str(path)).read()
             po.write_table(table, str(out / path.name), compression=DEFAULT_COMPRESSION,
                            stripe_size=int(args["stripe_size"]))
-            rows += table.num_rows
         seconds = time.perf_counter() - start
+        after = pa.concat_tables(po.ORCFile(str(p)).read(columns=_columns(args))
+                                 for p in sorted(out.glob("*.orc")))
     finally:
         shutil.rmtree(out, ignore_errors=True)
-    return {"seconds": seconds, "rows": rows}
+    return {"seconds": seconds, **_checked(args, "limit read+write", after)}
 
 
 def delta_optimize(args: dict[str, Any]) -> dict[str, Any]:
@@ -79,20 +93,21 @@ def delta_optimize(args: dict[str, Any]) -> dict[str, Any]:
         start = time.perf_counter()
         metrics = table.optimize.compact(writer_properties=delta_writer())
         seconds = time.perf_counter() - start
-        rows = DeltaTable(root).to_pyarrow_table(columns=["id"]).num_rows
-    return {"seconds": seconds, "rows": rows,
+        after = DeltaTable(root).to_pyarrow_table(columns=_columns(args))
+    return {"seconds": seconds, **_checked(args, "delta-rs optimize", after),
             "files_considered": int(metrics.get("totalConsideredFiles", 0)),
             "files_removed": int(metrics.get("numFilesRemoved", 0))}
 
 
 def compacted_scan(args: dict[str, Any]) -> dict[str, Any]:
-    """W8: ``Table.to_arrow()`` of ``acid_compacted`` (one base per table, nothing to merge)."""
-    wh = acidstore.connect(args["acid_compacted"])
-    start = time.perf_counter()
-    rows = wh.table(TABLE).to_arrow().num_rows
-    seconds = time.perf_counter() - start
-    wh.close()
-    return {"seconds": seconds, "rows": rows}
+    """W8: ``Table.to_arrow()`` of ``acid_compacted`` (one base per table, nothing to merge;
+    default threads, as ``table_scan`` of W5)."""
+    with acidstore.connect(args["acid_compacted"]) as wh:
+        start = time.perf_counter()
+        rows = wh.table(TABLE).to_arrow()
+        seconds = time.perf_counter() - start
+    return {"seconds": seconds, **_checked(args, "scan after compaction",
+                                           rows.select(_columns(args)))}
 
 
 COMPACT_TASKS: dict[str, Task] = {

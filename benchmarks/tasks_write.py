@@ -9,6 +9,8 @@ is exactly what the timed tasks do.
 
 from __future__ import annotations
 
+import hashlib
+import math
 import os
 import shutil
 import sqlite3
@@ -19,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable, WriterProperties, write_deltalake
@@ -46,6 +49,18 @@ def read_arrow(path: str) -> pa.Table:
     with pa.OSFile(path) as source:
         table: pa.Table = pa.ipc.open_file(source).read_all()
     return table
+
+
+def digest(table: pa.Table) -> dict[str, Any]:
+    """Row count, id sum, a hash of the sorted ids and the exact (``math.fsum``) sum of ``v1``
+    of ``table`` (columns ``id`` and ``v1``): equal for two results holding the same rows in
+    any order and any file layout, so tests can compare acidstore's result with a peer's
+    without shipping the rows out of a child process."""
+    ids = np.sort(table.column("id").to_numpy())
+    v1 = table.column("v1").drop_null().to_numpy()
+    return {"table_rows": table.num_rows, "id_sum": int(ids.sum()),
+            "ids_sha256": hashlib.sha256(ids.astype("<i8").tobytes()).hexdigest(),
+            "v1_sum": math.fsum(v1.tolist())}
 
 
 # --- the operations (shared by the timed tasks and the preparation of states) ---------------------

@@ -16,10 +16,10 @@ from benchmarks.report import Row
 Measure = Callable[..., Measurement]
 
 
-#: the report's note on the RSS columns of S1/S2
-RSS_NOTE = ("S1/S2 peak RSS columns are the Python driver process only: Spark's JVM and its "
-            "Python workers (where acidstore decodes ORC and writes files) are other processes; "
-            "their peaks (VmHWM) follow.")
+#: the report's note on the RSS columns of S1, S2 and S3
+RSS_NOTE = ("Spark rows (S1-S3): the peak RSS columns are the Python driver process only: "
+            "Spark's JVM and its Python workers (where acidstore decodes ORC and writes files) "
+            "are other processes; their peaks (VmHWM) follow.")
 
 
 def memory_note(label: str, ours: Measurement, peer: Measurement) -> str:

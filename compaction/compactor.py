@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from acidstore import fs as afs
-from acidstore.errors import InvalidInputError
+from acidstore.errors import AcidStoreError, InvalidInputError
 from acidstore.orc.io import compression_codec
 from acidstore.partitions import partition_path
 from acidstore.read.scan import discover_partitions
@@ -173,8 +173,10 @@ def compact(table: Table, kind: Kind, partition: str | Mapping[str, str | None] 
         txn.commit()
     except BaseException as exc:
         if txn.state == "open":
-            txn.abort(f"compaction failed: {type(exc).__name__}: {exc}")
-        _remove_outputs(plans, table)
+            with contextlib.suppress(AcidStoreError):  # the compaction's error is raised
+                txn.abort(f"compaction failed: {type(exc).__name__}: {exc}")
+        if txn.state == "aborted":  # only what the metastore says is aborted is removed
+            _remove_outputs(plans, table)
         raise
     if record:  # after the commit: a failure here must never remove the committed output
         for plan in plans:

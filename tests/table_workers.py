@@ -124,3 +124,33 @@ def die_mid_transaction(location: str, txn_timeout: float, ready: Any, queue: An
         queue.put(("error", 0, traceback.format_exc()))
         ready.set()
     os._exit(17)
+
+
+def insert_or_overwrite_loop(location: str, worker: int, table: str, overwrite: bool,
+                             count: int, barrier: Any, queue: Any) -> None:
+    """``count`` writes of fresh ids (``worker * 100_000 + n``), each its own transaction:
+    INSERT OVERWRITEs of one row when ``overwrite``, else inserts of two rows. A slow write
+    (the pause between taking the write id and committing) widens the race on purpose.
+    Reports [(ids, txn id, write id or None when refused by a conflict)]."""
+    try:
+        wh = acidstore.connect(location)
+        barrier.wait(timeout=60)
+        log: list[tuple[list[int], int, int | None]] = []
+        for n in range(count):
+            first = worker * 100_000 + 10 * n
+            ids = [first] if overwrite else [first, first + 1]
+            txn = wh.transaction()
+            bound = txn.table(table)
+            rows = pa.table({"id": pa.array(ids, pa.int64())})
+            result = bound.insert_overwrite(rows) if overwrite else bound.insert(rows)
+            time.sleep(0 if overwrite else 0.02)
+            try:
+                txn.commit()
+                log.append((ids, txn.txn_id, result.write_id))
+            except WriteConflictError:
+                assert txn.state == "aborted"
+                log.append((ids, txn.txn_id, None))
+        wh.close()
+        queue.put(("ok", worker, log))
+    except BaseException:
+        _report_error(worker, barrier, queue)

@@ -236,5 +236,5 @@ class VisibilityModel(RuleBasedStateMachine):
 
 def test_visibility_matches_a_plain_model(backend: Backend) -> None:
     machine = type("Machine", (VisibilityModel,), {"backend": backend})
-    run_state_machine_as_test(  # type: ignore[no-untyped-call]
+    run_state_machine_as_test(
         machine, settings=settings(stateful_step_count=40))

@@ -586,5 +586,5 @@ def test_table_matches_model(tmp_path_factory: pytest.TempPathFactory) -> None:
     profile = settings.default
     assert profile is not None
     # the profile's example count; fewer steps per example than hypothesis's default 50
-    run_state_machine_as_test(Machine, settings=settings(  # type: ignore[no-untyped-call]
+    run_state_machine_as_test(Machine, settings=settings(
         stateful_step_count=min(profile.stateful_step_count, 15)))

@@ -307,6 +307,13 @@ class Metastore(Protocol):
         """Abort an open transaction (no-op if already aborted)."""
         ...
 
+    def commit_info(self, txn_id: int) -> CommitInfo | None:
+        """The commit of ``txn_id`` if it committed, else None (open, aborted or unknown).
+
+        The truth a client asks for after a commit call failed without an answer: the request
+        may have landed before the acknowledgement was lost."""
+        ...
+
     def aborted_components(self, table: str) -> list[WriteComponent]:
         """Components of aborted transactions on ``table``: directories a cleaner may remove."""
         ...

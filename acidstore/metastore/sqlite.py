@@ -15,6 +15,7 @@ The transactional rules themselves live in ``sqlite_txn`` and the DDL in ``sqlit
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -172,14 +173,16 @@ class SqliteMetastore:
         except txns.RaiseAfterCommit as signal:
             pending = signal.error
         except BaseException as exc:
-            conn.execute("ROLLBACK")
+            with contextlib.suppress(sqlite3.Error):  # the error below says what failed
+                conn.execute("ROLLBACK")
             if isinstance(exc, sqlite3.Error):
                 raise MetastoreError(f"metastore {self._path} failed: {exc}") from exc
             raise
         try:
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            conn.execute("ROLLBACK")
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
             raise MetastoreError(f"metastore {self._path} could not commit: {exc}") from exc
         if pending is not None:
             # Raised outside the except block so the error keeps its own context and cause.
@@ -414,6 +417,19 @@ class SqliteMetastore:
                 txns.abort_txn(conn, txn_id, now, reason or "aborted by the client")
 
         self._write(body)
+
+    def commit_info(self, txn_id: int) -> CommitInfo | None:
+        def body(conn: sqlite3.Connection) -> CommitInfo | None:
+            row = conn.execute("SELECT commit_seq, finished FROM txns WHERE txn_id = ? AND "
+                               "state = 'committed'", (txn_id,)).fetchone()
+            if row is None:
+                return None
+            write_ids = {r["table_name"]: int(r["write_id"]) for r in conn.execute(
+                "SELECT table_name, write_id FROM txn_write_ids WHERE txn_id = ?", (txn_id,))}
+            return CommitInfo(txn_id, int(row["commit_seq"]), from_micros(row["finished"]),
+                              write_ids)
+
+        return self._read(body)
 
     def aborted_components(self, table: str) -> list[WriteComponent]:
         def body(conn: sqlite3.Connection) -> list[WriteComponent]:

@@ -312,6 +312,30 @@ def _overlapping(conn: sqlite3.Connection, txn_id: int, snapshot_commit_seq: int
     return pairs
 
 
+def _hidden_by_overwrite(conn: sqlite3.Connection, txn_id: int,
+                         resolved: Sequence[_Resolved]) -> tuple[_Resolved, CommittedWrite] | None:
+    """A committed INSERT OVERWRITE of one of our partitions whose write id is above ours.
+
+    Its ``base_W`` hides every delta of a lower write id, so committing ours after it would
+    publish rows no snapshot ever shows (a committed write lost). Hive prevents this with an
+    exclusive lock on the overwrite; with optimistic writers the later committer must fail.
+    Inserts are included: they never conflict otherwise.
+    """
+    for item in resolved:
+        row = conn.execute(
+            "SELECT c.*, t.commit_seq FROM components c JOIN txns t ON t.txn_id = c.txn_id "
+            "WHERE c.table_id = ? AND c.part = ? AND c.operation = 'overwrite' "
+            "AND c.write_id > ? AND c.txn_id != ? AND t.state = 'committed' "
+            "ORDER BY t.commit_seq LIMIT 1",
+            (item.table_id, item.component.partition, item.component.write_id,
+             txn_id)).fetchone()
+        if row is not None:
+            return item, CommittedWrite(
+                row["txn_id"], row["commit_seq"], row["table_name"], row["part"],
+                row["operation"], row["write_id"], tuple(json.loads(row["directories"])))
+    return None
+
+
 def conflict_message(txn_id: int, commit_seq: int, table: str, *, partition: str,
                      operation: Operation, other: CommittedWrite) -> str:
     """Hive's text (``CommitTxnFunction#checkForWriteConflict``), e.g.
@@ -349,6 +373,16 @@ def commit_txn(conn: sqlite3.Connection, txn_id: int, components: Sequence[Write
     between the conflict check and publishing (first committer wins)."""
     txn = require_open(conn, txn_id)
     resolved = [_resolve(conn, txn_id, c) for c in components]
+    hidden = _hidden_by_overwrite(conn, txn_id, resolved)
+    if hidden is not None:
+        item, other = hidden
+        message = (conflict_message(txn_id, peek_sequence(conn, "commit"), item.table,
+                                    partition=item.component.partition,
+                                    operation=item.component.operation, other=other)
+                   + f": its base_{other.write_id:07d} would hide write id "
+                   f"{item.component.write_id} of this transaction")
+        _abort_with(conn, txn_id, now, resolved, message)
+        raise RaiseAfterCommit(WriteConflictError(message))
     pairs = _overlapping(conn, txn_id, txn["snapshot_commit_seq"], resolved)
     if pairs:
         would_be_seq = peek_sequence(conn, "commit")
