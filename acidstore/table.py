@@ -10,9 +10,9 @@ the transaction commits.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 import weakref
-from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -33,9 +33,18 @@ from acidstore.expressions import Predicate, SqlEvaluator
 from acidstore.layout import base_name, delta_name
 from acidstore.metastore import Metastore, Operation, TableInfo, WriteComponent
 from acidstore.orc.io import compression_codec
-from acidstore.orc.schema import ROW_ID_COLUMN, cast_to
 from acidstore.read.keys import KeyArrays
 from acidstore.read.scan import PartitionDir, Scan, discover_partitions
+from acidstore.statement import (
+    ChangeKind,
+    ChangeUnit,
+    StatementTarget,
+    UnitOutcome,
+    by_partition,
+    plan_units,
+    planned_directories,
+    run_unit,
+)
 from acidstore.time_travel import hidden_compactions, past_snapshot
 from acidstore.write.bucketing import bucket_ids
 from acidstore.write.conform import conform, split_partitions, to_arrow_table
@@ -358,16 +367,6 @@ class Table:
     def _compression(self) -> str:
         return compression_codec(self.info.properties.get("orc.compress"))
 
-    def _matching(self, txn: Transaction, predicate: Predicate,
-                  columns: Sequence[str] | None) -> dict[str, list[pa.RecordBatch]]:
-        """Rows matching ``predicate`` at the transaction's snapshot, grouped by partition."""
-        scan = self._scan(txn.snapshot, txn.write_ids(self.name), columns=columns,
-                          filter=predicate, with_row_id=True)
-        found: dict[str, list[pa.RecordBatch]] = defaultdict(list)
-        for partition, batch in scan.partition_batches():
-            found[self._relative(partition)].append(batch)
-        return found
-
     def write_changes(self, txn: Transaction, partition: str, operation: Operation, *,
                       write_id: int, statement: int, deleted: KeyArrays | None,
                       inserted: pa.Table | None) -> WriteComponent:
@@ -399,48 +398,69 @@ class Table:
         txn.wrote(component, deleted)
         return component
 
-    def _delete(self, txn: Transaction, predicate: Predicate) -> WriteResult:
-        found = self._matching(txn, predicate, columns=[])
-        if not found:
-            return WriteResult(txn.txn_id, None, "delete")
+    # --- DELETE and UPDATE through the statement core (shared with Spark) --------------------
+
+    def statement_target(self) -> StatementTarget:
+        """This table as the picklable values a statement's units write to."""
+        info = self.info
+        return StatementTarget(self._warehouse.filesystem, self.location, self.name,
+                               info.schema, info.partition_schema, tuple(info.bucket_by),
+                               info.buckets, self._compression())
+
+    def plan_change(self, txn: Transaction, kind: ChangeKind, predicate: Predicate | None,
+                    assignments: Mapping[str, str] | None = None) -> list[ChangeUnit]:
+        """Plan a DELETE or UPDATE at ``txn``'s snapshot into units any engine can run, and
+        register the directories they may write (before any file exists). No units, and no
+        write id taken, when no file can hold a matching row."""
+        scan = self._scan(txn.snapshot, txn.write_ids(self.name), columns=[],
+                          filter=predicate, with_row_id=True)
+        if not scan.planned:
+            return []
         write_id = txn.write_id(self.name)
-        statement = txn.next_statement_id(self.name)
-        total = 0
-        for partition, batches in found.items():
-            keys = row_ids(batches)
-            self.write_changes(txn, partition, "delete", write_id=write_id, statement=statement,
-                               deleted=keys, inserted=None)
-            total += len(keys)
-        return WriteResult(txn.txn_id, write_id, "delete", rows_deleted=total,
-                           partitions=tuple(found))
+        units = plan_units(self.statement_target(), scan, kind, write_id=write_id,
+                           statement=txn.next_statement_id(self.name), predicate=predicate,
+                           assignments=assignments)
+        for partition, directories in planned_directories(units).items():
+            if txn.overwrote(self.name, partition, write_id) is None:
+                txn.will_write(WriteComponent(self.name, partition, kind, write_id,
+                                              directories))
+        return [dataclasses.replace(u, refuse=txn.overwrote(self.name, u.partition, write_id))
+                for u in units]
+
+    def publish_change(self, txn: Transaction, kind: ChangeKind, units: Sequence[ChangeUnit],
+                       outcomes: Sequence[UnitOutcome]) -> WriteResult:
+        """Register the units' outcomes with ``txn`` (one component per partition, carrying
+        its deleted ROW__IDs for the commit's conflict check)."""
+        parts = by_partition(outcomes)
+        write_id = units[0].write_id if units else None
+        for partition, done in parts.items():
+            assert write_id is not None
+            txn.wrote(WriteComponent(self.name, partition, kind, write_id, done.directories,
+                                     rows_inserted=done.rows_inserted,
+                                     rows_deleted=done.rows_deleted, files=done.files,
+                                     bytes=done.bytes), done.deleted)
+        changed = sum(o.rows_deleted for o in parts.values())
+        return WriteResult(txn.txn_id, write_id, kind, partitions=tuple(parts),
+                           rows_deleted=changed if kind == "delete" else 0,
+                           rows_updated=changed if kind == "update" else 0)
+
+    def _change(self, txn: Transaction, kind: ChangeKind, predicate: Predicate | None,
+                assignments: Mapping[str, str] | None = None) -> WriteResult:
+        units = self.plan_change(txn, kind, predicate, assignments)
+        evaluator = SqlEvaluator() if kind == "update" else None
+        try:
+            outcomes = [run_unit(unit, evaluator) for unit in units]
+        finally:
+            if evaluator is not None:
+                evaluator.close()
+        return self.publish_change(txn, kind, units, outcomes)
+
+    def _delete(self, txn: Transaction, predicate: Predicate) -> WriteResult:
+        return self._change(txn, "delete", predicate)
 
     def _update(self, txn: Transaction, predicate: Predicate, assignments: dict[str, str]
                 ) -> WriteResult:
-        found = self._matching(txn, predicate, columns=None)
-        if not found:
-            return WriteResult(txn.txn_id, None, "update")
-        write_id = txn.write_id(self.name)
-        statement = txn.next_statement_id(self.name)
-        evaluator = SqlEvaluator()
-        total = 0
-        try:
-            for partition, batches in found.items():
-                old = pa.Table.from_batches(batches).drop_columns([ROW_ID_COLUMN])
-                values = evaluator.evaluate(old, assignments)
-                new = old
-                for name, expression in assignments.items():
-                    target = self.info.schema.field(name)
-                    column = values.column(name)
-                    new = new.set_column(new.schema.get_field_index(name), target,
-                                         cast_value(column, target, expression))
-                new = conform(new, self.schema, where=f"table {self.name}")
-                self.write_changes(txn, partition, "update", write_id=write_id,
-                                   statement=statement, deleted=row_ids(batches), inserted=new)
-                total += new.num_rows
-        finally:
-            evaluator.close()
-        return WriteResult(txn.txn_id, write_id, "update", rows_updated=total,
-                           partitions=tuple(found))
+        return self._change(txn, "update", predicate, assignments)
 
 
 def _release_lease(metastore: Metastore, lease: int) -> None:
@@ -448,21 +468,3 @@ def _release_lease(metastore: Metastore, lease: int) -> None:
     and a lease that is never released still expires."""
     with contextlib.suppress(AcidStoreError):
         metastore.release_lease(lease)
-
-
-def row_ids(batches: Sequence[pa.RecordBatch]) -> KeyArrays:
-    """The ROW__IDs of scanned batches (their ``row__id`` column)."""
-    column = pa.chunked_array([b.column(ROW_ID_COLUMN) for b in batches],
-                              type=batches[0].schema.field(ROW_ID_COLUMN).type).combine_chunks()
-    return KeyArrays(
-        np.asarray(column.field("writeid").to_numpy(zero_copy_only=False), dtype=np.int64),
-        np.asarray(column.field("bucketid").to_numpy(zero_copy_only=False), dtype=np.int32),
-        np.asarray(column.field("rowid").to_numpy(zero_copy_only=False), dtype=np.int64))
-
-
-def cast_value(column: pa.ChunkedArray, target: pa.Field, expression: str) -> pa.ChunkedArray:
-    """A SET value cast to its column's type, or a SchemaMismatchError naming both."""
-    out: pa.ChunkedArray = cast_to(
-        column, target.type, f"value {expression!r} for column {target.name!r} is "
-        f"{column.type}, which does not convert to {target.type}")
-    return out

@@ -101,6 +101,8 @@ class Transaction:
             self.txn_id, self.snapshot = attach
         self._state: State = "open"
         self._components: list[WriteComponent] = []
+        #: what writers announced (``will_write``): removed on abort even if never published
+        self._planned: list[WriteComponent] = []
         self._deleted: dict[tuple[str, str], list[KeyArrays]] = defaultdict(list)
         self._statements: dict[str, int] = defaultdict(int)
         self._overwritten: set[tuple[str, str]] = set()
@@ -224,15 +226,22 @@ class Transaction:
     def will_write(self, component: WriteComponent) -> None:
         """Tell the metastore where files are about to go, so a crash leaves a cleanable trace."""
         self._check_open()
-        if (component.table, component.partition) in self._overwritten:
-            # base_w hides every delta of write ids <= w, this transaction's later ones too
-            where = component.table + (f" partition {component.partition}"
-                                       if component.partition else "")
-            raise InvalidInputError(
-                f"transaction {self.txn_id} already overwrote {where}: a later write there "
-                f"would be hidden by base_{component.write_id:07d} of the same write id; "
-                "commit the overwrite first")
+        refused = self.overwrote(component.table, component.partition, component.write_id)
+        if refused is not None:
+            raise InvalidInputError(refused)
         self._metastore.record_write(self.txn_id, component)
+        self._planned.append(component)
+
+    def overwrote(self, table: str, partition: str, write_id: int) -> str | None:
+        """Why this transaction may not write ``partition`` of ``table`` any more (it
+        overwrote it: ``base_w`` hides every delta of write ids <= w, its own later ones
+        too), or None."""
+        if (table, partition) not in self._overwritten:
+            return None
+        where = table + (f" partition {partition}" if partition else "")
+        return (f"transaction {self.txn_id} already overwrote {where}: a later write there "
+                f"would be hidden by base_{write_id:07d} of the same write id; commit the "
+                "overwrite first")
 
     def wrote(self, component: WriteComponent, deleted: KeyArrays | None = None) -> None:
         """Register what a statement wrote (and the ROW__IDs it deleted, for conflicts; when
@@ -283,10 +292,13 @@ class Transaction:
         self._state = "aborted"
         self._stop_heartbeat()
         fs = self._warehouse.filesystem
-        for component in self._components:
+        removed: set[tuple[str, str]] = set()
+        for component in [*self._components, *self._planned]:
             location = self._warehouse.location_of(component.table)
             for directory in component.directories:
-                _remove_quietly(fs, afs.join(location, directory))
+                if (location, directory) not in removed:
+                    removed.add((location, directory))
+                    _remove_quietly(fs, afs.join(location, directory))
 
     def _conflicts(self, mine: Sequence[WriteComponent],
                    overlapping: Sequence[CommittedWrite]) -> None:

@@ -1,0 +1,228 @@
+"""The statement core (layer L3): DELETE and UPDATE as plan -> execute -> publish.
+
+Both engines run the same code. The facade (``Table`` embedded, ``AcidTable`` on Spark) plans
+a statement into ``ChangeUnit`` values at its transaction's snapshot; each unit is executed by
+``run_unit`` wherever the engine likes (in this process, or in a Spark task's Python worker:
+units are picklable and need only the filesystem, never the metastore); the facade publishes
+the ``UnitOutcome``\\ s through its transaction. What travels back is small: directories,
+counts and the deleted ROW__IDs, which the commit's conflict check uses without re-reading
+files under the metastore's lock.
+
+A unit owns whole buckets (one partition, and one bucket of a bucketed table; all of an
+unbucketed partition, whose new rows all go to writer id 0 as an embedded write puts them), so
+every ``bucket_N`` file of the statement is written by exactly one unit and row ids stay dense
+per (write id, bucket, statement) with no coordination between tasks.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from acidstore.errors import InvalidInputError
+from acidstore.expressions import Predicate, SqlEvaluator
+from acidstore.layout import delta_name
+from acidstore.orc.schema import ROW_ID_COLUMN, cast_to
+from acidstore.read.keys import KeyArrays
+from acidstore.read.plan import Split
+from acidstore.read.scan import PartitionDir, Scan
+from acidstore.write.bucketing import bucket_ids
+from acidstore.write.conform import conform
+from acidstore.write.files import WrittenDirectory, write_deletes, write_inserts
+from acidstore.writeids import ValidTxnList, ValidWriteIdList
+
+__all__ = ["ChangeKind", "ChangeUnit", "StatementTarget", "UnitOutcome", "cast_value",
+           "plan_units", "planned_directories", "row_ids", "run_unit"]
+
+ChangeKind = Literal["delete", "update"]
+
+
+@dataclass(frozen=True)
+class StatementTarget:
+    """The table a statement writes, as plain values (picklable)."""
+
+    filesystem: pafs.FileSystem
+    location: str
+    name: str
+    schema: pa.Schema
+    partition_schema: pa.Schema
+    bucket_by: tuple[str, ...]
+    buckets: int
+    compression: str
+
+    @property
+    def full_schema(self) -> pa.Schema:
+        return pa.schema(list(self.schema) + list(self.partition_schema))
+
+
+@dataclass(frozen=True)
+class ChangeUnit:
+    """One task's share of a DELETE or UPDATE: the splits of one partition (one bucket of it
+    when the table is bucketed), read at the statement's snapshot."""
+
+    target: StatementTarget
+    kind: ChangeKind
+    partition: str  # relative to the table location ("" when unpartitioned)
+    txns: ValidTxnList
+    write_ids: ValidWriteIdList
+    write_id: int
+    statement: int
+    predicate: Predicate | None
+    assignments: tuple[tuple[str, str], ...]
+    planned: tuple[tuple[PartitionDir, Split], ...]
+    #: why this unit may not write (its transaction already overwrote the partition: a base of
+    #: the same write id would hide the change); raised only if a row matches
+    refuse: str | None = None
+
+
+@dataclass(frozen=True)
+class UnitOutcome:
+    """What a unit wrote (directories relative to the table) and which ROW__IDs it deleted."""
+
+    partition: str
+    directories: tuple[str, ...]
+    rows_deleted: int
+    rows_inserted: int
+    files: int
+    bytes: int
+    deleted: KeyArrays
+
+
+def _relative(location: str, partition: PartitionDir) -> str:
+    prefix = location.rstrip("/") + "/"
+    return partition.path[len(prefix):] if partition.path.startswith(prefix) else ""
+
+
+def plan_units(target: StatementTarget, scan: Scan, kind: ChangeKind, *, write_id: int,
+               statement: int, predicate: Predicate | None,
+               assignments: Mapping[str, str] | None = None) -> list[ChangeUnit]:
+    """The units of one statement over the splits ``scan`` planned (partitions its predicate
+    rules out are already gone), in partition then bucket order."""
+    by_bucket = bool(target.bucket_by) and target.buckets > 0
+    groups: dict[tuple[str, int], list[tuple[PartitionDir, Split]]] = defaultdict(list)
+    for partition, split in scan.planned:
+        key = (_relative(target.location, partition), split.bucket_id if by_bucket else 0)
+        groups[key].append((partition, split))
+    pairs = tuple((assignments or {}).items())
+    return [ChangeUnit(target, kind, relative, scan.txns, scan.write_ids, write_id, statement,
+                       predicate, pairs, tuple(planned))
+            for (relative, _), planned in sorted(groups.items())]
+
+
+def planned_directories(units: Sequence[ChangeUnit]) -> dict[str, tuple[str, ...]]:
+    """Partition -> the directories its units may write (relative to the table), registered
+    with the transaction before any file is written so that a crash leaves a record."""
+    out: dict[str, tuple[str, ...]] = {}
+    for unit in units:
+        names = [delta_name(unit.write_id, unit.write_id, unit.statement, delete=True)]
+        if unit.kind == "update":
+            names.append(delta_name(unit.write_id, unit.write_id, unit.statement))
+        out[unit.partition] = tuple(f"{unit.partition}/{n}" if unit.partition else n
+                                    for n in names)
+    return out
+
+
+def row_ids(batches: Sequence[pa.RecordBatch]) -> KeyArrays:
+    """The ROW__IDs of scanned batches (their ``row__id`` column)."""
+    column = pa.chunked_array([b.column(ROW_ID_COLUMN) for b in batches],
+                              type=batches[0].schema.field(ROW_ID_COLUMN).type).combine_chunks()
+    return KeyArrays(
+        np.asarray(column.field("writeid").to_numpy(zero_copy_only=False), dtype=np.int64),
+        np.asarray(column.field("bucketid").to_numpy(zero_copy_only=False), dtype=np.int32),
+        np.asarray(column.field("rowid").to_numpy(zero_copy_only=False), dtype=np.int64))
+
+
+def cast_value(column: pa.ChunkedArray, target: pa.Field, expression: str) -> pa.ChunkedArray:
+    """A SET value cast to its column's type, or a SchemaMismatchError naming both."""
+    out: pa.ChunkedArray = cast_to(
+        column, target.type, f"value {expression!r} for column {target.name!r} is "
+        f"{column.type}, which does not convert to {target.type}")
+    return out
+
+
+def updated_rows(old: pa.Table, assignments: Mapping[str, str], target: StatementTarget,
+                 evaluator: SqlEvaluator) -> pa.Table:
+    """``old`` (every column, partition ones included) with the SET values applied."""
+    values = evaluator.evaluate(old, dict(assignments))
+    new = old
+    for name, expression in assignments.items():
+        field = target.schema.field(name)
+        new = new.set_column(new.schema.get_field_index(name), field,
+                             cast_value(values.column(name), field, expression))
+    return conform(new, target.full_schema, where=f"table {target.name}")
+
+
+def bucket_of_rows(target: StatementTarget, rows: pa.Table) -> npt.NDArray[np.int32]:
+    """Hive's bucket of each new row; writer id 0 for every row of an unbucketed table."""
+    if target.bucket_by and target.buckets > 0:
+        return bucket_ids(rows, list(target.bucket_by), target.buckets)
+    return np.zeros(rows.num_rows, dtype=np.int32)
+
+
+def _empty(partition: str) -> UnitOutcome:
+    none = KeyArrays(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int64))
+    return UnitOutcome(partition, (), 0, 0, 0, 0, none)
+
+
+def run_unit(unit: ChangeUnit, evaluator: SqlEvaluator | None = None) -> UnitOutcome:
+    """Execute one unit: find its matching rows (a DELETE decodes only the predicate's
+    columns and the ROW__ID), write their delete events and, for an UPDATE, the new rows."""
+    target = unit.target
+    scan = Scan(target.filesystem, [], unit.write_ids, unit.txns, schema=target.schema,
+                partition_schema=target.partition_schema,
+                columns=[] if unit.kind == "delete" else None, filter=unit.predicate,
+                with_row_id=True, planned=unit.planned)
+    batches = [b for b in scan.to_batches() if b.num_rows]
+    if not batches:
+        return _empty(unit.partition)
+    if unit.refuse is not None:
+        raise InvalidInputError(unit.refuse)
+    keys = row_ids(batches)
+    new: pa.Table | None = None
+    if unit.kind == "update":  # evaluated before anything is written: a bad SET writes nothing
+        own = evaluator is None
+        evaluator = evaluator or SqlEvaluator()
+        try:
+            old = pa.Table.from_batches(batches).drop_columns([ROW_ID_COLUMN])
+            new = updated_rows(old, dict(unit.assignments), target, evaluator)
+        finally:
+            if own:
+                evaluator.close()
+    written: list[WrittenDirectory | None] = [write_deletes(
+        target.filesystem, target.location, unit.partition,
+        (keys.write_id, keys.bucket, keys.row_id), write_id=unit.write_id,
+        statement_id=unit.statement, schema=target.schema, compression=target.compression)]
+    if new is not None:
+        written.append(write_inserts(
+            target.filesystem, target.location, unit.partition, new.select(target.schema.names),
+            bucket_of_rows(target, new), write_id=unit.write_id, statement_id=unit.statement,
+            schema=target.schema, compression=target.compression))
+    inserted = new.num_rows if new is not None else 0
+    done = [w for w in written if w is not None]
+    return UnitOutcome(unit.partition, tuple(w.path for w in done), len(keys), inserted,
+                       sum(len(w.files) for w in done), sum(w.bytes for w in done), keys)
+
+
+def by_partition(outcomes: Sequence[UnitOutcome]) -> dict[str, UnitOutcome]:
+    """The outcomes of one statement summed per partition (its component), partitions where
+    nothing matched left out."""
+    grouped: dict[str, list[UnitOutcome]] = defaultdict(list)
+    for outcome in outcomes:
+        if outcome.rows_deleted:
+            grouped[outcome.partition].append(outcome)
+    out = {}
+    for partition, items in grouped.items():
+        out[partition] = UnitOutcome(
+            partition, tuple(dict.fromkeys(d for o in items for d in o.directories)),
+            sum(o.rows_deleted for o in items), sum(o.rows_inserted for o in items),
+            sum(o.files for o in items), sum(o.bytes for o in items),
+            KeyArrays(*(np.concatenate([getattr(o.deleted, f) for o in items])
+                        for f in ("write_id", "bucket", "row_id"))))
+    return out
