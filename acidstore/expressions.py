@@ -74,7 +74,9 @@ def referenced_columns(text: str, names: Iterable[str]) -> list[str]:
         # DuckDB tokenizes unreserved keywords used as column names (name, type, value,
         # year, ...) as "keyword"; a keyword that is no column is dropped by the match below.
         if kind in ("identifier", "keyword"):
-            ident = token[1:-1].replace('""', '"') if token.startswith('"') else token
+            # quoted: "x" (SQL) or `x` (Spark SQL's style, which DuckDB accepts too)
+            quote_char = token[0] if token[:1] in ('"', "`") else ""
+            ident = token[1:-1].replace(quote_char * 2, quote_char) if quote_char else token
             idents.add(ident.lower())
             for part in ident.split("."):
                 idents.add(part.strip('"').lower())

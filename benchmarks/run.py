@@ -125,7 +125,8 @@ def run(rows: int, workdir: Path, repeat: int, stripe_mb: int, only: set[str] | 
     def ms(task: str, **args: Any) -> Measurement:
         """A Spark task: no warm-up child, as each child already runs the task once before
         the timed run in the same JVM (JIT, Python workers, page cache)."""
-        return measure(task, {**write, **plain_states(), **args}, repeat=repeat, warmup=0)
+        states = plain_states()  # first: it builds ``write`` when S1-S3 run alone
+        return measure(task, {**write, **states, **args}, repeat=repeat, warmup=0)
 
     def mc(task: str, **args: Any) -> Measurement:
         """A compaction task (W7, W8): the write states, their plain copies, the stripe size."""

@@ -65,3 +65,4 @@ def test_referenced_columns() -> None:
     assert referenced_columns("amount < 0 AND abs(id) > 1", names) == ["id", "Amount"]
     assert referenced_columns('"select" = 1', names) == ["select"]
     assert referenced_columns("s = 'other'", names) == ["s"]
+    assert referenced_columns("`ID` = 22 AND `s` > ''", names) == ["id", "s"]  # Spark quoting

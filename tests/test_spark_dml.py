@@ -325,3 +325,27 @@ def test_referenced_columns_of_a_condition() -> None:
     assert referenced_columns("TRUE", names) == []
     assert referenced_columns("struct(*) IS NULL", names) is None
     assert referenced_columns(F.col("id") > 1, names) is None
+
+
+def test_sql_string_statements_write_what_embedded_writes(pair: Pair) -> None:
+    """A DELETE or UPDATE given as SQL strings runs the statement core in Spark's tasks: the
+    same directories, bucket files and ROW__IDs as the same statement embedded."""
+    for run in (lambda t: t.delete("`ID` % 5 = 0 AND dt <> 'c'"),
+                lambda t: t.update("amount > 110", {"amount": "amount - id", "name": "'u'"})):
+        run(pair.at)
+        run(pair.embedded)
+        assert table_files(pair.spark) == table_files(pair.embedded)
+        ids = [pair.spark.to_arrow(with_row_id=True), pair.embedded.to_arrow(with_row_id=True)]
+        assert [sorted(map(str, t.to_pylist())) for t in ids][0] == \
+            [sorted(map(str, t.to_pylist())) for t in ids][1]
+    pair.check_same()
+
+
+def test_failed_core_task_writes_nothing(pair: Pair) -> None:
+    before = table_files(pair.spark)
+    with pytest.raises(InvalidExpressionError):
+        pair.at.update("id < 5", {"amount": "no_such_function(amount)"})
+    with pytest.raises(InvalidExpressionError):
+        pair.at.delete("no_such_column = 1")
+    assert table_files(pair.spark) == before
+    assert pair.spark.history().num_rows == 1

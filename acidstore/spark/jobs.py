@@ -9,19 +9,20 @@ commit message, and collect those: Spark returns exactly one successful attempt 
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
 from pyspark import TaskContext
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import IntegerType, StructField, StructType
 
 from acidstore.spark.writing import BUCKET_COLUMN, TaskOutput, WriteJob, run_write
+from acidstore.statement import ChangeUnit, UnitOutcome, run_unit
 from acidstore.write.bucketing import bucket_ids
 from acidstore.write.conform import conform
 
-__all__ = ["group_buckets", "run_job"]
+__all__ = ["group_buckets", "run_job", "run_units"]
 
 _OUTPUT = "output"
 
@@ -57,3 +58,13 @@ def group_buckets(data: DataFrame, job: WriteJob) -> DataFrame:
     tagged = data.mapInArrow(lambda batches: _with_buckets(job, batches), schema)
     keys = [*job.partition_schema.names, BUCKET_COLUMN]
     return tagged.repartition(max(job.buckets, 1), *keys)
+
+
+def run_units(spark: SparkSession, units: Sequence[ChangeUnit]) -> list[UnitOutcome]:
+    """Run a statement core's units, one Spark task each, in the executors' Python workers;
+    what comes back is each unit's small outcome, in unit order."""
+    if not units:
+        return []
+    outcomes: list[UnitOutcome] = spark.sparkContext.parallelize(
+        list(units), len(units)).map(run_unit).collect()
+    return outcomes

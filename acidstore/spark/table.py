@@ -9,6 +9,7 @@ with the same row-level conflict rules as the embedded tables.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -22,7 +23,7 @@ from acidstore.errors import InvalidInputError
 from acidstore.metastore import Operation
 from acidstore.orc.schema import ROW_ID_COLUMN
 from acidstore.spark.errors import spark_errors
-from acidstore.spark.jobs import group_buckets, run_job
+from acidstore.spark.jobs import group_buckets, run_job, run_units
 from acidstore.spark.locate import Target, open_target
 from acidstore.spark.source import FORMAT, check_columns, register
 from acidstore.spark.writing import (
@@ -34,6 +35,7 @@ from acidstore.spark.writing import (
     remove_staging,
     write_job,
 )
+from acidstore.statement import ChangeKind
 from acidstore.table import Table, WriteResult
 from acidstore.transaction import Transaction
 from acidstore.writeids import ValidWriteIdList
@@ -199,8 +201,29 @@ class AcidTable:
             0, None, operation, rows_inserted=_count(outputs, "rows_inserted"),
             partitions=_partitions(outputs)))
 
+    def _core_statement(self, kind: ChangeKind, condition: str | None,
+                        assignments: Mapping[str, str] | None = None) -> WriteResult:
+        """DELETE or UPDATE through the statement core: the driver plans units at the
+        transaction's snapshot, each Spark task runs one in its Python worker (decoding only
+        the columns the statement needs and writing its buckets' files), and only counts,
+        directories and deleted ROW__IDs come back to commit. No table data enters the JVM."""
+        wh, _ = open_target(self._target)
+        try:
+            with wh.transaction() as txn:
+                table = txn.table(self.name)
+                units = table.plan_change(txn, kind, condition, assignments)
+                with spark_errors(f"{kind.upper()} of {self.name}"):
+                    outcomes = run_units(self._spark, units)
+                result = table.publish_change(txn, kind, units, outcomes)
+            return dataclasses.replace(result, committed=True)
+        finally:
+            wh.close()
+
     def delete(self, condition: Condition | None = None) -> WriteResult:
-        """Delete the rows matching ``condition`` (all rows when None)."""
+        """Delete the rows matching ``condition`` (all rows when None). A SQL string runs
+        through the statement core (as embedded); a Column through Spark's DataFrames."""
+        if condition is None or isinstance(condition, str):
+            return self._core_statement("delete", condition)
         where = f"DELETE from {self.name}"
         predicate = condition_column(condition, where) if condition is not None else None
 
@@ -231,6 +254,11 @@ class AcidTable:
         with self._table() as table:
             values = {table.updatable_column(name): condition_column(value, where)
                       for name, value in set.items()}
+        if (condition is None or isinstance(condition, str)) and all(
+                isinstance(v, str) for v in set.values()):
+            strings = {name: str(set[original]) for name, original in zip(
+                values, set, strict=True)}
+            return self._core_statement("update", condition, strings)
         predicate = condition_column(condition, where) if condition is not None else None
 
         def changes(txn: Transaction, table: Table, job: WriteJob) -> DataFrame:
