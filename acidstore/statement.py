@@ -39,7 +39,7 @@ from acidstore.write.files import WrittenDirectory, write_deletes, write_inserts
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = ["ChangeKind", "ChangeUnit", "StatementTarget", "UnitOutcome", "cast_value",
-           "plan_units", "planned_directories", "row_ids", "run_unit"]
+           "plan_units", "planned_directories", "row_ids", "run_unit", "run_units"]
 
 ChangeKind = Literal["delete", "update"]
 
@@ -208,6 +208,17 @@ def run_unit(unit: ChangeUnit, evaluator: SqlEvaluator | None = None) -> UnitOut
     done = [w for w in written if w is not None]
     return UnitOutcome(unit.partition, tuple(w.path for w in done), len(keys), inserted,
                        sum(len(w.files) for w in done), sum(w.bytes for w in done), keys)
+
+
+def run_units(units: Sequence[ChangeUnit]) -> list[UnitOutcome]:
+    """Run ``units`` one after another in this process (one SQL evaluator for all of them):
+    the embedded engine's executor, and each Spark task's over its share of the units."""
+    evaluator = SqlEvaluator() if any(u.kind == "update" for u in units) else None
+    try:
+        return [run_unit(unit, evaluator) for unit in units]
+    finally:
+        if evaluator is not None:
+            evaluator.close()
 
 
 def by_partition(outcomes: Sequence[UnitOutcome]) -> dict[str, UnitOutcome]:

@@ -29,7 +29,7 @@ from acidstore.errors import (
     InvalidInputError,
     TableNotFoundError,
 )
-from acidstore.expressions import Predicate, SqlEvaluator
+from acidstore.expressions import Predicate
 from acidstore.layout import base_name, delta_name
 from acidstore.metastore import Metastore, Operation, TableInfo, WriteComponent
 from acidstore.orc.io import compression_codec
@@ -40,13 +40,13 @@ from acidstore.statement import (
     ChangeUnit,
     StatementTarget,
     UnitOutcome,
+    bucket_of_rows,
     by_partition,
     plan_units,
     planned_directories,
-    run_unit,
+    run_units,
 )
 from acidstore.time_travel import hidden_compactions, past_snapshot
-from acidstore.write.bucketing import bucket_ids
 from acidstore.write.conform import conform, split_partitions, to_arrow_table
 from acidstore.write.files import WrittenDirectory, write_deletes, write_inserts
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
@@ -327,9 +327,7 @@ class Table:
         return partition.path[len(prefix):] if partition.path.startswith(prefix) else ""
 
     def _buckets(self, rows: pa.Table) -> npt.NDArray[np.int32]:
-        if self.info.bucket_by and self.info.buckets > 0:
-            return bucket_ids(rows, list(self.info.bucket_by), self.info.buckets)
-        return np.zeros(rows.num_rows, dtype=np.int32)  # one writer: writer id 0
+        return bucket_of_rows(self.statement_target(), rows)
 
     def _component(self, partition: str, operation: Operation, write_id: int,
                    written: Sequence[WrittenDirectory | None], *, inserted: int = 0,
@@ -447,13 +445,7 @@ class Table:
     def _change(self, txn: Transaction, kind: ChangeKind, predicate: Predicate | None,
                 assignments: Mapping[str, str] | None = None) -> WriteResult:
         units = self.plan_change(txn, kind, predicate, assignments)
-        evaluator = SqlEvaluator() if kind == "update" else None
-        try:
-            outcomes = [run_unit(unit, evaluator) for unit in units]
-        finally:
-            if evaluator is not None:
-                evaluator.close()
-        return self.publish_change(txn, kind, units, outcomes)
+        return self.publish_change(txn, kind, units, run_units(units))
 
     def _delete(self, txn: Transaction, predicate: Predicate) -> WriteResult:
         return self._change(txn, "delete", predicate)

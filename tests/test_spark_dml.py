@@ -330,14 +330,20 @@ def test_referenced_columns_of_a_condition() -> None:
 def test_sql_string_statements_write_what_embedded_writes(pair: Pair) -> None:
     """A DELETE or UPDATE given as SQL strings runs the statement core in Spark's tasks: the
     same directories, bucket files and ROW__IDs as the same statement embedded."""
-    for run in (lambda t: t.delete("`ID` % 5 = 0 AND dt <> 'c'"),
-                lambda t: t.update("amount > 110", {"amount": "amount - id", "name": "'u'"})):
+    def delete(t: AcidTable | Table) -> WriteResult:
+        return t.delete("`ID` % 5 = 0 AND dt <> 'c'")
+
+    def update(t: AcidTable | Table) -> WriteResult:
+        return t.update("amount > 110", {"amount": "amount - id", "name": "'u'"})
+
+    def with_row_ids(t: Table) -> list[str]:
+        return sorted(map(str, t.to_arrow(with_row_id=True).to_pylist()))
+
+    for run in (delete, update):
         run(pair.at)
         run(pair.embedded)
         assert table_files(pair.spark) == table_files(pair.embedded)
-        ids = [pair.spark.to_arrow(with_row_id=True), pair.embedded.to_arrow(with_row_id=True)]
-        assert [sorted(map(str, t.to_pylist())) for t in ids][0] == \
-            [sorted(map(str, t.to_pylist())) for t in ids][1]
+        assert with_row_ids(pair.spark) == with_row_ids(pair.embedded)
     pair.check_same()
 
 

@@ -18,7 +18,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import IntegerType, StructField, StructType
 
 from acidstore.spark.writing import BUCKET_COLUMN, TaskOutput, WriteJob, run_write
-from acidstore.statement import ChangeUnit, UnitOutcome, run_unit
+from acidstore.statement import ChangeUnit, UnitOutcome
+from acidstore.statement import run_units as run_core_units
 from acidstore.write.bucketing import bucket_ids
 from acidstore.write.conform import conform
 
@@ -61,10 +62,17 @@ def group_buckets(data: DataFrame, job: WriteJob) -> DataFrame:
 
 
 def run_units(spark: SparkSession, units: Sequence[ChangeUnit]) -> list[UnitOutcome]:
-    """Run a statement core's units, one Spark task each, in the executors' Python workers;
+    """Run a statement core's units in the executors' Python workers, in as many Spark tasks
+    as the session has cores (a task costs more to schedule than a small unit takes to run);
     what comes back is each unit's small outcome, in unit order."""
     if not units:
         return []
-    outcomes: list[UnitOutcome] = spark.sparkContext.parallelize(
-        list(units), len(units)).map(run_unit).collect()
-    return outcomes
+    slots = max(1, min(len(units), spark.sparkContext.defaultParallelism))
+    shares = [list(range(len(units)))[i::slots] for i in range(slots)]
+    done: list[list[UnitOutcome]] = spark.sparkContext.parallelize(
+        [[units[i] for i in share] for share in shares], slots).map(run_core_units).collect()
+    outcomes: list[UnitOutcome | None] = [None] * len(units)
+    for share, results in zip(shares, done, strict=True):
+        for index, outcome in zip(share, results, strict=True):
+            outcomes[index] = outcome
+    return [o for o in outcomes if o is not None]
