@@ -68,11 +68,8 @@ def run_units(spark: SparkSession, units: Sequence[ChangeUnit]) -> list[UnitOutc
     if not units:
         return []
     slots = max(1, min(len(units), spark.sparkContext.defaultParallelism))
-    shares = [list(range(len(units)))[i::slots] for i in range(slots)]
+    shares = [list(units[i * len(units) // slots:(i + 1) * len(units) // slots])
+              for i in range(slots)]  # contiguous: concatenating the results keeps unit order
     done: list[list[UnitOutcome]] = spark.sparkContext.parallelize(
-        [[units[i] for i in share] for share in shares], slots).map(run_core_units).collect()
-    outcomes: list[UnitOutcome | None] = [None] * len(units)
-    for share, results in zip(shares, done, strict=True):
-        for index, outcome in zip(share, results, strict=True):
-            outcomes[index] = outcome
-    return [o for o in outcomes if o is not None]
+        shares, slots).map(run_core_units).collect()
+    return [outcome for results in done for outcome in results]
