@@ -1,4 +1,4 @@
-"""The statement core (layer L3): DELETE and UPDATE as plan -> execute -> publish.
+"""The statement core (layer L3): DELETE, UPDATE and MERGE as plan -> execute -> publish.
 
 Both engines run the same code. The facade (``Table`` embedded, ``AcidTable`` on Spark) plans
 a statement into ``ChangeUnit`` values at its transaction's snapshot; each unit is executed by
@@ -17,7 +17,7 @@ per (write id, bucket, statement) with no coordination between tasks.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -33,15 +33,17 @@ from acidstore.orc.schema import ROW_ID_COLUMN, cast_to
 from acidstore.read.keys import KeyArrays
 from acidstore.read.plan import Split
 from acidstore.read.scan import PartitionDir, Scan
+from acidstore.statement_merge import MergeSpec, match, merge_columns, merged_rows, needs_old_rows
 from acidstore.write.bucketing import bucket_ids
-from acidstore.write.conform import conform
+from acidstore.write.conform import conform, split_partitions
 from acidstore.write.files import WrittenDirectory, write_deletes, write_inserts
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
-__all__ = ["ChangeKind", "ChangeUnit", "StatementTarget", "UnitOutcome", "cast_value",
-           "plan_units", "planned_directories", "row_ids", "run_unit", "run_units"]
+__all__ = ["ChangeKind", "ChangeUnit", "Executor", "StatementTarget", "UnitOutcome",
+           "cast_value", "plan_inserts", "plan_units", "planned_directories", "row_ids",
+           "run_unit", "run_units"]
 
-ChangeKind = Literal["delete", "update"]
+ChangeKind = Literal["delete", "update", "merge", "insert"]
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,17 @@ class ChangeUnit:
     #: why this unit may not write (its transaction already overwrote the partition: a base of
     #: the same write id would hide the change); raised only if a row matches
     refuse: str | None = None
+    #: a MERGE unit's statement (its source and clauses)
+    merge: MergeSpec | None = None
+    #: an "insert" unit's rows (a MERGE's WHEN NOT MATCHED rows of this partition)
+    rows: pa.Table | None = None
+
+    @property
+    def insert_statement(self) -> int:
+        """The statement id of the unit's new rows: the one after its delete events' (Hive 4
+        writes an UPDATE as delete events with statement s and new rows with s + 1); an
+        "insert" unit has no delete events."""
+        return self.statement if self.kind == "insert" else self.statement + 1
 
 
 @dataclass(frozen=True)
@@ -93,6 +106,8 @@ class UnitOutcome:
     files: int
     bytes: int
     deleted: KeyArrays
+    #: a MERGE unit's source rows that matched one of its target rows
+    matched_source: npt.NDArray[np.int64] | None = None
 
 
 def _relative(location: str, partition: PartitionDir) -> str:
@@ -102,9 +117,11 @@ def _relative(location: str, partition: PartitionDir) -> str:
 
 def plan_units(target: StatementTarget, scan: Scan, kind: ChangeKind, *, write_id: int,
                statement: int, predicate: Predicate | None,
-               assignments: Mapping[str, str] | None = None) -> list[ChangeUnit]:
+               assignments: Mapping[str, str] | None = None,
+               merge: MergeSpec | None = None) -> list[ChangeUnit]:
     """The units of one statement over the splits ``scan`` planned (partitions its predicate
-    rules out are already gone), in partition then bucket order."""
+    rules out are already gone), in partition then bucket order. ``statement`` is the id of
+    the delete events; an UPDATE's or MERGE's new rows take the next one."""
     by_bucket = bool(target.bucket_by) and target.buckets > 0
     groups: dict[tuple[str, int], list[tuple[PartitionDir, Split]]] = defaultdict(list)
     for partition, split in scan.planned:
@@ -112,8 +129,19 @@ def plan_units(target: StatementTarget, scan: Scan, kind: ChangeKind, *, write_i
         groups[key].append((partition, split))
     pairs = tuple((assignments or {}).items())
     return [ChangeUnit(target, kind, relative, scan.txns, scan.write_ids, write_id, statement,
-                       predicate, pairs, tuple(planned))
+                       predicate, pairs, tuple(planned), merge=merge)
             for (relative, _), planned in sorted(groups.items())]
+
+
+def plan_inserts(target: StatementTarget, rows: pa.Table, *, txns: ValidTxnList,
+                 write_ids: ValidWriteIdList, write_id: int, statement: int
+                 ) -> list[ChangeUnit]:
+    """One "insert" unit per partition of ``rows`` (every column, partition ones included):
+    a MERGE's WHEN NOT MATCHED rows, each partition's bucket files written by one task."""
+    conformed = conform(rows, target.full_schema, where=f"MERGE insert into {target.name}")
+    return [ChangeUnit(target, "insert", part.path, txns, write_ids, write_id, statement, None,
+                       (), (), rows=part.rows.select(target.schema.names))
+            for part in split_partitions(conformed, list(target.partition_schema.names))]
 
 
 def planned_directories(units: Sequence[ChangeUnit]) -> dict[str, tuple[str, ...]]:
@@ -121,11 +149,12 @@ def planned_directories(units: Sequence[ChangeUnit]) -> dict[str, tuple[str, ...
     with the transaction before any file is written so that a crash leaves a record."""
     out: dict[str, tuple[str, ...]] = {}
     for unit in units:
-        names = [delta_name(unit.write_id, unit.write_id, unit.statement, delete=True)]
-        if unit.kind == "update":
-            names.append(delta_name(unit.write_id, unit.write_id, unit.statement))
-        out[unit.partition] = tuple(f"{unit.partition}/{n}" if unit.partition else n
-                                    for n in names)
+        names = [] if unit.kind == "insert" else [
+            delta_name(unit.write_id, unit.write_id, unit.statement, delete=True)]
+        if unit.kind != "delete":
+            names.append(delta_name(unit.write_id, unit.write_id, unit.insert_statement))
+        paths = [f"{unit.partition}/{n}" if unit.partition else n for n in names]
+        out[unit.partition] = tuple(dict.fromkeys([*out.get(unit.partition, ()), *paths]))
     return out
 
 
@@ -171,54 +200,122 @@ def _empty(partition: str) -> UnitOutcome:
     return UnitOutcome(partition, (), 0, 0, 0, 0, none)
 
 
-def run_unit(unit: ChangeUnit, evaluator: SqlEvaluator | None = None) -> UnitOutcome:
-    """Execute one unit: find its matching rows (a DELETE decodes only the predicate's
-    columns and the ROW__ID), write their delete events and, for an UPDATE, the new rows."""
+def _scan(unit: ChangeUnit, columns: Sequence[str] | None,
+          predicate: Predicate | None = None) -> list[pa.RecordBatch]:
     target = unit.target
     scan = Scan(target.filesystem, [], unit.write_ids, unit.txns, schema=target.schema,
-                partition_schema=target.partition_schema,
-                columns=[] if unit.kind == "delete" else None, filter=unit.predicate,
+                partition_schema=target.partition_schema, columns=columns, filter=predicate,
                 with_row_id=True, planned=unit.planned)
-    batches = [b for b in scan.to_batches() if b.num_rows]
+    return [b for b in scan.to_batches() if b.num_rows]
+
+
+@dataclass(frozen=True)
+class _Changes:
+    deleted: KeyArrays
+    inserted: pa.Table | None
+    matched_source: npt.NDArray[np.int64] | None = None
+
+
+def _update(unit: ChangeUnit, evaluator: SqlEvaluator) -> _Changes | None:
+    batches = _scan(unit, None, unit.predicate)
     if not batches:
+        return None
+    old = pa.Table.from_batches(batches).drop_columns([ROW_ID_COLUMN])
+    return _Changes(row_ids(batches), updated_rows(old, dict(unit.assignments), unit.target,
+                                                   evaluator))
+
+
+def _merge(unit: ChangeUnit, evaluator: SqlEvaluator) -> _Changes | None:
+    """One unit of a MERGE: match on the columns the MERGE names, then (only where an UPDATE
+    clause keeps old values) decode the full rows of the rows it updates."""
+    spec, target = unit.merge, unit.target
+    assert spec is not None
+    names = target.full_schema.names
+    batches = _scan(unit, merge_columns(spec, names))
+    if not batches:
+        return None
+    where = f"MERGE into {target.name}"
+    found = match(spec, pa.Table.from_batches(batches).drop_columns([ROW_ID_COLUMN]),
+                  target.schema.names, where, evaluator)
+    keys = row_ids(batches).take(found.positions)
+    updates = np.array([spec.matched[c].kind == "update" for c in found.clauses], dtype=bool)
+    new = None
+    if updates.any():
+        old = None
+        if needs_old_rows(spec, target.schema.names):
+            full = _scan(unit, None)
+            chosen = found.positions[updates]
+            again = row_ids(full).take(chosen)
+            if not np.array_equal(again.row_id, keys.row_id[updates]):
+                raise AssertionError(f"{where}: two scans of one snapshot disagree")
+            old = pa.Table.from_batches(full).take(pa.array(chosen))
+        new = merged_rows(spec, found, old, target.schema, where)
+    return _Changes(keys, new, found.matched_source)
+
+
+def _changes(unit: ChangeUnit, evaluator: SqlEvaluator) -> _Changes | None:
+    """What one unit deletes and inserts, before anything is written (a bad SET value or a
+    cardinality violation writes nothing); None when no row of the unit is involved."""
+    if unit.kind == "insert":
+        assert unit.rows is not None
+        none = np.zeros(0, np.int64)
+        return _Changes(KeyArrays(none, np.zeros(0, np.int32), none), unit.rows)
+    if unit.kind == "update":
+        return _update(unit, evaluator)
+    if unit.kind == "merge":
+        return _merge(unit, evaluator)
+    batches = _scan(unit, [], unit.predicate)
+    return _Changes(row_ids(batches), None) if batches else None
+
+
+def run_unit(unit: ChangeUnit, evaluator: SqlEvaluator | None = None) -> UnitOutcome:
+    """Execute one unit: find its rows (a DELETE decodes only the predicate's columns and the
+    ROW__ID), then write their delete events and new rows."""
+    own = evaluator is None
+    evaluator = evaluator or SqlEvaluator()
+    try:
+        changes = _changes(unit, evaluator)
+    finally:
+        if own:
+            evaluator.close()
+    if changes is None:
         return _empty(unit.partition)
-    if unit.refuse is not None:
+    touched = len(changes.deleted) or (changes.inserted is not None
+                                       and changes.inserted.num_rows)
+    if touched and unit.refuse is not None:
         raise InvalidInputError(unit.refuse)
-    keys = row_ids(batches)
-    new: pa.Table | None = None
-    if unit.kind == "update":  # evaluated before anything is written: a bad SET writes nothing
-        own = evaluator is None
-        evaluator = evaluator or SqlEvaluator()
-        try:
-            old = pa.Table.from_batches(batches).drop_columns([ROW_ID_COLUMN])
-            new = updated_rows(old, dict(unit.assignments), target, evaluator)
-        finally:
-            if own:
-                evaluator.close()
-    written: list[WrittenDirectory | None] = [write_deletes(
-        target.filesystem, target.location, unit.partition,
-        (keys.write_id, keys.bucket, keys.row_id), write_id=unit.write_id,
-        statement_id=unit.statement, schema=target.schema, compression=target.compression)]
-    if new is not None:
+    target, keys, new = unit.target, changes.deleted, changes.inserted
+    written: list[WrittenDirectory | None] = []
+    if len(keys):
+        written.append(write_deletes(
+            target.filesystem, target.location, unit.partition,
+            (keys.write_id, keys.bucket, keys.row_id), write_id=unit.write_id,
+            statement_id=unit.statement, schema=target.schema, compression=target.compression))
+    if new is not None and new.num_rows:
         written.append(write_inserts(
             target.filesystem, target.location, unit.partition, new.select(target.schema.names),
-            bucket_of_rows(target, new), write_id=unit.write_id, statement_id=unit.statement,
-            schema=target.schema, compression=target.compression))
-    inserted = new.num_rows if new is not None else 0
+            bucket_of_rows(target, new), write_id=unit.write_id,
+            statement_id=unit.insert_statement, schema=target.schema,
+            compression=target.compression))
     done = [w for w in written if w is not None]
-    return UnitOutcome(unit.partition, tuple(w.path for w in done), len(keys), inserted,
-                       sum(len(w.files) for w in done), sum(w.bytes for w in done), keys)
+    return UnitOutcome(unit.partition, tuple(w.path for w in done), len(keys),
+                       new.num_rows if new is not None else 0,
+                       sum(len(w.files) for w in done), sum(w.bytes for w in done), keys,
+                       changes.matched_source)
+
+
+Executor = Callable[[Sequence[ChangeUnit]], list[UnitOutcome]]
+"""How an engine runs units: in this process (``run_units``) or in its tasks."""
 
 
 def run_units(units: Sequence[ChangeUnit]) -> list[UnitOutcome]:
     """Run ``units`` one after another in this process (one SQL evaluator for all of them):
     the embedded engine's executor, and each Spark task's over its share of the units."""
-    evaluator = SqlEvaluator() if any(u.kind == "update" for u in units) else None
+    evaluator = SqlEvaluator()
     try:
         return [run_unit(unit, evaluator) for unit in units]
     finally:
-        if evaluator is not None:
-            evaluator.close()
+        evaluator.close()
 
 
 def by_partition(outcomes: Sequence[UnitOutcome]) -> dict[str, UnitOutcome]:
@@ -226,7 +323,7 @@ def by_partition(outcomes: Sequence[UnitOutcome]) -> dict[str, UnitOutcome]:
     nothing matched left out."""
     grouped: dict[str, list[UnitOutcome]] = defaultdict(list)
     for outcome in outcomes:
-        if outcome.rows_deleted:
+        if outcome.rows_deleted or outcome.rows_inserted:
             grouped[outcome.partition].append(outcome)
     out = {}
     for partition, items in grouped.items():

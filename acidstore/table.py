@@ -29,26 +29,28 @@ from acidstore.errors import (
     InvalidInputError,
     TableNotFoundError,
 )
-from acidstore.expressions import Predicate
+from acidstore.expressions import Predicate, SqlEvaluator
 from acidstore.layout import base_name, delta_name
 from acidstore.metastore import Metastore, Operation, TableInfo, WriteComponent
 from acidstore.orc.io import compression_codec
-from acidstore.read.keys import KeyArrays
 from acidstore.read.scan import PartitionDir, Scan, discover_partitions
 from acidstore.statement import (
     ChangeKind,
     ChangeUnit,
+    Executor,
     StatementTarget,
     UnitOutcome,
     bucket_of_rows,
     by_partition,
+    plan_inserts,
     plan_units,
     planned_directories,
     run_units,
 )
+from acidstore.statement_merge import MergeSpec, not_matched_rows
 from acidstore.time_travel import hidden_compactions, past_snapshot
 from acidstore.write.conform import conform, split_partitions, to_arrow_table
-from acidstore.write.files import WrittenDirectory, write_deletes, write_inserts
+from acidstore.write.files import WrittenDirectory, write_inserts
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 if TYPE_CHECKING:
@@ -311,6 +313,20 @@ class Table:
         column: str = by_lower[name.lower()]
         return column
 
+    def insertable_columns(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """``values`` keyed by the table's own spelling of each column (every column,
+        partition ones included, may be given a value)."""
+        known = {n.lower(): n for n in self.schema.names}
+        unknown = [c for c in values if c.lower() not in known]
+        if unknown:
+            raise InvalidInputError(f"unknown column(s) {unknown} in MERGE insert of "
+                                    f"{self.name}")
+        return {known[c.lower()]: v for c, v in values.items()}
+
+    def execute_merge(self, spec: MergeSpec) -> WriteResult:
+        """Run a planned MERGE in this table's transaction (or its own), in this process."""
+        return self._run(lambda txn: self.run_statement(txn, "merge", merge=spec))
+
     def _check_assignments(self, assignments: Mapping[str, str]) -> dict[str, str]:
         if not assignments:
             raise InvalidInputError("update needs at least one column to set")
@@ -365,38 +381,7 @@ class Table:
     def _compression(self) -> str:
         return compression_codec(self.info.properties.get("orc.compress"))
 
-    def write_changes(self, txn: Transaction, partition: str, operation: Operation, *,
-                      write_id: int, statement: int, deleted: KeyArrays | None,
-                      inserted: pa.Table | None) -> WriteComponent:
-        """Write one statement's delete events and new rows for one partition."""
-        planned = []
-        if deleted is not None and len(deleted):
-            planned.append(delta_name(write_id, write_id, statement, delete=True))
-        if inserted is not None and inserted.num_rows:
-            planned.append(delta_name(write_id, write_id, statement))
-        txn.will_write(WriteComponent(self.name, partition, operation, write_id, tuple(
-            afs.join(partition, p) if partition else p for p in planned)))
-        fs = self._warehouse.filesystem
-        written: list[WrittenDirectory | None] = []
-        if deleted is not None and len(deleted):
-            written.append(write_deletes(fs, self.location, partition,
-                                         (deleted.write_id, deleted.bucket, deleted.row_id),
-                                         write_id=write_id, statement_id=statement,
-                                         schema=self.info.schema,
-                                         compression=self._compression()))
-        if inserted is not None and inserted.num_rows:
-            rows = inserted.select([f.name for f in self.info.schema])
-            written.append(write_inserts(fs, self.location, partition, rows,
-                                         self._buckets(rows), write_id=write_id,
-                                         statement_id=statement, schema=self.info.schema,
-                                         compression=self._compression()))
-        component = self._component(partition, operation, write_id, written,
-                                    inserted=inserted.num_rows if inserted is not None else 0,
-                                    deleted=len(deleted) if deleted is not None else 0)
-        txn.wrote(component, deleted)
-        return component
-
-    # --- DELETE and UPDATE through the statement core (shared with Spark) --------------------
+    # --- DELETE, UPDATE and MERGE through the statement core (shared with Spark) ---
 
     def statement_target(self) -> StatementTarget:
         """This table as the picklable values a statement's units write to."""
@@ -406,53 +391,113 @@ class Table:
                                info.buckets, self._compression())
 
     def plan_change(self, txn: Transaction, kind: ChangeKind, predicate: Predicate | None,
-                    assignments: Mapping[str, str] | None = None) -> list[ChangeUnit]:
-        """Plan a DELETE or UPDATE at ``txn``'s snapshot into units any engine can run, and
-        register the directories they may write (before any file exists). No units, and no
-        write id taken, when no file can hold a matching row."""
+                    assignments: Mapping[str, str] | None = None,
+                    merge: MergeSpec | None = None) -> list[ChangeUnit]:
+        """Plan a DELETE, UPDATE or MERGE at ``txn``'s snapshot into units any engine can run,
+        and register the directories they may write (before any file exists). No units, and
+        no write id taken, when no file can hold a matching row."""
         scan = self._scan(txn.snapshot, txn.write_ids(self.name), columns=[],
                           filter=predicate, with_row_id=True)
         if not scan.planned:
             return []
         write_id = txn.write_id(self.name)
-        units = plan_units(self.statement_target(), scan, kind, write_id=write_id,
-                           statement=txn.next_statement_id(self.name), predicate=predicate,
-                           assignments=assignments)
+        statement = txn.next_statement_id(self.name)
+        if kind != "delete":
+            txn.next_statement_id(self.name)  # the new rows' (Hive 4: delete events s, rows s+1)
+        return self._register(txn, plan_units(
+            self.statement_target(), scan, kind, write_id=write_id, statement=statement,
+            predicate=predicate, assignments=assignments, merge=merge))
+
+    def plan_merge_inserts(self, txn: Transaction, spec: MergeSpec,
+                           outcomes: Sequence[UnitOutcome]) -> list[ChangeUnit]:
+        """The "insert" units of a MERGE's WHEN NOT MATCHED clauses, over the source rows no
+        unit of the MERGE matched (their statement id follows the units')."""
+        matched = [o.matched_source for o in outcomes if o.matched_source is not None]
+        target = self.statement_target()
+        evaluator = SqlEvaluator()
+        try:
+            rows = not_matched_rows(spec, np.concatenate(matched) if matched else
+                                    np.zeros(0, np.int64), target.full_schema, evaluator)
+        finally:
+            evaluator.close()
+        if not rows.num_rows:
+            return []
+        write_id = txn.write_id(self.name)
+        return self._register(txn, plan_inserts(
+            target, rows, txns=txn.snapshot, write_ids=txn.write_ids(self.name),
+            write_id=write_id, statement=txn.next_statement_id(self.name)))
+
+    def _register(self, txn: Transaction, units: list[ChangeUnit]) -> list[ChangeUnit]:
+        """Record the directories ``units`` may write with ``txn`` (a crash then leaves a
+        record to clean), and mark units of partitions ``txn`` overwrote as refused."""
+        if not units:
+            return units
+        write_id = units[0].write_id
         for partition, directories in planned_directories(units).items():
             if txn.overwrote(self.name, partition, write_id) is None:
-                txn.will_write(WriteComponent(self.name, partition, kind, write_id,
-                                              directories))
+                txn.will_write(WriteComponent(self.name, partition, _operation(units[0].kind),
+                                              write_id, directories))
         return [dataclasses.replace(u, refuse=txn.overwrote(self.name, u.partition, write_id))
                 for u in units]
 
     def publish_change(self, txn: Transaction, kind: ChangeKind, units: Sequence[ChangeUnit],
-                       outcomes: Sequence[UnitOutcome]) -> WriteResult:
+                       outcomes: Sequence[UnitOutcome], *, source_rows: int = 0
+                       ) -> WriteResult:
         """Register the units' outcomes with ``txn`` (one component per partition, carrying
         its deleted ROW__IDs for the commit's conflict check)."""
         parts = by_partition(outcomes)
+        # the write id the statement took (a committed no-op version when nothing matched)
         write_id = units[0].write_id if units else None
         for partition, done in parts.items():
             assert write_id is not None
-            txn.wrote(WriteComponent(self.name, partition, kind, write_id, done.directories,
-                                     rows_inserted=done.rows_inserted,
+            operation = _operation(kind) if kind != "merge" else (
+                "insert" if not done.rows_deleted else
+                "delete" if not done.rows_inserted else "update")
+            txn.wrote(WriteComponent(self.name, partition, operation, write_id,
+                                     done.directories, rows_inserted=done.rows_inserted,
                                      rows_deleted=done.rows_deleted, files=done.files,
                                      bytes=done.bytes), done.deleted)
         changed = sum(o.rows_deleted for o in parts.values())
-        return WriteResult(txn.txn_id, write_id, kind, partitions=tuple(parts),
-                           rows_deleted=changed if kind == "delete" else 0,
-                           rows_updated=changed if kind == "update" else 0)
+        if kind != "merge":
+            return WriteResult(txn.txn_id, write_id, kind, partitions=tuple(parts),
+                               rows_deleted=changed if kind == "delete" else 0,
+                               rows_updated=changed if kind == "update" else 0)
+        updated = sum(o.rows_inserted for u, o in zip(units, outcomes, strict=True)
+                      if u.kind == "merge")
+        inserted = sum(o.rows_inserted for o in parts.values()) - updated
+        metrics = {"num_source_rows": source_rows, "num_target_rows_updated": updated,
+                   "num_target_rows_deleted": changed - updated,
+                   "num_target_rows_inserted": inserted}
+        return WriteResult(txn.txn_id, write_id, "merge", rows_inserted=inserted,
+                           rows_updated=updated, rows_deleted=changed - updated,
+                           partitions=tuple(sorted(parts)), metrics=metrics)
 
-    def _change(self, txn: Transaction, kind: ChangeKind, predicate: Predicate | None,
-                assignments: Mapping[str, str] | None = None) -> WriteResult:
-        units = self.plan_change(txn, kind, predicate, assignments)
-        return self.publish_change(txn, kind, units, run_units(units))
+    def run_statement(self, txn: Transaction, kind: ChangeKind, *,
+                      predicate: Predicate | None = None,
+                      assignments: Mapping[str, str] | None = None,
+                      merge: MergeSpec | None = None, run: Executor = run_units
+                      ) -> WriteResult:
+        """Plan, execute (``run``: this process, or an engine's tasks) and publish one DELETE,
+        UPDATE or MERGE in ``txn``: the one statement path of both engines."""
+        units = self.plan_change(txn, kind, predicate, assignments, merge)
+        outcomes = run(units)
+        if merge is not None:
+            inserts = self.plan_merge_inserts(txn, merge, outcomes)
+            units, outcomes = [*units, *inserts], [*outcomes, *run(inserts)]
+        return self.publish_change(txn, kind, units, outcomes,
+                                   source_rows=merge.source.num_rows if merge else 0)
 
     def _delete(self, txn: Transaction, predicate: Predicate) -> WriteResult:
-        return self._change(txn, "delete", predicate)
+        return self.run_statement(txn, "delete", predicate=predicate)
 
     def _update(self, txn: Transaction, predicate: Predicate, assignments: dict[str, str]
                 ) -> WriteResult:
-        return self._change(txn, "update", predicate, assignments)
+        return self.run_statement(txn, "update", predicate=predicate, assignments=assignments)
+
+
+def _operation(kind: ChangeKind) -> Operation:
+    """The metastore's operation for units of ``kind`` (a MERGE's may update)."""
+    return "update" if kind == "merge" else kind
 
 
 def _release_lease(metastore: Metastore, lease: int) -> None:

@@ -22,6 +22,7 @@ LAYERS: dict[str, int] = {
     "acidstore.read": 3,
     "acidstore.write": 3,
     "acidstore.statement": 3,
+    "acidstore.statement_merge": 3,
     "acidstore.transaction": 4,
     "acidstore.table": 4,
     "acidstore.time_travel": 4,

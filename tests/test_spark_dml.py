@@ -328,8 +328,9 @@ def test_referenced_columns_of_a_condition() -> None:
 
 
 def test_sql_string_statements_write_what_embedded_writes(pair: Pair) -> None:
-    """A DELETE or UPDATE given as SQL strings runs the statement core in Spark's tasks: the
-    same directories, bucket files and ROW__IDs as the same statement embedded."""
+    """A DELETE, UPDATE or MERGE given as SQL strings runs the statement core in Spark's
+    tasks: the same directories, bucket files and ROW__IDs as the same statement embedded
+    (Hive 4's statement ids: delete events s, new rows s + 1, a MERGE's inserts s + 2)."""
     def delete(t: AcidTable | Table) -> WriteResult:
         return t.delete("`ID` % 5 = 0 AND dt <> 'c'")
 
@@ -339,11 +340,28 @@ def test_sql_string_statements_write_what_embedded_writes(pair: Pair) -> None:
     def with_row_ids(t: Table) -> list[str]:
         return sorted(map(str, t.to_arrow(with_row_id=True).to_pylist()))
 
-    for run in (delete, update):
-        run(pair.at)
-        run(pair.embedded)
+    src = make_rows([1, 2, 3, 4, 30, 31, 32], name="m")
+
+    def merge(t: AcidTable | Table) -> WriteResult:
+        if isinstance(t, AcidTable):
+            builder: Any = t.alias("t").merge(pair.source(src).alias("s"), "t.id = s.id") \
+                .whenMatchedDelete("s.id = 2").whenMatchedUpdate("s.id <> 3", {
+                    "name": "s.name", "amount": "t.amount + s.amount"}) \
+                .whenNotMatchedInsertAll("s.id < 32")
+            return builder.execute()  # type: ignore[no-any-return]
+        return t.merge(src, "t.id = s.id").when_matched_delete("s.id = 2") \
+            .when_matched_update({"name": "s.name", "amount": "t.amount + s.amount"},
+                                 "s.id <> 3").when_not_matched_insert_all("s.id < 32").execute()
+
+    for run in (delete, update, merge):
+        got, expected = run(pair.at), run(pair.embedded)
+        assert counts(got) == counts(expected) and got.metrics == expected.metrics
         assert table_files(pair.spark) == table_files(pair.embedded)
         assert with_row_ids(pair.spark) == with_row_ids(pair.embedded)
+    assert counts(got) == (2, 2, 1)  # ids 1, 4 updated; 2 deleted; 30, 31 inserted
+    names = {Path(f).parent.name for f in table_files(pair.spark)}
+    assert {"delete_delta_0000004_0000004_0000", "delta_0000004_0000004_0001",
+            "delta_0000004_0000004_0002"} <= names
     pair.check_same()
 
 

@@ -23,6 +23,7 @@ from acidstore.orc.schema import ROW_ID_COLUMN
 from acidstore.spark.errors import spark_errors
 from acidstore.spark.table import AcidTable, Condition, condition_column
 from acidstore.spark.writing import CLAUSE_COLUMN, DELETE_COLUMN, INSERT_COLUMN, TaskOutput
+from acidstore.statement_merge import MergeClause, MergeSpec, clause_values
 from acidstore.table import Table, WriteResult
 
 __all__ = ["AcidMergeBuilder"]
@@ -79,6 +80,9 @@ class AcidMergeBuilder:
         deleted and inserted."""
         if not self._matched and not self._not_matched:
             raise InvalidInputError("MERGE needs at least one WHEN clause")
+        spec = self._core_spec()
+        if spec is not None:
+            return self._table._core_statement("merge", merge=spec)
         clauses = self._matched + self._not_matched
         operations: tuple[Operation, ...] = tuple(c.kind for c in clauses)
         where = f"MERGE into {self._table.name}"
@@ -101,6 +105,38 @@ class AcidMergeBuilder:
         return self._table._merge_statement(
             operations, lambda target, table: self._changes(target, table, where),
             result)  # type: ignore[arg-type]
+
+    # --- through the statement core ------------------------------------------------------------
+
+    def _core_spec(self) -> MergeSpec | None:
+        """The MERGE as the statement core runs it, when it can: every condition and value a
+        SQL string, both sides aliased, and a source small enough to broadcast to the tasks
+        (Spark's own size estimate, at most ``spark.acidstore.merge.maxSourceBytes``,
+        256 MiB unless set). None otherwise: then Spark's DataFrames run it."""
+        clauses = self._matched + self._not_matched
+        texts = [self._condition, *(c.condition for c in clauses if c.condition is not None),
+                 *(v for c in clauses for v in (c.values or {}).values())]
+        source_alias, target_alias = _alias(self._source), self._table._alias
+        if not all(isinstance(t, str) for t in texts) or not source_alias or not target_alias:
+            return None
+        limit = int(self._source.sparkSession.conf.get(
+            "spark.acidstore.merge.maxSourceBytes", str(256 << 20)) or 0)
+        if _estimated_bytes(self._source) > limit:
+            return None
+        where = f"MERGE into {self._table.name}"
+        with self._table._table() as table:
+            matched = [MergeClause(c.kind, _text(c.condition), clause_values(
+                None if c.values is None else {table.updatable_column(n): str(v)
+                                               for n, v in c.values.items()}))
+                       for c in self._matched]
+            inserts = [MergeClause("insert", _text(c.condition), clause_values(
+                None if c.values is None else {n: str(v) for n, v in
+                                               table.insertable_columns(c.values).items()}))
+                       for c in self._not_matched]
+        with spark_errors(where):
+            source = self._source.toArrow()
+        return MergeSpec.build(source, str(self._condition), source_alias=source_alias,
+                               target_alias=target_alias, matched=matched, not_matched=inserts)
 
     # --- the plan ------------------------------------------------------------------------------
 
@@ -182,6 +218,29 @@ class AcidMergeBuilder:
             raise MergeCardinalityError(
                 f"MERGE into {self._table.name}: a target row matched more than one source row "
                 "(cardinality violation); nothing was written")
+
+
+def _text(condition: Condition | None) -> str | None:
+    return None if condition is None else str(condition)
+
+
+def _alias(frame: DataFrame) -> str | None:
+    """The alias ``frame.alias(name)`` gave, read from its analysed plan (None without)."""
+    try:
+        plan = frame._jdf.queryExecution().analyzed()
+        if plan.getClass().getSimpleName() == "SubqueryAlias":
+            return str(plan.alias())
+    except Exception:  # no JVM plan to read (e.g. Spark Connect): no alias
+        return None
+    return None
+
+
+def _estimated_bytes(frame: DataFrame) -> int:
+    """Spark's estimate of ``frame``'s size (its optimizer's statistics; no job runs)."""
+    try:
+        return int(str(frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+    except Exception:  # no estimate: treat as too large to broadcast
+        return 1 << 62
 
 
 def _rows(outputs: list[TaskOutput] | tuple[TaskOutput, ...], operation: str, field: str

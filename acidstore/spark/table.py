@@ -36,6 +36,7 @@ from acidstore.spark.writing import (
     write_job,
 )
 from acidstore.statement import ChangeKind
+from acidstore.statement_merge import MergeSpec
 from acidstore.table import Table, WriteResult
 from acidstore.transaction import Transaction
 from acidstore.writeids import ValidWriteIdList
@@ -201,20 +202,22 @@ class AcidTable:
             0, None, operation, rows_inserted=_count(outputs, "rows_inserted"),
             partitions=_partitions(outputs)))
 
-    def _core_statement(self, kind: ChangeKind, condition: str | None,
-                        assignments: Mapping[str, str] | None = None) -> WriteResult:
-        """DELETE or UPDATE through the statement core: the driver plans units at the
-        transaction's snapshot, each Spark task runs one in its Python worker (decoding only
+    def _core_statement(self, kind: ChangeKind, condition: str | None = None,
+                        assignments: Mapping[str, str] | None = None,
+                        merge: MergeSpec | None = None) -> WriteResult:
+        """DELETE, UPDATE or MERGE through the statement core: the driver plans units at the
+        transaction's snapshot, each Spark task runs its share in a Python worker (decoding only
         the columns the statement needs and writing its buckets' files), and only counts,
-        directories and deleted ROW__IDs come back to commit. No table data enters the JVM."""
+        directories, deleted ROW__IDs (and a MERGE's matched source rows) come back to
+        commit. No table data enters the JVM."""
         wh, _ = open_target(self._target)
         try:
             with wh.transaction() as txn:
                 table = txn.table(self.name)
-                units = table.plan_change(txn, kind, condition, assignments)
                 with spark_errors(f"{kind.upper()} of {self.name}"):
-                    outcomes = run_units(self._spark, units)
-                result = table.publish_change(txn, kind, units, outcomes)
+                    result = table.run_statement(
+                        txn, kind, predicate=condition, assignments=assignments, merge=merge,
+                        run=lambda units: run_units(self._spark, units))
             return dataclasses.replace(result, committed=True)
         finally:
             wh.close()

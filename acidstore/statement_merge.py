@@ -1,0 +1,236 @@
+"""MERGE in the statement core (layer L3): what a MERGE matches, computed unit by unit.
+
+A MERGE is planned like a DELETE: one unit per partition (and bucket, when bucketed) of the
+target at the statement's snapshot, each carrying the whole (small) source. A unit decodes only
+the target columns the MERGE's SQL names plus the ROW__ID, joins them to the source in DuckDB,
+applies the first WHEN MATCHED clause whose condition holds, and checks cardinality there: a
+target row lives in exactly one unit, so a row matched twice is always seen by one unit, in the
+same job. Full rows are decoded only for units where an UPDATE clause matched and leaves some
+column unchanged. Each unit reports the source rows it matched; the rows no unit matched go
+through the WHEN NOT MATCHED clauses once, after every unit ran (``not_matched_rows``).
+
+Statement ids, one per kind of event (Hive 4 form, as UPDATE's): the delete events of UPDATE and
+DELETE clauses take the statement's first id, the new rows of UPDATE clauses the next, the rows
+of INSERT clauses the one after. Each kind's bucket files are then written by exactly one task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from acidstore.errors import InvalidInputError, MergeCardinalityError
+from acidstore.expressions import SqlEvaluator, check_expression, quote, referenced_columns
+from acidstore.orc.schema import cast_to
+
+__all__ = ["MergeClause", "MergeMatch", "MergeSpec", "SOURCE_INDEX", "clause_values", "match",
+           "merge_columns", "merged_rows", "needs_old_rows", "not_matched_rows"]
+
+ClauseKind = Literal["update", "delete", "insert"]
+
+#: the source's row number, added by the planner so units can say which rows they matched
+SOURCE_INDEX = "__acid_sidx"
+_W, _B, _R, _CLAUSE = "__acid_w", "__acid_b", "__acid_r", "__acid_clause"
+
+
+@dataclass(frozen=True)
+class MergeClause:
+    """One WHEN clause. ``values``: column -> SQL; None takes every column from the source
+    column of the same name (UPDATE SET * / INSERT *)."""
+
+    kind: ClauseKind
+    condition: str | None
+    values: tuple[tuple[str, str], ...] | None
+
+    def __post_init__(self) -> None:
+        for text in [self.condition or "TRUE", *(v for _, v in self.values or ())]:
+            check_expression(text)
+
+
+@dataclass(frozen=True)
+class MergeSpec:
+    """A MERGE as plain values (picklable): the source, the ON condition, the clauses."""
+
+    source: pa.Table  # with SOURCE_INDEX appended
+    condition: str
+    source_alias: str
+    target_alias: str
+    matched: tuple[MergeClause, ...]
+    not_matched: tuple[MergeClause, ...]
+
+    @staticmethod
+    def build(source: pa.Table, condition: str, *, source_alias: str, target_alias: str,
+              matched: Sequence[MergeClause], not_matched: Sequence[MergeClause]) -> MergeSpec:
+        """Check the aliases and clauses and number the source's rows."""
+        for alias in (source_alias, target_alias):
+            if not alias.isidentifier() or not alias.isascii():
+                raise InvalidInputError(f"alias {alias!r} is not a plain identifier")
+        if source_alias.lower() == target_alias.lower():
+            raise InvalidInputError("source and target aliases must differ")
+        if not matched and not not_matched:
+            raise InvalidInputError("MERGE needs at least one WHEN clause")
+        check_expression(condition)
+        numbered = source.append_column(SOURCE_INDEX, pa.array(
+            np.arange(source.num_rows, dtype=np.int64)))
+        return MergeSpec(numbered, condition, source_alias, target_alias, tuple(matched),
+                         tuple(not_matched))
+
+    def source_column(self, name: str) -> str:
+        """``alias."Name"`` of the source column ``name`` (any case), for SET * / INSERT *."""
+        names = {n.lower(): n for n in self.source.column_names if n != SOURCE_INDEX}
+        if name.lower() not in names:
+            raise InvalidInputError(
+                f"MERGE ... ALL needs source column {name!r} (source has "
+                f"{[n for n in self.source.column_names if n != SOURCE_INDEX]})")
+        return f"{self.source_alias}.{quote(names[name.lower()])}"
+
+    def texts(self) -> list[str]:
+        clauses = self.matched + self.not_matched
+        return [self.condition, *(c.condition for c in clauses if c.condition),
+                *(v for c in clauses for _, v in c.values or ())]
+
+    def kinds(self) -> set[ClauseKind]:
+        return {c.kind for c in self.matched + self.not_matched}
+
+
+def merge_columns(spec: MergeSpec, names: Sequence[str]) -> list[str]:
+    """The target columns (of ``names``) the MERGE's SQL can refer to: all a unit decodes
+    before it knows which rows match."""
+    said = {n for text in spec.texts() for n in referenced_columns(text, names)}
+    return [n for n in names if n in said]
+
+
+def _set_values(spec: MergeSpec, clause: MergeClause, user: Sequence[str]) -> dict[str, str]:
+    if clause.values is None:
+        return {n: spec.source_column(n) for n in user}
+    return dict(clause.values)
+
+
+def _case(clauses: Sequence[MergeClause], offset: int) -> str:
+    arms = " ".join(f"WHEN ({c.condition or 'TRUE'}) THEN {offset + i}"
+                    for i, c in enumerate(clauses))
+    return f"CASE {arms} ELSE -1 END" if arms else "-1"
+
+
+@dataclass(frozen=True)
+class MergeMatch:
+    """What one unit's WHEN MATCHED clauses decided."""
+
+    #: positions (into the unit's decoded target rows) of the rows to delete, per row its clause
+    positions: npt.NDArray[np.int64]
+    clauses: npt.NDArray[np.int32]
+    #: the SET values of the rows updated (one column per set column; for update rows only, in
+    #: ``positions`` order restricted to update clauses)
+    values: pa.Table
+    #: source rows that matched some target row here (whatever their clause did)
+    matched_source: npt.NDArray[np.int64]
+
+
+def match(spec: MergeSpec, target: pa.Table, user: Sequence[str], where: str,
+          evaluator: SqlEvaluator) -> MergeMatch:
+    """Join ``target`` (decoded columns plus ``__acid_w/b/r`` key columns, one unit's rows)
+    to the source and choose each matched row's clause; a target row matched by more than one
+    source row raises MergeCardinalityError (Hive's cardinality check)."""
+    s, t = spec.source_alias, spec.target_alias
+    numbered = target.append_column("__acid_pos", pa.array(
+        np.arange(target.num_rows, dtype=np.int64)))
+    pieces = [f"{s}.{SOURCE_INDEX}", f"{t}.__acid_pos", f"{_case(spec.matched, 0)} AS {_CLAUSE}"]
+    set_names: list[str] = []
+    for i, clause in enumerate(spec.matched):
+        if clause.kind == "update":
+            for name, text in _set_values(spec, clause, user).items():
+                pieces.append(f"({text}) AS {quote(f'__u{i}_{name}')}")
+                set_names.append(f"__u{i}_{name}")
+    joined = evaluator.query(
+        {"__acid_source": spec.source, "__acid_target": numbered},
+        f"SELECT {', '.join(pieces)} FROM __acid_source AS {s} "
+        f"JOIN __acid_target AS {t} ON ({spec.condition})", shown=f"MERGE ON {spec.condition!r}")
+    positions = np.asarray(joined.column("__acid_pos").to_numpy(zero_copy_only=False), np.int64)
+    if spec.matched and len(np.unique(positions)) != len(positions):
+        raise MergeCardinalityError(
+            f"{where}: a target row matched more than one source row (cardinality violation); "
+            "nothing was written")
+    clause_of = np.asarray(joined.column(_CLAUSE).to_numpy(zero_copy_only=False), np.int32)
+    chosen = clause_of >= 0
+    order = np.argsort(positions[chosen], kind="stable")  # file order: rows stay sorted
+    picked = joined.filter(pa.array(chosen)).take(pa.array(order))
+    return MergeMatch(positions[chosen][order], clause_of[chosen][order],
+                      picked.select(set_names),
+                      np.asarray(joined.column(SOURCE_INDEX).to_numpy(zero_copy_only=False),
+                                 np.int64))
+
+
+def merged_rows(spec: MergeSpec, found: MergeMatch, old: pa.Table | None, schema: pa.Schema,
+                where: str) -> pa.Table:
+    """The new rows of the UPDATE clauses: ``old`` (the matched target rows of update
+    clauses; None when every UPDATE clause sets every column) with each row's clause's SET
+    values cast to the column types."""
+    is_update = np.array([spec.matched[c].kind == "update" for c in found.clauses], dtype=bool)
+    clause_of = found.clauses[is_update]
+    values = found.values.filter(pa.array(is_update))
+    columns = []
+    for field in schema:
+        column = old.column(field.name) if old is not None else pa.chunked_array(
+            [pa.nulls(len(clause_of), field.type)])
+        for i, clause in enumerate(spec.matched):
+            name = f"__u{i}_{field.name}"
+            if clause.kind != "update" or name not in values.column_names:
+                continue
+            cast = cast_to(values.column(name), field.type,
+                           f"{where}: the value for column {field.name!r} is "
+                           f"{values.column(name).type}, which does not convert to {field.type}")
+            column = pc.if_else(pa.array(clause_of == i), cast, column)
+        columns.append(column)
+    return pa.table(columns, schema=schema)
+
+
+def needs_old_rows(spec: MergeSpec, user: Sequence[str]) -> bool:
+    """Whether an UPDATE clause keeps some column of the old row (then its units decode full
+    rows of the rows it matched)."""
+    return any(c.kind == "update" and c.values is not None
+               and {n.lower() for n, _ in c.values} != {n.lower() for n in user}
+               for c in spec.matched)
+
+
+def not_matched_rows(spec: MergeSpec, matched_source: npt.NDArray[np.int64],
+                     full_schema: pa.Schema, evaluator: SqlEvaluator) -> pa.Table:
+    """The rows the WHEN NOT MATCHED clauses insert (every column of ``full_schema``, before
+    conforming) from the source rows no unit matched."""
+    if not spec.not_matched:
+        return full_schema.empty_table()
+    index = spec.source.column(SOURCE_INDEX)
+    left = spec.source.filter(pc.invert(pc.is_in(index, pa.array(matched_source))))
+    s, t = spec.source_alias, spec.target_alias
+    offset = len(spec.matched)
+    pieces = [f"{_case(spec.not_matched, offset)} AS {_CLAUSE}"]
+    for j, clause in enumerate(spec.not_matched):
+        given = {n.lower(): v for n, v in clause.values or ()}
+        for name in full_schema.names:
+            text = (given.get(name.lower()) if clause.values is not None
+                    else spec.source_column(name))
+            pieces.append(f"({text or 'NULL'}) AS {quote(f'__i{offset + j}_{name}')}")
+    rows = evaluator.query(
+        {"__acid_source": left, "__acid_target": full_schema.empty_table()},
+        f"SELECT {', '.join(pieces)} FROM __acid_source AS {s} "
+        f"LEFT JOIN __acid_target AS {t} ON FALSE", shown=f"MERGE ON {spec.condition!r}")
+    clause_of = np.asarray(rows.column(_CLAUSE).to_numpy(zero_copy_only=False), np.int32)
+    parts: list[pa.Table] = []
+    for j in range(len(spec.not_matched)):
+        chosen = rows.filter(pa.array(clause_of == offset + j))
+        if chosen.num_rows:
+            parts.append(pa.table({n: chosen.column(f"__i{offset + j}_{n}")
+                                   for n in full_schema.names}))
+    if not parts:
+        return full_schema.empty_table()
+    return pa.concat_tables(parts, promote_options="permissive")
+
+
+def clause_values(values: Mapping[str, str] | None) -> tuple[tuple[str, str], ...] | None:
+    """A clause's column -> SQL mapping as the tuple MergeClause keeps."""
+    return None if values is None else tuple(values.items())
