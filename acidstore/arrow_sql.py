@@ -33,7 +33,7 @@ _TOKEN = re.compile(r"""
     | (?P<str>'(?:[^']|'')*')
     | (?P<qid>"(?:[^"]|"")+")
     | (?P<id>[A-Za-z_][A-Za-z0-9_]*)
-    | (?P<op><=|>=|<>|!=|=|<|>|\+|-|\*|\(|\)|,)
+    | (?P<op><=|>=|<>|!=|=|<|>|\+|-|\*|%|\(|\)|,)
     )""", re.VERBOSE)
 _COMPARE = {"=": "equal", "<>": "not_equal", "!=": "not_equal", "<": "less",
             "<=": "less_equal", ">": "greater", ">=": "greater_equal"}
@@ -172,9 +172,11 @@ class _Parser:
 
     def _term(self) -> Compiled:
         node = self._factor()
-        while self._peek("*"):
-            self._take("*")
-            node = _binary(_ARITH["*"], node, self._factor())
+        while self._peek("*", "%"):
+            if self._take("*", "%") == "%":
+                node = _modulo(node, self._factor())
+            else:
+                node = _binary(_ARITH["*"], node, self._factor())
         return node
 
     def _factor(self) -> Compiled:
@@ -249,6 +251,19 @@ def _binary(function: str, left: Compiled, right: Compiled) -> Compiled:
         if compare and (_has_nan(a) or _has_nan(b)):
             raise NeedsDuckDBError(function)
         return pc.call_function(function, [a, b])
+    return run
+
+
+def _modulo(left: Compiled, right: Compiled) -> Compiled:
+    """SQL's ``%`` on integers: the sign of the dividend (Arrow's integer division truncates
+    toward zero, as SQL's does); a zero divisor raises, and DuckDB then reports it."""
+    def run(t: pa.Table) -> Value:
+        a, b = left(t), right(t)
+        if not (pa.types.is_integer(a.type) and pa.types.is_integer(b.type)):
+            raise NeedsDuckDBError("%")
+        quotient = pc.call_function("divide_checked", [a, b])
+        return pc.call_function("subtract_checked", [
+            a, pc.call_function("multiply_checked", [quotient, b])])
     return run
 
 

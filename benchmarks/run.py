@@ -75,7 +75,7 @@ def run(rows: int, workdir: Path, repeat: int, stripe_mb: int, only: set[str] | 
         for threads in (1, 2):
             results.append(Row("W5", f"full scan, 10 delete deltas (synthetic), {threads} thr",
                                m("acid_scan", threads=threads), f"limit scan, {threads} thr",
-                               m("limit_scan", threads=threads), "<= 1.25x"))
+                               m("limit_scan", threads=threads), "<= 1.2x"))
         results.extend(workloads_write.w5_after(mw, m("limit_scan", threads=2)))
 
     def w6() -> None:

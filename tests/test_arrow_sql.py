@@ -22,7 +22,8 @@ TABLE = pa.table({
 EVALUATOR = SqlEvaluator()
 
 numbers = st.sampled_from(["i", "j", "f", "0", "1", "-3", "2.5", "NULL", "(i + j)", "(j * 2)",
-                           "(f - 1)", "-j"])
+                           "(f - 1)", "-j", "(i % 7)", "(-i % 3)", "(i % j)", "(j % -2)",
+                           "(f % 2)"])
 strings = st.sampled_from(["s", "'a'", "'b'", "''", "'a''b'", "NULL"])
 comparisons = st.sampled_from(["=", "<>", "!=", "<", "<=", ">", ">="])
 
@@ -90,6 +91,12 @@ def test_compiled_equals_duckdb(text: str) -> None:
                                               ("i", "i"), ("-j", "i + 1")])
 def test_each_comparison(op: str, left: str, right: str) -> None:
     check_same_as_duckdb(f"{left} {op} {right}")
+
+
+@pytest.mark.parametrize("text", ["i % 7 = 2", "-i % 3 = -2", "i % j % 2 = 1", "j % -2 = -1",
+                                  "i % (j + 1) = 0"])
+def test_modulo_has_the_sign_of_the_dividend(text: str) -> None:
+    check_same_as_duckdb(text)
 
 
 @pytest.mark.parametrize("text", ["upper(s) = 'A'", "i / 2 > 1", "s LIKE 'a%'",
