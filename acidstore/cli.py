@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from acidstore import fs as afs
+from acidstore.cli_compact import add_compact_command, run_compact
 from acidstore.demo import DEFAULT_ORDERS, run_demo
 from acidstore.directory import acid_state
 from acidstore.errors import AcidStoreError
@@ -159,12 +160,14 @@ def build_parser() -> argparse.ArgumentParser:
                       help="Spark master URL (default: $SPARK_MASTER, else local[*])")
     demo.add_argument("--orders", type=int, default=DEFAULT_ORDERS,
                       help=f"orders in the initial load (default {DEFAULT_ORDERS})")
+    add_compact_command(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    handlers = {"inspect": _inspect, "read": _read, "example": _example, "demo": _demo}
+    handlers = {"inspect": _inspect, "read": _read, "example": _example, "demo": _demo,
+                "compact": run_compact}
     try:
         handlers[args.command](args)
     except AcidStoreError as exc:

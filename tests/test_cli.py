@@ -71,3 +71,36 @@ def test_demo_refuses_a_load_too_small_before_starting_spark(
     assert main(["demo", "--warehouse", str(tmp_path), "--orders", "10"]) == 2
     assert "InvalidInputError" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
+
+
+def test_compact_command_runs_through_the_entry_point(tmp_path: Path) -> None:
+    """README documents ``acidstore compact``: the installed command must run it."""
+    import subprocess
+
+    import pyarrow as pa
+
+    import acidstore
+
+    with acidstore.connect(tmp_path / "wh") as wh:
+        t = wh.create_table("db.t", pa.schema([("id", pa.int64())]))
+        for i in range(3):
+            t.insert(pa.table({"id": [i]}))
+        t.delete("id = 1")
+    done = subprocess.run(["acidstore", "compact", "--warehouse", str(tmp_path / "wh"),
+                           "--table", "db.t", "--kind", "major"],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "compaction txn" in done.stdout
+    with acidstore.connect(tmp_path / "wh") as wh:
+        t = wh.table("db.t")
+        assert sorted(t.to_arrow().column("id").to_pylist()) == [0, 2]
+        names = sorted(p.name for p in Path(t.location).iterdir())
+        assert any(n.startswith("base_0000004") for n in names), names
+    auto = subprocess.run(["acidstore", "compact", "--warehouse", str(tmp_path / "wh"),
+                           "--auto", "--retention", "0"],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert auto.returncode == 0, auto.stderr
+    missing = subprocess.run(["acidstore", "compact", "--warehouse", str(tmp_path / "wh"),
+                              "--table", "db.nope"], capture_output=True, text=True,
+                             timeout=300, check=False)
+    assert missing.returncode == 2 and "TableNotFoundError" in missing.stderr
