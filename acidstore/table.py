@@ -15,7 +15,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -59,6 +59,9 @@ if TYPE_CHECKING:
     from acidstore.warehouse import Warehouse
 
 __all__ = ["Table", "WriteResult"]
+
+#: how far the clocks of the hosts sharing a metastore may disagree (leased_snapshot)
+_CLOCK_MARGIN = timedelta(minutes=5)
 
 LEASE_TTL_SECONDS = 300.0
 
@@ -161,9 +164,18 @@ class Table:
         it (its replaced directories may be partly gone)."""
         metastore = self._warehouse.metastore
         while True:
+            # a compaction that commits between the snapshot and the lease can be cleaned
+            # before the lease exists: its replaced directories are what the snapshot reads.
+            # So after the lease is in place, look for compactions the snapshot does not see
+            # that committed since just before it was taken (minus a margin for the clocks of
+            # other hosts), and take a new snapshot if there is one.
+            since = datetime.now(UTC) - _CLOCK_MARGIN
             txns, write_ids, hidden = self._read_snapshot(as_of)
             lease = metastore.acquire_lease(self.name, txns, write_ids, ttl_seconds)
-            if as_of is None or hidden <= hidden_compactions(metastore, self.name, as_of):
+            missed = [c for c in metastore.compactions_committed_after(self.name, since)
+                      if not txns.is_txn_valid(c.txn_id) and c.txn_id not in hidden]
+            if not missed and (as_of is None or hidden <= hidden_compactions(
+                    metastore, self.name, as_of)):
                 return txns, write_ids, lease
             _release_lease(metastore, lease)
 

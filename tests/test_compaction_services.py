@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -33,6 +33,9 @@ import acidstore
 from acidstore import Table, Warehouse
 from acidstore.errors import InvalidInputError
 from acidstore.layout import STAGING_DIR
+from acidstore.metastore import SqliteMetastore
+from acidstore.warehouse import DEFAULT_METASTORE_FILE
+from acidstore.writeids import ValidTxnList, ValidWriteIdList
 from compaction import Cleaner, Initiator, Thresholds, Worker, compact, run_once
 
 DELTA_NUM = "compactorthreshold.hive.compactor.delta.num.threshold"
@@ -283,6 +286,47 @@ def test_a_live_reader_keeps_its_directories(wh: Warehouse) -> None:
     assert report.cleaned == [1]
     assert children(part) == [f"base_0000004_v{txn:07d}"]
     assert read_exact(t) == before
+
+
+class CleanBeforeLease(SqliteMetastore):
+    """A real SQLite metastore that, once ``armed``, lets a compaction commit and the cleaner
+    run in the moment between a reader's snapshot and its lease (as another process can)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.armed: Callable[[], None] | None = None
+
+    def acquire_lease(self, table: str, snapshot: ValidTxnList, write_ids: ValidWriteIdList,
+                      ttl_seconds: float) -> int:
+        interleave, self.armed = self.armed, None
+        if interleave is not None:
+            interleave()
+        return super().acquire_lease(table, snapshot, write_ids, ttl_seconds)
+
+
+def test_a_compaction_cleaned_between_snapshot_and_lease_is_not_lost(tmp_path: Path) -> None:
+    """Issue 12.3: the cleaner removed the directories a snapshot had just selected (a
+    compaction committed and was cleaned before the reader's lease existed), and the read
+    returned 0 of 29 rows with no error. The reader now sees the compaction it missed and
+    takes its snapshot again."""
+    root = tmp_path / "wh"
+    root.mkdir()
+    store = CleanBeforeLease(root / DEFAULT_METASTORE_FILE)
+    with acidstore.connect(root, metastore=store) as wh:
+        t = new_table(wh)
+        inserts(t, 3)
+        t.delete("id = 0")
+        before = read_exact(t)
+
+        def compact_and_clean() -> None:
+            compacted_by_worker(wh, t)
+            assert Cleaner(wh, retention_seconds=0).run().cleaned == [1]
+
+        store.armed = compact_and_clean
+        got = t.to_arrow(with_row_id=True)  # snapshot, [compaction + clean], lease, read
+        assert store.armed is None  # the interleaving did happen
+        assert sorted(got.column("id").to_pylist()) == [r[1] for r in before] == [1, 2]
+        assert read_exact(t) == before
 
 
 def test_closing_a_reader_releases_its_lease(wh: Warehouse) -> None:
