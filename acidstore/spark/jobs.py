@@ -67,6 +67,11 @@ def run_units(spark: SparkSession, units: Sequence[ChangeUnit]) -> list[UnitOutc
     what comes back is each unit's small outcome, in unit order."""
     if not units:
         return []
+    if all(u.kind == "insert" for u in units):
+        # a MERGE's WHEN NOT MATCHED rows were computed on the driver: writing them here
+        # saves shipping them to a worker and back through Spark (measured: 0.23-0.39 s for
+        # 100,000 rows in a task against ~0.1 s here)
+        return run_core_units(units)
     slots = max(1, min(len(units), spark.sparkContext.defaultParallelism))
     shares = [list(units[i * len(units) // slots:(i + 1) * len(units) // slots])
               for i in range(slots)]  # contiguous: concatenating the results keeps unit order
