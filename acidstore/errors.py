@@ -37,6 +37,7 @@ __all__ = [
     "TableNotFoundError",
     "TransactionAbortedError",
     "TransactionStateError",
+    "StrayPathError",
     "WriteConflictError",
 ]
 
@@ -144,6 +145,12 @@ class DataError(AcidStoreError):
 
 class CorruptFileError(DataError):
     """A file cannot be decoded (truncated, not ORC, unreadable side file)."""
+
+
+class StrayPathError(DataError):
+    """Something that is no part of the table's layout sits where its partitions are (a
+    ``base_N`` at the root of a partitioned table, a file, another column's directory):
+    reading around it could return too few or too many rows, so the read stops and names it."""
 
 
 class NotEnoughHistoryError(AcidStoreError):

@@ -33,7 +33,7 @@ from acidstore.expressions import Predicate, SqlEvaluator
 from acidstore.layout import base_name, delta_name
 from acidstore.metastore import Metastore, Operation, TableInfo, WriteComponent
 from acidstore.orc.io import compression_codec
-from acidstore.read.scan import PartitionDir, Scan, discover_partitions
+from acidstore.read.scan import PartitionDir, Scan, table_partitions
 from acidstore.statement import (
     ChangeKind,
     ChangeUnit,
@@ -136,8 +136,7 @@ class Table:
               columns: Sequence[str] | None = None, filter: Predicate | None = None,
               with_row_id: bool = False) -> Scan:
         fs = self._warehouse.filesystem
-        partitions = discover_partitions(fs, self.location) if self.info.partition_schema.names \
-            else [PartitionDir(self.location)]
+        partitions = table_partitions(fs, self.location, self.info.partition_schema.names)
         return Scan(fs, partitions, write_ids, txns, schema=self.info.schema,
                     partition_schema=self.info.partition_schema, columns=columns, filter=filter,
                     with_row_id=with_row_id)

@@ -24,6 +24,7 @@ from acidstore.errors import (
     TableNotFoundError,
 )
 from acidstore.metastore import Metastore, NewTable, SqliteMetastore, TableInfo, TxnKind
+from acidstore.orc.schema import RESERVED_PREFIX, ROW_ID_COLUMN
 from acidstore.table import Table
 from acidstore.transaction import Transaction
 from acidstore.write.bucketing import check_bucketable
@@ -83,6 +84,13 @@ class Warehouse:
         by_lower = {f.name.lower(): f for f in schema}
         if len(by_lower) != len(schema):
             raise InvalidInputError(f"duplicate column names in {schema.names}")
+        reserved = [n for n in schema.names
+                    if n.lower() == ROW_ID_COLUMN or n.lower().startswith(RESERVED_PREFIX)]
+        if reserved:
+            raise InvalidInputError(
+                f"column name(s) {reserved} of table {name} are reserved: {ROW_ID_COLUMN!r} is "
+                f"Hive's ROW__ID (reads add it), names starting with {RESERVED_PREFIX!r} are "
+                "acidstore's own working columns")
         for column in [*partition_by, *bucket_by]:
             if column.lower() not in by_lower:
                 raise InvalidInputError(f"unknown column {column!r} in table {name}")

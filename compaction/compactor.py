@@ -22,7 +22,7 @@ from acidstore import fs as afs
 from acidstore.errors import AcidStoreError, InvalidInputError
 from acidstore.orc.io import compression_codec
 from acidstore.partitions import partition_path
-from acidstore.read.scan import discover_partitions
+from acidstore.read.scan import table_partitions
 from acidstore.table import Table
 from acidstore.writeids import ValidCompactorWriteIdList
 from compaction.execute import BucketOutput, prepare_outputs, run_bucket
@@ -90,7 +90,8 @@ def partition_dirs(table: Table, partition: str | Mapping[str, str | None] | Non
         return [(partition, directory)]
     prefix = table.location.rstrip("/") + "/"
     return [(p.path[len(prefix):], p.path)
-            for p in discover_partitions(table.filesystem, table.location)
+            for p in table_partitions(table.filesystem, table.location,
+                                      table.info.partition_schema.names)
             if p.path.startswith(prefix)]
 
 

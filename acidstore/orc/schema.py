@@ -27,6 +27,7 @@ __all__ = [
     "ORIGINAL_TRANSACTION",
     "ROW",
     "ROW_ID",
+    "RESERVED_PREFIX",
     "ROW_ID_COLUMN",
     "ROW_ID_TYPE",
     "UPDATE",
@@ -57,6 +58,9 @@ DELETE = 2
 
 #: The name of the optional row-id column of a read, and its type (DESIGN.md).
 ROW_ID_COLUMN = "row__id"
+#: prefix of the working columns acidstore adds while it joins and evaluates (MERGE, SET):
+#: no table column may start with it
+RESERVED_PREFIX = "__acid"
 ROW_ID_TYPE = pa.struct([
     pa.field("writeid", pa.int64()),
     pa.field("bucketid", pa.int32()),

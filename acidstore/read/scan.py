@@ -19,7 +19,7 @@ import pyarrow.fs as pafs
 
 from acidstore import fs as afs
 from acidstore.directory import acid_state
-from acidstore.errors import InvalidInputError
+from acidstore.errors import InvalidInputError, StrayPathError
 from acidstore.expressions import Predicate, SqlEvaluator, check_expression, referenced_columns
 from acidstore.layout import is_acid_directory_name, is_hidden
 from acidstore.orc.io import OrcFile
@@ -32,7 +32,7 @@ from acidstore.read.source import SplitBatch
 from acidstore.read.vectorized import read_split
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
-__all__ = ["PartitionDir", "Reader", "Scan", "discover_partitions"]
+__all__ = ["PartitionDir", "Reader", "Scan", "discover_partitions", "table_partitions"]
 
 Reader = Literal["vectorized", "merge"]
 
@@ -60,6 +60,36 @@ def discover_partitions(fs: pafs.FileSystem, root: str) -> list[PartitionDir]:
         for child in discover_partitions(fs, afs.join(root, entry.name)):
             found.append(PartitionDir(child.path, pair + child.values))
     return found
+
+
+def table_partitions(fs: pafs.FileSystem, root: str, columns: Sequence[str]
+                     ) -> list[PartitionDir]:
+    """The partitions of a table partitioned by ``columns`` (in path order): exactly one
+    ``column=value`` level per column, in order. Anything else where a partition directory
+    belongs (an ACID directory or a data file above the last level, a directory of another
+    column) raises StrayPathError naming it; hidden names (``_x``, ``.x``) are skipped."""
+    if not columns:
+        return [PartitionDir(root)]
+    return list(_partition_tree(fs, root, list(columns), ()))
+
+
+def _partition_tree(fs: pafs.FileSystem, path: str, columns: list[str],
+                    values: tuple[tuple[str, str | None], ...]) -> Iterator[PartitionDir]:
+    if not columns:
+        yield PartitionDir(path, values)
+        return
+    for entry in afs.list_dir(fs, path):
+        if is_hidden(entry.name):
+            continue
+        where = afs.join(path, entry.name)
+        pairs = parse_partition_path(entry.name) if entry.is_dir and "=" in entry.name \
+            else []
+        if len(pairs) != 1 or pairs[0][0].lower() != columns[0].lower():
+            raise StrayPathError(
+                f"expected only {columns[0]}=<value> directories here (the table is "
+                "partitioned by " + ", ".join(columns) + "); move or remove this "
+                f"{'directory' if entry.is_dir else 'file'}", path=where)
+        yield from _partition_tree(fs, where, columns[1:], (*values, pairs[0]))
 
 
 def _column_index(schema: pa.Schema, name: str) -> int | None:

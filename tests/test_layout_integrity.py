@@ -1,0 +1,93 @@
+"""Wrong answers become typed errors (issue 13): a stray entry where a partitioned table's
+partitions live stops every read, DML and compaction with an error naming it, instead of
+answering from the wrong directory; reserved column names are refused at create."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import acidstore
+from acidstore import Table, Warehouse
+from acidstore.errors import DataError, InvalidInputError, StrayPathError
+from compaction import compact
+
+SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("dt", pa.string()),
+                    ("h", pa.int32())])
+
+
+@pytest.fixture
+def wh(tmp_path: Path) -> Iterator[Warehouse]:
+    with acidstore.connect(tmp_path / "wh") as warehouse:
+        yield warehouse
+
+
+@pytest.fixture
+def table(wh: Warehouse) -> Table:
+    t = wh.create_table("db.t", SCHEMA, partition_by=["dt", "h"])
+    t.insert(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"], "dt": ["x", "x", "y"],
+                       "h": pa.array([1, 2, 1], pa.int32())}))
+    return t
+
+
+def stray_cases(location: Path) -> list[Path]:
+    return [location / "base_0000001",  # issue 13.2: made the whole table read as empty
+            location / "dt=x" / "delta_0000001_0000001_0000",  # above the last level
+            location / "other=1",  # a column the table does not have
+            location / "dt=x" / "h=1" / "k=2"]  # below the last level: not a partition dir
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_a_stray_directory_stops_reads_dml_and_compaction(table: Table, case: int) -> None:
+    stray = stray_cases(Path(table.location))[case]
+    rows = table.to_arrow()
+    assert rows.num_rows == 3
+    stray.mkdir(parents=True)
+    actions: list[Callable[[], object]] = [
+        table.to_arrow, lambda: table.delete("id = 1"),
+        lambda: table.update("id = 2", {"v": "'z'"}), lambda: compact(table, "major")]
+    if case == 3:  # an extra level inside a leaf partition is a partition's own content
+        stray.rmdir()
+        (stray.parent / "stray.txt").write_text("x")
+        stray = stray.parent / "stray.txt"
+        actions = actions[:1]  # a file in a leaf is for the ACID directory reader to judge
+        with pytest.raises(DataError):
+            table.to_arrow()
+        return
+    for action in actions:
+        with pytest.raises(StrayPathError) as caught:
+            action()
+        assert caught.value.path == str(stray)
+        assert str(stray) in str(caught.value)
+    stray.rmdir()
+    assert table.to_arrow().sort_by("id").equals(rows.sort_by("id"))  # nothing was written
+
+
+def test_a_stray_file_at_the_root_names_it(table: Table) -> None:
+    stray = Path(table.location) / "part-00000.orc"
+    stray.write_bytes(b"not ours")
+    with pytest.raises(StrayPathError, match=r"part-00000\.orc"):
+        table.to_arrow()
+    (Path(table.location) / "_SUCCESS").write_text("")  # hidden names are skipped
+    stray.unlink()
+    assert table.to_arrow().num_rows == 3
+
+
+def test_inserts_into_a_table_with_a_stray_base_do_not_vanish(table: Table) -> None:
+    (Path(table.location) / "base_0000001").mkdir()
+    table.insert(pa.table({"id": [9], "v": ["n"], "dt": ["x"], "h": pa.array([1], pa.int32())}))
+    with pytest.raises(StrayPathError):
+        table.to_arrow()
+    (Path(table.location) / "base_0000001").rmdir()
+    assert sorted(table.to_arrow().column("id").to_pylist()) == [1, 2, 3, 9]
+
+
+@pytest.mark.parametrize("name", ["row__id", "ROW__ID", "__acid_pos", "__ACID_x"])
+def test_reserved_column_names_are_refused_at_create(wh: Warehouse, name: str) -> None:
+    schema = pa.schema([("id", pa.int64()), (name, pa.string())])
+    with pytest.raises(InvalidInputError, match="reserved"):
+        wh.create_table("db.r", schema)
+    assert "db.r" not in wh.tables()
