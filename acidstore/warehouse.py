@@ -21,6 +21,7 @@ from acidstore.errors import (
     AcidStoreError,
     InvalidInputError,
     LocationNotEmptyError,
+    MetastoreError,
     TableNotFoundError,
 )
 from acidstore.metastore import Metastore, NewTable, SqliteMetastore, TableInfo, TxnKind
@@ -231,6 +232,22 @@ class Warehouse:
         })
 
 
+def _refuse_emptied_metastore(root: Path) -> None:
+    """A 0-byte metastore file beside table data is a lost catalogue (truncated, or replaced
+    by an empty file), not a new warehouse: SQLite would open it as an empty catalogue and the
+    next tables would write over files whose write ids it no longer knows."""
+    path = root / DEFAULT_METASTORE_FILE
+    if not path.is_file() or path.stat().st_size:
+        return
+    data = sorted(p.name for p in root.iterdir()
+                  if not p.name.startswith(DEFAULT_METASTORE_FILE) and not p.name.startswith("."))
+    if data:
+        raise MetastoreError(
+            f"the metastore file {path} is empty (0 bytes) but the warehouse holds {data}: "
+            "its catalogue is lost. Restore the file from a backup; remove it only if those "
+            "directories hold no tables")
+
+
 def connect(location: str | os.PathLike[str], *, metastore: str | Metastore | None = None,
             filesystem: pafs.FileSystem | None = None, txn_timeout: float = 300.0) -> Warehouse:
     """Open (or create) a warehouse. The default metastore is a SQLite file inside a local
@@ -242,6 +259,7 @@ def connect(location: str | os.PathLike[str], *, metastore: str | Metastore | No
             raise InvalidInputError(
                 "a remote warehouse needs an explicit metastore= (the SQLite file must be local)")
         Path(root).mkdir(parents=True, exist_ok=True)
+        _refuse_emptied_metastore(Path(root))
         store: Metastore = SqliteMetastore(Path(root) / DEFAULT_METASTORE_FILE,
                                            timeout_seconds=txn_timeout)
     elif isinstance(metastore, str):

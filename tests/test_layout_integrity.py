@@ -12,7 +12,7 @@ import pytest
 
 import acidstore
 from acidstore import Table, Warehouse
-from acidstore.errors import DataError, InvalidInputError, StrayPathError
+from acidstore.errors import DataError, InvalidInputError, MetastoreError, StrayPathError
 from compaction import compact
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("dt", pa.string()),
@@ -91,3 +91,24 @@ def test_reserved_column_names_are_refused_at_create(wh: Warehouse, name: str) -
     with pytest.raises(InvalidInputError, match="reserved"):
         wh.create_table("db.r", schema)
     assert "db.r" not in wh.tables()
+
+
+def test_an_emptied_metastore_file_beside_tables_is_refused(tmp_path: Path) -> None:
+    """Issue 13.1: a 0-byte metastore file opened silently as an empty catalogue; the next
+    table there reused write id 1 over the old table's files."""
+    root = tmp_path / "wh"
+    with acidstore.connect(root) as wh:
+        wh.create_table("db.t", SCHEMA, partition_by=["dt", "h"]).insert(pa.table({
+            "id": [1], "v": ["a"], "dt": ["x"], "h": pa.array([1], pa.int32())}))
+    metastore = root / "_acidstore_metastore.db"
+    for extra in root.glob("_acidstore_metastore.db-*"):
+        extra.unlink()
+    metastore.write_bytes(b"")
+    with pytest.raises(MetastoreError, match=r"empty \(0 bytes\).*db\.db"):
+        acidstore.connect(root)
+    assert metastore.stat().st_size == 0  # refused before SQLite wrote a fresh schema
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / "_acidstore_metastore.db").write_bytes(b"")  # nothing else: a new warehouse
+    with acidstore.connect(fresh) as wh:
+        assert wh.tables() == []
