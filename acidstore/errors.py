@@ -39,6 +39,7 @@ __all__ = [
     "TransactionStateError",
     "StrayPathError",
     "WriteConflictError",
+    "required_condition",
 ]
 
 
@@ -51,6 +52,13 @@ class AcidStoreError(Exception):
 
 class InvalidInputError(AcidStoreError, ValueError):
     """The caller asked for something invalid; nothing was written."""
+
+
+def required_condition(condition: object, where: str) -> None:
+    """Refuse a DELETE or UPDATE without a condition: a forgotten argument must not change
+    every row; ``"true"`` says so explicitly."""
+    if condition is None:
+        raise InvalidInputError(f"{where} needs a condition; pass 'true' to change every row")
 
 
 class InvalidLayoutError(InvalidInputError):

@@ -28,6 +28,7 @@ from acidstore.errors import (
     AcidStoreError,
     InvalidInputError,
     TableNotFoundError,
+    required_condition,
 )
 from acidstore.expressions import Predicate, SqlEvaluator
 from acidstore.layout import base_name, delta_name
@@ -292,11 +293,15 @@ class Table:
         return self._run(lambda txn: self._write_rows(txn, rows, "overwrite"))
 
     def delete(self, predicate: Predicate) -> WriteResult:
-        """Delete the rows matching ``predicate`` (SQL string or pyarrow expression)."""
+        """Delete the rows matching ``predicate`` (SQL string or pyarrow expression;
+        ``"true"`` for every row)."""
+        required_condition(predicate, f"DELETE from {self.name}")
         return self._run(lambda txn: self._delete(txn, predicate))
 
     def update(self, predicate: Predicate, set: Mapping[str, str]) -> WriteResult:
-        """Set columns of the rows matching ``predicate`` to SQL expressions of the old row."""
+        """Set columns of the rows matching ``predicate`` (``"true"`` for every row) to SQL
+        expressions of the old row."""
+        required_condition(predicate, f"UPDATE of {self.name}")
         assignments = self._check_assignments(set)
         return self._run(lambda txn: self._update(txn, predicate, assignments))
 

@@ -93,7 +93,16 @@ def test_delete_like_embedded(pair: Pair) -> None:
     pair.embedded.delete("id > 1000")
     pair.check_same()
     remaining = len(pair.check_same())
-    assert pair.at.delete().rows_deleted == remaining
+    nothing: Any = None  # what a caller who forgot the condition passes
+    forgotten: list[Callable[[], object]] = [
+        pair.at.delete, lambda: pair.embedded.delete(nothing),
+        lambda: pair.at.update(set={"name": "'x'"}),
+        lambda: pair.embedded.update(nothing, {"name": "'x'"})]
+    for call in forgotten:
+        with pytest.raises(InvalidInputError, match="needs a condition; pass 'true'"):
+            call()
+    pair.check_same()  # nothing changed
+    assert pair.at.delete("true").rows_deleted == remaining
     pair.embedded.delete("TRUE")
     assert pair.check_same() == []
 
@@ -107,7 +116,7 @@ def test_update_like_embedded(pair: Pair) -> None:
     assert counts(got) == counts(pair.embedded.update("dt = 'b'", {"amount": "amount + 1",
                                                                    "name": "'B'"}))
     pair.check_same()
-    got = pair.at.update(set={"name": "CAST(NULL AS STRING)"})
+    got = pair.at.update("true", {"name": "CAST(NULL AS STRING)"})
     assert got.rows_updated == 20
     pair.embedded.update("TRUE", {"name": "NULL"})
     rows = pair.check_same()
@@ -313,7 +322,7 @@ def test_unpartitioned_unbucketed_table(spark: SparkSession, tmp_path: Path) -> 
         assert pair.at.delete("`ID` = 22").rows_deleted == e.delete("id = 22").rows_deleted == 1
         pair.check_same()
         remaining = len(pair.check_same())
-        assert pair.at.delete().rows_deleted == remaining > 0
+        assert pair.at.delete("TRUE").rows_deleted == remaining > 0
         e.delete("TRUE")
         assert pair.check_same() == []
 

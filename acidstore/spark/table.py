@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
 
-from acidstore.errors import InvalidInputError
+from acidstore.errors import InvalidInputError, required_condition
 from acidstore.metastore import Operation
 from acidstore.orc.schema import ROW_ID_COLUMN
 from acidstore.spark.errors import spark_errors
@@ -223,9 +223,11 @@ class AcidTable:
             wh.close()
 
     def delete(self, condition: Condition | None = None) -> WriteResult:
-        """Delete the rows matching ``condition`` (all rows when None). A SQL string runs
-        through the statement core (as embedded); a Column through Spark's DataFrames."""
-        if condition is None or isinstance(condition, str):
+        """Delete the rows matching ``condition`` (``"true"`` for every row: a forgotten
+        condition is refused, not read as "all"). A SQL string runs through the statement
+        core (as embedded); a Column through Spark's DataFrames."""
+        required_condition(condition, f"DELETE from {self.name}")
+        if isinstance(condition, str):
             return self._core_statement("delete", condition)
         where = f"DELETE from {self.name}"
         predicate = condition_column(condition, where) if condition is not None else None
@@ -249,15 +251,16 @@ class AcidTable:
 
     def update(self, condition: Condition | None = None,
                set: Mapping[str, Condition] | None = None) -> WriteResult:
-        """Set columns of the rows matching ``condition`` (all when None) to SQL expressions
-        (or Columns) of the old row."""
+        """Set columns of the rows matching ``condition`` (``"true"`` for every row) to SQL
+        expressions (or Columns) of the old row."""
         where = f"UPDATE of {self.name}"
+        required_condition(condition, where)
         if not set:
             raise InvalidInputError("update needs at least one column to set")
         with self._table() as table:
             values = {table.updatable_column(name): condition_column(value, where)
                       for name, value in set.items()}
-        if (condition is None or isinstance(condition, str)) and all(
+        if isinstance(condition, str) and all(
                 isinstance(v, str) for v in set.values()):
             strings = {name: str(set[original]) for name, original in zip(
                 values, set, strict=True)}
