@@ -108,6 +108,11 @@ class Table:
         return self.info.location
 
     @property
+    def compression(self) -> str:
+        """The pyarrow codec every writer of this table uses (its ``orc.compress``)."""
+        return compression_codec(self.info.properties.get("orc.compress"))
+
+    @property
     def filesystem(self) -> pafs.FileSystem:
         """The filesystem of the table's files (engines that read them elsewhere need it)."""
         return self._warehouse.filesystem
@@ -387,15 +392,13 @@ class Table:
             written = write_inserts(self._warehouse.filesystem, self.location, part.path, data,
                                     self._buckets(data), write_id=write_id,
                                     statement_id=statement, schema=self.info.schema, kind=kind,
-                                    compression=self._compression())
+                                    compression=self.compression)
             txn.wrote(self._component(part.path, operation, write_id, [written],
                                       inserted=data.num_rows))
             names.append(part.path)
         return WriteResult(txn.txn_id, write_id, operation, rows_inserted=rows.num_rows,
                            partitions=tuple(names))
 
-    def _compression(self) -> str:
-        return compression_codec(self.info.properties.get("orc.compress"))
 
     # --- DELETE, UPDATE and MERGE through the statement core (shared with Spark) ---
 
@@ -404,7 +407,7 @@ class Table:
         info = self.info
         return StatementTarget(self._warehouse.filesystem, self.location, self.name,
                                info.schema, info.partition_schema, tuple(info.bucket_by),
-                               info.buckets, self._compression())
+                               info.buckets, self.compression)
 
     def plan_change(self, txn: Transaction, kind: ChangeKind, predicate: Predicate | None,
                     assignments: Mapping[str, str] | None = None,

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Literal
 
 from acidstore import fs as afs
 from acidstore.errors import AcidStoreError, InvalidInputError
-from acidstore.orc.io import compression_codec
 from acidstore.partitions import partition_path
 from acidstore.read.scan import table_partitions
 from acidstore.table import Table
@@ -159,7 +158,7 @@ def compact(table: Table, kind: Kind, partition: str | Mapping[str, str | None] 
                                                  txn.txn_id).to_compactor()
         if on_start is not None:
             on_start(txn.txn_id, write_ids)
-        codec = compression_codec(table.info.properties.get("orc.compress"))
+        codec = table.compression
         for relative, directory in targets:
             plans.append(plan_partition_compaction(
                 table.filesystem, relative, directory, kind, schema=table.info.schema,

@@ -31,7 +31,6 @@ from acidstore.errors import InvalidInputError
 from acidstore.layout import STAGING_DIR
 from acidstore.metastore import Operation, WriteComponent
 from acidstore.orc.codec import MAX_BUCKET_ID, MAX_STATEMENT_ID
-from acidstore.orc.io import compression_codec
 from acidstore.read.keys import KeyArrays
 from acidstore.table import Table
 from acidstore.transaction import Transaction
@@ -83,7 +82,7 @@ def write_job(table: Table, txn: Transaction, clauses: tuple[Operation, ...]) ->
     info = table.info
     job = WriteJob(table.name, table.location, table.filesystem, info.schema,
                    info.partition_schema, tuple(info.bucket_by), info.buckets,
-                   compression_codec(info.properties.get("orc.compress")), txn.txn_id,
+                   table.compression, txn.txn_id,
                    txn.write_id(table.name), txn.next_statement_id(table.name), clauses)
     # A crashed job's staging files are found by name (``txn_<id>`` of a transaction that
     # is no longer open), so nothing is recorded for them here.
