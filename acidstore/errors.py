@@ -37,6 +37,7 @@ __all__ = [
     "TableNotFoundError",
     "TransactionAbortedError",
     "TransactionStateError",
+    "MissingDataError",
     "StrayPathError",
     "WriteConflictError",
     "required_condition",
@@ -153,6 +154,11 @@ class DataError(AcidStoreError):
 
 class CorruptFileError(DataError):
     """A file cannot be decoded (truncated, not ORC, unreadable side file)."""
+
+
+class MissingDataError(DataError):
+    """A directory or bucket file that a committed write made, and the snapshot must read, is
+    not there: answering without it would lose rows or bring deleted ones back."""
 
 
 class StrayPathError(DataError):

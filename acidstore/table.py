@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import time
 import weakref
+from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -34,6 +35,8 @@ from acidstore.expressions import Predicate, SqlEvaluator
 from acidstore.layout import base_name, delta_name
 from acidstore.metastore import Metastore, Operation, TableInfo, WriteComponent
 from acidstore.orc.io import compression_codec
+from acidstore.read.keys import KeyArrays
+from acidstore.read.recorded import RecordedWrite, RecordedWrites
 from acidstore.read.scan import PartitionDir, Scan, table_partitions
 from acidstore.statement import (
     ChangeKind,
@@ -145,7 +148,16 @@ class Table:
         partitions = table_partitions(fs, self.location, self.info.partition_schema.names)
         return Scan(fs, partitions, write_ids, txns, schema=self.info.schema,
                     partition_schema=self.info.partition_schema, columns=columns, filter=filter,
-                    with_row_id=with_row_id)
+                    with_row_id=with_row_id, recorded=self.recorded_writes())
+
+    def recorded_writes(self) -> RecordedWrites:
+        """The committed writes of this table as the metastore recorded them, by partition:
+        what a snapshot must find on disk (a missing one is a MissingDataError, not rows
+        silently lost or deletes silently undone)."""
+        by_partition: dict[str, list[RecordedWrite]] = defaultdict(list)
+        for c in self._warehouse.metastore.committed_components(self.name):
+            by_partition[c.partition].append(RecordedWrite(c.write_id, c.directories, c.files))
+        return RecordedWrites(self.location, by_partition)
 
     def read_snapshot(self, as_of: int | datetime | None = None
                       ) -> tuple[ValidTxnList, ValidWriteIdList]:
@@ -177,8 +189,11 @@ class Table:
             since = datetime.now(UTC) - _CLOCK_MARGIN
             txns, write_ids, hidden = self._read_snapshot(as_of)
             lease = metastore.acquire_lease(self.name, txns, write_ids, ttl_seconds)
-            missed = [c for c in metastore.compactions_committed_after(self.name, since)
-                      if not txns.is_txn_valid(c.txn_id) and c.txn_id not in hidden]
+            # (a transaction's own snapshot needs no such check: the cleaner keeps what the
+            # snapshots of open transactions read, and retaking it would change nothing)
+            missed = [] if self._txn is not None else [
+                c for c in metastore.compactions_committed_after(self.name, since)
+                if not txns.is_txn_valid(c.txn_id) and c.txn_id not in hidden]
             if not missed and (as_of is None or hidden <= hidden_compactions(
                     metastore, self.name, as_of)):
                 return txns, write_ids, lease
@@ -462,34 +477,57 @@ class Table:
     def publish_change(self, txn: Transaction, kind: ChangeKind, units: Sequence[ChangeUnit],
                        outcomes: Sequence[UnitOutcome], *, source_rows: int = 0
                        ) -> WriteResult:
-        """Register the units' outcomes with ``txn`` (one component per partition, carrying
-        its deleted ROW__IDs for the commit's conflict check)."""
-        parts = by_partition(outcomes)
+        """Register the units' outcomes with ``txn``: per partition, one component per kind
+        of change (a MERGE's updates, deletes and inserts each show in history), the deleted
+        ROW__IDs travelling with the first for the commit's conflict check."""
         # the write id the statement took (a committed no-op version when nothing matched)
         write_id = units[0].write_id if units else None
-        for partition, done in parts.items():
+        matched = by_partition([o for u, o in zip(units, outcomes, strict=True)
+                                if u.kind != "insert"])
+        inserted = by_partition([o for u, o in zip(units, outcomes, strict=True)
+                                 if u.kind == "insert"])
+        updated = deleted = 0
+        for partition, done in matched.items():
             assert write_id is not None
-            operation = _operation(kind) if kind != "merge" else (
-                "insert" if not done.rows_deleted else
-                "delete" if not done.rows_inserted else "update")
-            txn.wrote(WriteComponent(self.name, partition, operation, write_id,
-                                     done.directories, rows_inserted=done.rows_inserted,
-                                     rows_deleted=done.rows_deleted, files=done.files,
-                                     bytes=done.bytes), done.deleted)
-        changed = sum(o.rows_deleted for o in parts.values())
+            # each update writes one delete event and one new row; the other delete events
+            # are deletes (a DELETE, or a MERGE's WHEN MATCHED DELETE)
+            new_rows = done.rows_inserted if kind != "delete" else 0
+            updated, deleted = updated + new_rows, deleted + done.rows_deleted - new_rows
+            keys: KeyArrays | None = done.deleted
+            if new_rows:
+                txn.wrote(self._changed(partition, "update", write_id, done.directories,
+                                        inserted=new_rows, deleted=new_rows, files_of=done),
+                          keys)
+                keys = None
+            if done.rows_deleted > new_rows:
+                dirs = tuple(d for d in done.directories if "delete_delta_" in d)
+                txn.wrote(self._changed(partition, "delete", write_id, dirs, inserted=0,
+                                        deleted=done.rows_deleted - new_rows,
+                                        files_of=done if keys is not None else None), keys)
+        for partition, done in inserted.items():
+            assert write_id is not None
+            txn.wrote(self._changed(partition, "insert", write_id, done.directories,
+                                    inserted=done.rows_inserted, deleted=0, files_of=done))
+        parts = tuple(sorted({*matched, *inserted}))
         if kind != "merge":
-            return WriteResult(txn.txn_id, write_id, kind, partitions=tuple(parts),
-                               rows_deleted=changed if kind == "delete" else 0,
-                               rows_updated=changed if kind == "update" else 0)
-        updated = sum(o.rows_inserted for u, o in zip(units, outcomes, strict=True)
-                      if u.kind == "merge")
-        inserted = sum(o.rows_inserted for o in parts.values()) - updated
+            return WriteResult(txn.txn_id, write_id, kind, partitions=parts,
+                               rows_deleted=deleted, rows_updated=updated)
+        added = sum(o.rows_inserted for o in inserted.values())
         metrics = {"num_source_rows": source_rows, "num_target_rows_updated": updated,
-                   "num_target_rows_deleted": changed - updated,
-                   "num_target_rows_inserted": inserted}
-        return WriteResult(txn.txn_id, write_id, "merge", rows_inserted=inserted,
-                           rows_updated=updated, rows_deleted=changed - updated,
-                           partitions=tuple(sorted(parts)), metrics=metrics)
+                   "num_target_rows_deleted": deleted, "num_target_rows_inserted": added}
+        return WriteResult(txn.txn_id, write_id, "merge", rows_inserted=added,
+                           rows_updated=updated, rows_deleted=deleted, partitions=parts,
+                           metrics=metrics)
+
+    def _changed(self, partition: str, operation: Operation, write_id: int,
+                 directories: tuple[str, ...], *, inserted: int, deleted: int,
+                 files_of: UnitOutcome | None) -> WriteComponent:
+        """A component; ``files_of`` None when another component of the same directories
+        already counts their files and bytes."""
+        return WriteComponent(self.name, partition, operation, write_id, directories,
+                              rows_inserted=inserted, rows_deleted=deleted,
+                              files=files_of.files if files_of else 0,
+                              bytes=files_of.bytes if files_of else 0)
 
     def run_statement(self, txn: Transaction, kind: ChangeKind, *,
                       predicate: Predicate | None = None,

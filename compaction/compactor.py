@@ -158,11 +158,12 @@ def compact(table: Table, kind: Kind, partition: str | Mapping[str, str | None] 
                                                  txn.txn_id).to_compactor()
         if on_start is not None:
             on_start(txn.txn_id, write_ids)
-        codec = table.compression
+        codec, recorded = table.compression, table.recorded_writes()
         for relative, directory in targets:
             plans.append(plan_partition_compaction(
                 table.filesystem, relative, directory, kind, schema=table.info.schema,
-                write_ids=write_ids, txns=txn.snapshot, txn_id=txn.txn_id, compression=codec))
+                write_ids=write_ids, txns=txn.snapshot, txn_id=txn.txn_id, compression=codec,
+                recorded=recorded))
         work = [unit for plan in plans for unit in plan.work]
         prepare_outputs(work)
         outputs = _run_local(work, progress) if engine == "local" else _run_spark(

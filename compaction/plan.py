@@ -31,6 +31,7 @@ from acidstore.layout import (
 )
 from acidstore.orc.io import read_flush_length
 from acidstore.read.plan import Split, plan_partition
+from acidstore.read.recorded import RecordedWrites, check_listed
 from acidstore.writeids import ValidCompactorWriteIdList, ValidTxnList
 
 __all__ = ["BucketWork", "Kind", "PartitionPlan", "plan_partition_compaction"]
@@ -181,11 +182,14 @@ def _major(ctx: _Context, partition: str, directory: str, state: AcidState) -> P
 
 def plan_partition_compaction(fs: pafs.FileSystem, partition: str, directory: str, kind: Kind,
                               *, schema: pa.Schema, write_ids: ValidCompactorWriteIdList,
-                              txns: ValidTxnList, txn_id: int, compression: str
-                              ) -> PartitionPlan:
+                              txns: ValidTxnList, txn_id: int, compression: str,
+                              recorded: RecordedWrites | None = None) -> PartitionPlan:
     """The plan for one partition (``partition`` relative to the table, ``directory`` its
-    absolute path), for the compaction transaction ``txn_id`` (the output's ``_v`` suffix)."""
+    absolute path), for the compaction transaction ``txn_id`` (the output's ``_v`` suffix).
+    With ``recorded``, a committed directory or bucket file that is missing stops it."""
     state = acid_state(directory, write_ids, txns, filesystem=fs, ignore_empty_files=True)
+    if recorded is not None:
+        check_listed(fs, directory, state, write_ids, recorded)
     ctx = _Context(fs, schema, write_ids, txns, compression, txn_id)
     if kind == "minor":
         return _minor(ctx, partition, directory, state)

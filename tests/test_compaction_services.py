@@ -329,6 +329,19 @@ def test_a_compaction_cleaned_between_snapshot_and_lease_is_not_lost(tmp_path: P
         assert read_exact(t) == before
 
 
+def test_a_transaction_reads_its_snapshot_after_a_compaction_committed(wh: Warehouse) -> None:
+    """The lease check must not chase a transaction's own snapshot: it cannot change, and
+    the cleaner keeps what open transactions read."""
+    t = new_table(wh)
+    inserts(t, 3)
+    with wh.transaction() as txn:
+        bound = txn.table(TABLE)
+        assert bound.to_arrow().num_rows == 3
+        compacted_by_worker(wh, t)  # commits while txn is open, invisible to its snapshot
+        assert Cleaner(wh, retention_seconds=0).run().cleaned == []  # txn still reads them
+        assert bound.to_arrow().num_rows == 3
+
+
 def test_closing_a_reader_releases_its_lease(wh: Warehouse) -> None:
     t = new_table(wh)
     inserts(t, 2)

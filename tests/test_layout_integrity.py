@@ -4,6 +4,7 @@ answering from the wrong directory; reserved column names are refused at create.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -12,7 +13,13 @@ import pytest
 
 import acidstore
 from acidstore import Table, Warehouse
-from acidstore.errors import DataError, InvalidInputError, MetastoreError, StrayPathError
+from acidstore.errors import (
+    DataError,
+    InvalidInputError,
+    MetastoreError,
+    MissingDataError,
+    StrayPathError,
+)
 from compaction import compact
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("dt", pa.string()),
@@ -112,3 +119,67 @@ def test_an_emptied_metastore_file_beside_tables_is_refused(tmp_path: Path) -> N
     (fresh / "_acidstore_metastore.db").write_bytes(b"")  # nothing else: a new warehouse
     with acidstore.connect(fresh) as wh:
         assert wh.tables() == []
+
+
+# --- committed directories and files that went missing (issue 13.5) ---------------------------
+
+
+@pytest.fixture
+def flat(wh: Warehouse) -> Table:
+    t = wh.create_table("db.f", SCHEMA, partition_by=["dt", "h"], bucket_by=["id"], buckets=2)
+    t.insert(pa.table({"id": list(range(10)), "v": ["a"] * 10, "dt": ["x"] * 10,
+                       "h": pa.array([1] * 10, pa.int32())}))
+    t.delete("id < 3")
+    t.insert(pa.table({"id": [20, 21], "v": ["b", "b"], "dt": ["x", "x"],
+                       "h": pa.array([1, 1], pa.int32())}))
+    return t
+
+
+def only(location: str, prefix: str) -> Path:
+    (found,) = [p for p in Path(location, "dt=x", "h=1").iterdir() if p.name.startswith(prefix)]
+    return found
+
+
+@pytest.mark.parametrize("prefix", ["delete_delta_0000002", "delta_0000001", "delta_0000003"])
+def test_a_removed_committed_directory_is_named_not_read_around(flat: Table, prefix: str) -> None:
+    """Removing the delete delta brought deleted rows back; removing a delta dropped rows."""
+    assert flat.to_arrow().num_rows == 9
+    gone = only(flat.location, prefix)
+    shutil.rmtree(gone)
+    for action in (flat.to_arrow, lambda: flat.delete("id = 5")):
+        with pytest.raises(MissingDataError) as caught:
+            action()
+        assert caught.value.path == str(gone)
+
+
+def test_a_removed_bucket_file_is_named(flat: Table) -> None:
+    directory = only(flat.location, "delta_0000001")
+    (directory / "bucket_00001").unlink()
+    with pytest.raises(MissingDataError, match=r"2 bucket file\(s\).* but 1 are there"):
+        flat.to_arrow()
+
+
+def test_compacted_and_cleaned_directories_are_not_missing(wh: Warehouse, flat: Table) -> None:
+    from compaction import Cleaner
+
+    before = flat.to_arrow().sort_by("id")
+    assert compact(flat, "minor").compacted
+    Cleaner(wh, retention_seconds=0).run()
+    assert flat.to_arrow().sort_by("id").equals(before)
+    assert compact(flat, "major").compacted
+    Cleaner(wh, retention_seconds=0).run()
+    assert not only(flat.location, "base_").name.startswith("delta")
+    assert flat.to_arrow().sort_by("id").equals(before)
+    flat.insert_overwrite(pa.table({"id": [7], "v": ["o"], "dt": ["x"],
+                                    "h": pa.array([1], pa.int32())}))
+    assert flat.to_arrow().column("id").to_pylist() == [7]
+
+
+def test_compaction_does_not_fold_a_missing_directory_into_a_base(flat: Table) -> None:
+    gone = only(flat.location, "delete_delta_0000002")
+    shutil.rmtree(gone)
+    for kind in ("minor", "major"):
+        with pytest.raises(MissingDataError) as caught:
+            compact(flat, kind)
+        assert caught.value.path == str(gone)
+    assert not [p for p in Path(flat.location, "dt=x", "h=1").iterdir() if "_v" in p.name]

@@ -141,7 +141,7 @@ def test_same_row_exactly_one_writer_wins(warehouse: tuple[str, Warehouse, Table
     w = history[-1]["write_id"]
     assert sorted(p.name for p in (Path(t.location) / "dt=d").iterdir()) == [
         f"delete_delta_{w:07d}_{w:07d}_0000", "delta_0000001_0000001_0000",
-        f"delta_{w:07d}_{w:07d}_0000"]
+        f"delta_{w:07d}_{w:07d}_0001"]  # the update's new rows: statement 1 (Hive 4)
 
 
 def test_retrying_on_conflict_loses_no_update(warehouse: tuple[str, Warehouse, Table]) -> None:
@@ -234,12 +234,13 @@ def test_killed_writer_leaves_nothing_and_is_aborted_after_the_timeout(tmp_path:
     child.join(timeout=30)
     assert child.exitcode == 17  # it died by os._exit, before any commit or abort
 
-    # it did write files (an insert in two partitions, an update's delete + insert)...
+    # it did write files (an insert in two partitions, statement 0; an update's delete
+    # events, statement 1, and new rows, statement 2: Hive 4's split update)...
     written = sorted(str(p.relative_to(t.location)) for p in Path(t.location).glob("*/*")
                      if f"_{dead_write_id:07d}_" in p.name)
     assert written == [f"dt=d/delete_delta_{dead_write_id:07d}_{dead_write_id:07d}_0001",
                        f"dt=d/delta_{dead_write_id:07d}_{dead_write_id:07d}_0000",
-                       f"dt=d/delta_{dead_write_id:07d}_{dead_write_id:07d}_0001",
+                       f"dt=d/delta_{dead_write_id:07d}_{dead_write_id:07d}_0002",
                        f"dt=e/delta_{dead_write_id:07d}_{dead_write_id:07d}_0000"]
     # ...none of them visible, while the transaction is still open
     assert states(wh)[dead_txn] == "open"

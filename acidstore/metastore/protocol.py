@@ -318,6 +318,11 @@ class Metastore(Protocol):
         """Components of aborted transactions on ``table``: directories a cleaner may remove."""
         ...
 
+    def committed_components(self, table: str) -> list[WriteComponent]:
+        """Components of committed transactions on ``table``: the directories and bucket
+        files each committed write made, which readers must find unless replaced."""
+        ...
+
     # --- introspection ------------------------------------------------------------------------
 
     def history(self, table: str) -> list[HistoryEntry]:

@@ -432,12 +432,18 @@ class SqliteMetastore:
         return self._read(body)
 
     def aborted_components(self, table: str) -> list[WriteComponent]:
+        return self._components(table, "aborted")
+
+    def committed_components(self, table: str) -> list[WriteComponent]:
+        return self._components(table, "committed")
+
+    def _components(self, table: str, state: str) -> list[WriteComponent]:
         def body(conn: sqlite3.Connection) -> list[WriteComponent]:
             table_id = self._table_row(conn, table)["table_id"]
             return [txns.component_of(row) for row in conn.execute(
                 "SELECT c.* FROM components c JOIN txns t ON t.txn_id = c.txn_id "
-                "WHERE c.table_id = ? AND t.state = 'aborted' ORDER BY c.txn_id, "
-                "c.component_id", (table_id,))]
+                "WHERE c.table_id = ? AND t.state = ? ORDER BY c.txn_id, "
+                "c.component_id", (table_id, state))]
 
         return self._read(body)
 

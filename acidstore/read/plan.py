@@ -101,6 +101,8 @@ class _Planner:
         self.write_ids = write_ids
         self.deletes: dict[int, list[DeleteSource]] = defaultdict(list)
         self.splits: list[Split] = []
+        #: bucket files (empty ones too) per directory listed, for the recorded-writes check
+        self.listed: dict[str, int] = {}
 
     def _attach(self, split: Split) -> Split:
         chosen = tuple(d for d in self.deletes.get(split.bucket_id, ())
@@ -113,7 +115,9 @@ class _Planner:
         for name in self.state.delete_deltas:
             parsed = self.state.delta_info[name]
             directory = afs.join(self.root, name)
-            for file_name, bucket, size in _bucket_files(self.fs, directory):
+            files = _bucket_files(self.fs, directory)
+            self.listed[name] = len(files)
+            for file_name, bucket, size in files:
                 if size == 0:
                     continue
                 self.deletes[bucket].append(DeleteSource(
@@ -168,7 +172,9 @@ class _Planner:
             lo, hi, stmt = parsed.min_write_id, parsed.max_write_id, parsed.statement_id
             rows_valid = (self.write_ids.is_write_id_range_valid(lo, hi) == RangeResponse.ALL)
         streaming = parsed is not None and lo != hi and parsed.visibility_txn_id == 0
-        for file_name, bucket, size in _bucket_files(self.fs, directory):
+        files = _bucket_files(self.fs, directory)
+        self.listed[name] = len(files)
+        for file_name, bucket, size in files:
             path = afs.join(directory, file_name)
             length = read_flush_length(self.fs, path + FLUSH_LENGTH_SUFFIX) if streaming else None
             if size == 0 or length == 0:
@@ -182,9 +188,13 @@ class _Planner:
 
 
 def plan_partition(fs: pafs.FileSystem, partition_dir: str, state: AcidState,
-                   write_ids: ValidWriteIdList) -> list[Split]:
-    """All splits of one partition, in read order: base, originals, then insert deltas."""
+                   write_ids: ValidWriteIdList, listed: dict[str, int] | None = None
+                   ) -> list[Split]:
+    """All splits of one partition, in read order: base, originals, then insert deltas.
+    ``listed`` (if given) receives the number of bucket files of each directory read."""
     planner = _Planner(fs, partition_dir, state, write_ids)
+    if listed is not None:
+        planner.listed = listed
     planner.collect_deletes()
     if state.base is not None and state.base_info is not None:
         planner.acid_files(state.base, None, state.base_info.write_id)

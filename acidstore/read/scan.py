@@ -27,6 +27,7 @@ from acidstore.orc.schema import ROW_ID_COLUMN, ROW_ID_TYPE, cast_to
 from acidstore.partitions import parse_partition_path
 from acidstore.read.merge import merge_split
 from acidstore.read.plan import Split, plan_partition
+from acidstore.read.recorded import RecordedWrites, check_recorded
 from acidstore.read.registry import DEFAULT_DELETE_EVENT_LIMIT, DeleteCache
 from acidstore.read.source import SplitBatch
 from acidstore.read.vectorized import read_split
@@ -113,7 +114,8 @@ class Scan:
                  with_row_id: bool = False, reader: Reader = "vectorized",
                  delete_event_limit: int = DEFAULT_DELETE_EVENT_LIMIT,
                  threads: int | None = None,
-                 planned: Sequence[tuple[PartitionDir, Split]] | None = None) -> None:
+                 planned: Sequence[tuple[PartitionDir, Split]] | None = None,
+                 recorded: RecordedWrites | None = None) -> None:
         if reader not in ("vectorized", "merge"):
             raise InvalidInputError(f"unknown reader {reader!r}; use 'vectorized' or 'merge'")
         if isinstance(filter, str):
@@ -127,6 +129,7 @@ class Scan:
         self._delete_cache = DeleteCache()
         self._threads = threads if threads is not None else min(4, os.cpu_count() or 1)
         self._filter = filter
+        self._recorded = recorded
         self._evaluator = SqlEvaluator() if filter is not None else None
         names = [n for p in partitions for n, _ in p.values]
         part_names = list(dict.fromkeys(names))
@@ -146,7 +149,14 @@ class Scan:
 
     def _plan(self, partition: PartitionDir) -> list[Split]:
         state = acid_state(partition.path, self.write_ids, self.txns, filesystem=self._fs)
-        return plan_partition(self._fs, partition.path, state, self.write_ids)
+        writes = self._recorded.writes(partition.path) if self._recorded else ()
+        if not writes:
+            return plan_partition(self._fs, partition.path, state, self.write_ids)
+        listed: dict[str, int] = {}
+        splits = plan_partition(self._fs, partition.path, state, self.write_ids, listed)
+        assert self._recorded is not None
+        check_recorded(self._recorded.location, state, self.write_ids, writes, listed)
+        return splits
 
     def _infer_schema(self) -> pa.Schema:
         for _, split in self._splits:
