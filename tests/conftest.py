@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -15,6 +16,8 @@ from hypothesis import HealthCheck, settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from acidstore import Warehouse
 
 settings.register_profile(
     "ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow],
@@ -30,6 +33,16 @@ settings.register_profile(
 BENCH_ROWS = 2000
 
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+@pytest.fixture
+def wh(tmp_path: Path) -> Iterator[Warehouse]:
+    """An empty embedded warehouse (SQLite metastore) of its own for one test; test modules
+    that need another shape define their own ``wh``."""
+    import acidstore
+
+    with acidstore.connect(tmp_path / "wh") as warehouse:
+        yield warehouse
 
 
 @pytest.fixture(scope="session")

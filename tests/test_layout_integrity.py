@@ -5,7 +5,7 @@ answering from the wrong directory; reserved column names are refused at create.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -24,12 +24,6 @@ from compaction import compact
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("dt", pa.string()),
                     ("h", pa.int32())])
-
-
-@pytest.fixture
-def wh(tmp_path: Path) -> Iterator[Warehouse]:
-    with acidstore.connect(tmp_path / "wh") as warehouse:
-        yield warehouse
 
 
 @pytest.fixture

@@ -5,13 +5,11 @@ test_spark_dml.py)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
-import acidstore
 from acidstore import Table, Warehouse
 from acidstore.errors import InvalidInputError, MergeCardinalityError
 from acidstore.statement_merge import MergeClause, MergeSpec, merge_columns, needs_old_rows
@@ -26,12 +24,6 @@ def spec(condition: str = "t.id = s.id", *clauses: MergeClause) -> MergeSpec:
     return MergeSpec.build(SCHEMA.empty_table(), condition, source_alias="s",
                            target_alias="t", matched=[c for c in clauses if c.kind != "insert"],
                            not_matched=[c for c in clauses if c.kind == "insert"])
-
-
-@pytest.fixture
-def wh(tmp_path: Path) -> Iterator[Warehouse]:
-    with acidstore.connect(tmp_path / "wh") as warehouse:
-        yield warehouse
 
 
 @pytest.fixture

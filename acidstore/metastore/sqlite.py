@@ -35,6 +35,7 @@ from acidstore.errors import (
     TableNotFoundError,
     TransactionStateError,
 )
+from acidstore.metastore import sqlite_leases as leases
 from acidstore.metastore import sqlite_queue as queue
 from acidstore.metastore import sqlite_txn as txns
 from acidstore.metastore.protocol import (
@@ -487,47 +488,22 @@ class SqliteMetastore:
         ttl = round(check_ttl(ttl_seconds) * 1e6)
         if not isinstance(snapshot, ValidTxnList) or not isinstance(write_ids, ValidWriteIdList):
             raise InvalidInputError("a lease needs a ValidTxnList and a ValidWriteIdList")
-
-        def body(conn: sqlite3.Connection, now: int) -> int:
-            table_id = self._table_row(conn, table)["table_id"]
-            conn.execute("DELETE FROM leases WHERE expires <= ?", (now,))
-            cursor = conn.execute(
-                "INSERT INTO leases (table_id, snapshot, write_ids, acquired, expires) "
-                "VALUES (?, ?, ?, ?, ?)", (table_id, str(snapshot), str(write_ids), now,
-                                           now + ttl))
-            return int(cursor.lastrowid or 0)
-
-        return self._write(body)
+        return self._write(lambda conn, now: leases.acquire(
+            conn, self._table_row(conn, table)["table_id"], snapshot, write_ids, now=now,
+            ttl=ttl))
 
     def renew_lease(self, lease_id: int, ttl_seconds: float) -> None:
         ttl = round(check_ttl(ttl_seconds) * 1e6)
-
-        def body(conn: sqlite3.Connection, now: int) -> None:
-            # An expired lease may already have let the cleaner delete files the snapshot
-            # needs, so it cannot be revived: the reader must take a new snapshot.
-            updated = conn.execute("UPDATE leases SET expires = ? WHERE lease_id = ? AND "
-                                   "expires > ?", (now + ttl, lease_id, now)).rowcount
-            if updated != 1:
-                raise TransactionStateError(f"lease {lease_id} is expired or unknown")
-
-        self._write(body)
+        self._write(lambda conn, now: leases.renew(conn, lease_id, now, ttl))
 
     def release_lease(self, lease_id: int) -> None:
-        def body(conn: sqlite3.Connection, _now: int) -> None:
-            conn.execute("DELETE FROM leases WHERE lease_id = ?", (lease_id,))
-
-        self._write(body)
+        self._write(lambda conn, _now: leases.release(conn, lease_id))
 
     def active_leases(self, table: str) -> list[LeaseInfo]:
         def body(conn: sqlite3.Connection) -> list[LeaseInfo]:
             row = self._table_row(conn, table)
-            full_name = f"{row['db_name']}.{row['name']}"
-            return [LeaseInfo(
-                r["lease_id"], full_name, ValidTxnList.parse(r["snapshot"]),
-                ValidWriteIdList.parse(r["write_ids"]), from_micros(r["acquired"]),
-                from_micros(r["expires"]))
-                for r in conn.execute("SELECT * FROM leases WHERE table_id = ? AND expires > ? "
-                                      "ORDER BY lease_id", (row["table_id"], now_micros()))]
+            return leases.active(conn, row["table_id"], f"{row['db_name']}.{row['name']}",
+                                 now_micros())
 
         return self._read(body)
 
