@@ -9,7 +9,7 @@ one expression, never a way to append another statement.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TypeAlias
 
 import duckdb
@@ -19,7 +19,8 @@ import pyarrow.compute as pc
 from acidstore.arrow_sql import Compiled, NeedsDuckDBError, compile_predicate
 from acidstore.errors import InvalidExpressionError
 
-__all__ = ["Predicate", "SqlEvaluator", "check_expression", "quote", "referenced_columns"]
+__all__ = ["Predicate", "SqlEvaluator", "check_expression", "check_sandboxed", "quote",
+           "referenced_columns"]
 
 Predicate: TypeAlias = str | pc.Expression
 """What a filter/condition may be: a SQL expression string or a pyarrow expression."""
@@ -64,6 +65,24 @@ def check_expression(text: str) -> None:
                     raise InvalidExpressionError(f"unbalanced ')' in expression {text!r}")
     if depth:
         raise InvalidExpressionError(f"unbalanced '(' in expression {text!r}")
+
+
+def check_sandboxed(text: str, scope: Mapping[str, pa.Schema]) -> None:
+    """Refuse SQL text that the embedded engine's sandbox does not accept over tables of
+    these columns (``scope``: alias -> schema; "" for unqualified names): an expression
+    another engine (Spark) is about to evaluate is first bound by DuckDB with external access
+    off, so file reads, subqueries over paths, ``java_method`` or ``reflect`` (which DuckDB
+    does not have) are refused on every engine alike. Nothing is evaluated: the tables are
+    empty."""
+    check_expression(text)
+    tables = {f"__acid_scope{i}": schema.empty_table() for i, schema in enumerate(scope.values())}
+    sources = ", ".join(f"__acid_scope{i}" + (f" AS {quote(alias)}" if alias else "")
+                        for i, alias in enumerate(scope))
+    evaluator = SqlEvaluator()
+    try:
+        evaluator.query(tables, f"SELECT ({text}) FROM {sources} LIMIT 0", shown=repr(text))
+    finally:
+        evaluator.close()
 
 
 def referenced_columns(text: str, names: Iterable[str]) -> list[str]:

@@ -382,3 +382,42 @@ def test_failed_core_task_writes_nothing(pair: Pair) -> None:
         pair.at.delete("no_such_column = 1")
     assert table_files(pair.spark) == before
     assert pair.spark.history().num_rows == 1
+
+
+#: (a value, a condition) each: a file's content, Java calls, a file read through DuckDB
+HOSTILE = [
+    ("(SELECT first(value) FROM text.`/etc/hostname`)",
+     "(SELECT first(value) FROM text.`/etc/passwd`) IS NOT NULL"),
+    ("java_method('java.lang.System', 'getProperty', 'user.home')",
+     "java_method('java.lang.System', 'getProperty', 'user.home') IS NOT NULL"),
+    ("CAST(reflect('java.lang.Runtime', 'getRuntime') AS STRING)",
+     "reflect('java.lang.Runtime', 'getRuntime') IS NOT NULL"),
+    ("(SELECT first(content) FROM read_text('/etc/passwd'))",
+     "(SELECT count(*) FROM read_text('/etc/passwd')) > 0"),
+]
+
+
+@pytest.mark.parametrize(("value", "condition"), HOSTILE)
+def test_spark_sql_strings_pass_the_embedded_sandbox(pair: Pair, value: str,
+                                                     condition: str) -> None:
+    """Issue 13.4: the same SQL text is refused on both engines, whichever path Spark takes
+    (the statement core; Spark's DataFrames for a statement mixing strings and Columns, or a
+    MERGE whose source has no alias)."""
+    before = table_files(pair.spark)
+    attempts: list[Callable[[], object]] = [
+        lambda: pair.at.update("id = 1", {"name": value}),
+        lambda: pair.at.delete(condition),
+        lambda: pair.at.update(F.col("id") == 1, {"name": value}),
+        lambda: pair.at.update(condition, {"amount": F.col("amount") + 1}),
+        lambda: pair.at.alias("t").merge(pair.source(START), F.col("t.id") == F.col("id"))
+        .whenMatchedUpdate(set={"name": value}).execute(),
+        lambda: pair.at.alias("t").merge(pair.source(START), F.col("t.id") == F.col("id"))
+        .whenMatchedDelete(condition).execute(),
+        lambda: pair.embedded.update("id = 1", {"name": value}),
+        lambda: pair.embedded.delete(condition),
+    ]
+    for attempt in attempts:
+        with pytest.raises(InvalidInputError):
+            attempt()
+    assert table_files(pair.spark) == before
+    assert pair.spark.history().num_rows == 1

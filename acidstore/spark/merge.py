@@ -14,8 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from acidstore.errors import InvalidInputError, MergeCardinalityError
 from acidstore.metastore import Operation
@@ -148,8 +150,8 @@ class AcidMergeBuilder:
                 f"{self._source.columns})")
         return self._source[by_lower[name.lower()]]
 
-    def _values(self, clause: _Clause, table: Table, target: DataFrame, where: str
-                ) -> dict[str, Column]:
+    def _values(self, clause: _Clause, table: Table, target: DataFrame, where: str,
+                scope: Mapping[str, pa.Schema]) -> dict[str, Column]:
         """The new row of an UPDATE or INSERT clause, column by column."""
         user = [f.name for f in table.info.schema]
         parts = list(table.info.partition_schema.names)
@@ -157,7 +159,7 @@ class AcidMergeBuilder:
             if clause.values is None:
                 chosen = {n: self._source_column(n) for n in user}
             else:
-                chosen = {table.updatable_column(n): condition_column(v, where)
+                chosen = {table.updatable_column(n): condition_column(v, where, scope)
                           for n, v in clause.values.items()}
             return {n: chosen.get(n, target[n]) for n in user + parts}
         known = {n.lower(): n for n in user + parts}
@@ -167,12 +169,29 @@ class AcidMergeBuilder:
         if unknown:
             raise InvalidInputError(f"unknown column(s) {unknown} in MERGE insert of "
                                     f"{table.name}")
-        given = {known[c.lower()]: condition_column(v, where) for c, v in clause.values.items()}
+        given = {known[c.lower()]: condition_column(v, where, scope)
+                 for c, v in clause.values.items()}
         return {n: given.get(n, F.lit(None)) for n in user + parts}
 
+    def _scope(self, table: Table) -> dict[str, pa.Schema]:
+        """What the MERGE's SQL strings may name: the target and the source by alias (the
+        sandbox check binds them over empty tables of these columns)."""
+        try:
+            source = to_arrow_schema(self._source.schema)
+        except Exception as exc:  # a Spark type Arrow has no form for
+            raise InvalidInputError(f"MERGE into {table.name}: cannot check SQL strings "
+                                    f"against the source's columns ({exc}); use Columns") from exc
+        scope: dict[str, pa.Schema] = {}
+        for alias, schema in ((self._table._alias or "", table.schema),
+                              (_alias(self._source) or "", source)):
+            known = scope.get(alias, pa.schema([]))  # both unaliased: one namespace
+            scope[alias] = pa.schema([*known, *(f for f in schema if f.name not in known.names)])
+        return scope
+
     def _changes(self, target: DataFrame, table: Table, where: str) -> DataFrame:
+        scope = self._scope(table)
         joined = self._source.join(
-            target, on=condition_column(self._condition, where),
+            target, on=condition_column(self._condition, where, scope),
             how="left" if self._not_matched else "inner")
         matched = target[ROW_ID_COLUMN].isNotNull()
         parts = list(table.info.partition_schema.names)
@@ -183,11 +202,11 @@ class AcidMergeBuilder:
         for index, clause in enumerate(clauses):
             when = matched if index < len(self._matched) else ~matched
             if clause.condition is not None:
-                when = when & condition_column(clause.condition, where)
+                when = when & condition_column(clause.condition, where, scope)
             label = F.when(when, F.lit(index)) if label is None else label.when(when, index)
         assert label is not None
         names = [f.name for f in table.info.schema] + parts
-        values = {index: self._values(c, table, target, where)
+        values = {index: self._values(c, table, target, where, scope)
                   for index, c in enumerate(clauses) if c.kind != "delete"}
         columns = []
         for name in names:

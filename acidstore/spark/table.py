@@ -16,10 +16,12 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
 
 from acidstore.errors import InvalidInputError, required_condition
+from acidstore.expressions import check_sandboxed
 from acidstore.metastore import Operation
 from acidstore.orc.schema import ROW_ID_COLUMN
 from acidstore.spark.errors import spark_errors
@@ -49,11 +51,16 @@ __all__ = ["AcidTable", "Condition"]
 Condition = str | Column
 
 
-def condition_column(condition: Condition, where: str) -> Column:
-    """A Spark Column for a SQL string or a Column (anything else is an InvalidInputError)."""
+def condition_column(condition: Condition, where: str, scope: Mapping[str, pa.Schema]
+                     ) -> Column:
+    """A Spark Column for a SQL string or a Column (anything else is an InvalidInputError).
+    A string must first pass the embedded engine's sandbox over ``scope`` (alias -> the
+    columns it names): the same text is refused on both engines (no file reads,
+    ``java_method``, ``reflect`` ...)."""
     if isinstance(condition, Column):
         return condition
     if isinstance(condition, str):
+        check_sandboxed(condition, scope)
         with spark_errors(where):
             return F.expr(condition)
     raise InvalidInputError(f"{where}: a condition is a SQL string or a Column, "
@@ -230,7 +237,8 @@ class AcidTable:
         if isinstance(condition, str):
             return self._core_statement("delete", condition)
         where = f"DELETE from {self.name}"
-        predicate = condition_column(condition, where) if condition is not None else None
+        assert condition is not None
+        predicate = condition_column(condition, where, {})
 
         def changes(txn: Transaction, table: Table, job: WriteJob) -> DataFrame:
             # a delete event needs the ROW__ID and partition: decode only what the condition
@@ -258,14 +266,14 @@ class AcidTable:
         if not set:
             raise InvalidInputError("update needs at least one column to set")
         with self._table() as table:
-            values = {table.updatable_column(name): condition_column(value, where)
-                      for name, value in set.items()}
-        if isinstance(condition, str) and all(
-                isinstance(v, str) for v in set.values()):
-            strings = {name: str(set[original]) for name, original in zip(
-                values, set, strict=True)}
-            return self._core_statement("update", condition, strings)
-        predicate = condition_column(condition, where) if condition is not None else None
+            given = {table.updatable_column(name): value for name, value in set.items()}
+            scope = {"": table.schema}
+        if isinstance(condition, str) and all(isinstance(v, str) for v in given.values()):
+            return self._core_statement("update", condition,
+                                        {name: str(value) for name, value in given.items()})
+        assert condition is not None
+        values = {name: condition_column(value, where, scope) for name, value in given.items()}
+        predicate = condition_column(condition, where, scope)
 
         def changes(txn: Transaction, table: Table, job: WriteJob) -> DataFrame:
             rows = self._snapshot_rows(txn, table)
