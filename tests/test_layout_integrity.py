@@ -4,6 +4,7 @@ answering from the wrong directory; reserved column names are refused at create.
 
 from __future__ import annotations
 
+import datetime as dt
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ from acidstore.errors import (
     InvalidInputError,
     MetastoreError,
     MissingDataError,
+    SchemaMismatchError,
     StrayPathError,
 )
 from compaction import compact
@@ -177,3 +179,17 @@ def test_compaction_does_not_fold_a_missing_directory_into_a_base(flat: Table) -
             compact(flat, kind)
         assert caught.value.path == str(gone)
     assert not [p for p in Path(flat.location, "dt=x", "h=1").iterdir() if "_v" in p.name]
+
+
+@pytest.mark.parametrize("unit", ["s", "ms", "us"])
+@pytest.mark.parametrize("value", ["0001-01-01T00:00:00", "9999-12-31T23:59:59",
+                                   "1677-09-21T00:12:43", "2262-04-11T23:47:17"])
+def test_timestamps_no_reader_can_decode_are_refused_at_write(wh: Warehouse, unit: str,
+                                                              value: str) -> None:
+    """Issue 13.3: they were written, then every read of the table failed."""
+    t = wh.create_table("db.ts", pa.schema([("id", pa.int64()), ("at", pa.timestamp(unit))]))
+    t.insert(pa.table({"id": [0], "at": pa.array([0], pa.timestamp(unit))}))
+    bad = pa.array([None, dt.datetime.fromisoformat(value)], pa.timestamp(unit))
+    with pytest.raises(SchemaMismatchError, match=r"'at' holds .*outside 1677-09-21"):
+        t.insert(pa.table({"id": [1, 2], "at": bad}))
+    assert t.to_arrow().column("id").to_pylist() == [0]  # nothing written, still readable

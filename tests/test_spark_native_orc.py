@@ -32,9 +32,9 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.orc as po
 import pytest
-from py4j.protocol import Py4JJavaError
 
 import acidstore
+from acidstore.errors import SchemaMismatchError
 from acidstore.orc.footer import add_user_metadata
 from acidstore.orc.io import (
     ACID_VERSION,
@@ -275,19 +275,22 @@ def test_java_orc_reads_metadata_spanning_many_chunks(
     assert spark.read.orc(str(path)).toArrow().column("a").to_pylist() == list(range(1000))
 
 
-@pytest.mark.xfail(strict=True, raises=Py4JJavaError,
-                   reason="pyarrow's ORC writer stores a negative nanosecond field for times "
-                          "before 1970 with a fraction; Java ORC rejects it ('nanos > "
-                          "999999999 or < 0'), so Hive and Spark cannot read such files")
-def test_pre_1970_fractional_timestamps(spark: SparkSession, tmp_path: Path) -> None:
-    """A known incompatibility in acidstore's ORC writer, kept visible: it must start passing
-    (and this marker go) once acidstore writes these values the way Java ORC reads them.
-    (Times in (-1 s, 0) are left out: ORC cannot represent them for any writer, ORC-763.)"""
+def test_pre_1970_fractional_timestamps_are_refused_at_write(spark: SparkSession,
+                                                            tmp_path: Path) -> None:
+    """pyarrow's ORC writer stores a negative nanosecond field for times before 1970 with a
+    fraction; Java ORC rejects it ('nanos > 999999999 or < 0'), so Hive and Spark could not
+    read such a file. The write refuses those values (issue 13.3); whole seconds before 1970
+    are written and Spark reads them back."""
     wh = acidstore.connect(tmp_path / "wh")
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False),
                         pa.field("at", pa.timestamp("us"))])
     t = wh.create_table("db.ts", schema, bucket_by=["id"], buckets=1)
-    values = [dt.datetime(1960, 6, 1, 12, 0, 0, 250_000), dt.datetime(1900, 1, 1, 0, 0, 0, 1)]
+    for value in (dt.datetime(1960, 6, 1, 12, 0, 0, 250_000), dt.datetime(1900, 1, 1, 0, 0, 0, 1)):
+        with pytest.raises(SchemaMismatchError, match="before 1970 with a fraction"):
+            t.insert(pa.table({"id": [1], "at": pa.array([value], pa.timestamp("us"))},
+                              schema=schema))
+    assert list((tmp_path / "wh").rglob("bucket_*")) == []
+    values = [dt.datetime(1960, 6, 1, 12, 0, 0), dt.datetime(1900, 1, 1, 0, 0, 1)]
     t.insert(pa.table({"id": [1, 2], "at": pa.array(values, pa.timestamp("us"))}, schema=schema))
     (path,) = (tmp_path / "wh").rglob("bucket_*")
     got = _comparable(spark.read.orc(str(path)).toArrow())

@@ -261,8 +261,9 @@ TYPED_ROWS: list[dict[str, Any]] = [
     {"i": 1, "b": 2**40, "s": "héllo", "d": 1.5, "ok": True, "day": date(2024, 2, 29),
      "at": datetime(2024, 2, 29, 23, 59, 59, 123456), "amount": Decimal("12345678.90"),
      "dt": "x"},
+    # before 1970 in whole seconds: a fraction there is refused at write (Java ORC cannot read it)
     {"i": -7, "b": -1, "s": "", "d": -0.25, "ok": False, "day": date(1970, 1, 1),
-     "at": datetime(1969, 12, 31, 0, 0, 0, 1), "amount": Decimal("-0.01"), "dt": "x"},
+     "at": datetime(1969, 12, 31, 0, 0, 1), "amount": Decimal("-0.01"), "dt": "x"},
     {"i": None, "b": None, "s": None, "d": None, "ok": None, "day": None, "at": None,
      "amount": None, "dt": None},
 ]

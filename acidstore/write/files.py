@@ -35,6 +35,7 @@ from acidstore.orc.io import (
     write_event_file,
 )
 from acidstore.orc.schema import DELETE, INSERT, event_schema, row_struct
+from acidstore.write.timestamps import check_timestamps
 
 __all__ = ["WrittenDirectory", "delete_events", "insert_events", "prepare_directory",
            "write_deletes", "write_inserts"]
@@ -107,6 +108,7 @@ def write_inserts(fs: pafs.FileSystem, location: str, partition: str, rows: pa.T
     """
     if rows.num_rows == 0 and kind == "delta":
         return None
+    check_timestamps(rows, f"write to {afs.join(location, partition) if partition else location}")
     name = base_name(write_id) if kind == "base" else delta_name(write_id, write_id, statement_id)
     relative = afs.join(partition, name) if partition else name
     directory = prepare_directory(fs, location, relative)

@@ -1,0 +1,48 @@
+"""Timestamps every reader of the table can read back, or a refusal at write (layer L3).
+
+pyarrow's ORC reader decodes timestamps at nanosecond resolution, so a value outside about
+1677-09-21 .. 2262-04-11 is written fine and then makes every read of its file fail. Java's
+ORC reader (Hive, Spark) rejects the negative nanosecond field pyarrow's writer stores for a
+time before 1970 with a fraction of a second. A write refuses both, naming the column and
+the value, rather than leave a file that some engine cannot read.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from acidstore.errors import SchemaMismatchError
+
+__all__ = ["check_timestamps"]
+
+_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+_NS_LIMIT = 2**63 - 1  # nanoseconds either side of the epoch that pyarrow's reader can hold
+
+
+def check_timestamps(rows: pa.Table, where: str) -> None:
+    """Raise SchemaMismatchError for the first timestamp no reader of ours can read back."""
+    for field in rows.schema:
+        if not pa.types.is_timestamp(field.type):
+            continue
+        per_second = _PER_SECOND[field.type.unit]
+        values = np.asarray(pc.fill_null(pc.cast(rows.column(field.name), pa.int64()), 0)
+                            .to_numpy(zero_copy_only=False), dtype=np.int64)
+        limit = _NS_LIMIT // (1_000_000_000 // per_second)
+        outside = values[(values > limit) | (values < -limit)]
+        if outside.size:
+            raise SchemaMismatchError(
+                f"{where}: column {field.name!r} holds {_shown(outside[0], field.type)}, "
+                "outside 1677-09-21 .. 2262-04-11: ORC readers decode timestamps in "
+                "nanoseconds and could not read it back")
+        fractional = values[(values < 0) & (values % per_second != 0)]
+        if fractional.size:
+            raise SchemaMismatchError(
+                f"{where}: column {field.name!r} holds {_shown(fractional[0], field.type)}, "
+                "a time before 1970 with a fraction of a second: Hive's and Spark's ORC "
+                "reader cannot read it as pyarrow writes it (truncate to whole seconds)")
+
+
+def _shown(value: np.int64, kind: pa.DataType) -> str:
+    return str(pa.scalar(int(value), pa.int64()).cast(kind))
