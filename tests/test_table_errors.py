@@ -1,5 +1,6 @@
 """The public table API under bad input and failure: typed errors with clear messages, nothing
-half visible, nothing committed lost, and the files it writes are Hive's format.
+half visible, nothing committed lost (Hive's file format: test_hive_format.py; partition
+values: test_partition_values.py).
 
 Every refused request is checked three ways: the error type, a message that names the culprit
 (column, table, transaction), and the table afterwards: the same rows through ``to_arrow`` and
@@ -11,18 +12,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.orc as po
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 import acidstore
 from acidstore import Table, Warehouse
@@ -38,7 +34,6 @@ from acidstore.errors import (
     TransactionStateError,
 )
 from acidstore.orc.io import write_event_file
-from acidstore.write.bucketing import bucket_ids
 
 SCHEMA = pa.schema([
     pa.field("id", pa.int64(), nullable=False),
@@ -488,112 +483,6 @@ def test_good_names_land_under_the_warehouse(tmp_path: Path, wh: Warehouse) -> N
     assert wh.tables() == ["default.sales_2024"]
 
 
-# --- partition values -----------------------------------------------------------------------------
-
-P_SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string()), ("q", pa.string())])
-NASTY = ["a/b", "..", ".", "../../..", "/etc", "a=b", "=", "x\x00y", "\n", "\x01\x1f\x7f",
-         "%2F", "%", "a\\b", "C:", "~", "*?[]^{}", "'\"#", " ", "é" * 100, "x" * 252]
-
-
-def _outside(root: Path, allowed: Path) -> list[str]:
-    """Files and directories under ``root`` that are not ``allowed`` nor below it."""
-    out = []
-    for directory, dirs, names in os.walk(root):
-        for name in [*dirs, *names]:
-            path = Path(directory, name)
-            if path != allowed and allowed not in path.parents and \
-                    not name.startswith("_acidstore_metastore") and path != allowed.parent:
-                out.append(str(path))
-    return out
-
-
-@pytest.mark.parametrize("value", NASTY)
-def test_nasty_partition_values_stay_under_the_table(tmp_path: Path, value: str) -> None:
-    wh = acidstore.connect(tmp_path / "wh")
-    t = wh.create_table("db.p", P_SCHEMA, partition_by=["p", "q"])
-    t.insert(pa.table({"id": [1, 2], "p": [value, "plain"], "q": ["x", value]}))
-    root = Path(t.location)
-    for directory, dirs, _ in os.walk(tmp_path):
-        for name in dirs:
-            path = Path(directory, name).resolve()
-            assert path == root.resolve() or root.resolve() in path.parents or \
-                path in root.resolve().parents, path
-    assert _outside(tmp_path / "wh", root) == []
-    # every partition directory is exactly two levels below the table: p=.../q=...
-    partition_dirs = {str(Path(d).relative_to(root)) for d, _, names in os.walk(root)
-                      if "_orc_acid_version" in names}
-    assert len(partition_dirs) == 2
-    for rel in partition_dirs:
-        parts = Path(rel).parts
-        assert len(parts) == 3 and parts[0].startswith("p=") and parts[1].startswith("q=")
-    assert sorted_rows(t.to_arrow()) == sorted_rows(
-        pa.table({"id": [1, 2], "p": [value, "plain"], "q": ["x", value]}))
-    # updates and deletes find those rows again by value, in their partitions
-    assert t.update(pc.field("q") == value, {"id": "id + 100"}).rows_updated == 1
-    assert t.delete(pc.field("p") == value).rows_deleted == 1
-    assert t.to_arrow().to_pylist() == [{"id": 102, "p": "plain", "q": value}]
-    wh.close()
-
-
-@pytest.mark.parametrize(("value", "message"), [
-    ("", "has an empty value; use NULL instead"),
-    ("x" * 300, "value is too long for a directory name (302 > 255 bytes)"),
-    ("é" * 127, "value is too long for a directory name (256 > 255 bytes)"),
-    ("__HIVE_DEFAULT_PARTITION__", "__HIVE_DEFAULT_PARTITION__"),
-])
-def test_partition_values_that_cannot_be_stored_are_refused(tmp_path: Path, value: str,
-                                                            message: str) -> None:
-    wh = acidstore.connect(tmp_path / "wh")
-    t = wh.create_table("db.p", P_SCHEMA, partition_by=["p"])
-    t.insert(pa.table({"id": [1], "p": ["ok"], "q": ["x"]}))
-    files = files_under(t.location)
-    with pytest.raises(InvalidPartitionValueError) as info:
-        t.insert(pa.table({"id": [2, 3], "p": ["fine", value], "q": ["x", "y"]}))
-    assert "'p'" in str(info.value) and message in str(info.value)
-    assert files_under(t.location) == files  # not even the good partition was written
-    assert t.to_arrow().to_pylist() == [{"id": 1, "q": "x", "p": "ok"}]
-    wh.close()
-
-
-def test_null_partition_value_round_trips(tmp_path: Path) -> None:
-    wh = acidstore.connect(tmp_path / "wh")
-    t = wh.create_table("db.p", P_SCHEMA, partition_by=["p"])
-    t.insert(pa.table({"id": [1, 2], "p": pa.array([None, "x"], pa.string()), "q": ["a", "b"]}))
-    assert (Path(t.location) / "p=__HIVE_DEFAULT_PARTITION__").is_dir()
-    assert sorted_rows(t.to_arrow()) == sorted_rows(
-        pa.table({"id": [1, 2], "q": ["a", "b"], "p": pa.array([None, "x"], pa.string())}))
-    wh.close()
-
-
-partition_text = st.one_of(
-    st.sampled_from(NASTY),
-    st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=12),
-    st.text("./=%\\:\x00\n", min_size=1, max_size=6),
-)
-
-
-@given(values=st.lists(partition_text, min_size=1, max_size=4))
-def test_any_partition_value_round_trips_or_is_refused(tmp_path_factory: pytest.TempPathFactory,
-                                                       values: list[str]) -> None:
-    tmp = tmp_path_factory.mktemp("partitions")
-    try:
-        wh = acidstore.connect(tmp / "wh")
-        t = wh.create_table("db.p", P_SCHEMA, partition_by=["p"])
-        data = pa.table({"id": list(range(len(values))), "p": values,
-                         "q": [str(i) for i in range(len(values))]})
-        try:
-            t.insert(data)
-        except InvalidPartitionValueError:
-            assert files_under(t.location) == {}
-            assert t.to_arrow().num_rows == 0
-        else:
-            assert sorted_rows(t.to_arrow()) == sorted_rows(data.select(["id", "q", "p"]))
-        assert _outside(tmp / "wh", Path(t.location)) == []
-        wh.close()
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
 # --- failures part-way through --------------------------------------------------------------------
 
 
@@ -697,133 +586,6 @@ def test_overwrite_after_other_writes_in_one_transaction_replaces_them(wh: Wareh
         bound.insert_overwrite(rows_table([{"id": 31, "name": "o", "salary": 1,
                                             "dt": "2024-01-01"}]))
     assert [r["id"] for r in visible(table)] == [31, 4]
-
-
-# --- Hive's format --------------------------------------------------------------------------------
-
-_DIR = re.compile(r"^(?:(?P<kind>delta|delete_delta)_(?P<min>\d{7})_(?P<max>\d{7})_(?P<stmt>\d{4})"
-                  r"|base_(?P<base>\d{7}))$")
-
-
-def _hive_workload(wh: Warehouse, table: Table) -> None:
-    table.insert(rows_table([{"id": i, "name": f"n{i}", "salary": i,
-                              "dt": f"2024-01-0{i % 2 + 1}"} for i in range(10, 30)]))
-    table.update("id % 3 = 0", {"salary": "salary * 2"})
-    table.delete("id % 5 = 0")
-    source = rows_table([{"id": i, "name": f"m{i}", "salary": -i, "dt": "2024-01-01"}
-                         for i in (2, 12, 14, 40, 41)])
-    (table.merge(source, "t.id = s.id").when_matched_delete(condition="s.id = 12")
-     .when_matched_update({"name": "s.name"}).when_not_matched_insert_all().execute())
-    with wh.transaction() as txn:
-        bound = txn.table("db.t")
-        bound.insert(rows_table([{"id": 50, "name": "x", "salary": 1, "dt": "2024-01-03"}]))
-        bound.insert(rows_table([{"id": 51, "name": "y", "salary": 2, "dt": "2024-01-03"}]))
-        bound.update("id = 50", {"name": "'xx'"})
-        bound.delete("id = 51")
-    table.insert_overwrite(rows_table([{"id": 60, "name": "o", "salary": 6, "dt": "2024-01-02"},
-                                       {"id": 61, "name": "p", "salary": 7,
-                                        "dt": "2024-01-02"}]))
-
-
-def test_written_files_follow_hive_acid_format(wh: Warehouse, table: Table) -> None:
-    _hive_workload(wh, table)
-    committed = set(table.history().column("write_id").to_pylist())
-    assert committed == {1, 2, 3, 4, 5, 6, 7}
-    seen_kinds: Counter[str] = Counter()
-    statements: set[tuple[int, int]] = set()
-    for directory, dirs, names in os.walk(table.location):
-        here = Path(directory)
-        match = _DIR.match(here.name)
-        if match is None:
-            # the table root and partition directories hold only directories
-            assert names == [], here
-            continue
-        assert dirs == [], here
-        assert "_orc_acid_version" in names, here
-        assert (here / "_orc_acid_version").read_bytes() == b"2"
-        buckets = sorted(n for n in names if n != "_orc_acid_version")
-        assert buckets and all(re.fullmatch(r"bucket_\d{5}", n) for n in buckets), names
-        kind = match.group("kind") or "base"
-        seen_kinds[kind] += 1
-        write_id = int(match.group("min") or match.group("base"))
-        assert write_id in committed
-        if kind != "base":
-            assert match.group("max") == match.group("min")
-        stmt = int(match.group("stmt") or 0)
-        statements.add((write_id, stmt))
-        for name in buckets:
-            _check_bucket_file(here / name, kind, write_id, stmt, int(name[len("bucket_"):]))
-    assert seen_kinds == {"delta": seen_kinds["delta"], "delete_delta": seen_kinds["delete_delta"],
-                          "base": 1}
-    assert seen_kinds["delta"] > 0 and seen_kinds["delete_delta"] > 0
-    # the multi-statement transaction numbered its statements: insert 0, insert 1, the
-    # update's delete events 2 and new rows 3 (Hive 4's split update), delete 4
-    assert {s for w, s in statements if w == 6} == {0, 1, 2, 3, 4}
-    # ROW__IDs are unique across the table
-    ids = table.to_arrow(with_row_id=True).column("row__id").to_pylist()
-    assert len({(r["writeid"], r["bucketid"], r["rowid"]) for r in ids}) == len(ids)
-
-
-def _check_bucket_file(path: Path, kind: str, write_id: int, stmt: int, bucket: int) -> None:
-    assert path.stat().st_size > 0, path
-    orc = po.ORCFile(str(path))
-    meta = {k.decode(): v.decode() for k, v in orc.metadata.items()}
-    assert meta["hive.acid.version"] == "2"
-    events = orc.read()
-    n = events.num_rows
-    assert n > 0, f"empty bucket file {path}"
-    assert events.column_names == ["operation", "originalTransaction", "bucket", "rowId",
-                                   "currentTransaction", "row"]
-    # hive.acid.key.index: the last key of every stripe, "w,b,r;" each
-    last_keys = []
-    for i in range(orc.nstripes):
-        stripe = orc.read_stripe(i)
-        last = {c: stripe.column(c)[stripe.num_rows - 1].as_py()
-                for c in ("originalTransaction", "bucket", "rowId")}
-        last_keys.append(f"{last['originalTransaction']},{last['bucket']},{last['rowId']};")
-    assert meta["hive.acid.key.index"] == "".join(last_keys)
-    ops = events.column("operation").to_pylist()
-    current = set(events.column("currentTransaction").to_pylist())
-    assert current == {write_id}
-    props = events.column("bucket").to_numpy()
-    if kind == "delete_delta":
-        assert set(ops) == {2}
-        assert meta["hive.acid.stats"] == f"0,0,{n}"
-        # each event sits in the file of the bucket its deleted row lives in
-        assert {(p >> 16) & 0xFFF for p in props.tolist()} == {bucket}
-        keys = list(zip(events.column("originalTransaction").to_pylist(), props.tolist(),
-                        events.column("rowId").to_pylist(), strict=True))
-        assert keys == sorted(keys) and len(set(keys)) == n
-        assert events.column("row").null_count == n
-        return
-    assert set(ops) == {0}
-    assert meta["hive.acid.stats"] == f"{n},0,0"
-    assert set(events.column("originalTransaction").to_pylist()) == {write_id}
-    # row ids dense from 0 per (write id, bucket, statement), bucket property = V1(bucket, stmt)
-    assert events.column("rowId").to_pylist() == list(range(n))
-    assert set(props.tolist()) == {V1 | (bucket << 16) | stmt}
-    # the file is named after the Hive bucket of every row in it
-    rows = pa.Table.from_struct_array(events.column("row").combine_chunks())
-    assert set(bucket_ids(rows, ["id"], BUCKETS).tolist()) == {bucket}
-
-
-def test_unbucketed_table_writes_bucket_zero(wh: Warehouse) -> None:
-    t = wh.create_table("db.u", pa.schema([("id", pa.int64()), ("v", pa.string())]))
-    t.insert(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}))
-    t.update("id = 2", {"v": "'B'"})
-    names = sorted(str(Path(d, n).relative_to(t.location)) for d, _, ns in os.walk(t.location)
-                   for n in ns)
-    assert names == ["delete_delta_0000002_0000002_0000/_orc_acid_version",
-                     "delete_delta_0000002_0000002_0000/bucket_00000",
-                     "delta_0000001_0000001_0000/_orc_acid_version",
-                     "delta_0000001_0000001_0000/bucket_00000",
-                     "delta_0000002_0000002_0001/_orc_acid_version",
-                     "delta_0000002_0000002_0001/bucket_00000"]
-    # Hive 4's split update: delete events statement 0, new rows statement 1 (in the bucket
-    # property's low bits)
-    rows = po.ORCFile(str(Path(t.location, "delta_0000002_0000002_0001/bucket_00000"))).read()
-    assert rows.column("rowId").to_pylist() == [0]
-    assert rows.column("bucket").to_pylist() == [V1 | 1]
 
 
 def test_every_error_is_an_acidstore_error() -> None:

@@ -1,0 +1,122 @@
+"""Partition values under hostile input: escaped as Hive escapes them, nothing written
+outside the table's location, NULL as ``__HIVE_DEFAULT_PARTITION__``, and any value either
+round-trips or is refused with a typed error."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from test_table_errors import files_under, sorted_rows
+
+import acidstore
+from acidstore.errors import InvalidPartitionValueError
+
+P_SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string()), ("q", pa.string())])
+NASTY = ["a/b", "..", ".", "../../..", "/etc", "a=b", "=", "x\x00y", "\n", "\x01\x1f\x7f",
+         "%2F", "%", "a\\b", "C:", "~", "*?[]^{}", "'\"#", " ", "é" * 100, "x" * 252]
+
+
+def _outside(root: Path, allowed: Path) -> list[str]:
+    """Files and directories under ``root`` that are not ``allowed`` nor below it."""
+    out = []
+    for directory, dirs, names in os.walk(root):
+        for name in [*dirs, *names]:
+            path = Path(directory, name)
+            if path != allowed and allowed not in path.parents and \
+                    not name.startswith("_acidstore_metastore") and path != allowed.parent:
+                out.append(str(path))
+    return out
+
+
+@pytest.mark.parametrize("value", NASTY)
+def test_nasty_partition_values_stay_under_the_table(tmp_path: Path, value: str) -> None:
+    wh = acidstore.connect(tmp_path / "wh")
+    t = wh.create_table("db.p", P_SCHEMA, partition_by=["p", "q"])
+    t.insert(pa.table({"id": [1, 2], "p": [value, "plain"], "q": ["x", value]}))
+    root = Path(t.location)
+    for directory, dirs, _ in os.walk(tmp_path):
+        for name in dirs:
+            path = Path(directory, name).resolve()
+            assert path == root.resolve() or root.resolve() in path.parents or \
+                path in root.resolve().parents, path
+    assert _outside(tmp_path / "wh", root) == []
+    # every partition directory is exactly two levels below the table: p=.../q=...
+    partition_dirs = {str(Path(d).relative_to(root)) for d, _, names in os.walk(root)
+                      if "_orc_acid_version" in names}
+    assert len(partition_dirs) == 2
+    for rel in partition_dirs:
+        parts = Path(rel).parts
+        assert len(parts) == 3 and parts[0].startswith("p=") and parts[1].startswith("q=")
+    assert sorted_rows(t.to_arrow()) == sorted_rows(
+        pa.table({"id": [1, 2], "p": [value, "plain"], "q": ["x", value]}))
+    # updates and deletes find those rows again by value, in their partitions
+    assert t.update(pc.field("q") == value, {"id": "id + 100"}).rows_updated == 1
+    assert t.delete(pc.field("p") == value).rows_deleted == 1
+    assert t.to_arrow().to_pylist() == [{"id": 102, "p": "plain", "q": value}]
+    wh.close()
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("", "has an empty value; use NULL instead"),
+    ("x" * 300, "value is too long for a directory name (302 > 255 bytes)"),
+    ("é" * 127, "value is too long for a directory name (256 > 255 bytes)"),
+    ("__HIVE_DEFAULT_PARTITION__", "__HIVE_DEFAULT_PARTITION__"),
+])
+def test_partition_values_that_cannot_be_stored_are_refused(tmp_path: Path, value: str,
+                                                            message: str) -> None:
+    wh = acidstore.connect(tmp_path / "wh")
+    t = wh.create_table("db.p", P_SCHEMA, partition_by=["p"])
+    t.insert(pa.table({"id": [1], "p": ["ok"], "q": ["x"]}))
+    files = files_under(t.location)
+    with pytest.raises(InvalidPartitionValueError) as info:
+        t.insert(pa.table({"id": [2, 3], "p": ["fine", value], "q": ["x", "y"]}))
+    assert "'p'" in str(info.value) and message in str(info.value)
+    assert files_under(t.location) == files  # not even the good partition was written
+    assert t.to_arrow().to_pylist() == [{"id": 1, "q": "x", "p": "ok"}]
+    wh.close()
+
+
+def test_null_partition_value_round_trips(tmp_path: Path) -> None:
+    wh = acidstore.connect(tmp_path / "wh")
+    t = wh.create_table("db.p", P_SCHEMA, partition_by=["p"])
+    t.insert(pa.table({"id": [1, 2], "p": pa.array([None, "x"], pa.string()), "q": ["a", "b"]}))
+    assert (Path(t.location) / "p=__HIVE_DEFAULT_PARTITION__").is_dir()
+    assert sorted_rows(t.to_arrow()) == sorted_rows(
+        pa.table({"id": [1, 2], "q": ["a", "b"], "p": pa.array([None, "x"], pa.string())}))
+    wh.close()
+
+
+partition_text = st.one_of(
+    st.sampled_from(NASTY),
+    st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=12),
+    st.text("./=%\\:\x00\n", min_size=1, max_size=6),
+)
+
+
+@given(values=st.lists(partition_text, min_size=1, max_size=4))
+def test_any_partition_value_round_trips_or_is_refused(tmp_path_factory: pytest.TempPathFactory,
+                                                       values: list[str]) -> None:
+    tmp = tmp_path_factory.mktemp("partitions")
+    try:
+        wh = acidstore.connect(tmp / "wh")
+        t = wh.create_table("db.p", P_SCHEMA, partition_by=["p"])
+        data = pa.table({"id": list(range(len(values))), "p": values,
+                         "q": [str(i) for i in range(len(values))]})
+        try:
+            t.insert(data)
+        except InvalidPartitionValueError:
+            assert files_under(t.location) == {}
+            assert t.to_arrow().num_rows == 0
+        else:
+            assert sorted_rows(t.to_arrow()) == sorted_rows(data.select(["id", "q", "p"]))
+        assert _outside(tmp / "wh", Path(t.location)) == []
+        wh.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
