@@ -16,8 +16,10 @@ per (write id, bucket, statement) with no coordination between tasks.
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal
 
@@ -308,12 +310,18 @@ Executor = Callable[[Sequence[ChangeUnit]], list[UnitOutcome]]
 """How an engine runs units: in this process (``run_units``) or in its tasks."""
 
 
-def run_units(units: Sequence[ChangeUnit]) -> list[UnitOutcome]:
-    """Run ``units`` one after another in this process (one SQL evaluator for all of them):
-    the embedded engine's executor, and each Spark task's over its share of the units."""
+def run_units(units: Sequence[ChangeUnit], threads: int | None = None) -> list[UnitOutcome]:
+    """Run ``units`` in this process on ``threads`` threads (default: up to 4, one per core;
+    pyarrow and DuckDB release the GIL while they decode, evaluate and encode), sharing one
+    SQL evaluator; outcomes in unit order. The embedded engine's executor, and each Spark
+    task's over its share of the units (there with one thread: Spark runs a task per core)."""
+    workers = max(1, min(len(units), threads or min(4, os.cpu_count() or 1)))
     evaluator = SqlEvaluator()
     try:
-        return [run_unit(unit, evaluator) for unit in units]
+        if workers == 1:
+            return [run_unit(unit, evaluator) for unit in units]
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(lambda unit: run_unit(unit, evaluator), units))
     finally:
         evaluator.close()
 

@@ -76,5 +76,5 @@ def run_units(spark: SparkSession, units: Sequence[ChangeUnit]) -> list[UnitOutc
     shares = [list(units[i * len(units) // slots:(i + 1) * len(units) // slots])
               for i in range(slots)]  # contiguous: concatenating the results keeps unit order
     done: list[list[UnitOutcome]] = spark.sparkContext.parallelize(
-        shares, slots).map(run_core_units).collect()
+        shares, slots).map(lambda share: run_core_units(share, threads=1)).collect()
     return [outcome for results in done for outcome in results]
