@@ -19,6 +19,7 @@ __all__ = [
     "list_dir",
     "list_files_recursive",
     "read_bytes",
+    "relative",
     "resolve",
     "write_bytes",
 ]
@@ -53,6 +54,13 @@ def join(base: str, *parts: str) -> str:
     for part in parts:
         out = f"{out}/{part.strip('/')}" if out else part.strip("/")
     return out
+
+
+def relative(base: str, path: str) -> str:
+    """``path`` relative to the directory ``base`` ("" for ``base`` itself or a path outside
+    it: a table's partition directory relative to the table)."""
+    prefix = base.rstrip("/") + "/"
+    return path[len(prefix):] if path.startswith(prefix) else ""
 
 
 def list_dir(fs: pafs.FileSystem, path: str) -> list[Entry]:

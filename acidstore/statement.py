@@ -28,6 +28,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from acidstore import fs as afs
 from acidstore.errors import InvalidInputError
 from acidstore.expressions import Predicate, SqlEvaluator
 from acidstore.layout import delta_name
@@ -68,8 +69,9 @@ class StatementTarget:
 
 @dataclass(frozen=True)
 class ChangeUnit:
-    """One task's share of a DELETE or UPDATE: the splits of one partition (one bucket of it
-    when the table is bucketed), read at the statement's snapshot."""
+    """One task's share of a DELETE, UPDATE or MERGE: the splits of one partition (one bucket
+    of it when the table is bucketed), read at the statement's snapshot; or, kind "insert",
+    a MERGE's WHEN NOT MATCHED rows of one partition."""
 
     target: StatementTarget
     kind: ChangeKind
@@ -112,11 +114,6 @@ class UnitOutcome:
     matched_source: npt.NDArray[np.int64] | None = None
 
 
-def _relative(location: str, partition: PartitionDir) -> str:
-    prefix = location.rstrip("/") + "/"
-    return partition.path[len(prefix):] if partition.path.startswith(prefix) else ""
-
-
 def plan_units(target: StatementTarget, scan: Scan, kind: ChangeKind, *, write_id: int,
                statement: int, predicate: Predicate | None,
                assignments: Mapping[str, str] | None = None,
@@ -127,7 +124,8 @@ def plan_units(target: StatementTarget, scan: Scan, kind: ChangeKind, *, write_i
     by_bucket = bool(target.bucket_by) and target.buckets > 0
     groups: dict[tuple[str, int], list[tuple[PartitionDir, Split]]] = defaultdict(list)
     for partition, split in scan.planned:
-        key = (_relative(target.location, partition), split.bucket_id if by_bucket else 0)
+        key = (afs.relative(target.location, partition.path),
+               split.bucket_id if by_bucket else 0)
         groups[key].append((partition, split))
     pairs = tuple((assignments or {}).items())
     return [ChangeUnit(target, kind, relative, scan.txns, scan.write_ids, write_id, statement,

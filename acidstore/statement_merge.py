@@ -36,7 +36,7 @@ ClauseKind = Literal["update", "delete", "insert"]
 
 #: the source's row number, added by the planner so units can say which rows they matched
 SOURCE_INDEX = "__acid_sidx"
-_W, _B, _R, _CLAUSE = "__acid_w", "__acid_b", "__acid_r", "__acid_clause"
+_CLAUSE = "__acid_clause"
 
 
 @dataclass(frozen=True)
@@ -95,9 +95,6 @@ class MergeSpec:
         return [self.condition, *(c.condition for c in clauses if c.condition),
                 *(v for c in clauses for _, v in c.values or ())]
 
-    def kinds(self) -> set[ClauseKind]:
-        return {c.kind for c in self.matched + self.not_matched}
-
 
 def merge_columns(spec: MergeSpec, names: Sequence[str]) -> list[str]:
     """The target columns (of ``names``) the MERGE's SQL can refer to: all a unit decodes
@@ -134,9 +131,9 @@ class MergeMatch:
 
 def match(spec: MergeSpec, target: pa.Table, user: Sequence[str], where: str,
           evaluator: SqlEvaluator) -> MergeMatch:
-    """Join ``target`` (decoded columns plus ``__acid_w/b/r`` key columns, one unit's rows)
-    to the source and choose each matched row's clause; a target row matched by more than one
-    source row raises MergeCardinalityError (Hive's cardinality check)."""
+    """Join ``target`` (one unit's rows, the columns it decoded, in scan order) to the source
+    and choose each matched row's clause; a target row matched by more than one source row
+    raises MergeCardinalityError (Hive's cardinality check)."""
     s, t = spec.source_alias, spec.target_alias
     numbered = target.append_column("__acid_pos", pa.array(
         np.arange(target.num_rows, dtype=np.int64)))

@@ -37,7 +37,7 @@ from acidstore.metastore import Metastore, Operation, TableInfo, WriteComponent
 from acidstore.orc.io import compression_codec
 from acidstore.read.keys import KeyArrays
 from acidstore.read.recorded import RecordedWrite, RecordedWrites
-from acidstore.read.scan import PartitionDir, Scan, table_partitions
+from acidstore.read.scan import Scan, table_partitions
 from acidstore.statement import (
     ChangeKind,
     ChangeUnit,
@@ -373,10 +373,6 @@ class Table:
                 raise InvalidInputError(f"the value for {name!r} must be a SQL expression string")
             out[column] = expression
         return out
-
-    def _relative(self, partition: PartitionDir) -> str:
-        prefix = self.location.rstrip("/") + "/"
-        return partition.path[len(prefix):] if partition.path.startswith(prefix) else ""
 
     def _buckets(self, rows: pa.Table) -> npt.NDArray[np.int32]:
         return bucket_of_rows(self.statement_target(), rows)

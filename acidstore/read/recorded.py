@@ -43,9 +43,7 @@ class RecordedWrites:
     by_partition: Mapping[str, Sequence[RecordedWrite]]
 
     def writes(self, partition_path: str) -> Sequence[RecordedWrite]:
-        prefix = self.location.rstrip("/") + "/"
-        relative = partition_path[len(prefix):] if partition_path.startswith(prefix) else ""
-        return self.by_partition.get(relative, ())
+        return self.by_partition.get(afs.relative(self.location, partition_path), ())
 
 
 def _replaced(name: str, write_id: int, state: AcidState) -> bool:
@@ -62,13 +60,18 @@ def _replaced(name: str, write_id: int, state: AcidState) -> bool:
                for info in state.delta_info.values())
 
 
+def _selected(state: AcidState) -> list[str]:
+    """The directories ``state`` reads: its base, if any, and its deltas."""
+    return [*([state.base] if state.base else []), *state.deltas]
+
+
 def check_recorded(location: str, state: AcidState,
                    write_ids: ValidWriteIdList, writes: Sequence[RecordedWrite],
                    listed: Mapping[str, int]) -> None:
     """Raise MissingDataError for the first committed directory (or bucket file) of
-    ``partition`` that ``state`` should read but did not find. ``listed``: bucket files per
-    selected directory name, as the planner listed them."""
-    selected = {*state.deltas, *([state.base] if state.base else [])}
+    ``writes`` (one partition's) that ``state`` should read but did not find. ``listed``:
+    bucket files per selected directory name, as the planner listed them."""
+    selected = set(_selected(state))
     for write in writes:
         if not write_ids.is_write_id_valid(write.write_id):
             continue
@@ -94,7 +97,6 @@ def check_recorded(location: str, state: AcidState,
                     path=afs.join(location, write.directories[0]))
 
 
-
 def check_listed(fs: pafs.FileSystem, directory: str, state: AcidState,
                  write_ids: ValidWriteIdList, recorded: RecordedWrites) -> None:
     """``check_recorded`` for a caller that has not listed the selected directories (the
@@ -104,5 +106,5 @@ def check_listed(fs: pafs.FileSystem, directory: str, state: AcidState,
         return
     listed = {name: sum(1 for e in afs.list_dir(fs, afs.join(directory, name))
                         if not e.is_dir and is_bucket_file(e.name))
-              for name in [*state.deltas, *([state.base] if state.base else [])]}
+              for name in _selected(state)}
     check_recorded(recorded.location, state, write_ids, writes, listed)

@@ -149,13 +149,13 @@ class Scan:
 
     def _plan(self, partition: PartitionDir) -> list[Split]:
         state = acid_state(partition.path, self.write_ids, self.txns, filesystem=self._fs)
-        writes = self._recorded.writes(partition.path) if self._recorded else ()
-        if not writes:
+        recorded = self._recorded
+        writes = recorded.writes(partition.path) if recorded is not None else ()
+        if recorded is None or not writes:
             return plan_partition(self._fs, partition.path, state, self.write_ids)
         listed: dict[str, int] = {}
         splits = plan_partition(self._fs, partition.path, state, self.write_ids, listed)
-        assert self._recorded is not None
-        check_recorded(self._recorded.location, state, self.write_ids, writes, listed)
+        check_recorded(recorded.location, state, self.write_ids, writes, listed)
         return splits
 
     def _infer_schema(self) -> pa.Schema:
