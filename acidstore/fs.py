@@ -7,7 +7,9 @@ and keeps global state out of the library.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import uuid
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -96,7 +98,39 @@ def read_bytes(fs: pafs.FileSystem, path: str) -> bytes:
     return data
 
 
+#: filesystems whose ``move`` is an atomic rename within a directory (object stores copy)
+_ATOMIC_RENAME = frozenset({"local", "hdfs"})
+
+
+def _renames_atomically(fs: pafs.FileSystem) -> bool:
+    while isinstance(fs, pafs.SubTreeFileSystem):
+        fs = fs.base_fs
+    return fs.type_name in _ATOMIC_RENAME
+
+
 def write_bytes(fs: pafs.FileSystem, path: str, data: bytes | pa.Buffer) -> None:
-    """Create or replace a file with ``data``."""
-    with fs.open_output_stream(path) as stream:
-        stream.write(data)
+    """Create or replace a file with ``data``, all at once: a reader, or a second writer of
+    the same bytes, never sees it truncated or half-written.
+
+    Two Spark attempts of one task (speculation, or a retry while the first attempt's executor
+    still runs) write identical bytes to the same path; writing in place, the loser's
+    truncate after the winner's last byte would leave an empty file in a committed directory.
+    So on filesystems with an atomic rename the bytes go to a hidden sibling (readers skip
+    names starting with '.') that is renamed over ``path``; an object store's single PUT is
+    atomic by itself. A crashed writer may leave the hidden sibling behind, never ``path``
+    partly written.
+    """
+    if not _renames_atomically(fs):
+        with fs.open_output_stream(path) as stream:
+            stream.write(data)
+        return
+    head, _, name = path.rpartition("/")
+    temporary = join(head, f".{name}.{uuid.uuid4().hex}.tmp")
+    try:
+        with fs.open_output_stream(temporary) as stream:
+            stream.write(data)
+        fs.move(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            fs.delete_file(temporary)
+        raise

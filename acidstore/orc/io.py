@@ -22,6 +22,7 @@ import pyarrow.fs as pafs
 import pyarrow.orc as po
 
 from acidstore.errors import CorruptFileError, DataError
+from acidstore.fs import write_bytes
 from acidstore.orc.footer import add_user_metadata
 from acidstore.orc.schema import (
     ACID_FIELDS,
@@ -265,8 +266,7 @@ def write_orc_file(fs: pafs.FileSystem, path: str, table: pa.Table, *,
     data = sink.getvalue().to_pybytes()
     if user_metadata:
         data = add_user_metadata(data, user_metadata, path=path)
-    with fs.open_output_stream(path) as out:
-        out.write(data)
+    write_bytes(fs, path, data)
     return len(data)
 
 
@@ -308,7 +308,6 @@ def write_event_file(fs: pafs.FileSystem, path: str, events: pa.Table, *,
         ACID_VERSION_KEY: ACID_VERSION,
     }
     data = add_user_metadata(buffer.to_pybytes(), metadata, path=path)
-    with fs.open_output_stream(path) as out:
-        out.write(data)
+    write_bytes(fs, path, data)
     last = keys[-1] if keys else None
     return WrittenFile(path=path, size=len(data), rows=events.num_rows, last_key=last)
