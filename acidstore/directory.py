@@ -122,13 +122,18 @@ class _Walk:
         """A compacted base erased history, so it is unusable if anything inside it is still
         open for this reader; an INSERT OVERWRITE base behaves like a delta of write N.
 
-        Hive checks ``N <= minOpenWriteId`` first, for both kinds (inclusive, unlike
-        ``ValidWriteIdList.is_valid_base``); kept as is so both engines agree.
+        Hive's ``AcidUtils.isValidBase`` first accepts any base with ``N <= minOpenWriteId``
+        (inclusive), and so does this for compacted bases. For an INSERT OVERWRITE base that
+        would include the base of an overwrite still running as write ``minOpenWriteId``:
+        Hive never meets it, because the overwrite holds an exclusive lock that keeps readers
+        out, but acidstore's writers are optimistic, so readers saw an uncommitted (possibly
+        later aborted) overwrite. Such a base must be strictly below the minimum open id.
         """
         if base.write_id == _CONVERSION_BASE_WRITE_ID:
             return True
         min_open = self.write_ids.min_open_write_id
-        if min_open is not None and min_open != _LONG_MAX and base.write_id <= min_open:
+        if min_open is not None and min_open != _LONG_MAX and (
+                base.write_id < min_open or (compacted and base.write_id == min_open)):
             return True
         if compacted:
             return self.write_ids.is_valid_base(base.write_id)

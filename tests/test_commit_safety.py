@@ -69,6 +69,22 @@ def test_insert_below_a_committed_overwrite_fails_instead_of_vanishing(tmp_path:
     wh.close()
 
 
+def test_a_running_overwrite_is_invisible_until_it_commits(tmp_path: Path) -> None:
+    """Its base_W has W = the lowest open write id: Hive would read it (its overwrite holds an
+    exclusive lock instead); readers here must keep seeing the committed rows, and a
+    statement of another transaction must change those."""
+    wh = acidstore.connect(tmp_path / "wh")
+    t = wh.create_table("db.t", SCHEMA)
+    t.insert(pa.table({"id": [1, 2]}))
+    overwriting = wh.transaction()
+    overwriting.table("db.t").insert_overwrite(pa.table({"id": [20]}))
+    assert ids(t) == [1, 2]
+    assert t.delete("id = 1").rows_deleted == 1
+    overwriting.abort()
+    assert ids(t) == [2]
+    wh.close()
+
+
 def test_insert_above_an_overwrite_commits_in_either_order(tmp_path: Path) -> None:
     """An overwrite that took the lower write id hides nothing committed after it."""
     wh = acidstore.connect(tmp_path / "wh")
