@@ -22,6 +22,9 @@ __all__ = [
     "CatalogError",
     "CommitFailedError",
     "CommitStateUnknownError",
+    "ConcurrentAppendError",
+    "ConcurrentDeleteDeleteError",
+    "ConcurrentDeleteReadError",
     "CorruptFileError",
     "DataError",
     "InvalidExpressionError",
@@ -122,7 +125,35 @@ class CommitFailedError(AcidStoreError):
 
 
 class WriteConflictError(CommitFailedError):
-    """Another transaction committed a conflicting update/delete first (first committer wins)."""
+    """Another transaction committed a conflicting write first (first committer wins).
+
+    The subclasses say what the other transaction did; each names both transactions, the
+    table and the partition (attributes too, for code that retries)."""
+
+    def __init__(self, message: str, *, txn_id: int | None = None,
+                 other_txn_id: int | None = None, table: str | None = None,
+                 partition: str | None = None) -> None:
+        super().__init__(message)
+        self.txn_id = txn_id
+        self.other_txn_id = other_txn_id
+        self.table = table
+        self.partition = partition
+
+
+class ConcurrentAppendError(WriteConflictError):
+    """Rows were added to the partition after this transaction's snapshot by a write it must
+    not ignore: an INSERT OVERWRITE would hide them, or (isolation level Serializable) a
+    statement that read the partition would not have seen them."""
+
+
+class ConcurrentDeleteReadError(WriteConflictError):
+    """Rows this transaction read or relies on were replaced by a concurrent INSERT OVERWRITE
+    (its base hides what this transaction changed or added)."""
+
+
+class ConcurrentDeleteDeleteError(WriteConflictError):
+    """A concurrent transaction deleted or updated rows this transaction deleted or updated
+    too (or both replaced the same partition)."""
 
 
 class TransactionAbortedError(CommitFailedError):

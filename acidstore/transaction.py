@@ -34,7 +34,6 @@ from acidstore.errors import (
     MetastoreError,
     TransactionAbortedError,
     TransactionStateError,
-    WriteConflictError,
 )
 from acidstore.metastore import (
     CommitInfo,
@@ -43,6 +42,7 @@ from acidstore.metastore import (
     TxnKind,
     WriteComponent,
 )
+from acidstore.metastore.conflicts import conflict_error
 from acidstore.read.keys import KeyArrays
 from acidstore.read.registry import directory_delete_keys
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
@@ -54,7 +54,6 @@ __all__ = ["Transaction"]
 
 # "unknown": the metastore could not say whether the commit landed; the files stay
 State = Literal["open", "committed", "aborted", "unknown"]
-_OP_LETTER = {"insert": "i", "update": "u", "delete": "d", "overwrite": "o"}
 
 
 class _Heartbeat:
@@ -318,12 +317,8 @@ class Transaction:
                 clash = _intersects(self._own_deletes(other.table, other.partition, ours),
                                     theirs)
             if clash:
-                db, _, name = other.table.partition(".")
-                where = f"{db}/{name}" + (f"/{other.partition}" if other.partition else "")
-                raise WriteConflictError(
-                    f"Aborting [txnid:{self.txn_id}] due to a write conflict on {where} "
-                    f"committed by [txnid:{other.txn_id},{other.commit_seq}] "
-                    f"{_OP_LETTER[our_op]}/{_OP_LETTER[other.operation]}")
+                raise conflict_error(self.txn_id, None, other.table,
+                                     partition=other.partition, operation=our_op, other=other)
 
 
     def _own_deletes(self, table: str, partition: str, ours: Sequence[WriteComponent]

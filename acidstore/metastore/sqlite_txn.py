@@ -23,19 +23,17 @@ from acidstore.errors import (
     TableNotFoundError,
     TransactionAbortedError,
     TransactionStateError,
-    WriteConflictError,
 )
+from acidstore.metastore.conflicts import conflict_error
 from acidstore.metastore.protocol import (
     CommitCheck,
     CommitInfo,
     CommittedWrite,
-    Operation,
     WriteComponent,
 )
 from acidstore.metastore.sqlite_schema import decode_schema, from_micros
 from acidstore.metastore.validate import (
     CONFLICTING_OPERATIONS,
-    OPERATION_LETTERS,
     check_component,
     split_table_name,
 )
@@ -48,7 +46,6 @@ __all__ = [
     "build_write_id_list",
     "commit_txn",
     "component_of",
-    "conflict_message",
     "has_timed_out",
     "next_sequence",
     "peek_sequence",
@@ -336,17 +333,6 @@ def _hidden_by_overwrite(conn: sqlite3.Connection, txn_id: int,
     return None
 
 
-def conflict_message(txn_id: int, commit_seq: int, table: str, *, partition: str,
-                     operation: Operation, other: CommittedWrite) -> str:
-    """Hive's text (``CommitTxnFunction#checkForWriteConflict``), e.g.
-    ``Aborting [txnid:3,3] due to a write conflict on default/tab_part/p=blah committed by
-    [txnid:2,3] u/u``."""
-    resource = table.replace(".", "/", 1) + (f"/{partition}" if partition else "")
-    return (f"Aborting [txnid:{txn_id},{commit_seq}] due to a write conflict on {resource} "
-            f"committed by [txnid:{other.txn_id},{other.commit_seq}] "
-            f"{OPERATION_LETTERS[operation]}/{OPERATION_LETTERS[other.operation]}")
-
-
 def _write_history(conn: sqlite3.Connection, txn_id: int, now: int,
                    resolved: Sequence[_Resolved]) -> dict[str, int]:
     """One history row per write id the txn committed, summing its components on that table."""
@@ -376,23 +362,23 @@ def commit_txn(conn: sqlite3.Connection, txn_id: int, components: Sequence[Write
     hidden = _hidden_by_overwrite(conn, txn_id, resolved)
     if hidden is not None:
         item, other = hidden
-        message = (conflict_message(txn_id, peek_sequence(conn, "commit"), item.table,
-                                    partition=item.component.partition,
-                                    operation=item.component.operation, other=other)
-                   + f": its base_{other.write_id:07d} would hide write id "
-                   f"{item.component.write_id} of this transaction")
-        _abort_with(conn, txn_id, now, resolved, message)
-        raise RaiseAfterCommit(WriteConflictError(message))
+        error = conflict_error(txn_id, peek_sequence(conn, "commit"), item.table,
+                               partition=item.component.partition,
+                               operation=item.component.operation, other=other,
+                               detail=f": its base_{other.write_id:07d} would hide write id "
+                               f"{item.component.write_id} of this transaction")
+        _abort_with(conn, txn_id, now, resolved, str(error))
+        raise RaiseAfterCommit(error)
     pairs = _overlapping(conn, txn_id, txn["snapshot_commit_seq"], resolved)
     if pairs:
         would_be_seq = peek_sequence(conn, "commit")
         if check is None:
             item, other = pairs[0]
-            message = conflict_message(txn_id, would_be_seq, item.table,
-                                       partition=item.component.partition,
-                                       operation=item.component.operation, other=other)
-            _abort_with(conn, txn_id, now, resolved, message)
-            raise RaiseAfterCommit(WriteConflictError(message))
+            error = conflict_error(txn_id, would_be_seq, item.table,
+                                   partition=item.component.partition,
+                                   operation=item.component.operation, other=other)
+            _abort_with(conn, txn_id, now, resolved, str(error))
+            raise RaiseAfterCommit(error)
         overlapping: list[CommittedWrite] = []
         for _, other in pairs:
             if other not in overlapping:

@@ -1,0 +1,53 @@
+"""What a write-write conflict is called, and how it reads, whichever backend found it.
+
+Hive says only ``u/d`` at the end of its message; users of Delta Lake expect to catch the kind
+of conflict (``ConcurrentAppendException``, ``ConcurrentDeleteReadException``,
+``ConcurrentDeleteDeleteException``). Both backends and the transaction's row-level check
+build their errors here, so the same race raises the same class with the same text.
+"""
+
+from __future__ import annotations
+
+from acidstore.errors import (
+    ConcurrentAppendError,
+    ConcurrentDeleteDeleteError,
+    ConcurrentDeleteReadError,
+    WriteConflictError,
+)
+from acidstore.metastore.protocol import CommittedWrite, Operation
+from acidstore.metastore.validate import OPERATION_LETTERS
+
+__all__ = ["conflict_error", "conflict_message"]
+
+
+def conflict_message(txn_id: int, commit_seq: int | None, table: str, *, partition: str,
+                     operation: Operation, other: CommittedWrite) -> str:
+    """Hive's text (``CommitTxnFunction#checkForWriteConflict``), e.g.
+    ``Aborting [txnid:3,3] due to a write conflict on default/tab_part/p=blah committed by
+    [txnid:2,3] u/u`` (``commit_seq``: the one this commit would have had, when known)."""
+    resource = table.replace(".", "/", 1) + (f"/{partition}" if partition else "")
+    ours = f"{txn_id}" if commit_seq is None else f"{txn_id},{commit_seq}"
+    return (f"Aborting [txnid:{ours}] due to a write conflict on {resource} "
+            f"committed by [txnid:{other.txn_id},{other.commit_seq}] "
+            f"{OPERATION_LETTERS[operation]}/{OPERATION_LETTERS[other.operation]}")
+
+
+def _kind(ours: Operation, theirs: Operation) -> type[WriteConflictError]:
+    """Named by what the other transaction did to rows this one depends on."""
+    if theirs == "overwrite":
+        # their base replaced the partition: what we changed or added is hidden by it
+        return ConcurrentDeleteDeleteError if ours == "overwrite" else ConcurrentDeleteReadError
+    if ours == "overwrite" or theirs == "insert":
+        # rows they added (an update adds new versions) that our replacement or read missed
+        return ConcurrentAppendError
+    return ConcurrentDeleteDeleteError  # both deleted (or updated) the same rows
+
+
+def conflict_error(txn_id: int, commit_seq: int | None, table: str, *, partition: str,
+                   operation: Operation, other: CommittedWrite, detail: str = ""
+                   ) -> WriteConflictError:
+    """The typed error for our ``operation`` on ``table``/``partition`` losing to ``other``."""
+    message = conflict_message(txn_id, commit_seq, table, partition=partition,
+                               operation=operation, other=other) + detail
+    return _kind(operation, other.operation)(
+        message, txn_id=txn_id, other_txn_id=other.txn_id, table=table, partition=partition)
