@@ -34,6 +34,7 @@ from acidstore.errors import (
 from acidstore.expressions import Predicate, SqlEvaluator
 from acidstore.layout import base_name, delta_name
 from acidstore.metastore import Metastore, Operation, TableInfo, WriteComponent
+from acidstore.metastore.conflicts import IsolationLevel, isolation_level
 from acidstore.orc.io import compression_codec
 from acidstore.read.keys import KeyArrays
 from acidstore.read.recorded import RecordedWrite, RecordedWrites
@@ -109,6 +110,12 @@ class Table:
     @property
     def location(self) -> str:
         return self.info.location
+
+    @property
+    def isolation_level(self) -> IsolationLevel:
+        """``WriteSerializable`` (default) or ``Serializable`` (property
+        ``acidstore.isolationLevel``; README, "Concurrent writers")."""
+        return isolation_level(self.info.properties, self.name)
 
     @property
     def compression(self) -> str:
@@ -523,7 +530,8 @@ class Table:
         return WriteComponent(self.name, partition, operation, write_id, directories,
                               rows_inserted=inserted, rows_deleted=deleted,
                               files=files_of.files if files_of else 0,
-                              bytes=files_of.bytes if files_of else 0)
+                              bytes=files_of.bytes if files_of else 0,
+                              read=self.isolation_level == "Serializable")
 
     def run_statement(self, txn: Transaction, kind: ChangeKind, *,
                       predicate: Predicate | None = None,

@@ -30,6 +30,7 @@ from acidstore.errors import (
     AcidStoreError,
     CommitFailedError,
     CommitStateUnknownError,
+    ConcurrentAppendError,
     InvalidInputError,
     MetastoreError,
     TransactionAbortedError,
@@ -301,25 +302,33 @@ class Transaction:
 
     def _conflicts(self, mine: Sequence[WriteComponent],
                    overlapping: Sequence[CommittedWrite]) -> None:
-        """Raise WriteConflictError when a committed overlapping write changed a row we changed."""
+        """Raise a WriteConflictError when a committed overlapping write changed a row we
+        changed, replaced a partition we wrote (or we replace one it wrote), or wrote to a
+        partition a statement of ours read on a Serializable table."""
         fs = self._warehouse.filesystem
         for other in overlapping:
-            ours = [c for c in mine if c.table == other.table and c.partition == other.partition
-                    and c.operation != "insert"]
-            if not ours:
-                continue
-            our_op = ours[0].operation
-            clash = "overwrite" in (our_op, other.operation)
-            if not clash:
-                location = self._warehouse.location_of(other.table)
-                theirs = [directory_delete_keys(fs, afs.join(location, d))
-                          for d in other.directories if _is_delete_dir(d)]
-                clash = _intersects(self._own_deletes(other.table, other.partition, ours),
-                                    theirs)
-            if clash:
-                raise conflict_error(self.txn_id, None, other.table,
-                                     partition=other.partition, operation=our_op, other=other)
-
+            here = [c for c in mine if c.table == other.table and c.partition == other.partition]
+            ours = [c for c in here if c.operation != "insert"]
+            if ours and other.operation != "insert":
+                our_op = ours[0].operation
+                clash = "overwrite" in (our_op, other.operation)
+                if not clash:
+                    location = self._warehouse.location_of(other.table)
+                    theirs = [directory_delete_keys(fs, afs.join(location, d))
+                              for d in other.directories if _is_delete_dir(d)]
+                    clash = _intersects(self._own_deletes(other.table, other.partition, ours),
+                                        theirs)
+                if clash:
+                    raise conflict_error(self.txn_id, None, other.table,
+                                         partition=other.partition, operation=our_op,
+                                         other=other)
+            reading = [c for c in here if c.read]
+            if reading:
+                raise conflict_error(
+                    self.txn_id, None, other.table, partition=other.partition,
+                    operation=reading[0].operation, other=other, kind=ConcurrentAppendError,
+                    detail=": the table is Serializable and a statement of this transaction "
+                    "read the partition before that write")
 
     def _own_deletes(self, table: str, partition: str, ours: Sequence[WriteComponent]
                      ) -> list[KeyArrays]:

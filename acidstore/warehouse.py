@@ -25,6 +25,7 @@ from acidstore.errors import (
     TableNotFoundError,
 )
 from acidstore.metastore import Metastore, NewTable, SqliteMetastore, TableInfo, TxnKind
+from acidstore.metastore.conflicts import isolation_level
 from acidstore.orc.schema import RESERVED_PREFIX, ROW_ID_COLUMN
 from acidstore.table import Table
 from acidstore.transaction import Transaction
@@ -111,6 +112,7 @@ class Warehouse:
             check_bucketable(by_lower[column.lower()])
         location = afs.join(self.location, f"{database}.db", table)
         props = {"transactional": "true", **{str(k): str(v) for k, v in (properties or {}).items()}}
+        isolation_level(props, name)  # an unknown level is refused, not ignored
         self._refuse_occupied(database, table, location)
         info = self._metastore.create_table(NewTable(
             database, table, user, pa.schema(parts), bucket_cols,

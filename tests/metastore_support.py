@@ -79,7 +79,7 @@ def begin(store: Metastore) -> int:
 
 
 def component(write_id: int, operation: Any = "insert", *, table: str = "default.t",
-              partition: str = "", **counts: int) -> WriteComponent:
+              partition: str = "", **counts: Any) -> WriteComponent:
     prefix = "delta" if operation in ("insert", "overwrite") else "delete_delta"
     return WriteComponent(table, partition, operation, write_id,
                           (f"{prefix}_{write_id:07d}_{write_id:07d}_0000",), **counts)

@@ -8,16 +8,43 @@ build their errors here, so the same race raises the same class with the same te
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Literal
+
 from acidstore.errors import (
     ConcurrentAppendError,
     ConcurrentDeleteDeleteError,
     ConcurrentDeleteReadError,
+    InvalidInputError,
     WriteConflictError,
 )
 from acidstore.metastore.protocol import CommittedWrite, Operation
 from acidstore.metastore.validate import OPERATION_LETTERS
 
-__all__ = ["conflict_error", "conflict_message"]
+__all__ = ["ISOLATION_LEVEL", "IsolationLevel", "conflict_error", "conflict_message",
+           "isolation_level"]
+
+#: the table property choosing how strictly a read-modify-write statement is isolated
+ISOLATION_LEVEL = "acidstore.isolationLevel"
+IsolationLevel = Literal["WriteSerializable", "Serializable"]
+_LEVELS: dict[str, IsolationLevel] = {"writeserializable": "WriteSerializable",
+                                      "serializable": "Serializable"}
+
+
+def isolation_level(properties: Mapping[str, str], table: str = "the table"
+                    ) -> IsolationLevel:
+    """A table's isolation level (``WriteSerializable`` unless its properties say otherwise;
+    any other value is refused, not ignored)."""
+    given = properties.get(ISOLATION_LEVEL)
+    if given is None:
+        return "WriteSerializable"
+    level = _LEVELS.get(str(given).strip().lower())
+    if level is None:
+        raise InvalidInputError(
+            f"{ISOLATION_LEVEL}={given!r} of {table}: use 'WriteSerializable' (the default: "
+            "only statements that change the same rows conflict) or 'Serializable' (a DELETE, "
+            "UPDATE or MERGE also conflicts with any write committed to a partition it wrote)")
+    return level
 
 
 def conflict_message(txn_id: int, commit_seq: int | None, table: str, *, partition: str,
@@ -44,10 +71,11 @@ def _kind(ours: Operation, theirs: Operation) -> type[WriteConflictError]:
 
 
 def conflict_error(txn_id: int, commit_seq: int | None, table: str, *, partition: str,
-                   operation: Operation, other: CommittedWrite, detail: str = ""
-                   ) -> WriteConflictError:
-    """The typed error for our ``operation`` on ``table``/``partition`` losing to ``other``."""
+                   operation: Operation, other: CommittedWrite, detail: str = "",
+                   kind: type[WriteConflictError] | None = None) -> WriteConflictError:
+    """The typed error for our ``operation`` on ``table``/``partition`` losing to ``other``
+    (``kind`` when the caller knows better than the two operations tell)."""
     message = conflict_message(txn_id, commit_seq, table, partition=partition,
                                operation=operation, other=other) + detail
-    return _kind(operation, other.operation)(
+    return (kind or _kind(operation, other.operation))(
         message, txn_id=txn_id, other_txn_id=other.txn_id, table=table, partition=partition)

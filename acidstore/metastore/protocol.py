@@ -145,6 +145,10 @@ class WriteComponent:
     rows_deleted: int = 0
     files: int = 0
     bytes: int = 0
+    #: the statement read this partition to decide what it wrote (a DELETE, UPDATE or MERGE
+    #: on a table with isolation level Serializable): then any write committed to the same
+    #: partition after the transaction's snapshot conflicts, inserts included. Not stored.
+    read: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "table", self.table.lower())

@@ -288,10 +288,12 @@ def record_write(conn: sqlite3.Connection, txn_id: int, component: WriteComponen
 def _overlapping(conn: sqlite3.Connection, txn_id: int, snapshot_commit_seq: int,
                  resolved: Sequence[_Resolved]) -> list[tuple[_Resolved, CommittedWrite]]:
     """Committed writes that overlap ours: committed after our snapshot, on the same table and
-    partition, both sides update/delete/overwrite. Inserts never conflict."""
+    partition, both sides update/delete/overwrite. Inserts conflict only with a component
+    that ``read`` its partition (isolation level Serializable)."""
     pairs: list[tuple[_Resolved, CommittedWrite]] = []
     for item in resolved:
-        if item.component.operation not in CONFLICTING_OPERATIONS:
+        reads = item.component.read
+        if item.component.operation not in CONFLICTING_OPERATIONS and not reads:
             continue
         # Driven by the commits after our snapshot: CROSS JOIN fixes txns as the outer loop,
         # ranged on the commit_seq index; the unary + operators keep SQLite from choosing the
@@ -300,9 +302,10 @@ def _overlapping(conn: sqlite3.Connection, txn_id: int, snapshot_commit_seq: int
                 "SELECT c.*, t.commit_seq FROM txns t CROSS JOIN components c "
                 "ON c.txn_id = t.txn_id WHERE t.commit_seq > ? AND +t.state = 'committed' "
                 "AND +c.table_id = ? AND +c.part = ? AND c.txn_id != ? "
-                "AND c.operation IN ('update', 'delete', 'overwrite') "
+                "AND (? OR c.operation IN ('update', 'delete', 'overwrite')) "
                 "ORDER BY t.commit_seq, c.component_id",
-                (snapshot_commit_seq, item.table_id, item.component.partition, txn_id)):
+                (snapshot_commit_seq, item.table_id, item.component.partition, txn_id,
+                 reads)):
             pairs.append((item, CommittedWrite(
                 row["txn_id"], row["commit_seq"], row["table_name"], row["part"],
                 row["operation"], row["write_id"], tuple(json.loads(row["directories"])))))

@@ -65,6 +65,8 @@ class WriteJob:
     first_statement: int
     #: the operation of each clause (index = the value of ``__acid_clause``)
     clauses: tuple[Operation, ...] = ("insert",)
+    #: a DELETE/UPDATE/MERGE on a Serializable table: its components read their partitions
+    reads: bool = False
 
     @property
     def staging(self) -> str:
@@ -83,7 +85,9 @@ def write_job(table: Table, txn: Transaction, clauses: tuple[Operation, ...]) ->
     job = WriteJob(table.name, table.location, table.filesystem, info.schema,
                    info.partition_schema, tuple(info.bucket_by), info.buckets,
                    table.compression, txn.txn_id,
-                   txn.write_id(table.name), txn.next_statement_id(table.name), clauses)
+                   txn.write_id(table.name), txn.next_statement_id(table.name), clauses,
+                   reads=table.isolation_level == "Serializable"
+                   and any(c not in ("insert", "overwrite") for c in clauses))
     # A crashed job's staging files are found by name (``txn_<id>`` of a transaction that
     # is no longer open), so nothing is recorded for them here.
     return job
@@ -273,7 +277,7 @@ def publish(txn: Transaction, job: WriteJob, outputs: Sequence[TaskOutput]
         component = WriteComponent(job.table, partition, operation, job.write_id,
                                    part.directories, rows_inserted=part.rows_inserted,
                                    rows_deleted=part.rows_deleted, files=part.files,
-                                   bytes=part.bytes)
+                                   bytes=part.bytes, read=job.reads)
         txn.will_write(component)
         components.append(component)
     for output in outputs:
