@@ -191,5 +191,5 @@ def test_serializable_statements_in_other_partitions_commit(tmp_path: Path) -> N
 
 def test_an_unknown_isolation_level_is_refused(tmp_path: Path) -> None:
     with acidstore.connect(tmp_path / "wh") as wh, pytest.raises(
-            InvalidInputError, match="acidstore.isolationLevel='Snapshot' of db.t"):
+            InvalidInputError, match=r"acidstore\.isolationLevel='Snapshot' of db\.t"):
         wh.create_table("db.t", SCHEMA, properties={"acidstore.isolationLevel": "Snapshot"})

@@ -374,6 +374,37 @@ def test_sql_string_statements_write_what_embedded_writes(pair: Pair) -> None:
     pair.check_same()
 
 
+def test_column_statements_write_what_embedded_writes(pair: Pair) -> None:
+    """Columns that say the same in SQL run the statement core too (same files and ROW__IDs
+    as the SQL text embedded); a Column that does not (a Python UDF) still runs, through
+    Spark's DataFrames, with the same rows."""
+    def with_row_ids(t: Table) -> list[str]:
+        return sorted(map(str, t.to_arrow(with_row_id=True).to_pylist()))
+
+    col = F.col
+    got = pair.at.delete((col("id") % 5 == 0) & (col("dt") != "c"))
+    assert counts(got) == counts(pair.embedded.delete("id % 5 = 0 AND dt <> 'c'"))
+    got = pair.at.update(col("amount") > 110, {"amount": col("amount") - col("id"),
+                                               "name": F.lit("u")})
+    assert counts(got) == counts(pair.embedded.update(
+        "amount > 110", {"amount": "amount - id", "name": "'u'"}))
+    src = make_rows([1, 2, 3, 31], name="m")
+    got = (pair.at.alias("t").merge(pair.source(src).alias("s"), col("t.id") == col("s.id"))
+           .whenMatchedUpdate(col("s.id") != 3, {"name": col("s.name")})
+           .whenNotMatchedInsertAll().execute())
+    expected = (pair.embedded.merge(src, "t.id = s.id")
+                .when_matched_update({"name": "s.name"}, "s.id <> 3")
+                .when_not_matched_insert_all().execute())
+    assert counts(got) == counts(expected)
+    assert table_files(pair.spark) == table_files(pair.embedded)
+    assert with_row_ids(pair.spark) == with_row_ids(pair.embedded)
+    plus_one = F.udf(lambda v: v + 1, "bigint")
+    got = pair.at.update(col("id") == 7, {"amount": plus_one("amount")})
+    assert got.rows_updated == 1
+    pair.embedded.update("id = 7", {"amount": "amount + 1"})
+    pair.check_same()
+
+
 def test_failed_core_task_writes_nothing(pair: Pair) -> None:
     before = table_files(pair.spark)
     with pytest.raises(InvalidExpressionError):

@@ -23,7 +23,7 @@ from acidstore.errors import InvalidInputError, MergeCardinalityError
 from acidstore.metastore import Operation
 from acidstore.orc.schema import ROW_ID_COLUMN
 from acidstore.spark.errors import spark_errors
-from acidstore.spark.table import AcidTable, Condition, condition_column
+from acidstore.spark.table import AcidTable, Condition, condition_column, sql_text
 from acidstore.spark.writing import CLAUSE_COLUMN, DELETE_COLUMN, INSERT_COLUMN, TaskOutput
 from acidstore.statement_merge import MergeClause, MergeSpec, clause_values
 from acidstore.table import Table, WriteResult
@@ -116,28 +116,33 @@ class AcidMergeBuilder:
         (Spark's own size estimate, at most ``spark.acidstore.merge.maxSourceBytes``,
         256 MiB unless set). None otherwise: then Spark's DataFrames run it."""
         clauses = self._matched + self._not_matched
-        texts = [self._condition, *(c.condition for c in clauses if c.condition is not None),
+        given = [self._condition, *(c.condition for c in clauses if c.condition is not None),
                  *(v for c in clauses for v in (c.values or {}).values())]
+        texts = {id(g): sql_text(g) for g in given}
         source_alias, target_alias = _alias(self._source), self._table._alias
-        if not all(isinstance(t, str) for t in texts) or not source_alias or not target_alias:
+        if any(t is None for t in texts.values()) or not source_alias or not target_alias:
             return None
+
+        def text(condition: Condition | None) -> str | None:
+            return None if condition is None else texts[id(condition)]
+
         limit = int(self._source.sparkSession.conf.get(
             "spark.acidstore.merge.maxSourceBytes", str(256 << 20)) or 0)
         if _estimated_bytes(self._source) > limit:
             return None
         where = f"MERGE into {self._table.name}"
         with self._table._table() as table:
-            matched = [MergeClause(c.kind, _text(c.condition), clause_values(
-                None if c.values is None else {table.updatable_column(n): str(v)
+            matched = [MergeClause(c.kind, text(c.condition), clause_values(
+                None if c.values is None else {table.updatable_column(n): str(text(v))
                                                for n, v in c.values.items()}))
                        for c in self._matched]
-            inserts = [MergeClause("insert", _text(c.condition), clause_values(
-                None if c.values is None else {n: str(v) for n, v in
+            inserts = [MergeClause("insert", text(c.condition), clause_values(
+                None if c.values is None else {n: str(text(v)) for n, v in
                                                table.insertable_columns(c.values).items()}))
                        for c in self._not_matched]
         with spark_errors(where):
             source = self._source.toArrow()
-        return MergeSpec.build(source, str(self._condition), source_alias=source_alias,
+        return MergeSpec.build(source, str(text(self._condition)), source_alias=source_alias,
                                target_alias=target_alias, matched=matched, not_matched=inserts)
 
     # --- the plan ------------------------------------------------------------------------------
@@ -237,10 +242,6 @@ class AcidMergeBuilder:
             raise MergeCardinalityError(
                 f"MERGE into {self._table.name}: a target row matched more than one source row "
                 "(cardinality violation); nothing was written")
-
-
-def _text(condition: Condition | None) -> str | None:
-    return None if condition is None else str(condition)
 
 
 def _alias(frame: DataFrame) -> str | None:

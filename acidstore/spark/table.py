@@ -24,6 +24,7 @@ from acidstore.errors import InvalidInputError, required_condition
 from acidstore.expressions import check_sandboxed
 from acidstore.metastore import Operation
 from acidstore.orc.schema import ROW_ID_COLUMN
+from acidstore.spark.columns import column_sql
 from acidstore.spark.errors import spark_errors
 from acidstore.spark.jobs import group_buckets, run_job, run_units
 from acidstore.spark.locate import Target, open_target
@@ -46,9 +47,19 @@ from acidstore.writeids import ValidWriteIdList
 if TYPE_CHECKING:
     from acidstore.spark.merge import AcidMergeBuilder
 
-__all__ = ["AcidTable", "Condition"]
+__all__ = ["AcidTable", "Condition", "sql_text"]
 
 Condition = str | Column
+
+
+def sql_text(condition: Condition | None) -> str | None:
+    """A condition or value as the SQL text the statement core runs: a string as given, a
+    Column when it translates (``acidstore.spark.columns``); None otherwise."""
+    if isinstance(condition, str):
+        return condition
+    if isinstance(condition, Column):
+        return column_sql(condition)
+    return None
 
 
 def condition_column(condition: Condition, where: str, scope: Mapping[str, pa.Schema]
@@ -231,11 +242,13 @@ class AcidTable:
 
     def delete(self, condition: Condition | None = None) -> WriteResult:
         """Delete the rows matching ``condition`` (``"true"`` for every row: a forgotten
-        condition is refused, not read as "all"). A SQL string runs through the statement
-        core (as embedded); a Column through Spark's DataFrames."""
+        condition is refused, not read as "all"). A SQL string, or a Column that says the same
+        in SQL (``acidstore.spark.columns``), runs through the statement core as embedded; any
+        other Column through Spark's DataFrames."""
         required_condition(condition, f"DELETE from {self.name}")
-        if isinstance(condition, str):
-            return self._core_statement("delete", condition)
+        text = sql_text(condition)
+        if text is not None:
+            return self._core_statement("delete", text)
         where = f"DELETE from {self.name}"
         assert condition is not None
         predicate = condition_column(condition, where, {})
@@ -268,9 +281,11 @@ class AcidTable:
         with self._table() as table:
             given = {table.updatable_column(name): value for name, value in set.items()}
             scope = {"": table.schema}
-        if isinstance(condition, str) and all(isinstance(v, str) for v in given.values()):
-            return self._core_statement("update", condition,
-                                        {name: str(value) for name, value in given.items()})
+        texts = {name: sql_text(value) for name, value in given.items()}
+        predicate_text = sql_text(condition)
+        if predicate_text is not None and all(t is not None for t in texts.values()):
+            return self._core_statement("update", predicate_text,
+                                        {name: str(t) for name, t in texts.items()})
         assert condition is not None
         values = {name: condition_column(value, where, scope) for name, value in given.items()}
         predicate = condition_column(condition, where, scope)
