@@ -54,7 +54,7 @@ from acidstore.statement import (
 )
 from acidstore.statement_merge import MergeSpec, not_matched_rows
 from acidstore.time_travel import hidden_compactions, past_snapshot
-from acidstore.write.conform import conform, split_partitions, to_arrow_table
+from acidstore.write.conform import conform, refuse_zone_drop, split_partitions, to_arrow_table
 from acidstore.write.files import WrittenDirectory, write_inserts
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
@@ -308,15 +308,20 @@ class Table:
         if current.table_id != self.info.table_id:
             raise TableNotFoundError(f"table {self.name} was dropped (and re-created)")
 
+    def _conformed(self, data: Any) -> pa.Table:
+        table, where = to_arrow_table(data), f"table {self.name}"
+        refuse_zone_drop(table, self.schema, where=where)
+        return conform(table, self.schema, where=where)
+
     def insert(self, data: Any) -> WriteResult:
         """Append rows (a pyarrow Table, RecordBatchReader or pandas DataFrame)."""
-        rows = conform(to_arrow_table(data), self.schema, where=f"table {self.name}")
+        rows = self._conformed(data)
         return self._run(lambda txn: self._write_rows(txn, rows, "insert"))
 
     def insert_overwrite(self, data: Any) -> WriteResult:
         """Replace the partitions present in ``data`` (the whole table if unpartitioned) with
         ``data``: each gets a ``base_w``, so older data there is no longer read."""
-        rows = conform(to_arrow_table(data), self.schema, where=f"table {self.name}")
+        rows = self._conformed(data)
         return self._run(lambda txn: self._write_rows(txn, rows, "overwrite"))
 
     def delete(self, predicate: Predicate) -> WriteResult:

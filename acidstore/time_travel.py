@@ -46,7 +46,13 @@ def past_write_ids(metastore: Metastore, table: str, as_of: AsOf,
         valid = {w for w, t in times.items() if t <= point}
         high = max(valid, default=0)
     else:
-        high = min(point, current.high_watermark)
+        if point > current.high_watermark:
+            # the future is not the present: answering with today's rows would pass for a
+            # version the table never had (Delta refuses a versionAsOf past the latest too)
+            raise InvalidInputError(
+                f"as_of write id {point} of {table} is after its latest write id "
+                f"{current.high_watermark}")
+        high = point
         valid = {w for w in range(1, high + 1) if current.is_write_id_valid(w)}
     invalid = [w for w in range(1, high + 1) if w not in valid]
     aborted = tuple(w for w in invalid if current.is_write_id_aborted(w))

@@ -26,6 +26,7 @@ from acidstore.errors import (
 )
 from acidstore.metastore import Metastore, NewTable, SqliteMetastore, TableInfo, TxnKind
 from acidstore.metastore.conflicts import isolation_level
+from acidstore.orc.io import check_compression
 from acidstore.orc.schema import RESERVED_PREFIX, ROW_ID_COLUMN
 from acidstore.table import Table
 from acidstore.transaction import Transaction
@@ -83,6 +84,19 @@ class Warehouse:
                      properties: Mapping[str, str] | None = None) -> Table:
         """Create a transactional table; ``schema`` lists every column, partition ones too."""
         database, table = _split_name(name)
+        if not isinstance(schema, pa.Schema):
+            raise InvalidInputError(f"table {name}: schema must be a pyarrow.Schema, not "
+                                    f"{type(schema).__name__}")
+        for what, columns in (("partition_by", partition_by), ("bucket_by", bucket_by)):
+            if isinstance(columns, str):
+                raise InvalidInputError(f"table {name}: {what} is a list of column names; "
+                                        f"write {what}=[{columns!r}]")
+            lowered = [str(c).lower() for c in columns]
+            if len(set(lowered)) != len(lowered):
+                raise InvalidInputError(f"table {name}: {what} names a column twice: "
+                                        f"{list(columns)}")
+        if buckets and not bucket_by:
+            raise InvalidInputError(f"table {name}: buckets={buckets} needs bucket_by columns")
         by_lower = {f.name.lower(): f for f in schema}
         if len(by_lower) != len(schema):
             raise InvalidInputError(f"duplicate column names in {schema.names}")
@@ -113,6 +127,7 @@ class Warehouse:
         location = afs.join(self.location, f"{database}.db", table)
         props = {"transactional": "true", **{str(k): str(v) for k, v in (properties or {}).items()}}
         isolation_level(props, name)  # an unknown level is refused, not ignored
+        check_compression(props.get("orc.compress"), name)
         self._refuse_occupied(database, table, location)
         info = self._metastore.create_table(NewTable(
             database, table, user, pa.schema(parts), bucket_cols,

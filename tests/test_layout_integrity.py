@@ -148,11 +148,17 @@ def test_a_removed_committed_directory_is_named_not_read_around(flat: Table, pre
         assert caught.value.path == str(gone)
 
 
-def test_a_removed_bucket_file_is_named(flat: Table) -> None:
-    directory = only(flat.location, "delta_0000001")
-    (directory / "bucket_00001").unlink()
-    with pytest.raises(MissingDataError, match=r"2 bucket file\(s\).* but 1 are there"):
-        flat.to_arrow()
+@pytest.mark.parametrize("how", ["removed", "truncated"])
+def test_a_removed_or_emptied_bucket_file_is_named(flat: Table, how: str) -> None:
+    """Issue 13.9: a committed bucket file truncated to 0 bytes read as no rows."""
+    file = only(flat.location, "delta_0000001") / "bucket_00001"
+    if how == "removed":
+        file.unlink()
+    else:
+        file.write_bytes(b"")
+    for action in (flat.to_arrow, lambda: compact(flat, "major")):
+        with pytest.raises(MissingDataError, match=r"2 bucket file\(s\).* but 1 are there"):
+            action()
 
 
 def test_compacted_and_cleaned_directories_are_not_missing(wh: Warehouse, flat: Table) -> None:

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.orc as po
 
-from acidstore.errors import CorruptFileError, DataError
+from acidstore.errors import CorruptFileError, DataError, InvalidInputError
 from acidstore.fs import write_bytes
 from acidstore.orc.footer import add_user_metadata
 from acidstore.orc.schema import (
@@ -45,6 +45,7 @@ __all__ = [
     "RowKey",
     "STATS_KEY",
     "WrittenFile",
+    "check_compression",
     "compression_codec",
     "format_key_index",
     "parse_acid_stats",
@@ -63,6 +64,18 @@ ACID_VERSION = b"2"
 DEFAULT_COMPRESSION = "zstd"
 #: Hive's ``orc.compress`` values that pyarrow spells differently
 _CODEC_NAMES = {"none": "uncompressed"}
+
+
+#: the codecs pyarrow's ORC writer has (Hive's NONE, ZLIB, SNAPPY, LZ4, ZSTD)
+_CODECS = frozenset({"uncompressed", "zlib", "snappy", "lz4", "zstd"})
+
+
+def check_compression(orc_compress: str | None, table: str) -> None:
+    """Refuse an ``orc.compress`` no writer can use, at create (every insert would fail)."""
+    if compression_codec(orc_compress) not in _CODECS:
+        raise InvalidInputError(
+            f"table {table}: orc.compress={orc_compress!r} is not one of NONE, ZLIB, SNAPPY, "
+            "LZ4, ZSTD")
 
 
 def compression_codec(orc_compress: str | None) -> str:

@@ -173,7 +173,9 @@ class _Planner:
             rows_valid = (self.write_ids.is_write_id_range_valid(lo, hi) == RangeResponse.ALL)
         streaming = parsed is not None and lo != hi and parsed.visibility_txn_id == 0
         files = _bucket_files(self.fs, directory)
-        self.listed[name] = len(files)
+        # an empty file counts as missing: a committed write never leaves one (a bucket file
+        # truncated to 0 bytes would otherwise read as no rows)
+        self.listed[name] = sum(1 for _, _, size in files if size > 0)
         for file_name, bucket, size in files:
             path = afs.join(directory, file_name)
             length = read_flush_length(self.fs, path + FLUSH_LENGTH_SUFFIX) if streaming else None

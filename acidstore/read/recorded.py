@@ -6,7 +6,7 @@ drops rows, and the reader would answer without a word. The metastore records, f
 committed write, the directories it wrote and how many bucket files. A reader compares them
 with what it listed: a recorded directory of a write id the snapshot sees, which no selected
 base or compacted directory has replaced, must be selected and hold at least as many bucket
-files as the write made; otherwise the read stops with ``MissingDataError`` naming it.
+non-empty files as the write made; otherwise the read stops with ``MissingDataError`` naming it.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def check_recorded(location: str, state: AcidState,
             if counted < write.files:
                 raise MissingDataError(
                     f"write id {write.write_id} committed {write.files} bucket file(s) in "
-                    f"{', '.join(write.directories)} but {counted} are there",
+                    f"{', '.join(write.directories)} but {counted} are there (not empty)",
                     path=afs.join(location, write.directories[0]))
 
 
@@ -105,6 +105,6 @@ def check_listed(fs: pafs.FileSystem, directory: str, state: AcidState,
     if not writes:
         return
     listed = {name: sum(1 for e in afs.list_dir(fs, afs.join(directory, name))
-                        if not e.is_dir and is_bucket_file(e.name))
+                        if not e.is_dir and is_bucket_file(e.name) and e.size > 0)
               for name in _selected(state)}
     check_recorded(recorded.location, state, write_ids, writes, listed)

@@ -19,7 +19,7 @@ from acidstore.errors import InvalidInputError, SchemaMismatchError
 from acidstore.orc.schema import cast_to
 from acidstore.partitions import partition_path
 
-__all__ = ["PartitionData", "conform", "split_partitions", "to_arrow_table"]
+__all__ = ["PartitionData", "conform", "refuse_zone_drop", "split_partitions", "to_arrow_table"]
 
 
 def to_arrow_table(data: Any) -> pa.Table:
@@ -65,6 +65,22 @@ def conform(data: pa.Table, schema: pa.Schema, *, where: str) -> pa.Table:
                 f"{column.null_count} null(s)")
         columns.append(column)
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+def refuse_zone_drop(data: pa.Table, schema: pa.Schema, *, where: str) -> None:
+    """Refuse time-zone-aware timestamps for a column without a zone (Hive's TIMESTAMP is a
+    local date-time): casting would silently keep the UTC wall clock and drop the zone, a
+    different value for anyone who meant local time. The caller says which it means."""
+    by_lower = {f.name.lower(): f for f in schema}
+    for name in data.column_names:
+        field = by_lower.get(name.lower())
+        given = data.column(name).type
+        if (field is not None and pa.types.is_timestamp(given) and given.tz is not None
+                and pa.types.is_timestamp(field.type) and field.type.tz is None):
+            raise SchemaMismatchError(
+                f"column {field.name!r} of {where} is a timestamp without time zone; the data "
+                f"has {given} (zone {given.tz}). Convert it to the local date-time you mean "
+                "first (e.g. pyarrow.compute.local_timestamp, or cast to a zone-less type)")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,55 @@
+"""Inputs that used to be accepted silently (or failed with a raw Python error) and now get a
+typed error naming what is wrong, before anything is written (issue 13, points 10 and 11)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from acidstore import Warehouse
+from acidstore.errors import InvalidInputError, SchemaMismatchError
+
+SCHEMA = pa.schema([("id", pa.int64()), ("k", pa.string()), ("at", pa.timestamp("us"))])
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"schema": {"id": "bigint"}}, "schema must be a pyarrow.Schema"),
+    ({"bucket_by": "id", "buckets": 2}, r"bucket_by is a list of column names; write "
+                                        r"bucket_by=\['id'\]"),
+    ({"partition_by": "k"}, r"partition_by=\['k'\]"),
+    ({"bucket_by": ["id", "ID"], "buckets": 2}, "bucket_by names a column twice"),
+    ({"buckets": 4}, "buckets=4 needs bucket_by"),
+    ({"properties": {"orc.compress": "BOGUS"}}, "orc.compress='BOGUS' is not one of"),
+])
+def test_create_table_refuses_what_it_used_to_accept(wh: Warehouse, kwargs: dict[str, Any],
+                                                      message: str) -> None:
+    args = {"schema": SCHEMA, **kwargs}
+    with pytest.raises(InvalidInputError, match=message):
+        wh.create_table("db.t", args.pop("schema"), **args)
+    assert wh.metastore.list_tables() == []
+
+
+def test_as_of_after_the_latest_write_id_is_refused(wh: Warehouse) -> None:
+    t = wh.create_table("db.t", SCHEMA)
+    t.insert(pa.table({"id": [1], "k": ["a"], "at": [None]}, schema=SCHEMA))
+    assert t.to_arrow(as_of=1).num_rows == 1
+    for point in (2, 2**63):
+        with pytest.raises(InvalidInputError, match="after its latest write id 1"):
+            t.to_arrow(as_of=point)
+
+
+def test_zoned_timestamps_into_a_local_column_are_refused(wh: Warehouse) -> None:
+    t = wh.create_table("db.t", SCHEMA)
+    zoned = pa.array([datetime(2024, 1, 1, 12)], pa.timestamp("us", tz="Europe/Paris"))
+    data = pa.table({"id": [1], "k": ["a"], "at": zoned})
+    for write in (t.insert, t.insert_overwrite):
+        with pytest.raises(SchemaMismatchError, match=r"'at' of table db.t .*zone Europe/Paris"):
+            write(data)
+    assert t.to_arrow().num_rows == 0
+    local = data.set_column(2, "at", pa.compute.local_timestamp(zoned))
+    t.insert(local)
+    # 12:00 UTC is 13:00 in Paris: the local date-time the caller chose is what is stored
+    assert t.to_arrow().column("at").to_pylist() == [datetime(2024, 1, 1, 13)]
