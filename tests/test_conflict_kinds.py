@@ -9,6 +9,7 @@ test_table_concurrency.py and test_commit_safety.py.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -51,18 +52,47 @@ def check(caught: pytest.ExceptionInfo[WriteConflictError], kind: type[WriteConf
     assert "db/t/dt=a" in str(error) and letters in str(error)
 
 
-def test_updates_of_one_row_are_a_delete_delete_conflict(table: tuple[Warehouse, Table]
-                                                         ) -> None:
+Statement = Callable[[Table], object]
+
+
+def overwrite(row_id: int) -> Statement:
+    return lambda t: t.insert_overwrite(pa.table({"id": [row_id], "v": [row_id], "dt": ["a"]}))
+
+
+def update(row_id: int) -> Statement:
+    return lambda t: t.update(f"id = {row_id}", {"v": "v + 1"})
+
+
+Race = tuple[Statement, Statement, type[WriteConflictError], str, list[tuple[int, int, str]]]
+#: slow statement, fast statement (commits first), error, Hive's letters, rows after
+RACES: dict[str, Race] = {
+    "update/delete one row": (update(1), lambda t: t.delete("id = 1"),
+                              ConcurrentDeleteDeleteError, "u/d", [(2, 0, "a"), (3, 0, "b")]),
+    "update under an overwrite": (update(1), overwrite(9), ConcurrentDeleteReadError, "u/o",
+                                  [(3, 0, "b"), (9, 9, "a")]),
+    "insert under an overwrite": (
+        lambda t: t.insert(pa.table({"id": [7], "v": [7], "dt": ["a"]})), overwrite(9),
+        ConcurrentDeleteReadError, "i/o", [(3, 0, "b"), (9, 9, "a")]),
+    "overwrite after an update": (overwrite(9), update(2), ConcurrentAppendError, "o/u",
+                                  [(1, 0, "a"), (2, 1, "a"), (3, 0, "b")]),
+    "two overwrites": (overwrite(8), overwrite(9), ConcurrentDeleteDeleteError, "o/o",
+                       [(3, 0, "b"), (9, 9, "a")]),
+}
+
+
+@pytest.mark.parametrize("race", list(RACES))
+def test_each_conflict_has_its_kind(table: tuple[Warehouse, Table], race: str) -> None:
+    slow_statement, fast_statement, kind, letters, after = RACES[race]
     wh, t = table
     slow = wh.transaction()
-    slow.table("db.t").update("id = 1", {"v": "v + 1"})
+    slow_statement(slow.table("db.t"))
     fast = wh.transaction()
-    fast.table("db.t").delete("id = 1")
+    fast_statement(fast.table("db.t"))
     fast.commit()
     with pytest.raises(WriteConflictError) as caught:
         slow.commit()
-    check(caught, ConcurrentDeleteDeleteError, slow.txn_id, fast.txn_id, "u/d")
-    assert rows(t) == [(2, 0, "a"), (3, 0, "b")]
+    check(caught, kind, slow.txn_id, fast.txn_id, letters)
+    assert rows(t) == after
 
 
 def test_updates_of_different_rows_do_not_conflict(table: tuple[Warehouse, Table]) -> None:
@@ -72,62 +102,6 @@ def test_updates_of_different_rows_do_not_conflict(table: tuple[Warehouse, Table
     t.update("id = 2", {"v": "v + 5"})
     slow.commit()
     assert rows(t) == [(1, 1, "a"), (2, 5, "a"), (3, 0, "b")]
-
-
-def test_an_update_under_a_committed_overwrite_is_a_delete_read_conflict(
-        table: tuple[Warehouse, Table]) -> None:
-    wh, t = table
-    slow = wh.transaction()
-    slow.table("db.t").update("id = 1", {"v": "v + 1"})
-    fast = wh.transaction()
-    fast.table("db.t").insert_overwrite(pa.table({"id": [9], "v": [9], "dt": ["a"]}))
-    fast.commit()
-    with pytest.raises(WriteConflictError) as caught:
-        slow.commit()
-    check(caught, ConcurrentDeleteReadError, slow.txn_id, fast.txn_id, "u/o")
-    assert rows(t) == [(3, 0, "b"), (9, 9, "a")]
-
-
-def test_an_insert_hidden_by_a_committed_overwrite_is_a_delete_read_conflict(
-        table: tuple[Warehouse, Table]) -> None:
-    wh, t = table
-    slow = wh.transaction()
-    slow.table("db.t").insert(pa.table({"id": [7], "v": [7], "dt": ["a"]}))
-    fast = wh.transaction()
-    fast.table("db.t").insert_overwrite(pa.table({"id": [9], "v": [9], "dt": ["a"]}))
-    fast.commit()
-    with pytest.raises(WriteConflictError) as caught:
-        slow.commit()
-    check(caught, ConcurrentDeleteReadError, slow.txn_id, fast.txn_id, "i/o")
-    assert rows(t) == [(3, 0, "b"), (9, 9, "a")]
-
-
-def test_an_overwrite_after_a_committed_update_is_an_append_conflict(
-        table: tuple[Warehouse, Table]) -> None:
-    wh, t = table
-    slow = wh.transaction()
-    slow.table("db.t").insert_overwrite(pa.table({"id": [9], "v": [9], "dt": ["a"]}))
-    fast = wh.transaction()
-    fast.table("db.t").update("id = 2", {"v": "v + 1"})
-    fast.commit()
-    with pytest.raises(WriteConflictError) as caught:
-        slow.commit()
-    check(caught, ConcurrentAppendError, slow.txn_id, fast.txn_id, "o/u")
-    assert rows(t) == [(1, 0, "a"), (2, 1, "a"), (3, 0, "b")]
-
-
-def test_two_overwrites_of_one_partition_are_a_delete_delete_conflict(
-        table: tuple[Warehouse, Table]) -> None:
-    wh, t = table
-    slow = wh.transaction()
-    slow.table("db.t").insert_overwrite(pa.table({"id": [8], "v": [8], "dt": ["a"]}))
-    fast = wh.transaction()
-    fast.table("db.t").insert_overwrite(pa.table({"id": [9], "v": [9], "dt": ["a"]}))
-    fast.commit()
-    with pytest.raises(WriteConflictError) as caught:
-        slow.commit()
-    check(caught, ConcurrentDeleteDeleteError, slow.txn_id, fast.txn_id, "o/o")
-    assert rows(t) == [(3, 0, "b"), (9, 9, "a")]
 
 
 # --- isolation levels ----------------------------------------------------------------------------
