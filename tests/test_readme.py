@@ -126,15 +126,17 @@ def run_python(block: Block) -> None:
     """Execute the block as a fresh module; line numbers in a traceback are the document's."""
     source = "\n" * block.line + block.code  # the first code line is the fence line + 1
     namespace: dict[str, object] = {"__name__": "__readme__"}
+    failure = None
     try:
         exec(compile(source, str(block.document), "exec"), namespace)
     except Exception:
-        pytest.fail(f"{block.where}: the python block failed:\n{traceback.format_exc()}",
-                    pytrace=False)
+        failure = traceback.format_exc()
     finally:
         for value in namespace.values():  # the block's open warehouses hold SQLite handles
             if isinstance(value, Warehouse):
                 value.close()
+    if failure is not None:  # outside the handler: the report shows this traceback only
+        pytest.fail(f"{block.where}: the python block failed:\n{failure}", pytrace=False)
 
 
 def run_bash(block: Block, directory: Path) -> None:
