@@ -4,7 +4,7 @@
     python -m benchmarks.run --rows 10000000     # full
 
 Ratios are acidstore time / peer time (below 1.0 means acidstore is faster); the targets are
-those of ../shared/BENCHMARKS.md.
+those of docs/benchmarks.md.
 """
 
 from __future__ import annotations
