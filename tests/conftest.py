@@ -17,6 +17,8 @@ from hypothesis import HealthCheck, settings
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from postgres_server import PostgresServer
+
     from acidstore import Warehouse
 
 settings.register_profile(
@@ -43,6 +45,20 @@ def wh(tmp_path: Path) -> Iterator[Warehouse]:
 
     with acidstore.connect(tmp_path / "wh") as warehouse:
         yield warehouse
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One throwaway PostgreSQL server for the whole run (``postgres_server.start``); each
+    test that uses it makes a database of its own. Failing to start it fails those tests:
+    only an explicit ACIDSTORE_SKIP_POSTGRES=1 skips them (CI never sets it)."""
+    from postgres_server import SKIP_ENV, start
+
+    if os.environ.get(SKIP_ENV):
+        pytest.skip(f"{SKIP_ENV} is set: PostgreSQL metastore tests skipped")
+    server = start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -38,7 +38,7 @@ from acidstore.metastore.queue import (
     CompactionState,
 )
 from acidstore.metastore.sql import Session
-from acidstore.metastore.sql_schema import decode_schema, from_micros, now_micros
+from acidstore.metastore.sql_schema import decode_schema, from_micros
 from acidstore.metastore.validate import check_ttl, split_table_name
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
@@ -72,6 +72,11 @@ class SqlBase(ABC):
         ``txns.RaiseAfterCommit``, whose abort is committed before its error is raised."""
 
     @abstractmethod
+    def _clock(self, conn: Session) -> int:
+        """Now, in microseconds since the epoch, by the clock every client of this store
+        shares (heartbeat ages and lease expiry compare times written by different clients)."""
+
+    @abstractmethod
     def _read(self, body: Callable[[Session], T]) -> T:
         """Run ``body`` in one read-only transaction over a consistent snapshot; inside a
         running write (a commit check reading the catalog) it joins that transaction."""
@@ -80,7 +85,7 @@ class SqlBase(ABC):
         """Snapshot builders reap timed-out txns first (§14), but take the write lock only when
         there is one to reap, so readers do not queue behind writers for nothing."""
         def unless_stale(conn: Session) -> tuple[T] | None:
-            if txns.has_timed_out(conn, now_micros(), self._timeout_micros):
+            if txns.has_timed_out(conn, self._clock(conn), self._timeout_micros):
                 return None
             return (body(conn),)
 
@@ -130,7 +135,7 @@ class SqlBase(ABC):
         def body(conn: Session) -> list[LeaseInfo]:
             row = self._table_row(conn, table)
             return leases.active(conn, row["table_id"], f"{row['db_name']}.{row['name']}",
-                                 now_micros())
+                                 self._clock(conn))
 
         return self._read(body)
 
@@ -140,7 +145,7 @@ class SqlBase(ABC):
         def body(conn: Session) -> list[tuple[ValidTxnList, ValidWriteIdList]]:
             row = self._table_row(conn, table)
             return queue.live_snapshots(conn, row["table_id"],
-                                        f"{row['db_name']}.{row['name']}", now_micros())
+                                        f"{row['db_name']}.{row['name']}", self._clock(conn))
 
         return self._snapshot_call(body)
 

@@ -158,6 +158,10 @@ class SqliteMetastore(SqlMetastore):
         assert outcome is not None
         return outcome[0]
 
+    def _clock(self, conn: Session) -> int:
+        """One machine: its own clock is the shared one."""
+        return now_micros()
+
     def _read(self, body: Callable[[Session], T]) -> T:
         """One read transaction is a consistent WAL snapshot."""
         conn = self._connection()
