@@ -15,9 +15,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
     from postgres_server import PostgresServer
+    from pyspark.sql import SparkSession
 
     from acidstore import Warehouse
 

@@ -45,7 +45,7 @@ from acidstore.metastore.postgres_connect import (
 )
 from acidstore.metastore.sql import POSTGRES, Cursor, Dialect, Session
 from acidstore.metastore.sql_base import LOCK_ORDER, Lock, positive_seconds
-from acidstore.metastore.sql_schema import ensure_schema
+from acidstore.metastore.sql_schema import ensure_schema, now_micros
 from acidstore.metastore.sql_store import SqlMetastore
 
 __all__ = ["PostgresMetastore"]
@@ -72,6 +72,10 @@ class _Session:
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
+        # the server's clock minus ours, measured once: ``now`` then costs no round trip
+        before = now_micros()
+        server = int(self.execute(_NOW).fetchone()[0])
+        self.clock_offset = server - (before + now_micros()) // 2
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
         return self.conn.execute(_pg_sql(sql), parameters)
@@ -165,22 +169,24 @@ class PostgresMetastore(SqlMetastore):
     # --- metastore transactions ---------------------------------------------------------------
 
     def _clock(self, conn: Session) -> int:
-        """The server's clock (see the module docstring)."""
-        return int(conn.execute(_NOW).fetchone()[0])
+        """The server's clock (see the module docstring), as this client's clock plus the
+        offset measured when the connection was opened."""
+        offset = conn.clock_offset if isinstance(conn, _Session) else 0
+        return now_micros() + offset
 
     def _write(self, body: Callable[[Session, int], T], *, locks: tuple[Lock, ...] = (),
                consistent: bool = False) -> T:
         session = self._session()
         if in_transaction(session.conn):
             raise MetastoreError("metastore writes cannot nest (e.g. from a commit check)")
-        begin = "BEGIN ISOLATION LEVEL REPEATABLE READ" if consistent else "BEGIN"
-        wanted = [lock for lock in LOCK_ORDER if lock in locks]
+        # one round trip: statements without parameters go as one simple query
+        begin = "; ".join(["BEGIN ISOLATION LEVEL REPEATABLE READ" if consistent else "BEGIN",
+                           *(f"LOCK TABLE lock_{lock} IN EXCLUSIVE MODE"
+                             for lock in LOCK_ORDER if lock in locks)])
         for attempt in range(_ATTEMPTS):
             pending: Exception | None = None
             try:
                 session.execute(begin)
-                for lock in wanted:
-                    session.execute(f"LOCK TABLE lock_{lock} IN EXCLUSIVE MODE")
                 now = self._clock(session)
                 txns.reap_timed_out(session, now, self._timeout_micros)
                 try:
