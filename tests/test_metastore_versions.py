@@ -167,3 +167,15 @@ def test_postgresql_urls_and_unreachable_servers_are_clear_errors(tmp_path: Path
                        f"postgresql://alice@127.0.0.1:{port}/meta") as caught:
         PostgresMetastore(url, connect_timeout_seconds=2)
     assert "secret" not in str(caught.value)
+
+
+def test_the_readme_postgresql_example_runs_as_written(
+        postgres_server: PostgresServer, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    block = readme.split("<!-- postgresql-example -->")[1].split("<!-- /postgresql-example -->")[0]
+    code = block.strip().removeprefix("```python").removesuffix("```")
+    monkeypatch.setenv("ACIDSTORE_METASTORE", postgres_server.new_store())
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "README.md", "exec"), {})
+    assert capsys.readouterr().out.strip() == "[{'id': 2, 'dt': '2026-11-22'}] 2"
