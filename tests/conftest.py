@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 if TYPE_CHECKING:
-    from postgres_server import PostgresServer
     from pyspark.sql import SparkSession
 
     from acidstore import Warehouse
+    from benchmarks.postgres_server import PostgresServer
 
 settings.register_profile(
     "ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow],
@@ -51,7 +51,7 @@ def postgres_server() -> Iterator[PostgresServer]:
     """One throwaway PostgreSQL server for the whole run (``postgres_server.start``); each
     test that uses it makes a database of its own. Failing to start it fails those tests:
     only an explicit ACIDSTORE_SKIP_POSTGRES=1 skips them (CI never sets it)."""
-    from postgres_server import SKIP_ENV, start
+    from benchmarks.postgres_server import SKIP_ENV, start
 
     if os.environ.get(SKIP_ENV):
         pytest.skip(f"{SKIP_ENV} is set: PostgreSQL metastore tests skipped")

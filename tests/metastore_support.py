@@ -19,10 +19,10 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from metastore_workers import BackendSpec, open_metastore
-from postgres_server import PostgresServer
 
 from acidstore.metastore import Metastore, NewTable, WriteComponent
 from acidstore.writeids import LONG_MAX
+from benchmarks.postgres_server import PostgresServer
 
 MAX = str(LONG_MAX)
 

@@ -25,7 +25,6 @@ from metastore_support import (
     new_table,
     write,
 )
-from postgres_server import PostgresServer
 
 import acidstore
 from acidstore.cli import main
@@ -33,6 +32,7 @@ from acidstore.errors import InvalidInputError, MetastoreError, MetastoreVersion
 from acidstore.metastore import PostgresMetastore
 from acidstore.metastore.sql_schema import SCHEMA_VERSION
 from acidstore.warehouse import DEFAULT_METASTORE_FILE
+from benchmarks.postgres_server import PostgresServer
 
 
 @contextmanager

@@ -1,10 +1,11 @@
-"""A throwaway PostgreSQL server for the tests: ``initdb`` + ``pg_ctl`` in a temp dir.
+"""A throwaway PostgreSQL server for the tests and benchmark M1: ``initdb`` + ``pg_ctl``.
 
 The server is real (the Debian package's binaries, from PATH or /usr/lib/postgresql/*/bin),
-listens on 127.0.0.1 on a free port, trusts local connections and runs with ``fsync=off``
-(nothing in it must survive the test run). ``initdb`` refuses to run as root, so under root (CI
-containers) every server process runs as the unprivileged ``postgres`` user the package
-creates, owning the data directory.
+listens on 127.0.0.1 on a free port in a temp dir and trusts local connections. For the tests
+it runs with ``fsync=off`` (nothing in it must survive the run); ``start(durable=True)`` keeps
+PostgreSQL's default durability, which is what a benchmark must measure. ``initdb`` refuses
+to run as root, so under root (CI containers) every server process runs as the unprivileged
+``postgres`` user the package creates, owning the data directory.
 
 If the binaries are missing or the server does not start, ``start`` raises: the PostgreSQL
 tests then fail, they are not skipped (CI installs the package, ``.ci/run``). Only an explicit
@@ -91,7 +92,7 @@ class PostgresServer:
             shutil.rmtree(self.root, ignore_errors=True)
 
 
-def start() -> PostgresServer:
+def start(*, durable: bool = False) -> PostgresServer:
     """Start a server in a new temp dir (see the module docstring)."""
     bin_dir = _binaries()
     run_as = None
@@ -108,8 +109,9 @@ def start() -> PostgresServer:
     data = root / "data"
     server._run("initdb", "-D", str(data), "-A", "trust", "-U", "postgres", "-E", "UTF8",
                 "--no-sync", "--no-instructions")
-    options = (f"-p {server.port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off "
-               "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200")
+    options = f"-p {server.port} -k {root} -c listen_addresses=127.0.0.1 -c max_connections=200"
+    if not durable:
+        options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
     server._run("pg_ctl", "-D", str(data), "-o", options, "-l", str(root / "server.log"),
                 "-w", "-t", "60", "start")
     return server
