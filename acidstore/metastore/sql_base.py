@@ -19,12 +19,16 @@ an abort and a heartbeat of one txn never interleave.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import threading
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import Any, Literal, TypeVar
+from types import TracebackType
+from typing import Any, Literal, Self, TypeVar
 
 from acidstore.errors import InvalidInputError, TableNotFoundError
 from acidstore.metastore import sql_leases as leases
@@ -62,6 +66,35 @@ class SqlBase(ABC):
     """The connection-independent half of a SQL metastore (see the module docstring)."""
 
     _timeout_micros: int
+
+    def _start_connections(self) -> None:
+        """One connection per thread (``_local``), tracked weakly, so a connection dies with
+        its thread (threads come and go in pools) while ``close`` can still reach every one."""
+        self._local = threading.local()
+        self._guard = threading.Lock()
+        self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._closed = False
+
+    def _track(self, conn: Any) -> None:
+        with self._guard:
+            self._connections.add(conn)
+
+    def close(self) -> None:
+        """Release connections; the object is unusable afterwards."""
+        with self._guard:
+            self._closed = True
+            connections = list(self._connections)
+            self._connections.clear()
+        for conn in connections:
+            with contextlib.suppress(Exception):  # closing a broken connection may fail
+                conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
 
     @abstractmethod
     def _write(self, body: Callable[[Session, int], T], *, locks: tuple[Lock, ...] = (),

@@ -19,12 +19,9 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-import threading
 import time
-import weakref
 from collections.abc import Callable
-from types import TracebackType
-from typing import Self, TypeVar
+from typing import TypeVar
 
 from acidstore.errors import InvalidInputError, MetastoreError
 from acidstore.metastore import sql_txn as txns
@@ -63,12 +60,7 @@ class SqliteMetastore(SqlMetastore):
             raise InvalidInputError(f"SqliteMetastore needs a file path, got {self._path!r}")
         self._timeout_micros = round(positive_seconds(timeout_seconds, "timeout_seconds") * 1e6)
         self._busy = positive_seconds(busy_timeout_seconds, "busy_timeout_seconds")
-        self._local = threading.local()
-        self._guard = threading.Lock()
-        # Weak, so a connection dies with its thread (threads come and go in pools) while
-        # close() can still reach every live one.
-        self._connections: weakref.WeakSet[_Connection] = weakref.WeakSet()
-        self._closed = False
+        self._start_connections()
         try:
             self._ensure_schema(self._connection())
         except sqlite3.Error as exc:
@@ -101,8 +93,7 @@ class SqliteMetastore(SqlMetastore):
         conn.row_factory = sqlite3.Row
         self._set_wal(conn)
         conn.execute("PRAGMA foreign_keys = ON")
-        with self._guard:
-            self._connections.add(conn)
+        self._track(conn)
         self._local.conn, self._local.pid = conn, os.getpid()
         return conn
 
@@ -175,18 +166,3 @@ class SqliteMetastore(SqlMetastore):
                 conn.execute("COMMIT")
         except sqlite3.Error as exc:
             raise MetastoreError(f"metastore {self._path} failed: {exc}") from exc
-
-    def close(self) -> None:
-        with self._guard:
-            self._closed = True
-            connections = list(self._connections)
-            self._connections.clear()
-        for conn in connections:
-            conn.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
