@@ -130,7 +130,8 @@ def _example(args: argparse.Namespace) -> None:
 
 
 def _demo(args: argparse.Namespace) -> None:
-    run_demo(Path(args.warehouse), master=args.master, orders=args.orders)
+    run_demo(Path(args.warehouse), master=args.master, orders=args.orders,
+             metastore=args.metastore)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -158,6 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "the demo's table shop.orders is re-created on every run")
     demo.add_argument("--master", default=None,
                       help="Spark master URL (default: $SPARK_MASTER, else local[*])")
+    demo.add_argument("--metastore", default=None,
+                      help="metastore URL, e.g. postgresql://user@host:5432/db (default: a "
+                           "SQLite file in the warehouse)")
     demo.add_argument("--orders", type=int, default=DEFAULT_ORDERS,
                       help=f"orders in the initial load (default {DEFAULT_ORDERS})")
     add_compact_command(sub)

@@ -47,8 +47,8 @@ def add_compact_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     cmd = sub.add_parser("compact", help="run compaction: --auto (initiator, worker, cleaner) "
                          "once or --every INTERVAL, or --table/--kind now")
     cmd.add_argument("--warehouse", required=True, help="warehouse directory")
-    cmd.add_argument("--metastore", default=None, help="metastore URL (default: the "
-                     "warehouse's SQLite file)")
+    cmd.add_argument("--metastore", default=None, help="metastore URL, e.g. "
+                     "postgresql://user@host:5432/db (default: the warehouse's SQLite file)")
     mode = cmd.add_mutually_exclusive_group(required=True)
     mode.add_argument("--auto", action="store_true", help="one pass of initiator, worker and "
                       "cleaner (for cron / Airflow)")

@@ -189,19 +189,21 @@ def _changes(spark: SparkSession, load_size: int) -> DataFrame:
 
 def run_demo(warehouse: str | os.PathLike[str], *, spark: SparkSession | None = None,
              master: str | None = None, orders: int = DEFAULT_ORDERS,
-             out: TextIO | None = None) -> DemoResult:
+             out: TextIO | None = None, metastore: str | None = None) -> DemoResult:
     """Run the pipeline on ``spark`` (or on a session of its own on ``master``, see
-    ``resolve_master``), printing a line per step to ``out`` (stdout by default)."""
+    ``resolve_master``), printing a line per step to ``out`` (stdout by default).
+    ``metastore``: a metastore URL (e.g. PostgreSQL's) instead of the warehouse's SQLite
+    file."""
     if orders < MIN_ORDERS:
         raise InvalidInputError(f"the demo needs at least {MIN_ORDERS} orders, got {orders}")
     location = Path(warehouse).absolute()  # Spark's Python workers may not share our cwd
     out = out or sys.stdout
     if spark is not None:
-        return _pipeline(spark, location, orders, out)
+        return _pipeline(spark, location, orders, out, metastore)
     url = resolve_master(master)
     print(f"starting Spark ({url}) ...", file=out, flush=True)  # the JVM takes seconds
     with spark_session(url) as session:
-        return _pipeline(session, location, orders, out)
+        return _pipeline(session, location, orders, out, metastore)
 
 
 def _write_id(result: WriteResult) -> int:
@@ -218,7 +220,8 @@ def _shown(path: str) -> str:
     return path if relative.startswith("..") else relative
 
 
-def _pipeline(spark: SparkSession, warehouse: Path, orders: int, out: TextIO) -> DemoResult:
+def _pipeline(spark: SparkSession, warehouse: Path, orders: int, out: TextIO,
+              metastore: str | None) -> DemoResult:
     from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
 
     from acidstore.spark import AcidTable
@@ -239,7 +242,7 @@ def _pipeline(spark: SparkSession, warehouse: Path, orders: int, out: TextIO) ->
         # warning would bury the demo's output
         warnings.filterwarnings("ignore", message=_PIPELINE_WARNINGS)
 
-        with connect(warehouse) as wh:
+        with connect(warehouse, metastore=metastore) as wh:
             if TABLE in wh.tables(DATABASE):
                 wh.drop_table(TABLE)
             created = wh.create_table(TABLE, ORDERS_SCHEMA, partition_by=["dt"],
@@ -248,7 +251,7 @@ def _pipeline(spark: SparkSession, warehouse: Path, orders: int, out: TextIO) ->
         say(f"Spark {spark.version} on {spark.sparkContext.master}; warehouse {warehouse}")
         say(f"[1/{STEPS}] CREATE {TABLE}: partitioned by dt, {BUCKETS} buckets on order_id "
             f"({elapsed()})")
-        table = AcidTable.forName(spark, TABLE, warehouse=str(warehouse))
+        table = AcidTable.forName(spark, TABLE, warehouse=str(warehouse), metastore=metastore)
 
         load = table.insert(order_frame(spark, 0, orders, orders))
         say(f"[2/{STEPS}] LOAD {load.rows_inserted} orders over {len(load.partitions)} days "

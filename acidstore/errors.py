@@ -34,6 +34,7 @@ __all__ = [
     "LocationNotEmptyError",
     "MergeCardinalityError",
     "MetastoreError",
+    "MetastoreVersionError",
     "NotEnoughHistoryError",
     "SchemaMismatchError",
     "TableExistsError",
@@ -170,6 +171,11 @@ class TransactionStateError(AcidStoreError):
 
 class MetastoreError(AcidStoreError):
     """The metastore failed or holds inconsistent state."""
+
+
+class MetastoreVersionError(MetastoreError):
+    """The metastore's schema was written by a newer (or unknown) acidstore: it is refused
+    untouched rather than misread; an older schema is migrated instead."""
 
 
 # --- what is stored is wrong ------------------------------------------------------------------

@@ -26,6 +26,7 @@ from acidstore.errors import (
 )
 from acidstore.metastore import Metastore, NewTable, SqliteMetastore, TableInfo, TxnKind
 from acidstore.metastore.conflicts import isolation_level
+from acidstore.metastore.postgres import PostgresMetastore
 from acidstore.orc.io import check_compression
 from acidstore.orc.schema import RESERVED_PREFIX, ROW_ID_COLUMN
 from acidstore.table import Table
@@ -268,8 +269,10 @@ def _refuse_emptied_metastore(root: Path) -> None:
 def connect(location: str | os.PathLike[str], *, metastore: str | Metastore | None = None,
             filesystem: pafs.FileSystem | None = None, txn_timeout: float = 300.0) -> Warehouse:
     """Open (or create) a warehouse. The default metastore is a SQLite file inside a local
-    warehouse; for a remote warehouse pass ``metastore`` (a ``Metastore`` or a
-    ``sqlite:///path`` URL). Transactions heartbeat every ``txn_timeout / 2`` seconds."""
+    warehouse; otherwise pass ``metastore``: a ``Metastore``, a ``sqlite:///path`` URL, or a
+    PostgreSQL URL ``postgresql://user@host:5432/dbname`` (shared by clients on several
+    machines; needs ``acidstore[postgresql]``). Transactions heartbeat every
+    ``txn_timeout / 2`` seconds."""
     if metastore is None:
         fs, root = afs.resolve(location, filesystem)
         if not isinstance(fs, pafs.LocalFileSystem):
@@ -280,13 +283,24 @@ def connect(location: str | os.PathLike[str], *, metastore: str | Metastore | No
         store: Metastore = SqliteMetastore(Path(root) / DEFAULT_METASTORE_FILE,
                                            timeout_seconds=txn_timeout)
     elif isinstance(metastore, str):
-        if not metastore.startswith("sqlite:///"):
-            raise InvalidInputError(
-                f"unsupported metastore URL {metastore!r}: use sqlite:///path (PostgreSQL is "
-                "not available yet)")
-        # SQLAlchemy's convention: sqlite:///relative/path, sqlite:////absolute/path
-        store = SqliteMetastore(metastore[len("sqlite:///"):], timeout_seconds=txn_timeout)
+        store = _metastore_from_url(metastore, txn_timeout)
     else:
         store = metastore
-    return Warehouse(location, store, filesystem=filesystem,
-                     heartbeat_interval=txn_timeout / 2)
+    try:
+        return Warehouse(location, store, filesystem=filesystem,
+                         heartbeat_interval=txn_timeout / 2)
+    except BaseException:
+        if store is not metastore:
+            store.close()  # ours: do not leave its connections behind
+        raise
+
+
+def _metastore_from_url(url: str, txn_timeout: float) -> Metastore:
+    if url.startswith(("postgresql://", "postgres://")):
+        return PostgresMetastore(url, timeout_seconds=txn_timeout)
+    if url.startswith("sqlite:///"):
+        # SQLAlchemy's convention: sqlite:///relative/path, sqlite:////absolute/path
+        return SqliteMetastore(url[len("sqlite:///"):], timeout_seconds=txn_timeout)
+    raise InvalidInputError(
+        f"unsupported metastore URL {url!r}: use postgresql://user@host:5432/dbname or "
+        "sqlite:///path")

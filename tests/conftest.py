@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from acidstore import Warehouse
+    from benchmarks.postgres_server import PostgresServer
 
 settings.register_profile(
     "ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow],
@@ -43,6 +44,20 @@ def wh(tmp_path: Path) -> Iterator[Warehouse]:
 
     with acidstore.connect(tmp_path / "wh") as warehouse:
         yield warehouse
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One throwaway PostgreSQL server for the whole run (``postgres_server.start``); each
+    test that uses it makes a database of its own. Failing to start it fails those tests:
+    only an explicit ACIDSTORE_SKIP_POSTGRES=1 skips them (CI never sets it)."""
+    from benchmarks.postgres_server import SKIP_ENV, start
+
+    if os.environ.get(SKIP_ENV):
+        pytest.skip(f"{SKIP_ENV} is set: PostgreSQL metastore tests skipped")
+    server = start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="session")

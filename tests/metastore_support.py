@@ -1,6 +1,7 @@
 """Shared pieces of the metastore contract tests: the backend plug-in point and helpers.
 
-A backend is plugged in here: add its name to ``BACKENDS`` and a branch to
+A backend is plugged in here (SQLite files, and databases on the throwaway PostgreSQL server
+of ``postgres_server``): add its name to ``BACKENDS`` and a branch to
 ``metastore_workers.open_metastore`` (which spawned worker processes use as well), and every
 test of ``test_metastore_*.py`` runs against it unchanged. Test modules import
 ``backend_fixture`` and ``metastore_fixture``, which pytest knows as ``backend`` and
@@ -21,6 +22,7 @@ from metastore_workers import BackendSpec, open_metastore
 
 from acidstore.metastore import Metastore, NewTable, WriteComponent
 from acidstore.writeids import LONG_MAX
+from benchmarks.postgres_server import PostgresServer
 
 MAX = str(LONG_MAX)
 
@@ -29,13 +31,18 @@ MAX = str(LONG_MAX)
 
 @dataclass
 class Backend:
-    """How to open (and re-open, from other threads and processes) one backend's store."""
+    """How to open (and re-open, from other threads and processes) one backend's store:
+    a SQLite file under ``root``, or a database of its own on the test PostgreSQL server."""
 
     kind: str
     root: Path
+    server: PostgresServer | None = None
+    url: str = ""
 
     @property
     def spec(self) -> BackendSpec:
+        if self.kind == "postgresql":
+            return (self.kind, self.url)
         return (self.kind, str(self.root / "metastore.db"))
 
     def open(self, **options: Any) -> Metastore:
@@ -44,14 +51,20 @@ class Backend:
     def open_fresh(self) -> tuple[Metastore, Path]:
         """A new, empty store (for hypothesis examples, which cannot use tmp_path)."""
         directory = Path(tempfile.mkdtemp(dir=self.root))
+        if self.server is not None:
+            return open_metastore((self.kind, self.server.new_store())), directory
         return open_metastore((self.kind, str(directory / "metastore.db"))), directory
 
 
-BACKENDS = ["sqlite"]
+BACKENDS = ["sqlite", "postgresql"]
 
 
 @pytest.fixture(name="backend", params=BACKENDS)
 def backend_fixture(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    if request.param == "postgresql":
+        # started on first use, once per run (conftest): SQLite-only runs never start it
+        server: PostgresServer = request.getfixturevalue("postgres_server")
+        return Backend("postgresql", tmp_path, server, server.new_store())
     return Backend(str(request.param), tmp_path)
 
 

@@ -17,15 +17,18 @@ import pyarrow as pa
 
 from acidstore.errors import TableExistsError, WriteConflictError
 from acidstore.metastore import Metastore, NewTable, SqliteMetastore, WriteComponent
+from acidstore.metastore.postgres import PostgresMetastore
 
 BackendSpec = tuple[str, str]
 
 
 def open_metastore(spec: BackendSpec, **options: Any) -> Metastore:
-    """The one place that knows how to open each backend from a spec (add PostgreSQL here)."""
+    """The one place that knows how to open each backend from a spec."""
     kind, target = spec
     if kind == "sqlite":
         return SqliteMetastore(target, **options)
+    if kind == "postgresql":
+        return PostgresMetastore(target, **options)
     raise ValueError(f"unknown metastore backend {kind!r}")
 
 

@@ -22,18 +22,29 @@ from acidstore.errors import WriteConflictError
 TABLE = "db.t"
 
 
+#: a warehouse directory (SQLite metastore inside), or (directory, metastore URL)
+Place = str | tuple[str, str]
+
+
+def connect(place: Place, **options: Any) -> acidstore.Warehouse:
+    """Open the warehouse as a separate program would: its own metastore connection."""
+    if isinstance(place, tuple):
+        return acidstore.connect(place[0], metastore=place[1], **options)
+    return acidstore.connect(place, **options)
+
+
 def _report_error(worker: int, barrier: Any, queue: Any) -> None:
     barrier.abort()
     queue.put(("error", worker, traceback.format_exc()))
 
 
-def change_then_commit(location: str, worker: int, table: str, predicate: str,
+def change_then_commit(location: Place, worker: int, table: str, predicate: str,
                        assignments: dict[str, str] | None, barrier: Any, queue: Any) -> None:
     """Open a transaction and update (or, without ``assignments``, delete); wait until every
     peer has done the same (so all snapshots predate all commits); commit. Reports
     ("committed" | "conflict", txn id, rows changed, error text)."""
     try:
-        wh = acidstore.connect(location)
+        wh = connect(location)
         txn = wh.transaction()
         bound = txn.table(table)
         if assignments is None:
@@ -53,12 +64,12 @@ def change_then_commit(location: str, worker: int, table: str, predicate: str,
         _report_error(worker, barrier, queue)
 
 
-def increment_with_retries(location: str, worker: int, row_id: int, times: int,
+def increment_with_retries(location: Place, worker: int, row_id: int, times: int,
                            barrier: Any, queue: Any) -> None:
     """``times`` implicit-transaction increments of one row, each retried on conflict (the
     textbook optimistic loop). Reports (committed txn ids, number of conflicts seen)."""
     try:
-        wh = acidstore.connect(location)
+        wh = connect(location)
         t = wh.table(TABLE)
         barrier.wait(timeout=60)
         committed: list[int] = []
@@ -77,12 +88,12 @@ def increment_with_retries(location: str, worker: int, row_id: int, times: int,
         _report_error(worker, barrier, queue)
 
 
-def insert_batches(location: str, worker: int, batches: int, rows: int, explicit: bool,
+def insert_batches(location: Place, worker: int, batches: int, rows: int, explicit: bool,
                    barrier: Any, queue: Any) -> None:
     """Insert ``batches`` batches of ``rows`` rows into one partition, all workers at once;
     with ``explicit``, each in a transaction that commits only once every peer has written."""
     try:
-        wh = acidstore.connect(location)
+        wh = connect(location)
         t = wh.table(TABLE)
         barrier.wait(timeout=60)
         done: list[int] = []
@@ -105,11 +116,11 @@ def insert_batches(location: str, worker: int, batches: int, rows: int, explicit
         _report_error(worker, barrier, queue)
 
 
-def die_mid_transaction(location: str, txn_timeout: float, ready: Any, queue: Any) -> None:
+def die_mid_transaction(location: Place, txn_timeout: float, ready: Any, queue: Any) -> None:
     """Write an insert and an update in one transaction, say so, and die before committing
     (``os._exit``: no ``finally``, no abort, no more heartbeats)."""
     try:
-        wh = acidstore.connect(location, txn_timeout=txn_timeout)
+        wh = connect(location, txn_timeout=txn_timeout)
         txn = wh.transaction()
         bound = txn.table(TABLE)
         inserted = bound.insert(pa.table({"id": pa.array([900, 901], pa.int64()),
@@ -126,14 +137,14 @@ def die_mid_transaction(location: str, txn_timeout: float, ready: Any, queue: An
     os._exit(17)
 
 
-def insert_or_overwrite_loop(location: str, worker: int, table: str, overwrite: bool,
+def insert_or_overwrite_loop(location: Place, worker: int, table: str, overwrite: bool,
                              count: int, barrier: Any, queue: Any) -> None:
     """``count`` writes of fresh ids (``worker * 100_000 + n``), each its own transaction:
     INSERT OVERWRITEs of one row when ``overwrite``, else inserts of two rows. A slow write
     (the pause between taking the write id and committing) widens the race on purpose.
     Reports [(ids, txn id, write id or None when refused by a conflict)]."""
     try:
-        wh = acidstore.connect(location)
+        wh = connect(location)
         barrier.wait(timeout=60)
         log: list[tuple[list[int], int, int | None]] = []
         for n in range(count):

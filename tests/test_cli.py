@@ -61,9 +61,11 @@ def test_demo_command_passes_its_options(monkeypatch: pytest.MonkeyPatch,
                         lambda warehouse, **kw: calls.append((warehouse, kw)))
     assert main(["demo"]) == 0
     assert main(["demo", "--warehouse", str(tmp_path), "--master", "local[2]",
-                 "--orders", "4000"]) == 0
-    assert calls == [(Path("demo-warehouse"), {"master": None, "orders": 6000}),
-                     (tmp_path, {"master": "local[2]", "orders": 4000})]
+                 "--orders", "4000", "--metastore", "postgresql://u@h:5432/db"]) == 0
+    assert calls == [
+        (Path("demo-warehouse"), {"master": None, "orders": 6000, "metastore": None}),
+        (tmp_path, {"master": "local[2]", "orders": 4000,
+                    "metastore": "postgresql://u@h:5432/db"})]
 
 
 def test_demo_refuses_a_load_too_small_before_starting_spark(

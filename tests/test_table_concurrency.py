@@ -27,7 +27,9 @@ import pytest
 from process_support import CONTEXT, run_spawned
 from table_workers import (
     TABLE,
+    Place,
     change_then_commit,
+    connect,
     die_mid_transaction,
     increment_with_retries,
     insert_batches,
@@ -62,13 +64,22 @@ def visible(t: Table) -> list[tuple[Any, ...]]:
     return got
 
 
-@pytest.fixture
-def warehouse(tmp_path: Path) -> Iterator[tuple[str, Warehouse, Table]]:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
+    """Where the warehouse is: a directory with its SQLite metastore, or a directory plus a
+    metastore of its own on the test PostgreSQL server (conftest ``postgres_server``)."""
     location = str(tmp_path / "wh")
-    wh = acidstore.connect(location)
+    if request.param == "postgresql":
+        return location, request.getfixturevalue("postgres_server").new_store()
+    return location
+
+
+@pytest.fixture
+def warehouse(place: Place) -> Iterator[tuple[Place, Warehouse, Table]]:
+    wh = connect(place)
     t = wh.create_table(TABLE, SCHEMA, partition_by=["dt"], bucket_by=["id"], buckets=4)
     t.insert(pa.Table.from_pylist(SEED, schema=SCHEMA))
-    yield location, wh, t
+    yield place, wh, t
     wh.close()
 
 
@@ -87,7 +98,7 @@ def states(wh: Warehouse) -> dict[int, str]:
 
 
 def test_disjoint_rows_of_one_partition_all_commit(
-        warehouse: tuple[str, Warehouse, Table]) -> None:
+        warehouse: tuple[Place, Warehouse, Table]) -> None:
     location, wh, t = warehouse
     workers = 4
     # the rows of different workers share buckets too: not even the bucket file separates them
@@ -111,7 +122,7 @@ def test_disjoint_rows_of_one_partition_all_commit(
 # --- one row, many writers ----------------------------------------------------------------------
 
 
-def test_same_row_exactly_one_writer_wins(warehouse: tuple[str, Warehouse, Table]) -> None:
+def test_same_row_exactly_one_writer_wins(warehouse: tuple[Place, Warehouse, Table]) -> None:
     location, wh, t = warehouse
     workers = 4
     outcomes = run_workers(change_then_commit, [
@@ -144,7 +155,7 @@ def test_same_row_exactly_one_writer_wins(warehouse: tuple[str, Warehouse, Table
         f"delta_{w:07d}_{w:07d}_0001"]  # the update's new rows: statement 1 (Hive 4)
 
 
-def test_retrying_on_conflict_loses_no_update(warehouse: tuple[str, Warehouse, Table]) -> None:
+def test_retrying_on_conflict_loses_no_update(warehouse: tuple[Place, Warehouse, Table]) -> None:
     location, wh, t = warehouse
     workers, times = 4, 5
     results = run_workers(increment_with_retries, [(location, w, 5, times)
@@ -164,7 +175,7 @@ def test_retrying_on_conflict_loses_no_update(warehouse: tuple[str, Warehouse, T
 
 
 def test_update_and_delete_of_one_row_of_an_unpartitioned_table(
-        warehouse: tuple[str, Warehouse, Table]) -> None:
+        warehouse: tuple[Place, Warehouse, Table]) -> None:
     """U/D and D/U conflict too (spec §12.2, newest Hive); an unpartitioned table is named
     without a partition."""
     location, wh, _ = warehouse
@@ -195,7 +206,7 @@ def test_update_and_delete_of_one_row_of_an_unpartitioned_table(
 
 
 @pytest.mark.parametrize("explicit", [False, True])
-def test_concurrent_inserts_never_conflict(warehouse: tuple[str, Warehouse, Table],
+def test_concurrent_inserts_never_conflict(warehouse: tuple[Place, Warehouse, Table],
                                            explicit: bool) -> None:
     location, wh, t = warehouse
     workers, batches, size = 4, 3, 5
@@ -215,10 +226,10 @@ def test_concurrent_inserts_never_conflict(warehouse: tuple[str, Warehouse, Tabl
 # --- a writer dies -------------------------------------------------------------------------------
 
 
-def test_killed_writer_leaves_nothing_and_is_aborted_after_the_timeout(tmp_path: Path) -> None:
+def test_killed_writer_leaves_nothing_and_is_aborted_after_the_timeout(place: Place) -> None:
     timeout = 4.0
-    location = str(tmp_path / "wh")
-    wh = acidstore.connect(location, txn_timeout=timeout)
+    location = place
+    wh = connect(place, txn_timeout=timeout)
     t = wh.create_table(TABLE, SCHEMA, partition_by=["dt"], bucket_by=["id"], buckets=4)
     t.insert(pa.Table.from_pylist(SEED, schema=SCHEMA))
     before = visible(t)

@@ -19,7 +19,7 @@ from compaction_support import TABLE, children, make_rows, new_table
 import acidstore
 from acidstore import Table, Warehouse
 from acidstore.errors import NotEnoughHistoryError
-from acidstore.metastore.sqlite_schema import SCHEMA_VERSION
+from acidstore.metastore.sql_schema import SCHEMA_VERSION
 from acidstore.warehouse import DEFAULT_METASTORE_FILE
 from compaction import Cleaner, compact
 

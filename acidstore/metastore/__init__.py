@@ -1,12 +1,15 @@
 """The metastore (layer L2): catalog, transactions, write ids, commit log and snapshot leases.
 
 ``Metastore`` is the protocol every backend implements; ``SqliteMetastore`` is the one-machine
-backend (a SQLite file in the warehouse). The value objects are frozen dataclasses so that what
-the metastore hands out cannot be changed behind its back.
+backend (a SQLite file in the warehouse), ``PostgresMetastore`` the one shared by several
+machines (a PostgreSQL server; psycopg is imported only when one is opened). The value
+objects are frozen dataclasses so that what the metastore hands out cannot be changed behind
+its back.
 """
 
 from __future__ import annotations
 
+from acidstore.metastore.postgres import PostgresMetastore
 from acidstore.metastore.protocol import (
     CommitCheck,
     CommitInfo,
@@ -47,6 +50,7 @@ __all__ = [
     "Metastore",
     "NewTable",
     "Operation",
+    "PostgresMetastore",
     "SqliteMetastore",
     "TableInfo",
     "TxnInfo",

@@ -1,9 +1,11 @@
-"""Transaction bookkeeping of the SQLite metastore: snapshots, write ids, commit, abort.
+"""Transaction bookkeeping of the SQL metastores: snapshots, write ids, commit, abort.
 
-Each function runs inside a metastore transaction opened by ``SqliteMetastore`` (writes under
-``BEGIN IMMEDIATE``) and takes its connection; none of them commits. Keeping them apart from the
-connection handling keeps each module small and lets the SQL be read next to the Hive rule it
-implements (spec §6.5, §12, §14).
+Each function runs inside a metastore transaction opened by the backend (SQLite under ``BEGIN
+IMMEDIATE``; PostgreSQL after taking the named locks ``sql_store`` lists per call) and takes its
+``Session``; none of them commits. Keeping them apart from the connection handling keeps each
+module small and lets the SQL be read next to the Hive rule it implements (spec §6.5, §12, §14).
+Allocation of ids never relies on a single process: each counter is one row bumped with an
+``UPDATE ... RETURNING``, which the database serializes.
 
 Errors that must be raised *after* the surrounding transaction commits (the txn was just aborted
 by the timeout reaper or by a conflict, and that abort must persist) are wrapped in
@@ -13,9 +15,9 @@ by the timeout reaper or by a conflict, and that abort must persist) are wrapped
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from acidstore.errors import (
     InvalidInputError,
@@ -31,7 +33,8 @@ from acidstore.metastore.protocol import (
     CommittedWrite,
     WriteComponent,
 )
-from acidstore.metastore.sqlite_schema import decode_schema, from_micros
+from acidstore.metastore.sql import Session
+from acidstore.metastore.sql_schema import decode_schema, from_micros
 from acidstore.metastore.validate import (
     CONFLICTING_OPERATIONS,
     check_component,
@@ -67,7 +70,7 @@ class RaiseAfterCommit(Exception):  # noqa: N818 - a control-flow signal, not an
 # --- sequences and the timeout reaper ---------------------------------------------------------
 
 
-def peek_sequence(conn: sqlite3.Connection, name: str) -> int:
+def peek_sequence(conn: Session, name: str) -> int:
     """The value ``next_sequence`` would hand out next, without consuming it."""
     row = conn.execute("SELECT next_value FROM sequences WHERE name = ?", (name,)).fetchone()
     if row is None:
@@ -75,25 +78,32 @@ def peek_sequence(conn: sqlite3.Connection, name: str) -> int:
     return int(row[0])
 
 
-def next_sequence(conn: sqlite3.Connection, name: str) -> int:
+def next_sequence(conn: Session, name: str) -> int:
     """Consume the next value of a global sequence (txn ids, commit sequence numbers).
 
-    Safe without RETURNING because every caller holds the database write lock.
+    One statement, so the row lock it takes (PostgreSQL) or the write lock held (SQLite) makes
+    the increment atomic; callers also hold the lock that orders what the number means.
     """
-    value = peek_sequence(conn, name)
-    conn.execute("UPDATE sequences SET next_value = ? WHERE name = ?", (value + 1, name))
-    return value
+    row = conn.execute("UPDATE sequences SET next_value = next_value + 1 WHERE name = ? "
+                       "RETURNING next_value - 1", (name,)).fetchone()
+    if row is None:
+        raise MetastoreError(f"metastore sequence {name!r} is missing")
+    return int(row[0])
 
 
-def abort_txn(conn: sqlite3.Connection, txn_id: int, now: int, reason: str) -> None:
-    """Mark a txn aborted (which makes its write ids aborted) and release its locks."""
-    conn.execute(
-        "UPDATE txns SET state = 'aborted', finished = ?, abort_reason = ? WHERE txn_id = ?",
-        (now, reason, txn_id))
-    conn.execute("DELETE FROM locks WHERE txn_id = ?", (txn_id,))
+def abort_txn(conn: Session, txn_id: int, now: int, reason: str) -> None:
+    """Mark an open txn aborted (which makes its write ids aborted) and release its locks.
+
+    Only an *open* txn: on PostgreSQL a reaper may race the txn's own commit, and the
+    condition, re-checked on the row's newest version, lets the commit win instead of
+    turning a committed txn into an aborted one."""
+    if conn.execute(
+            "UPDATE txns SET state = 'aborted', finished = ?, abort_reason = ? "
+            "WHERE txn_id = ? AND state = 'open'", (now, reason, txn_id)).rowcount:
+        conn.execute("DELETE FROM locks WHERE txn_id = ?", (txn_id,))
 
 
-def reap_timed_out(conn: sqlite3.Connection, now: int, timeout_micros: int) -> None:
+def reap_timed_out(conn: Session, now: int, timeout_micros: int) -> None:
     """§14: an open txn without a heartbeat for ``hive.txn.timeout`` is aborted (with its locks)
     by the next metastore call that notices."""
     cutoff = now - timeout_micros
@@ -103,7 +113,7 @@ def reap_timed_out(conn: sqlite3.Connection, now: int, timeout_micros: int) -> N
         abort_txn(conn, txn_id, now, "timed out: no heartbeat within the transaction timeout")
 
 
-def has_timed_out(conn: sqlite3.Connection, now: int, timeout_micros: int) -> bool:
+def has_timed_out(conn: Session, now: int, timeout_micros: int) -> bool:
     """Whether ``reap_timed_out`` has work, so read-only calls take the write lock only then."""
     row = conn.execute(
         "SELECT 1 FROM txns WHERE state = 'open' AND last_heartbeat < ? LIMIT 1",
@@ -111,7 +121,7 @@ def has_timed_out(conn: sqlite3.Connection, now: int, timeout_micros: int) -> bo
     return row is not None
 
 
-def require_open(conn: sqlite3.Connection, txn_id: int) -> sqlite3.Row:
+def require_open(conn: Session, txn_id: int) -> Any:
     """The txn's row if it is open; otherwise the error the protocol promises.
 
     Aborted -> ``TransactionAbortedError`` (the write did not land, a retry may succeed);
@@ -120,8 +130,8 @@ def require_open(conn: sqlite3.Connection, txn_id: int) -> sqlite3.Row:
     """
     if isinstance(txn_id, bool) or not isinstance(txn_id, int):
         raise InvalidInputError(f"txn id must be an int, got {txn_id!r}")
-    row: sqlite3.Row | None = conn.execute(
-        "SELECT * FROM txns WHERE txn_id = ?", (txn_id,)).fetchone()
+    row: Any = conn.execute(
+        "SELECT * FROM txns WHERE txn_id = ?" + conn.dialect.row_lock, (txn_id,)).fetchone()
     if row is None:
         raise RaiseAfterCommit(TransactionStateError(f"txnid:{txn_id} does not exist"))
     if row["state"] == "aborted":
@@ -135,7 +145,7 @@ def require_open(conn: sqlite3.Connection, txn_id: int) -> sqlite3.Row:
 # --- snapshots (§6.5) -------------------------------------------------------------------------
 
 
-def take_snapshot(conn: sqlite3.Connection) -> ValidTxnList:
+def take_snapshot(conn: Session) -> ValidTxnList:
     """Hive's ``createValidReadTxnList``: hwm = highest txn id handed out; exceptions = open and
     aborted txns up to it. Hive also drops the caller's own txn from the exceptions (so it reads
     its own writes): ``open_transaction`` takes the snapshot after consuming the new id but
@@ -150,7 +160,7 @@ def take_snapshot(conn: sqlite3.Connection) -> ValidTxnList:
     return ValidTxnList(hwm, tuple(open_ids), tuple(aborted_ids))
 
 
-def build_write_id_list(conn: sqlite3.Connection, table_id: int, table_name: str,
+def build_write_id_list(conn: Session, table_id: int, table_name: str,
                         snapshot: ValidTxnList, txn_id: int | None) -> ValidWriteIdList:
     """Hive's ``getValidWriteIdsForTable`` (§6.5).
 
@@ -170,13 +180,15 @@ def build_write_id_list(conn: sqlite3.Connection, table_id: int, table_name: str
     aborted_ids: list[int] = []
     # Only txns above the snapshot hwm or listed as its exceptions can be invalid; both are
     # looked up by txn id (the primary key; ``+table_id`` keeps SQLite from scanning the
-    # table's whole history through the table_id index instead), and json_each keeps the
-    # exception list a single bound parameter whatever its length.
+    # table's whole history through the table_id index instead), and the exception list is a
+    # single bound parameter whatever its length.
+    dialect = conn.dialect
     for write_id, writer in conn.execute(
-            "SELECT write_id, txn_id FROM txn_write_ids WHERE txn_id > ? AND +table_id = ? "
-            "UNION ALL SELECT write_id, txn_id FROM txn_write_ids WHERE txn_id IN "
-            "(SELECT value FROM json_each(?)) AND table_id = ?",
-            (snapshot.high_watermark, table_id, json.dumps(snapshot.exceptions), table_id)):
+            "SELECT write_id, txn_id FROM txn_write_ids WHERE txn_id > ? AND "
+            f"{dialect.hint('table_id')} = ? UNION ALL SELECT write_id, txn_id FROM "
+            f"txn_write_ids WHERE {dialect.in_list('txn_id')} AND table_id = ?",
+            (snapshot.high_watermark, table_id, dialect.list_parameter(snapshot.exceptions),
+             table_id)):
         if write_id > hwm or writer == own or snapshot.is_txn_valid(writer):
             continue
         (aborted_ids if snapshot.is_txn_aborted(writer) else open_ids).append(write_id)
@@ -186,19 +198,19 @@ def build_write_id_list(conn: sqlite3.Connection, table_id: int, table_name: str
 # --- allocation and recording -----------------------------------------------------------------
 
 
-def allocate_write_id(conn: sqlite3.Connection, txn_id: int, table_id: int,
+def allocate_write_id(conn: Session, txn_id: int, table_id: int,
                       table_name: str) -> int:
     """§12.1: one write id per (txn, table), reused by later statements; per-table ids start at
-    1 and are contiguous because allocation holds the database write lock."""
+    1 and are contiguous: the table's counter row is bumped in one upsert, which holds that row
+    (PostgreSQL) or the database (SQLite) until the allocation commits (Hive's NEXT_WRITE_ID)."""
     row = conn.execute("SELECT write_id FROM txn_write_ids WHERE txn_id = ? AND table_id = ?",
                        (txn_id, table_id)).fetchone()
     if row is not None:
         return int(row[0])
-    row = conn.execute("SELECT next_value FROM next_write_id WHERE table_id = ?",
-                       (table_id,)).fetchone()
-    write_id = 1 if row is None else int(row[0])
-    conn.execute("INSERT OR REPLACE INTO next_write_id (table_id, next_value) VALUES (?, ?)",
-                 (table_id, write_id + 1))
+    write_id = int(conn.execute(
+        "INSERT INTO next_write_id (table_id, next_value) VALUES (?, 2) ON CONFLICT (table_id) "
+        "DO UPDATE SET next_value = next_write_id.next_value + 1 RETURNING next_value - 1",
+        (table_id,)).fetchone()[0])
     conn.execute("INSERT INTO txn_write_ids (txn_id, table_id, table_name, write_id) "
                  "VALUES (?, ?, ?, ?)", (txn_id, table_id, table_name, write_id))
     return write_id
@@ -213,7 +225,7 @@ class _Resolved:
     table_id: int
 
 
-def _resolve(conn: sqlite3.Connection, txn_id: int, component: WriteComponent) -> _Resolved:
+def _resolve(conn: Session, txn_id: int, component: WriteComponent) -> _Resolved:
     """Tie a component to the write id the txn was allocated on its table, then validate it
     against that table (which may have been dropped since)."""
     if not isinstance(component, WriteComponent):
@@ -237,18 +249,18 @@ def _resolve(conn: sqlite3.Connection, txn_id: int, component: WriteComponent) -
     return _Resolved(component, table, int(row["table_id"]))
 
 
-def _stored_components(conn: sqlite3.Connection, txn_id: int) -> list[WriteComponent]:
+def _stored_components(conn: Session, txn_id: int) -> list[WriteComponent]:
     return [component_of(row) for row in conn.execute(
         "SELECT * FROM components WHERE txn_id = ? ORDER BY component_id", (txn_id,))]
 
 
-def component_of(row: sqlite3.Row) -> WriteComponent:
+def component_of(row: Any) -> WriteComponent:
     return WriteComponent(row["table_name"], row["part"], row["operation"], row["write_id"],
                           tuple(json.loads(row["directories"])), row["rows_inserted"],
                           row["rows_deleted"], row["files"], row["bytes"])
 
 
-def _insert_components(conn: sqlite3.Connection, txn_id: int,
+def _insert_components(conn: Session, txn_id: int,
                        resolved: Sequence[_Resolved]) -> None:
     known = _stored_components(conn, txn_id)
     for item in resolved:
@@ -266,7 +278,7 @@ def _insert_components(conn: sqlite3.Connection, txn_id: int,
              json.dumps(list(c.directories)), c.rows_inserted, c.rows_deleted, c.files, c.bytes))
 
 
-def record_write(conn: sqlite3.Connection, txn_id: int, component: WriteComponent,
+def record_write(conn: Session, txn_id: int, component: WriteComponent,
                  now: int) -> None:
     """Store a component before its files exist (so a crash leaves a cleanup record) and show
     the writer's informational lock: shared_write, or exclusive for an overwrite (§13.2)."""
@@ -274,8 +286,8 @@ def record_write(conn: sqlite3.Connection, txn_id: int, component: WriteComponen
     _insert_components(conn, txn_id, [item])
     database, name = item.table.split(".")
     lock_type = "exclusive" if component.operation == "overwrite" else "shared_write"
-    conn.execute("INSERT OR IGNORE INTO locks (txn_id, table_id, db_name, table_name, part, "
-                 "lock_type, acquired) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    conn.execute("INSERT INTO locks (txn_id, table_id, db_name, table_name, part, "
+                 "lock_type, acquired) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                  (txn_id, item.table_id, database, name, component.partition, lock_type, now))
     if lock_type == "exclusive":
         conn.execute("UPDATE locks SET lock_type = 'exclusive' WHERE txn_id = ? AND "
@@ -285,7 +297,7 @@ def record_write(conn: sqlite3.Connection, txn_id: int, component: WriteComponen
 # --- commit (§12.2) ---------------------------------------------------------------------------
 
 
-def _overlapping(conn: sqlite3.Connection, txn_id: int, snapshot_commit_seq: int,
+def _overlapping(conn: Session, txn_id: int, snapshot_commit_seq: int,
                  resolved: Sequence[_Resolved]) -> list[tuple[_Resolved, CommittedWrite]]:
     """Committed writes that overlap ours: committed after our snapshot, on the same table and
     partition, both sides update/delete/overwrite. Inserts conflict only with a component
@@ -298,10 +310,12 @@ def _overlapping(conn: sqlite3.Connection, txn_id: int, snapshot_commit_seq: int
         # Driven by the commits after our snapshot: CROSS JOIN fixes txns as the outer loop,
         # ranged on the commit_seq index; the unary + operators keep SQLite from choosing the
         # state or partition indexes, which would scan the whole history instead.
+        hint = conn.dialect.hint
         for row in conn.execute(
-                "SELECT c.*, t.commit_seq FROM txns t CROSS JOIN components c "
-                "ON c.txn_id = t.txn_id WHERE t.commit_seq > ? AND +t.state = 'committed' "
-                "AND +c.table_id = ? AND +c.part = ? AND c.txn_id != ? "
+                f"SELECT c.*, t.commit_seq FROM txns t {conn.dialect.forced_join} components c "
+                f"ON c.txn_id = t.txn_id WHERE t.commit_seq > ? AND {hint('t.state')} = "
+                f"'committed' AND {hint('c.table_id')} = ? AND {hint('c.part')} = ? "
+                "AND c.txn_id != ? "
                 "AND (? OR c.operation IN ('update', 'delete', 'overwrite')) "
                 "ORDER BY t.commit_seq, c.component_id",
                 (snapshot_commit_seq, item.table_id, item.component.partition, txn_id,
@@ -312,7 +326,7 @@ def _overlapping(conn: sqlite3.Connection, txn_id: int, snapshot_commit_seq: int
     return pairs
 
 
-def _hidden_by_overwrite(conn: sqlite3.Connection, txn_id: int,
+def _hidden_by_overwrite(conn: Session, txn_id: int,
                          resolved: Sequence[_Resolved]) -> tuple[_Resolved, CommittedWrite] | None:
     """A committed INSERT OVERWRITE of one of our partitions whose write id is above ours.
 
@@ -336,7 +350,7 @@ def _hidden_by_overwrite(conn: sqlite3.Connection, txn_id: int,
     return None
 
 
-def _write_history(conn: sqlite3.Connection, txn_id: int, now: int,
+def _write_history(conn: Session, txn_id: int, now: int,
                    resolved: Sequence[_Resolved]) -> dict[str, int]:
     """One history row per write id the txn committed, summing its components on that table."""
     write_ids: dict[str, int] = {}
@@ -356,7 +370,7 @@ def _write_history(conn: sqlite3.Connection, txn_id: int, now: int,
     return write_ids
 
 
-def commit_txn(conn: sqlite3.Connection, txn_id: int, components: Sequence[WriteComponent],
+def commit_txn(conn: Session, txn_id: int, components: Sequence[WriteComponent],
                check: CommitCheck | None, now: int) -> CommitInfo:
     """The whole commit, inside one ``BEGIN IMMEDIATE`` so no other commit can interleave
     between the conflict check and publishing (first committer wins)."""
@@ -399,14 +413,14 @@ def commit_txn(conn: sqlite3.Connection, txn_id: int, components: Sequence[Write
     _insert_components(conn, txn_id, resolved)
     write_ids = _write_history(conn, txn_id, now, resolved)
     conn.executemany(
-        "INSERT OR IGNORE INTO partitions (table_id, part) SELECT table_id, ? FROM tables "
-        "WHERE table_id = ?",
+        "INSERT INTO partitions (table_id, part) SELECT table_id, ? FROM tables "
+        "WHERE table_id = ? ON CONFLICT DO NOTHING",
         sorted({(r.component.partition, r.table_id) for r in resolved if r.component.partition}))
     conn.execute("DELETE FROM locks WHERE txn_id = ?", (txn_id,))
     return CommitInfo(txn_id, commit_seq, from_micros(now), write_ids)
 
 
-def _abort_with(conn: sqlite3.Connection, txn_id: int, now: int,
+def _abort_with(conn: Session, txn_id: int, now: int,
                 resolved: Sequence[_Resolved], reason: str) -> None:
     """Abort at commit, keeping the components offered so a cleaner can find their files."""
     _insert_components(conn, txn_id, resolved)

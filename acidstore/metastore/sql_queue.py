@@ -1,15 +1,15 @@
-"""SQL of the compaction queue and of the cleaner's metastore needs (SQLite backend).
+"""SQL of the compaction queue and of the cleaner's metastore needs (both SQL backends).
 
-Each function runs inside a transaction opened by ``SqliteMetastore`` (``_write``/``_read``),
-so every state change of an entry is atomic with the checks that allow it.
+Each function runs inside a transaction opened by the backend (``_write``/``_read``), so every
+state change of an entry is atomic with the checks that allow it; on PostgreSQL every queue
+change holds the ``queue`` lock (``sql_store``), so two workers never claim one partition.
 """
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Any
 
 from acidstore.errors import InvalidInputError, TransactionStateError
 from acidstore.metastore.queue import (
@@ -19,8 +19,9 @@ from acidstore.metastore.queue import (
     CompactionKind,
     CompactionState,
 )
-from acidstore.metastore.sqlite_schema import from_micros, to_micros
-from acidstore.metastore.sqlite_txn import build_write_id_list, peek_sequence
+from acidstore.metastore.sql import Session
+from acidstore.metastore.sql_schema import from_micros, to_micros
+from acidstore.metastore.sql_txn import build_write_id_list, peek_sequence
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = ["begin_cleaning", "claim", "committed_after", "enqueue", "finish", "forget_aborted",
@@ -34,7 +35,7 @@ def _time(value: int | None) -> datetime | None:
     return None if value is None else from_micros(value)
 
 
-def info_of(row: sqlite3.Row) -> CompactionInfo:
+def info_of(row: Any) -> CompactionInfo:
     return CompactionInfo(
         row["compaction_id"], row["table_name"], row["part"], row["kind"], row["state"],
         row["reason"], from_micros(row["enqueued"]), row["worker"], _time(row["started"]),
@@ -48,15 +49,15 @@ def _check_kind(kind: str) -> None:
         raise InvalidInputError(f"compaction kind must be 'minor' or 'major', not {kind!r}")
 
 
-def _get(conn: sqlite3.Connection, compaction_id: int) -> sqlite3.Row:
-    row: sqlite3.Row | None = conn.execute(
+def _get(conn: Session, compaction_id: int) -> Any:
+    row: Any = conn.execute(
         "SELECT * FROM compactions WHERE compaction_id = ?", (compaction_id,)).fetchone()
     if row is None:
         raise TransactionStateError(f"compaction {compaction_id} does not exist")
     return row
 
 
-def enqueue(conn: sqlite3.Connection, *, table_id: int, table: str, partition: str,
+def enqueue(conn: Session, *, table_id: int, table: str, partition: str,
             kind: CompactionKind, reason: str, now: int) -> CompactionInfo | None:
     """Queue a compaction unless one is already initiated or working on the partition."""
     _check_kind(kind)
@@ -67,11 +68,12 @@ def enqueue(conn: sqlite3.Connection, *, table_id: int, table: str, partition: s
         return None
     cursor = conn.execute(
         "INSERT INTO compactions (table_id, table_name, part, kind, state, reason, enqueued) "
-        "VALUES (?, ?, ?, ?, 'initiated', ?, ?)", (table_id, table, partition, kind, reason, now))
-    return info_of(_get(conn, int(cursor.lastrowid or 0)))
+        "VALUES (?, ?, ?, ?, 'initiated', ?, ?) RETURNING compaction_id",
+        (table_id, table, partition, kind, reason, now))
+    return info_of(_get(conn, int(cursor.fetchone()[0])))
 
 
-def log_outcome(conn: sqlite3.Connection, *, table_id: int, table: str, partition: str,
+def log_outcome(conn: Session, *, table_id: int, table: str, partition: str,
                 kind: CompactionKind, state: CompactionState, reason: str, now: int
                 ) -> CompactionInfo:
     """Record a decision that needs no work (e.g. ``did not initiate``), for the history."""
@@ -80,12 +82,12 @@ def log_outcome(conn: sqlite3.Connection, *, table_id: int, table: str, partitio
         raise InvalidInputError(f"{state!r} is not a final compaction state")
     cursor = conn.execute(
         "INSERT INTO compactions (table_id, table_name, part, kind, state, reason, enqueued, "
-        "finished) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        "finished) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING compaction_id",
         (table_id, table, partition, kind, state, reason, now, now))
-    return info_of(_get(conn, int(cursor.lastrowid or 0)))
+    return info_of(_get(conn, int(cursor.fetchone()[0])))
 
 
-def record_compacted(conn: sqlite3.Connection, *, table_id: int, table: str, partition: str,
+def record_compacted(conn: Session, *, table_id: int, table: str, partition: str,
                      kind: CompactionKind, reason: str, txn_id: int,
                      compactor_write_ids: ValidWriteIdList, now: int) -> CompactionInfo:
     """Record a compaction that ran outside the queue (``compact()`` called directly) and
@@ -95,14 +97,15 @@ def record_compacted(conn: sqlite3.Connection, *, table_id: int, table: str, par
     cursor = conn.execute(
         "INSERT INTO compactions (table_id, table_name, part, kind, state, reason, enqueued, "
         "started, txn_id, highest_write_id, compactor_write_ids, next_txn_id, compacted, "
-        "attempts) VALUES (?, ?, ?, ?, 'ready for cleaning', ?, ?, ?, ?, ?, ?, ?, ?, 1)",
+        "attempts) VALUES (?, ?, ?, ?, 'ready for cleaning', ?, ?, ?, ?, ?, ?, ?, ?, 1) "
+        "RETURNING compaction_id",
         (table_id, table, partition, kind, reason, now, now, txn_id,
          compactor_write_ids.high_watermark, str(compactor_write_ids),
          peek_sequence(conn, "txn"), now))
-    return info_of(_get(conn, int(cursor.lastrowid or 0)))
+    return info_of(_get(conn, int(cursor.fetchone()[0])))
 
 
-def claim(conn: sqlite3.Connection, worker: str, now: int, stale_micros: int
+def claim(conn: Session, worker: str, now: int, stale_micros: int
           ) -> CompactionInfo | None:
     """Give ``worker`` the oldest initiated entry whose partition no live worker holds.
 
@@ -124,7 +127,7 @@ def claim(conn: sqlite3.Connection, worker: str, now: int, stale_micros: int
     return info_of(_get(conn, row["compaction_id"]))
 
 
-def _owned(conn: sqlite3.Connection, compaction_id: int, worker: str) -> sqlite3.Row:
+def _owned(conn: Session, compaction_id: int, worker: str) -> Any:
     row = _get(conn, compaction_id)
     if row["state"] != "working" or row["worker"] != worker:
         raise TransactionStateError(
@@ -133,7 +136,7 @@ def _owned(conn: sqlite3.Connection, compaction_id: int, worker: str) -> sqlite3
     return row
 
 
-def heartbeat(conn: sqlite3.Connection, compaction_id: int, worker: str, now: int, *,
+def heartbeat(conn: Session, compaction_id: int, worker: str, now: int, *,
               txn_id: int | None, compactor_write_ids: ValidWriteIdList | None) -> None:
     """Keep the claim alive; also records the compaction's txn and compactor list once known."""
     _owned(conn, compaction_id, worker)
@@ -146,7 +149,7 @@ def heartbeat(conn: sqlite3.Connection, compaction_id: int, worker: str, now: in
                       compaction_id))
 
 
-def compacted(conn: sqlite3.Connection, compaction_id: int, worker: str, now: int) -> None:
+def compacted(conn: Session, compaction_id: int, worker: str, now: int) -> None:
     """The compaction's txn committed: the entry waits for the cleaner."""
     _owned(conn, compaction_id, worker)
     conn.execute("UPDATE compactions SET state = 'ready for cleaning', next_txn_id = ?, "
@@ -154,7 +157,7 @@ def compacted(conn: sqlite3.Connection, compaction_id: int, worker: str, now: in
                  (peek_sequence(conn, "txn"), now, compaction_id))
 
 
-def finish(conn: sqlite3.Connection, compaction_id: int, state: CompactionState,
+def finish(conn: Session, compaction_id: int, state: CompactionState,
            error: str | None, now: int) -> None:
     if state not in _FINAL:
         raise InvalidInputError(f"{state!r} is not a final compaction state")
@@ -163,7 +166,7 @@ def finish(conn: sqlite3.Connection, compaction_id: int, state: CompactionState,
                  "WHERE compaction_id = ?", (state, error, now, compaction_id))
 
 
-def ready_for_cleaning(conn: sqlite3.Connection) -> list[CompactionInfo]:
+def ready_for_cleaning(conn: Session) -> list[CompactionInfo]:
     """Entries whose every possible reader has moved on: no txn that was open when the
     compaction committed (id below ``next_txn_id``) is still open (spec §11)."""
     low = conn.execute("SELECT MIN(txn_id) FROM txns WHERE state = 'open'").fetchone()[0]
@@ -172,7 +175,7 @@ def ready_for_cleaning(conn: sqlite3.Connection) -> list[CompactionInfo]:
     return [info_of(r) for r in rows if low is None or r["next_txn_id"] <= low]
 
 
-def begin_cleaning(conn: sqlite3.Connection, table_id: int, partition: str,
+def begin_cleaning(conn: Session, table_id: int, partition: str,
                    txns: ValidTxnList, now: int) -> list[int]:
     """Flag the partition's compactions that ``txns`` sees committed as being cleaned (before
     the cleaner lists or removes anything), so time travel stops reading around them."""
@@ -185,7 +188,7 @@ def begin_cleaning(conn: sqlite3.Connection, table_id: int, partition: str,
     return flagged
 
 
-def committed_after(conn: sqlite3.Connection, table_id: int, point: int | datetime
+def committed_after(conn: Session, table_id: int, point: int | datetime
                     ) -> list[CompactionCommit]:
     """The table's compactions committed after ``point``: the commit that made every write
     id up to ``point`` (an int) visible, or a moment (a datetime)."""
@@ -207,7 +210,7 @@ def committed_after(conn: sqlite3.Connection, table_id: int, point: int | dateti
             for r in rows]
 
 
-def live_snapshots(conn: sqlite3.Connection, table_id: int, table: str, now: int
+def live_snapshots(conn: Session, table_id: int, table: str, now: int
                    ) -> list[tuple[ValidTxnList, ValidWriteIdList]]:
     """Snapshots a reader may still read ``table`` with: unexpired leases and open txns."""
     out = [(ValidTxnList.parse(r["snapshot"]), ValidWriteIdList.parse(r["write_ids"]))
@@ -220,7 +223,7 @@ def live_snapshots(conn: sqlite3.Connection, table_id: int, table: str, now: int
     return out
 
 
-def forget_aborted(conn: sqlite3.Connection, table_id: int, write_ids: Iterable[int]) -> int:
+def forget_aborted(conn: Session, table_id: int, write_ids: Iterable[int]) -> int:
     """Drop the metadata of aborted writes whose files are all gone, so their write ids stop
     being exceptions in every snapshot (Hive's cleaner + housekeeper). Returns how many."""
     wanted = sorted(set(write_ids))
@@ -228,8 +231,8 @@ def forget_aborted(conn: sqlite3.Connection, table_id: int, write_ids: Iterable[
         return 0
     rows = conn.execute(
         "SELECT w.txn_id, w.write_id FROM txn_write_ids w JOIN txns t ON t.txn_id = w.txn_id "
-        "WHERE w.table_id = ? AND t.state = 'aborted' AND w.write_id IN "
-        "(SELECT value FROM json_each(?))", (table_id, json.dumps(wanted))).fetchall()
+        f"WHERE w.table_id = ? AND t.state = 'aborted' AND {conn.dialect.in_list('w.write_id')}",
+        (table_id, conn.dialect.list_parameter(wanted))).fetchall()
     for row in rows:
         conn.execute("DELETE FROM txn_write_ids WHERE txn_id = ? AND table_id = ?",
                      (row["txn_id"], table_id))

@@ -1,0 +1,216 @@
+"""``PostgresMetastore``: the ``Metastore`` protocol on a PostgreSQL server (psycopg 3).
+
+For warehouses shared by several machines. The calls and their SQL are the SQLite backend's
+(``sql_store`` / ``sql_base`` over ``sql_txn``, ``sql_queue``, ``sql_leases``); what differs is
+how a metastore transaction runs, because here many clients write at once:
+- a write first takes the named locks of its call (``sql_base``: ``txn``, ``commit``, ``queue``,
+  ``catalog``; ``LOCK TABLE`` on an empty table per lock, in one fixed order), then runs at
+  READ COMMITTED, so each statement sees everything committed before it, including by the
+  previous holder of the lock; a call that changes one txn locks that txn's row first;
+- a ``consistent`` write (opening a txn: its snapshot and the commit counter must agree) runs
+  at REPEATABLE READ, its snapshot taken *after* the lock (``LOCK TABLE`` takes none);
+- reads run at REPEATABLE READ READ ONLY: every statement of a call sees one snapshot;
+- serialization failures and deadlocks roll back and retry the whole call (bodies are pure
+  functions of the database, so a retry is a fresh attempt, not a replay);
+- times come from the server's clock, so clients on machines whose clocks differ still agree
+  on heartbeat ages and lease expiry.
+
+The counters (txn ids, commit sequence, per-table write ids) are rows bumped with ``UPDATE ...
+RETURNING`` under those locks: nothing relies on one client process. One connection per thread
+(and per process after a fork), like the SQLite backend.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import random
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+from acidstore.errors import InvalidInputError, MetastoreError
+from acidstore.metastore import sql_txn as txns
+from acidstore.metastore.postgres_connect import (
+    Connection,
+    connect,
+    display_url,
+    in_transaction,
+    is_retryable,
+    psycopg_error,
+)
+from acidstore.metastore.sql import POSTGRES, Cursor, Dialect, Session
+from acidstore.metastore.sql_base import LOCK_ORDER, Lock, positive_seconds
+from acidstore.metastore.sql_schema import ensure_schema, now_micros
+from acidstore.metastore.sql_store import SqlMetastore
+
+__all__ = ["PostgresMetastore"]
+
+T = TypeVar("T")
+#: attempts of one call before a serialization failure or deadlock is reported
+_ATTEMPTS = 30
+#: any constant: the key of the advisory lock that serializes schema creation and migration
+_SCHEMA_LOCK_KEY = 0x61636964  # "acid"
+_NOW = "SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::bigint"
+
+
+@functools.lru_cache(maxsize=512)
+def _pg_sql(sql: str) -> str:
+    """``?`` placeholders as psycopg's ``%s`` (a literal ``%`` doubled). The shared SQL has no
+    ``?`` or ``%`` inside string literals, so the replacement is exact."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+class _Session:
+    """A psycopg connection as the shared SQL code's ``Session``."""
+
+    dialect: Dialect = POSTGRES
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        # the server's clock minus ours, measured once: ``now`` then costs no round trip
+        before = now_micros()
+        server = int(self.execute(_NOW).fetchone()[0])
+        after = now_micros()
+        offset = server - (before + after) // 2
+        # an offset within the measurement's own uncertainty (half the round trip, plus a
+        # millisecond) is noise, not skew: such clocks agree, and ours is then used as it is
+        self.clock_offset = 0 if abs(offset) <= (after - before) // 2 + 1000 else offset
+
+    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
+        return self.conn.execute(_pg_sql(sql), parameters)
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]], /) -> object:
+        with self.conn.cursor() as cursor:
+            cursor.executemany(_pg_sql(sql), list(rows))
+        return None
+
+
+class PostgresMetastore(SqlMetastore):
+    """Catalog, transactions and write ids in a PostgreSQL database (see the module docstring).
+
+    ``url`` is a libpq URL, ``postgresql://user[:password]@host:port/dbname`` (the password may
+    also come from ``PGPASSWORD`` or ``~/.pgpass``, as libpq resolves it). The database must
+    exist; the metastore's tables are created in it on first use, or migrated from an older
+    acidstore's, or refused (``MetastoreVersionError``) if a newer acidstore wrote them.
+    ``timeout_seconds`` is Hive's ``hive.txn.timeout`` (§14); ``busy_timeout_seconds`` bounds
+    how long a call waits for a lock another client holds.
+    """
+
+    def __init__(self, url: str, *, timeout_seconds: float = 300,
+                 busy_timeout_seconds: float = 30, connect_timeout_seconds: float = 10) -> None:
+        if not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://")):
+            raise InvalidInputError(
+                f"a PostgreSQL metastore URL looks like postgresql://user@host:5432/dbname, "
+                f"got {url!r}")
+        self._url = url
+        self._where = display_url(url)
+        self._timeout_micros = round(positive_seconds(timeout_seconds, "timeout_seconds") * 1e6)
+        self._busy = positive_seconds(busy_timeout_seconds, "busy_timeout_seconds")
+        self._connect_timeout = positive_seconds(connect_timeout_seconds,
+                                                 "connect_timeout_seconds")
+        self._start_connections()
+        self._ensure_schema(self._session())
+
+    def __repr__(self) -> str:
+        return f"PostgresMetastore({self._where!r})"
+
+    # --- connections --------------------------------------------------------------------------
+
+    def _session(self) -> _Session:
+        """This thread's connection, opened on first use (a forked child opens its own, and a
+        broken one is replaced by the next call)."""
+        if self._closed:
+            raise MetastoreError(f"metastore {self._where} is closed")
+        session: _Session | None = getattr(self._local, "session", None)
+        if session is not None and self._local.pid == os.getpid() and not session.conn.closed:
+            return session
+        conn = connect(self._url, self._where, connect_timeout=self._connect_timeout,
+                       lock_timeout=self._busy)
+        self._track(conn)
+        session = _Session(conn)
+        self._local.session, self._local.pid = session, os.getpid()
+        return session
+
+    def _ensure_schema(self, session: _Session) -> None:
+        """Create, migrate or refuse the schema under an advisory lock, so clients opening a
+        new database together create it once; DDL is transactional, so a refusal or a crash
+        leaves the database as it was."""
+        def body() -> None:
+            session.execute("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK_KEY,))
+            ensure_schema(session, self._where)
+            for lock in LOCK_ORDER:
+                session.execute(f"CREATE TABLE IF NOT EXISTS lock_{lock} ()")
+
+        self._transaction(session, "BEGIN", body)
+
+    def _transaction(self, session: _Session, begin: str, body: Callable[[], T]) -> T:
+        """Run ``body`` between ``begin`` and COMMIT; any error rolls back and is mapped."""
+        try:
+            session.execute(begin)
+            try:
+                result = body()
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    session.execute("ROLLBACK")
+                raise
+            session.execute("COMMIT")
+            return result
+        except Exception as exc:
+            mapped = psycopg_error(exc, self._where)
+            if mapped is exc:
+                raise
+            raise mapped from exc
+
+    # --- metastore transactions ---------------------------------------------------------------
+
+    def _clock(self, conn: Session) -> int:
+        """The server's clock (see the module docstring), as this client's clock plus the
+        offset measured when the connection was opened."""
+        offset = conn.clock_offset if isinstance(conn, _Session) else 0
+        return now_micros() + offset
+
+    def _write(self, body: Callable[[Session, int], T], *, locks: tuple[Lock, ...] = (),
+               consistent: bool = False) -> T:
+        session = self._session()
+        if in_transaction(session.conn):
+            raise MetastoreError("metastore writes cannot nest (e.g. from a commit check)")
+        # one round trip: statements without parameters go as one simple query
+        begin = "; ".join(["BEGIN ISOLATION LEVEL REPEATABLE READ" if consistent else "BEGIN",
+                           *(f"LOCK TABLE lock_{lock} IN EXCLUSIVE MODE"
+                             for lock in LOCK_ORDER if lock in locks)])
+        for attempt in range(_ATTEMPTS):
+            pending: Exception | None = None
+            try:
+                session.execute(begin)
+                now = self._clock(session)
+                txns.reap_timed_out(session, now, self._timeout_micros)
+                try:
+                    outcome = body(session, now)
+                except txns.RaiseAfterCommit as signal:
+                    pending = signal.error
+                session.execute("COMMIT")
+            except BaseException as exc:
+                with contextlib.suppress(Exception):
+                    session.execute("ROLLBACK")
+                if is_retryable(exc) and attempt < _ATTEMPTS - 1:
+                    # another client changed the same rows first: start over, after a pause
+                    # that grows and is jittered so the same clients do not collide again
+                    time.sleep(random.uniform(0, 0.002 * 2 ** min(attempt, 6)))
+                    continue
+                mapped = psycopg_error(exc, self._where)
+                if mapped is exc:
+                    raise
+                raise mapped from exc
+            if pending is not None:
+                raise pending
+            return outcome
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _read(self, body: Callable[[Session], T]) -> T:
+        session = self._session()
+        if in_transaction(session.conn):
+            return body(session)
+        return self._transaction(session, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+                                 lambda: body(session))

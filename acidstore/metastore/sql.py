@@ -1,0 +1,107 @@
+"""The seam between the SQL metastore logic and a database driver: a session and its dialect.
+
+The transactional rules (``sql_txn``), the queue (``sql_queue``), the leases (``sql_leases``)
+and the schema (``sql_schema``) are written once, as SQL with ``?`` placeholders, against a
+``Session``: SQLite (stdlib ``sqlite3``) and PostgreSQL (psycopg 3) each supply one. Nearly all
+of that SQL is portable (``INSERT ... ON CONFLICT``, ``RETURNING``); the few places where the
+engines really differ are named by the ``Dialect``, so a reader sees every difference here.
+
+A row is indexable by position and by column name (``sqlite3.Row`` is; the PostgreSQL session
+builds ``NamedRow``), which is all the shared code relies on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+__all__ = ["POSTGRES", "SQLITE", "Cursor", "Dialect", "NamedRow", "Session"]
+
+
+class Cursor(Protocol):
+    """What the shared code uses of a driver's cursor."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> Sequence[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What differs between the engines, kept to a handful of SQL fragments.
+
+    - ``row_lock``: appended to the ``SELECT`` of a transaction's own row before it changes
+      anything of that transaction. PostgreSQL runs such calls concurrently and needs the row
+      lock so that a commit, an abort and a heartbeat of one txn queue up behind each other;
+      SQLite holds the database write lock already, and has no ``FOR UPDATE``.
+    - ``forced_join`` / ``hint``: SQLite's planner must be told the join order (``CROSS
+      JOIN``) and kept off some indexes (unary ``+``) on the conflict check's hot query;
+      PostgreSQL plans it well by itself and has no unary ``+`` on text.
+    - ``in_list``: a list of values as *one* bound parameter (never SQL built from values):
+      ``json_each`` in SQLite, an array with ``= ANY`` in PostgreSQL.
+    """
+
+    name: str
+    row_lock: str
+    forced_join: str
+    hint_prefix: str
+    array_parameters: bool
+
+    def hint(self, column: str) -> str:
+        return f"{self.hint_prefix}{column}"
+
+    def in_list(self, column: str) -> str:
+        """``column`` is one of the values of a list bound with ``list_parameter``."""
+        if self.array_parameters:
+            return f"{column} = ANY(?)"
+        return f"{column} IN (SELECT value FROM json_each(?))"
+
+    def list_parameter(self, values: Iterable[int]) -> object:
+        items = list(values)
+        return items if self.array_parameters else json.dumps(items)
+
+
+SQLITE = Dialect("sqlite", row_lock="", forced_join="CROSS JOIN", hint_prefix="+",
+                 array_parameters=False)
+POSTGRES = Dialect("postgresql", row_lock=" FOR UPDATE", forced_join="JOIN", hint_prefix="",
+                   array_parameters=True)
+
+
+class Session(Protocol):
+    """One connection inside one database transaction, as the shared SQL code sees it.
+
+    ``execute`` takes ``?`` placeholders and a sequence of parameters (values are always bound,
+    never formatted into the SQL)."""
+
+    @property
+    def dialect(self) -> Dialect: ...
+
+    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor: ...
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]], /) -> object: ...
+
+
+class NamedRow(tuple[Any, ...]):
+    """A result row readable by position and by column name, like ``sqlite3.Row``."""
+
+    _names: dict[str, int]
+
+    def __new__(cls, names: dict[str, int], values: Sequence[Any]) -> NamedRow:
+        row = super().__new__(cls, values)
+        row._names = names
+        return row
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            return tuple.__getitem__(self, self._names[key])
+        return tuple.__getitem__(self, key)
+
+    def keys(self) -> list[str]:
+        return list(self._names)

@@ -1,0 +1,259 @@
+"""``SqlBase``: what the SQL metastores share besides their connections.
+
+``SqliteMetastore`` and ``PostgresMetastore`` differ only in how they connect and run a
+metastore transaction (``_write`` / ``_read``); every protocol call is written once, here and in
+``sql_store``, over the shared SQL of ``sql_txn``, ``sql_queue`` and ``sql_leases``.
+
+Each write names the *locks* it needs. SQLite ignores them (``BEGIN IMMEDIATE`` already holds
+the whole database); PostgreSQL takes them, in ``LOCK_ORDER``, before anything else, so calls
+that need no global order (heartbeats, write-id allocation on different tables, leases) run
+concurrently on several machines while those that define an order are serialized:
+- ``txn``: a new txn id and its snapshot; also whoever reads the txn counter as "the first txn
+  after me" (a compaction's ``next_txn_id``), so no txn is half-opened around that read;
+- ``commit``: the conflict check and the commit sequence (first committer wins, §12.2);
+- ``queue``: compaction queue changes (one claim per partition);
+- ``catalog``: create and drop table, partitions.
+A call that changes one txn first locks that txn's row (``Dialect.row_lock``), so a commit,
+an abort and a heartbeat of one txn never interleave.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import threading
+import weakref
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Literal, Self, TypeVar
+
+from acidstore.errors import InvalidInputError, TableNotFoundError
+from acidstore.metastore import sql_leases as leases
+from acidstore.metastore import sql_queue as queue
+from acidstore.metastore import sql_txn as txns
+from acidstore.metastore.protocol import LeaseInfo, TableInfo
+from acidstore.metastore.queue import (
+    CompactionCommit,
+    CompactionInfo,
+    CompactionKind,
+    CompactionState,
+)
+from acidstore.metastore.sql import Session
+from acidstore.metastore.sql_schema import decode_schema, from_micros
+from acidstore.metastore.validate import check_ttl, split_table_name
+from acidstore.writeids import ValidTxnList, ValidWriteIdList
+
+__all__ = ["LOCK_ORDER", "Lock", "SqlBase", "positive_seconds"]
+
+T = TypeVar("T")
+Lock = Literal["catalog", "txn", "commit", "queue"]
+#: Locks are always taken in this order, so two calls can never wait for each other's.
+LOCK_ORDER: tuple[Lock, ...] = ("catalog", "txn", "commit", "queue")
+
+
+def positive_seconds(value: float, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInputError(f"{what} must be a number, got {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise InvalidInputError(f"{what} must be positive and finite, got {value!r}")
+    return float(value)
+
+
+class SqlBase(ABC):
+    """The connection-independent half of a SQL metastore (see the module docstring)."""
+
+    _timeout_micros: int
+
+    def _start_connections(self) -> None:
+        """One connection per thread (``_local``), tracked weakly, so a connection dies with
+        its thread (threads come and go in pools) while ``close`` can still reach every one."""
+        self._local = threading.local()
+        self._guard = threading.Lock()
+        self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._closed = False
+
+    def _track(self, conn: Any) -> None:
+        with self._guard:
+            self._connections.add(conn)
+
+    def close(self) -> None:
+        """Release connections; the object is unusable afterwards."""
+        with self._guard:
+            self._closed = True
+            connections = list(self._connections)
+            self._connections.clear()
+        for conn in connections:
+            with contextlib.suppress(Exception):  # closing a broken connection may fail
+                conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    @abstractmethod
+    def _write(self, body: Callable[[Session, int], T], *, locks: tuple[Lock, ...] = (),
+               consistent: bool = False) -> T:
+        """Run ``body(session, now)`` in one metastore write transaction holding ``locks``,
+        after reaping timed-out txns. ``consistent``: every statement of ``body`` must see one
+        snapshot of the database (not only its own statement's). Errors roll back, except
+        ``txns.RaiseAfterCommit``, whose abort is committed before its error is raised."""
+
+    @abstractmethod
+    def _clock(self, conn: Session) -> int:
+        """Now, in microseconds since the epoch, by the clock every client of this store
+        shares (heartbeat ages and lease expiry compare times written by different clients)."""
+
+    @abstractmethod
+    def _read(self, body: Callable[[Session], T]) -> T:
+        """Run ``body`` in one read-only transaction over a consistent snapshot; inside a
+        running write (a commit check reading the catalog) it joins that transaction."""
+
+    def _snapshot_call(self, body: Callable[[Session], T]) -> T:
+        """Snapshot builders reap timed-out txns first (§14), but take the write lock only when
+        there is one to reap, so readers do not queue behind writers for nothing."""
+        def unless_stale(conn: Session) -> tuple[T] | None:
+            if txns.has_timed_out(conn, self._clock(conn), self._timeout_micros):
+                return None
+            return (body(conn),)
+
+        result = self._read(unless_stale)
+        if result is not None:
+            return result[0]
+        return self._write(lambda conn, _now: body(conn), consistent=True)
+
+
+    @staticmethod
+    def _table_row(conn: Session, name: str) -> Any:
+        database, table = split_table_name(name)
+        row: Any = conn.execute(
+            "SELECT * FROM tables WHERE db_name = ? AND name = ?", (database, table)).fetchone()
+        if row is None:
+            raise TableNotFoundError(f"table {database}.{table} does not exist")
+        return row
+
+    @staticmethod
+    def _table_info(row: Any) -> TableInfo:
+        return TableInfo(
+            row["db_name"], row["name"], decode_schema(row["schema"]),
+            decode_schema(row["partition_schema"]), tuple(json.loads(row["bucket_by"])),
+            row["buckets"], json.loads(row["properties"]), row["location"], row["table_id"],
+            from_micros(row["created"]))
+
+
+    # --- snapshot leases ----------------------------------------------------------------------
+
+    def acquire_lease(self, table: str, snapshot: ValidTxnList, write_ids: ValidWriteIdList,
+                      ttl_seconds: float) -> int:
+        ttl = round(check_ttl(ttl_seconds) * 1e6)
+        if not isinstance(snapshot, ValidTxnList) or not isinstance(write_ids, ValidWriteIdList):
+            raise InvalidInputError("a lease needs a ValidTxnList and a ValidWriteIdList")
+        return self._write(lambda conn, now: leases.acquire(
+            conn, self._table_row(conn, table)["table_id"], snapshot, write_ids, now=now,
+            ttl=ttl))
+
+    def renew_lease(self, lease_id: int, ttl_seconds: float) -> None:
+        ttl = round(check_ttl(ttl_seconds) * 1e6)
+        self._write(lambda conn, now: leases.renew(conn, lease_id, now, ttl))
+
+    def release_lease(self, lease_id: int) -> None:
+        self._write(lambda conn, _now: leases.release(conn, lease_id))
+
+    def active_leases(self, table: str) -> list[LeaseInfo]:
+        def body(conn: Session) -> list[LeaseInfo]:
+            row = self._table_row(conn, table)
+            return leases.active(conn, row["table_id"], f"{row['db_name']}.{row['name']}",
+                                 self._clock(conn))
+
+        return self._read(body)
+
+    # --- cleaner support and the compaction queue ------------------------------------------------
+
+    def live_snapshots(self, table: str) -> list[tuple[ValidTxnList, ValidWriteIdList]]:
+        def body(conn: Session) -> list[tuple[ValidTxnList, ValidWriteIdList]]:
+            row = self._table_row(conn, table)
+            return queue.live_snapshots(conn, row["table_id"],
+                                        f"{row['db_name']}.{row['name']}", self._clock(conn))
+
+        return self._snapshot_call(body)
+
+    def forget_aborted(self, table: str, write_ids: Iterable[int]) -> int:
+        wanted = list(write_ids)
+        return self._write(lambda conn, _now: queue.forget_aborted(
+            conn, self._table_row(conn, table)["table_id"], wanted))
+
+    def enqueue_compaction(self, table: str, partition: str, kind: CompactionKind,
+                           reason: str) -> CompactionInfo | None:
+        def body(conn: Session, now: int) -> CompactionInfo | None:
+            row = self._table_row(conn, table)
+            return queue.enqueue(conn, table_id=row["table_id"],
+                                 table=f"{row['db_name']}.{row['name']}", partition=partition,
+                                 kind=kind, reason=reason, now=now)
+
+        return self._write(body, locks=("queue",))
+
+    def log_compaction(self, table: str, partition: str, kind: CompactionKind,
+                       state: CompactionState, reason: str) -> CompactionInfo:
+        def body(conn: Session, now: int) -> CompactionInfo:
+            row = self._table_row(conn, table)
+            return queue.log_outcome(conn, table_id=row["table_id"],
+                                     table=f"{row['db_name']}.{row['name']}",
+                                     partition=partition, kind=kind, state=state,
+                                     reason=reason, now=now)
+
+        return self._write(body, locks=("queue",))
+
+    def record_compaction(self, table: str, partition: str, kind: CompactionKind,
+                          reason: str, *, txn_id: int,
+                          compactor_write_ids: ValidWriteIdList) -> CompactionInfo:
+        def body(conn: Session, now: int) -> CompactionInfo:
+            row = self._table_row(conn, table)
+            return queue.record_compacted(
+                conn, table_id=row["table_id"], table=f"{row['db_name']}.{row['name']}",
+                partition=partition, kind=kind, reason=reason, txn_id=txn_id,
+                compactor_write_ids=compactor_write_ids, now=now)
+
+        return self._write(body, locks=("txn", "queue"))
+
+    def claim_compaction(self, worker: str, stale_seconds: float) -> CompactionInfo | None:
+        stale = round(positive_seconds(stale_seconds, "stale_seconds") * 1e6)
+        return self._write(lambda conn, now: queue.claim(conn, worker, now, stale),
+                           locks=("queue",))
+
+    def heartbeat_compaction(self, compaction_id: int, worker: str, *,
+                             txn_id: int | None = None,
+                             compactor_write_ids: ValidWriteIdList | None = None) -> None:
+        self._write(lambda conn, now: queue.heartbeat(
+            conn, compaction_id, worker, now, txn_id=txn_id,
+            compactor_write_ids=compactor_write_ids), locks=("queue",))
+
+    def compaction_compacted(self, compaction_id: int, worker: str) -> None:
+        self._write(lambda conn, now: queue.compacted(conn, compaction_id, worker, now),
+                    locks=("txn", "queue"))
+
+    def finish_compaction(self, compaction_id: int, state: CompactionState,
+                          error: str | None = None) -> None:
+        self._write(lambda conn, now: queue.finish(conn, compaction_id, state, error, now),
+                    locks=("queue",))
+
+    def compactions_ready_for_cleaning(self) -> list[CompactionInfo]:
+        return self._read(queue.ready_for_cleaning)
+
+    def show_compactions(self) -> list[CompactionInfo]:
+        return self._read(lambda conn: [queue.info_of(r) for r in conn.execute(
+            "SELECT * FROM compactions ORDER BY compaction_id")])
+
+    def begin_cleaning(self, table: str, partition: str, txns: ValidTxnList) -> list[int]:
+        return self._write(lambda conn, now: queue.begin_cleaning(
+            conn, self._table_row(conn, table)["table_id"], partition, txns, now),
+            locks=("queue",))
+
+    def compactions_committed_after(self, table: str, point: int | datetime
+                                    ) -> list[CompactionCommit]:
+        return self._read(lambda conn: queue.committed_after(
+            conn, self._table_row(conn, table)["table_id"], point))

@@ -1,0 +1,272 @@
+"""``SqlMetastore``: the ``Metastore`` protocol on SQL, for every SQL backend.
+
+Catalog, transactions, commit and introspection calls, each one metastore transaction run by
+the backend's ``_write`` / ``_read`` (see ``sql_base`` for the locks each names and why). The
+rules themselves are in ``sql_txn``; the backends (``sqlite``, ``postgres``) only connect.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from acidstore.errors import InvalidInputError, TableExistsError, TransactionStateError
+from acidstore.metastore import sql_txn as txns
+from acidstore.metastore.protocol import (
+    CommitCheck,
+    CommitInfo,
+    HistoryEntry,
+    LockInfo,
+    NewTable,
+    TableInfo,
+    TxnInfo,
+    TxnKind,
+    WriteComponent,
+)
+from acidstore.metastore.sql import Session
+from acidstore.metastore.sql_base import SqlBase
+from acidstore.metastore.sql_schema import encode_schema, from_micros
+from acidstore.metastore.validate import check_kind, check_new_table, check_partition
+from acidstore.writeids import ValidTxnList, ValidWriteIdList
+
+__all__ = ["SqlMetastore"]
+
+
+class SqlMetastore(SqlBase):
+    """Every ``Metastore`` call over the backend's ``_write`` / ``_read``."""
+
+    def create_table(self, info_without_id: NewTable) -> TableInfo:
+        info = info_without_id
+        check_new_table(info)
+
+        def body(conn: Session, now: int) -> TableInfo:
+            if conn.execute("SELECT 1 FROM tables WHERE db_name = ? AND name = ?",
+                            (info.database, info.name)).fetchone() is not None:
+                raise TableExistsError(f"table {info.full_name} already exists")
+            conn.execute("INSERT INTO databases (name, created) VALUES (?, ?) "
+                         "ON CONFLICT DO NOTHING", (info.database, now))
+            cursor = conn.execute(
+                "INSERT INTO tables (db_name, name, schema, partition_schema, bucket_by, "
+                "buckets, properties, location, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "RETURNING table_id",
+                (info.database, info.name, encode_schema(info.schema),
+                 encode_schema(info.partition_schema), json.dumps(list(info.bucket_by)),
+                 info.buckets, json.dumps(info.properties, sort_keys=True), info.location, now))
+            row = conn.execute("SELECT * FROM tables WHERE table_id = ?",
+                               (cursor.fetchone()[0],)).fetchone()
+            return self._table_info(row)
+
+        return self._write(body, locks=("catalog",))
+
+    def get_table(self, name: str) -> TableInfo:
+        return self._read(lambda conn: self._table_info(self._table_row(conn, name)))
+
+    def list_tables(self, database: str | None = None) -> list[str]:
+        def body(conn: Session) -> list[str]:
+            if database is None:
+                rows = conn.execute("SELECT db_name, name FROM tables")
+            else:
+                rows = conn.execute("SELECT db_name, name FROM tables WHERE db_name = ?",
+                                    (database.lower(),))
+            return sorted(f"{db}.{table}" for db, table in rows)
+
+        return self._read(body)
+
+    def drop_table(self, name: str) -> TableInfo:
+        def body(conn: Session, _now: int) -> TableInfo:
+            row = self._table_row(conn, name)
+            for statement in ("DELETE FROM partitions WHERE table_id = ?",
+                              "DELETE FROM leases WHERE table_id = ?",
+                              "DELETE FROM tables WHERE table_id = ?"):
+                conn.execute(statement, (row["table_id"],))
+            return self._table_info(row)
+
+        return self._write(body, locks=("catalog",))
+
+    def add_partitions(self, table: str, partitions: Iterable[str]) -> None:
+        wanted = list(partitions)
+
+        def body(conn: Session, _now: int) -> None:
+            row = self._table_row(conn, table)
+            info = self._table_info(row)
+            columns = [c.lower() for c in info.partition_schema.names]
+            for partition in wanted:
+                check_partition(partition, columns, info.full_name)
+            conn.executemany("INSERT INTO partitions (table_id, part) VALUES (?, ?) "
+                             "ON CONFLICT DO NOTHING", [(row["table_id"], p) for p in wanted])
+
+        self._write(body, locks=("catalog",))
+
+    def list_partitions(self, table: str) -> list[str]:
+        def body(conn: Session) -> list[str]:
+            table_id = self._table_row(conn, table)["table_id"]
+            return [r[0] for r in conn.execute(
+                "SELECT part FROM partitions WHERE table_id = ? ORDER BY part", (table_id,))]
+
+        return self._read(body)
+
+    # --- transactions -------------------------------------------------------------------------
+
+    @staticmethod
+    def _txn_info(row: Any) -> TxnInfo:
+        finished = row["finished"]
+        return TxnInfo(
+            row["txn_id"], row["state"], row["kind"], row["user_name"], row["host"],
+            from_micros(row["started"]), from_micros(row["last_heartbeat"]),
+            None if finished is None else from_micros(finished),
+            ValidTxnList.parse(row["snapshot"]))
+
+    def open_transaction(self, *, user: str, host: str, kind: TxnKind = "default") -> TxnInfo:
+        check_kind(kind)
+        if not isinstance(user, str) or not isinstance(host, str):
+            raise InvalidInputError("user and host must be strings")
+
+        def body(conn: Session, now: int) -> TxnInfo:
+            txn_id = txns.next_sequence(conn, "txn")
+            snapshot = txns.take_snapshot(conn)
+            # Commits numbered up to here are in the snapshot; a later number is a commit this
+            # txn cannot see, i.e. one it overlaps with (the conflict check of §12.2).
+            seen_commits = txns.peek_sequence(conn, "commit") - 1
+            conn.execute(
+                "INSERT INTO txns (txn_id, state, kind, user_name, host, started, "
+                "last_heartbeat, snapshot, snapshot_commit_seq) "
+                "VALUES (?, 'open', ?, ?, ?, ?, ?, ?, ?)",
+                (txn_id, kind, user, host, now, now, str(snapshot), seen_commits))
+            return self._txn_info(conn.execute("SELECT * FROM txns WHERE txn_id = ?",
+                                               (txn_id,)).fetchone())
+
+        # consistent: the snapshot and the commit counter must come from one view of the
+        # database, or a commit landing between the two reads would escape the conflict check
+        return self._write(body, locks=("txn",), consistent=True)
+
+    def heartbeat(self, txn_id: int) -> None:
+        def body(conn: Session, now: int) -> None:
+            txns.require_open(conn, txn_id)
+            conn.execute("UPDATE txns SET last_heartbeat = ? WHERE txn_id = ?", (now, txn_id))
+
+        self._write(body)
+
+    def allocate_write_id(self, txn_id: int, table: str) -> int:
+        def body(conn: Session, _now: int) -> int:
+            txns.require_open(conn, txn_id)
+            row = self._table_row(conn, table)
+            full_name = f"{row['db_name']}.{row['name']}"
+            return txns.allocate_write_id(conn, txn_id, row["table_id"], full_name)
+
+        return self._write(body)
+
+    def valid_txns(self, txn_id: int | None = None) -> ValidTxnList:
+        if txn_id is None:
+            return self._snapshot_call(txns.take_snapshot)
+
+        def recorded(conn: Session) -> ValidTxnList:
+            row = conn.execute("SELECT snapshot FROM txns WHERE txn_id = ?",
+                               (txn_id,)).fetchone()
+            if row is None:
+                raise TransactionStateError(f"txnid:{txn_id} does not exist")
+            return ValidTxnList.parse(row[0])
+
+        return self._read(recorded)
+
+    def valid_write_ids(self, table: str, snapshot: ValidTxnList,
+                        txn_id: int | None = None) -> ValidWriteIdList:
+        if not isinstance(snapshot, ValidTxnList):
+            raise InvalidInputError(f"snapshot must be a ValidTxnList, got {snapshot!r}")
+
+        def body(conn: Session) -> ValidWriteIdList:
+            row = self._table_row(conn, table)
+            return txns.build_write_id_list(conn, row["table_id"],
+                                            f"{row['db_name']}.{row['name']}", snapshot, txn_id)
+
+        return self._snapshot_call(body)
+
+    def record_write(self, txn_id: int, component: WriteComponent) -> None:
+        def body(conn: Session, now: int) -> None:
+            txns.require_open(conn, txn_id)
+            txns.record_write(conn, txn_id, component, now)
+
+        self._write(body)
+
+    def commit(self, txn_id: int, components: Sequence[WriteComponent], *,
+               check: CommitCheck | None = None) -> CommitInfo:
+        offered = list(components)
+        return self._write(lambda conn, now: txns.commit_txn(conn, txn_id, offered, check, now),
+                           locks=("commit",))
+
+    def abort(self, txn_id: int, reason: str = "") -> None:
+        def body(conn: Session, now: int) -> None:
+            row = conn.execute("SELECT state FROM txns WHERE txn_id = ?" + conn.dialect.row_lock,
+                               (txn_id,)).fetchone()
+            if row is None:
+                raise TransactionStateError(f"txnid:{txn_id} does not exist")
+            if row["state"] == "committed":
+                raise TransactionStateError(f"txnid:{txn_id} is committed; it cannot abort")
+            if row["state"] == "open":
+                txns.abort_txn(conn, txn_id, now, reason or "aborted by the client")
+
+        self._write(body)
+
+    def commit_info(self, txn_id: int) -> CommitInfo | None:
+        def body(conn: Session) -> CommitInfo | None:
+            row = conn.execute("SELECT commit_seq, finished FROM txns WHERE txn_id = ? AND "
+                               "state = 'committed'", (txn_id,)).fetchone()
+            if row is None:
+                return None
+            write_ids = {r["table_name"]: int(r["write_id"]) for r in conn.execute(
+                "SELECT table_name, write_id FROM txn_write_ids WHERE txn_id = ?", (txn_id,))}
+            return CommitInfo(txn_id, int(row["commit_seq"]), from_micros(row["finished"]),
+                              write_ids)
+
+        return self._read(body)
+
+    def aborted_components(self, table: str) -> list[WriteComponent]:
+        return self._components(table, "aborted")
+
+    def committed_components(self, table: str) -> list[WriteComponent]:
+        return self._components(table, "committed")
+
+    def _components(self, table: str, state: str) -> list[WriteComponent]:
+        def body(conn: Session) -> list[WriteComponent]:
+            table_id = self._table_row(conn, table)["table_id"]
+            return [txns.component_of(row) for row in conn.execute(
+                "SELECT c.* FROM components c JOIN txns t ON t.txn_id = c.txn_id "
+                "WHERE c.table_id = ? AND t.state = ? ORDER BY c.txn_id, "
+                "c.component_id", (table_id, state))]
+
+        return self._read(body)
+
+    # --- introspection ------------------------------------------------------------------------
+
+    def history(self, table: str) -> list[HistoryEntry]:
+        def body(conn: Session) -> list[HistoryEntry]:
+            table_id = self._table_row(conn, table)["table_id"]
+            return [HistoryEntry(
+                r["write_id"], r["txn_id"], from_micros(r["commit_time"]), r["operation"],
+                r["rows_inserted"], r["rows_deleted"], r["files"], r["bytes"],
+                tuple(json.loads(r["partitions"])))
+                for r in conn.execute("SELECT * FROM history WHERE table_id = ? "
+                                      "ORDER BY write_id", (table_id,))]
+
+        return self._read(body)
+
+    def show_transactions(self) -> list[TxnInfo]:
+        return self._read(lambda conn: [self._txn_info(row) for row in conn.execute(
+            "SELECT * FROM txns ORDER BY txn_id")])
+
+    def show_locks(self) -> list[LockInfo]:
+        return self._read(lambda conn: [LockInfo(
+            r["lock_id"], r["txn_id"], r["db_name"], r["table_name"], r["part"] or None,
+            r["lock_type"], "acquired", from_micros(r["acquired"]))
+            for r in conn.execute("SELECT * FROM locks ORDER BY lock_id")])
+
+    def write_id_commit_times(self, table: str) -> dict[int, datetime]:
+        def body(conn: Session) -> dict[int, datetime]:
+            table_id = self._table_row(conn, table)["table_id"]
+            return {r[0]: from_micros(r[1]) for r in conn.execute(
+                "SELECT write_id, commit_time FROM history WHERE table_id = ? ORDER BY write_id",
+                (table_id,))}
+
+        return self._read(body)
+

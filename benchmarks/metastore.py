@@ -1,0 +1,128 @@
+"""M1: metastore transactions opened and committed per second, 1 and 8 writer processes.
+
+    python -m benchmarks.metastore                      # SQLite + a throwaway PostgreSQL
+    python -m benchmarks.metastore --postgresql URL     # an existing server instead
+
+Each writer is a process of its own with its own metastore handle (as separate programs are)
+and its own table (BENCHMARKS.md: "8 writers on different tables"). A cycle is a writer's whole
+metastore traffic for one insert: open a txn, allocate a write id, record the component, commit.
+After the run every table's history must hold exactly the write ids 1..n its writer committed
+(zero lost or duplicated). The throwaway PostgreSQL server keeps the default durability (fsync
+and synchronous commit on); SQLite runs with the library's settings (WAL).
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from acidstore.metastore import (
+    Metastore,
+    NewTable,
+    PostgresMetastore,
+    SqliteMetastore,
+    WriteComponent,
+)
+
+Spec = tuple[str, str]  # ("sqlite", path) | ("postgresql", url)
+
+
+def _open(spec: Spec) -> Metastore:
+    kind, target = spec
+    return SqliteMetastore(target) if kind == "sqlite" else PostgresMetastore(target)
+
+
+def _writer(spec: Spec, worker: int, seconds: float, barrier: Any, out: Any) -> None:
+    store = _open(spec)
+    table = f"default.m1_{worker}"
+    store.create_table(NewTable("default", f"m1_{worker}", pa.schema([("id", pa.int64())]),
+                                pa.schema([]), (), 0, {}, f"/m1/{worker}"))
+    barrier.wait(timeout=120)
+    done: list[int] = []
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        txn = store.open_transaction(user="m1", host="bench").txn_id
+        write_id = store.allocate_write_id(txn, table)
+        component = WriteComponent(table, "", "insert", write_id,
+                                   (f"delta_{write_id:07d}_{write_id:07d}_0000",),
+                                   rows_inserted=1, files=1, bytes=100)
+        store.record_write(txn, component)
+        store.commit(txn, [component])
+        done.append(write_id)
+    out.put((worker, time.perf_counter() - start, done))
+    store.close()
+
+
+def run(spec: Spec, writers: int, seconds: float) -> float:
+    """Commits per second of ``writers`` processes together; checks the write ids."""
+    context = multiprocessing.get_context("spawn")
+    barrier, out = context.Barrier(writers), context.Queue()
+    procs = [context.Process(target=_writer, args=(spec, w, seconds, barrier, out))
+             for w in range(writers)]
+    for proc in procs:
+        proc.start()
+    reports = [out.get(timeout=seconds + 180) for _ in procs]
+    for proc in procs:
+        proc.join(timeout=60)
+    store = _open(spec)
+    try:
+        for worker, _, done in reports:
+            history = [e.write_id for e in store.history(f"m1_{worker}")]
+            if not done or done != list(range(1, len(done) + 1)) or history != done:
+                raise AssertionError(f"writer {worker}: write ids lost or duplicated")
+    finally:
+        store.close()
+    elapsed = max(took for _, took, _ in reports)
+    return float(sum(len(done) for _, _, done in reports) / elapsed)
+
+
+def measure_all(postgresql: str | None, seconds: float, writers: tuple[int, ...] = (1, 8)
+                ) -> dict[tuple[str, int], float]:
+    """``{(backend, writers): commits/s}``, each run on a fresh store."""
+    server = None
+    if postgresql is None:
+        from benchmarks.postgres_server import start
+
+        server = start(durable=True)
+    results: dict[tuple[str, int], float] = {}
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            for n in writers:
+                path = Path(scratch) / f"m1-{n}.db"
+                results[("sqlite", n)] = run(("sqlite", str(path)), n, seconds)
+                url = postgresql or server.new_store()  # type: ignore[union-attr]
+                results[("postgresql", n)] = run(("postgresql", url), n, seconds)
+    finally:
+        if server is not None:
+            server.stop()
+    return results
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--postgresql", default=None, help="URL of an existing server")
+    parser.add_argument("--seconds", type=float, default=10.0)
+    args = parser.parse_args(argv)
+    results = measure_all(args.postgresql, args.seconds)
+    sqlite_one = results[("sqlite", 1)]
+    print(f"M1 on {os.cpu_count()} cores, {args.seconds:.0f} s per run "
+          "(cycle: open, allocate, record, commit)")
+    print("| backend | writers | commits/s | target |")
+    print("|---|---|---|---|")
+    for (backend, n), rate in results.items():
+        target = ">= 500" if (backend, n) == ("sqlite", 1) else \
+            f">= {3 * sqlite_one:.0f} (3x SQLite 1 writer)" if (backend, n) == ("postgresql", 8) \
+            else "-"
+        print(f"| {backend} | {n} | {rate:.0f} | {target} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,181 @@
+"""Metastore schema versions on both backends, and PostgreSQL at the public edges.
+
+A store records its schema version in ``meta``. Opening an older one migrates it in place and
+keeps every row; a newer or unknown one is refused with ``MetastoreVersionError`` and left
+exactly as it was (the refusal rolls back, DDL included). The "old" stores are made by hand
+here: a current store, taken back to what version 1 or 2 looked like with raw SQL.
+
+Then PostgreSQL through ``acidstore.connect`` and the CLI, and its connection errors.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from metastore_support import (
+    Backend,
+    backend_fixture,  # noqa: F401  (the `backend` fixture, parametrised over backends)
+    begin,
+    new_table,
+    write,
+)
+
+import acidstore
+from acidstore.cli import main
+from acidstore.errors import InvalidInputError, MetastoreError, MetastoreVersionError
+from acidstore.metastore import PostgresMetastore
+from acidstore.metastore.sql_schema import SCHEMA_VERSION
+from acidstore.warehouse import DEFAULT_METASTORE_FILE
+from benchmarks.postgres_server import PostgresServer
+
+
+@contextmanager
+def raw(backend: Backend) -> Iterator[Any]:
+    """A plain driver connection to the backend's store, committing on exit."""
+    kind, target = backend.spec
+    if kind == "sqlite":
+        with sqlite3.connect(target) as conn:
+            yield conn
+        conn.close()
+    else:
+        import psycopg
+
+        with psycopg.connect(target) as server:  # commits when the block ends cleanly
+            yield server
+
+
+def version(backend: Backend) -> str:
+    with raw(backend) as conn:
+        return str(conn.execute(
+            "SELECT value FROM meta WHERE name = 'schema_version'").fetchone()[0])
+
+
+def set_version(conn: Any, value: str) -> None:
+    conn.execute(f"UPDATE meta SET value = '{value}' WHERE name = 'schema_version'")
+
+
+def test_a_version_2_store_is_migrated_and_keeps_its_rows(backend: Backend) -> None:
+    store = backend.open()
+    store.create_table(new_table())
+    txn = begin(store)
+    store.commit(txn, [write(store, txn, "insert")])
+    store.log_compaction("t", "", "major", "did not initiate", "nothing to do")
+    store.close()
+    with raw(backend) as conn:  # version 2: compactions had no cleaning_started yet
+        conn.execute("ALTER TABLE compactions DROP COLUMN cleaning_started")
+        set_version(conn, "2")
+
+    again = backend.open()
+    try:
+        assert version(backend) == str(SCHEMA_VERSION)
+        assert [e.write_id for e in again.history("t")] == [1]
+        [entry] = again.show_compactions()
+        assert (entry.state, entry.cleaning_started) == ("did not initiate", None)
+        assert again.allocate_write_id(begin(again), "t") == 2
+    finally:
+        again.close()
+
+
+def test_a_version_1_store_gets_the_compaction_queue(backend: Backend) -> None:
+    backend.open().close()
+    with raw(backend) as conn:
+        conn.execute("DROP TABLE compactions")
+        set_version(conn, "1")
+    store = backend.open()
+    try:
+        assert store.show_compactions() == []
+        assert version(backend) == str(SCHEMA_VERSION)
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(("stored", "message"), [
+    ("99", "schema version 99, newer than this acidstore supports"),
+    ("x1", "unknown schema version 'x1'"),
+])
+def test_newer_or_unknown_versions_are_refused_untouched(backend: Backend, stored: str,
+                                                         message: str) -> None:
+    backend.open().close()
+    with raw(backend) as conn:
+        conn.execute("DROP TABLE leases")  # a current open would create it again
+        set_version(conn, stored)
+    with pytest.raises(MetastoreVersionError, match=message) as caught:
+        backend.open()
+    where = backend.spec[1] if backend.kind == "sqlite" else "postgresql://postgres@"
+    assert where in str(caught.value)
+    assert version(backend) == stored
+    with raw(backend) as conn, pytest.raises(Exception, match="leases"):
+        conn.execute("SELECT * FROM leases")
+
+
+# --- PostgreSQL at the public edges -------------------------------------------------------
+
+
+def test_connect_with_a_postgresql_url_runs_the_embedded_api(
+        postgres_server: PostgresServer, tmp_path: Path) -> None:
+    url = postgres_server.new_store()
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string()), ("dt", pa.string())])
+    with acidstore.connect(tmp_path / "wh", metastore=url) as wh:
+        assert isinstance(wh.metastore, PostgresMetastore)
+        t = wh.create_table("db.t", schema, partition_by=["dt"])
+        t.insert(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"], "dt": ["d1", "d1", "d2"]}))
+        t.update("id = 2", {"v": "'B'"})
+        t.delete("id = 3")
+    assert not (tmp_path / "wh" / DEFAULT_METASTORE_FILE).exists()
+    # a second client (as on another machine) sees the same catalog and commits
+    with acidstore.connect(tmp_path / "wh", metastore=url) as other:
+        t = other.table("db.t")
+        assert sorted(t.to_arrow().select(["id", "v"]).to_pylist(), key=lambda r: r["id"]) \
+            == [{"id": 1, "v": "a"}, {"id": 2, "v": "B"}]
+        assert t.history().column("write_id").to_pylist() == [1, 2, 3]
+
+
+def test_compact_command_takes_a_postgresql_metastore(
+        postgres_server: PostgresServer, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    url = postgres_server.new_store()
+    schema = pa.schema([("id", pa.int64())])
+    with acidstore.connect(tmp_path / "wh", metastore=url) as wh:
+        t = wh.create_table("db.c", schema)
+        for i in range(3):
+            t.insert(pa.table({"id": [i]}))
+    assert main(["compact", "--warehouse", str(tmp_path / "wh"), "--metastore", url,
+                 "--table", "db.c", "--kind", "major"]) == 0
+    assert "base_0000003" in capsys.readouterr().out
+    with acidstore.connect(tmp_path / "wh", metastore=url) as wh:
+        assert sorted(wh.table("db.c").to_arrow()["id"].to_pylist()) == [0, 1, 2]
+
+
+def test_postgresql_urls_and_unreachable_servers_are_clear_errors(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError, match="postgresql://user@host:5432/dbname"):
+        PostgresMetastore("mysql://u@h/db")
+    with pytest.raises(InvalidInputError, match="unsupported metastore URL"):
+        acidstore.connect(tmp_path / "wh", metastore="oracle://x")
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"postgresql://alice:secret@127.0.0.1:{port}/meta"
+    with pytest.raises(MetastoreError, match="cannot connect to the metastore "
+                       f"postgresql://alice@127.0.0.1:{port}/meta") as caught:
+        PostgresMetastore(url, connect_timeout_seconds=2)
+    assert "secret" not in str(caught.value)
+
+
+def test_the_readme_postgresql_example_runs_as_written(
+        postgres_server: PostgresServer, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    block = readme.split("<!-- postgresql-example -->")[1].split("<!-- /postgresql-example -->")[0]
+    code = block.strip().removeprefix("```python").removesuffix("```")
+    monkeypatch.setenv("ACIDSTORE_METASTORE", postgres_server.new_store())
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "README.md", "exec"), {})
+    assert capsys.readouterr().out.strip() == "[{'id': 2, 'dt': '2026-11-22'}] 2"
