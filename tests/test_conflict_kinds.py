@@ -29,9 +29,18 @@ SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("v", pa.int64()),
                     pa.field("dt", pa.string())])
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def connect(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Warehouse]:
+    """A warehouse with its metastore on each backend: the conflict rules live in the shared
+    SQL of both (conftest ``postgres_server``)."""
+    store = (request.getfixturevalue("postgres_server").new_store()
+             if request.param == "postgresql" else None)
+    return lambda: acidstore.connect(tmp_path / "wh", metastore=store)
+
+
 @pytest.fixture
-def table(tmp_path: Path) -> tuple[Warehouse, Table]:
-    wh = acidstore.connect(tmp_path / "wh")
+def table(connect: Callable[[], Warehouse]) -> tuple[Warehouse, Table]:
+    wh = connect()
     t = wh.create_table("db.t", SCHEMA, partition_by=["dt"])
     t.insert(pa.table({"id": [1, 2, 3], "v": [0, 0, 0], "dt": ["a", "a", "b"]}))
     return wh, t
@@ -107,8 +116,8 @@ def test_updates_of_different_rows_do_not_conflict(table: tuple[Warehouse, Table
 # --- isolation levels ----------------------------------------------------------------------------
 
 
-def serializable(tmp_path: Path, level: str) -> tuple[Warehouse, Table]:
-    wh = acidstore.connect(tmp_path / "wh")
+def serializable(connect: Callable[[], Warehouse], level: str) -> tuple[Warehouse, Table]:
+    wh = connect()
     t = wh.create_table("db.t", SCHEMA, partition_by=["dt"],
                         properties={"acidstore.isolationLevel": level})
     t.insert(pa.table({"id": [1, 2, 3], "v": [0, 0, 0], "dt": ["a", "a", "b"]}))
@@ -116,9 +125,9 @@ def serializable(tmp_path: Path, level: str) -> tuple[Warehouse, Table]:
 
 
 @pytest.mark.parametrize("level", ["WriteSerializable", "Serializable"])
-def test_an_update_and_an_append_conflict_only_when_serializable(tmp_path: Path,
-                                                                 level: str) -> None:
-    wh, t = serializable(tmp_path, level)
+def test_an_update_and_an_append_conflict_only_when_serializable(
+        connect: Callable[[], Warehouse], level: str) -> None:
+    wh, t = serializable(connect, level)
     slow = wh.transaction()
     slow.table("db.t").update("v = 0", {"v": "v + 1"})  # reads partitions a and b
     fast = wh.transaction()
@@ -135,9 +144,9 @@ def test_an_update_and_an_append_conflict_only_when_serializable(tmp_path: Path,
 
 
 @pytest.mark.parametrize("level", ["WriteSerializable", "Serializable"])
-def test_two_merges_inserting_one_key(tmp_path: Path, level: str) -> None:
+def test_two_merges_inserting_one_key(connect: Callable[[], Warehouse], level: str) -> None:
     """The classic lost-uniqueness race: each MERGE's read finds no id 9 and inserts it."""
-    wh, t = serializable(tmp_path, level)
+    wh, t = serializable(connect, level)
     source = pa.table({"id": [9], "v": [9], "dt": ["a"]})
     merges = [wh.transaction(), wh.transaction()]
     for txn in merges:
@@ -154,8 +163,9 @@ def test_two_merges_inserting_one_key(tmp_path: Path, level: str) -> None:
     assert [r for r in rows(t) if r[0] == 9] == [(9, 9, "a")]
 
 
-def test_serializable_statements_in_other_partitions_commit(tmp_path: Path) -> None:
-    wh, t = serializable(tmp_path, "Serializable")
+def test_serializable_statements_in_other_partitions_commit(
+        connect: Callable[[], Warehouse]) -> None:
+    wh, t = serializable(connect, "Serializable")
     slow = wh.transaction()
     slow.table("db.t").delete("dt = 'b'")
     t.insert(pa.table({"id": [4], "v": [0], "dt": ["a"]}))
