@@ -169,6 +169,10 @@ def test_documented_block_runs(chain: Chain, tmp_path: Path, monkeypatch: pytest
         pytest.skip(f"{first.where} is marked not-run: {first.not_run}")
     if any("pyspark" in b.code for b in chain.blocks):
         request.getfixturevalue("spark")  # the suite's session, before the block asks for one
+    if any("ACIDSTORE_METASTORE" in b.code for b in chain.blocks):
+        # the PostgreSQL example reads its server's URL from there: the suite's own server
+        monkeypatch.setenv("ACIDSTORE_METASTORE",
+                           request.getfixturevalue("postgres_server").new_store())
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "argv", ["readme-block"])
     for block in chain.blocks:
