@@ -198,9 +198,13 @@ class Table:
             lease = metastore.acquire_lease(self.name, txns, write_ids, ttl_seconds)
             # (a transaction's own snapshot needs no such check: the cleaner keeps what the
             # snapshots of open transactions read, and retaking it would change nothing)
+            # An INSERT OVERWRITE's base hides older directories just as a compaction's
+            # output replaces them, and the cleaner removes both.
             missed = [] if self._txn is not None else [
-                c for c in metastore.compactions_committed_after(self.name, since)
-                if not txns.is_txn_valid(c.txn_id) and c.txn_id not in hidden]
+                c.txn_id for c in metastore.compactions_committed_after(self.name, since)
+                if not txns.is_txn_valid(c.txn_id) and c.txn_id not in hidden] + [
+                txn for txn in metastore.overwrites_committed_after(self.name, since)
+                if not txns.is_txn_valid(txn)]
             if not missed and (as_of is None or hidden <= hidden_compactions(
                     metastore, self.name, as_of)):
                 return txns, write_ids, lease

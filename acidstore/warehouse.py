@@ -11,6 +11,7 @@ import contextlib
 import os
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -27,6 +28,7 @@ from acidstore.errors import (
 from acidstore.metastore import Metastore, NewTable, SqliteMetastore, TableInfo, TxnKind
 from acidstore.metastore.conflicts import isolation_level
 from acidstore.metastore.postgres import PostgresMetastore
+from acidstore.metastore.validate import is_absolute_location
 from acidstore.orc.io import check_compression
 from acidstore.orc.schema import RESERVED_PREFIX, ROW_ID_COLUMN
 from acidstore.table import Table
@@ -125,14 +127,15 @@ class Warehouse:
             if column.lower() in {p.name.lower() for p in parts}:
                 raise InvalidInputError(f"column {column!r} cannot both partition and bucket")
             check_bucketable(by_lower[column.lower()])
-        location = afs.join(self.location, f"{database}.db", table)
+        relative = f"{database}.db/{table}"
+        location = afs.join(self.location, relative)
         props = {"transactional": "true", **{str(k): str(v) for k, v in (properties or {}).items()}}
         isolation_level(props, name)  # an unknown level is refused, not ignored
         check_compression(props.get("orc.compress"), name)
         self._refuse_occupied(database, table, location)
-        info = self._metastore.create_table(NewTable(
+        info = self._resolved(self._metastore.create_table(NewTable(
             database, table, user, pa.schema(parts), bucket_cols,
-            buckets if bucket_cols else 0, props, location))
+            buckets if bucket_cols else 0, props, relative)))
         try:
             self._fs.create_dir(location, recursive=True)
         except OSError as exc:
@@ -167,7 +170,7 @@ class Warehouse:
     def table(self, name: str, *, transaction: Transaction | None = None) -> Table:
         """An existing table (``TableNotFoundError`` if there is none)."""
         database, table = _split_name(name)
-        return Table(self, self._metastore.get_table(f"{database}.{table}"), transaction)
+        return Table(self, self.table_info(f"{database}.{table}"), transaction)
 
     def tables(self, database: str | None = None) -> list[str]:
         return self._metastore.list_tables(database.lower() if database else None)
@@ -175,19 +178,29 @@ class Warehouse:
     def drop_table(self, name: str) -> None:
         """Remove a table and its files."""
         database, table = _split_name(name)
-        info = self._metastore.drop_table(f"{database}.{table}")
+        info = self._resolved(self._metastore.drop_table(f"{database}.{table}"))
         if self._fs.get_file_info(info.location).type == pafs.FileType.Directory:
             self._fs.delete_dir(info.location)
 
     def location_of(self, table: str) -> str:
         try:
-            return self._metastore.get_table(table).location
+            return self.table_info(table).location
         except TableNotFoundError:
             database, name = _split_name(table)
             return afs.join(self.location, f"{database}.db", name)
 
     def table_info(self, name: str) -> TableInfo:
-        return self._metastore.get_table(".".join(_split_name(name)))
+        """The catalog entry of ``name``, its location resolved against this warehouse."""
+        return self._resolved(self._metastore.get_table(".".join(_split_name(name))))
+
+    def _resolved(self, info: TableInfo) -> TableInfo:
+        """The metastore keeps a table's location relative to the warehouse root
+        (``<db>.db/<table>``), so a warehouse copied or moved with its metastore reads and
+        writes its own files, never the original's; an absolute location (a table placed
+        elsewhere through the metastore directly) is used as it is."""
+        if is_absolute_location(info.location):
+            return info
+        return replace(info, location=afs.join(self.location, info.location))
 
     # --- transactions ----------------------------------------------------------------------------
 

@@ -1,12 +1,19 @@
 """The Cleaner (spec §11): removes what no reader can need any more.
 
-After a compaction commits, the directories it replaced are obsolete; after a write aborts,
-its directories are garbage. Neither may vanish under a reader: the cleaner keeps every
-directory that a live snapshot selects, where live snapshots are the metastore's unexpired
-reader leases and the snapshots of open transactions, and it waits ``retention_seconds``
-after a compaction before touching what it replaced, so time travel keeps working for that
-long. Aborted writes' metadata is cleared once none of their files remain, so their write ids
-stop being exceptions in every snapshot (Hive's cleaner plus housekeeper).
+What a compaction replaced and what an INSERT OVERWRITE's ``base_w`` hides are obsolete; the
+directories of aborted writes are garbage. The cleaner finds both in every partition of every
+table from the committed state itself (the metastore's snapshot plus a listing), not from the
+compaction queue alone: a process that died between a commit and its queue bookkeeping, or an
+overwrite that never had a queue entry, leaves nothing behind for ever. The queue only tells
+which entries are done.
+
+Nothing obsolete vanishes under a reader: the cleaner keeps every directory that a live
+snapshot selects, where live snapshots are the metastore's unexpired reader leases and the
+snapshots of open transactions, and it waits ``retention_seconds`` after the newest commit
+that made something of a partition obsolete before touching that partition, so time travel
+keeps working for that long. A transaction's files go only once the metastore says it aborted.
+Aborted writes' metadata is cleared once none of their files remain, so their write ids stop
+being exceptions in every snapshot (Hive's cleaner plus housekeeper).
 """
 
 from __future__ import annotations
@@ -19,10 +26,10 @@ from datetime import UTC, datetime, timedelta
 import pyarrow.fs as pafs
 
 from acidstore import fs as afs
-from acidstore.directory import acid_state
+from acidstore.directory import AcidState, acid_state
 from acidstore.errors import AcidStoreError, TableNotFoundError
 from acidstore.layout import STAGING_DIR, ParsedBase, ParsedDelta, parse_directory
-from acidstore.metastore import CompactionInfo
+from acidstore.metastore import Metastore
 from acidstore.table import Table
 from acidstore.warehouse import Warehouse
 from acidstore.writeids import ValidWriteIdList
@@ -32,6 +39,9 @@ __all__ = ["DEFAULT_RETENTION_SECONDS", "Cleaner", "CleanerReport"]
 
 #: how long what a compaction replaced stays readable (time travel, readers still planning)
 DEFAULT_RETENTION_SECONDS = 300.0
+_LONG_MIN = -(2**63)
+#: a commit the metastore has no time for (a Hive-written directory): no time travel reaches it
+_LONG_AGO = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass
@@ -62,6 +72,57 @@ def _selected(fs: pafs.FileSystem, directory: str, snapshots: Iterable[
     return keep
 
 
+class _CommitTimes:
+    """When the directories of one table became visible, asked of the metastore once each:
+    ``_v<T>`` output at the commit of T, other directories at the commit of their newest
+    write id."""
+
+    def __init__(self, metastore: Metastore, table: str) -> None:
+        self._metastore = metastore
+        self._table = table
+        self._txns: dict[int, datetime] = {}
+        self._write_ids: dict[int, datetime] | None = None
+
+    def of(self, parsed: ParsedBase | ParsedDelta) -> datetime:
+        txn = parsed.visibility_txn_id
+        if txn:
+            if txn not in self._txns:
+                info = self._metastore.commit_info(txn)
+                self._txns[txn] = _LONG_AGO if info is None else info.commit_time
+            return self._txns[txn]
+        if self._write_ids is None:
+            self._write_ids = self._metastore.write_id_commit_times(self._table)
+        write_id = parsed.write_id if isinstance(parsed, ParsedBase) else parsed.max_write_id
+        return self._write_ids.get(write_id, _LONG_AGO)
+
+
+def _span(name: str) -> tuple[tuple[int, int], ParsedBase | ParsedDelta | None]:
+    """The write ids a directory covers; pre-ACID files and directories sit below them all."""
+    try:
+        parsed = parse_directory(name)
+    except AcidStoreError:
+        return (_LONG_MIN, _LONG_MIN), None
+    if isinstance(parsed, ParsedBase):
+        return (_LONG_MIN, parsed.write_id), parsed
+    return (parsed.min_write_id, parsed.max_write_id), parsed
+
+
+def obsoleted_since(state: AcidState, times: _CommitTimes) -> datetime | None:
+    """The newest moment at which something of ``state.obsolete`` became obsolete: each
+    obsolete directory became so when the first directory covering its write ids (one of the
+    current or obsolete ones) committed. None when nothing is obsolete."""
+    present = [*state.obsolete, *([state.base] if state.base else []), *state.deltas]
+    spans = {name: _span(name) for name in present}
+    newest: datetime | None = None
+    for name in state.obsolete:
+        (low, high), _ = spans[name]
+        covers = [times.of(parsed) for other, ((o_low, o_high), parsed) in spans.items()
+                  if other != name and parsed is not None and o_low <= low and high <= o_high]
+        since = min(covers, default=_LONG_AGO)
+        newest = since if newest is None else max(newest, since)
+    return newest
+
+
 class Cleaner:
     """One pass: ``Cleaner(wh).run()``; the scheduled job repeats it."""
 
@@ -73,71 +134,27 @@ class Cleaner:
     def run(self) -> CleanerReport:
         report = CleanerReport()
         now = datetime.now(UTC)
-        # a pass removes everything obsolete in the partition, also what a newer compaction
-        # replaced: so the newest compaction of a partition decides when retention has passed
-        newest: dict[tuple[str, str], datetime] = {}
-        for entry in self._wh.metastore.show_compactions():
-            if entry.state == "ready for cleaning" and entry.compacted is not None:
-                key = (entry.table, entry.partition)
-                newest[key] = max(entry.compacted, newest.get(key, entry.compacted))
-        for entry in self._wh.metastore.compactions_ready_for_cleaning():
-            last = newest.get((entry.table, entry.partition), entry.compacted)
-            if last is not None and last + self._retention > now:
-                report.waiting.append(entry.compaction_id)
-                continue
-            self._clean_entry(entry, report)
+        metastore = self._wh.metastore
+        # read before the partitions are listed: each entry's compaction is then visible to
+        # the listing, so a clean partition really holds nothing that compaction replaced
+        ready = metastore.compactions_ready_for_cleaning()
+        left: set[tuple[str, str]] = set()  # (table, partition) still holding obsolete dirs
         for name in self._wh.tables():
-            self._clean_aborted(self._wh.table(name), report)
+            try:
+                table = self._wh.table(name)
+            except TableNotFoundError:  # dropped meanwhile: its files went with it
+                continue
+            self._clean_table(table, now, report, left)
+        for entry in ready:
+            if (entry.table, entry.partition) in left:
+                report.waiting.append(entry.compaction_id)
+            else:  # also a dropped table's, or a partition gone
+                metastore.finish_compaction(entry.compaction_id, "succeeded")
+                report.cleaned.append(entry.compaction_id)
         return report
 
-    # --- obsolete directories after a compaction -----------------------------------------------
-
-    def _clean_partition(self, table: Table, partition: str, directory: str,
-                         report: CleanerReport) -> bool:
-        """Remove obsolete and aborted dirs no live snapshot needs; True when none is left."""
-        fs = table.filesystem
-        metastore = self._wh.metastore
-        txns = metastore.valid_txns()
-        # before anything is listed or removed: time travel stops reading around these
-        # compactions (what they replaced is about to go); see acidstore.time_travel
-        metastore.begin_cleaning(table.name, partition, txns)
-        state = acid_state(directory, metastore.valid_write_ids(table.name, txns), txns,
-                           filesystem=fs)
-        candidates = sorted(set(state.obsolete) | set(state.aborted))
-        if not candidates:
-            return True
-        keep = _selected(fs, directory, metastore.live_snapshots(table.name))
-        left = False
-        for name in candidates:
-            path = afs.join(directory, name)
-            if keep is None or name in keep:
-                report.kept_for_readers.append(path)
-                left = True
-                continue
-            _remove(fs, path)
-            report.removed.append(path)
-        return not left
-
-    def _clean_entry(self, entry: CompactionInfo, report: CleanerReport) -> None:
-        metastore = self._wh.metastore
-        try:
-            table = self._wh.table(entry.table)
-        except TableNotFoundError:  # dropped: its files went with it
-            metastore.finish_compaction(entry.compaction_id, "succeeded")
-            report.cleaned.append(entry.compaction_id)
-            return
-        directory = afs.join(table.location, entry.partition) if entry.partition \
-            else table.location
-        if table.filesystem.get_file_info(directory).type != pafs.FileType.Directory or \
-                self._clean_partition(table, entry.partition, directory, report):
-            metastore.finish_compaction(entry.compaction_id, "succeeded")
-            report.cleaned.append(entry.compaction_id)
-        else:
-            report.waiting.append(entry.compaction_id)
-
-    # --- aborted writes ----------------------------------------------------------------------
-
-    def _clean_aborted(self, table: Table, report: CleanerReport) -> None:
+    def _clean_table(self, table: Table, now: datetime, report: CleanerReport,
+                     left: set[tuple[str, str]]) -> None:
         fs = table.filesystem
         metastore = self._wh.metastore
         for component in metastore.aborted_components(table.name):
@@ -147,14 +164,12 @@ class Cleaner:
                     _remove(fs, path)
                     report.removed.append(path)
         self._clean_staging(table, report)
+        times = _CommitTimes(metastore, table.name)
         dirs = partition_dirs(table)
-        for _, directory in dirs:
-            txns = metastore.valid_txns()
-            state = acid_state(directory, metastore.valid_write_ids(table.name, txns), txns,
-                               filesystem=fs)
-            for name in state.aborted:
-                _remove(fs, afs.join(directory, name))
-                report.removed.append(afs.join(directory, name))
+        for relative, directory in dirs:
+            if not self._clean_partition(table, relative, directory, times=times, now=now,
+                                         report=report):
+                left.add((table.name, relative))
         write_ids = metastore.valid_write_ids(table.name, metastore.valid_txns())
         aborted = list(write_ids.aborted_write_ids)
         if aborted:
@@ -163,6 +178,39 @@ class Cleaner:
                 count = metastore.forget_aborted(table.name, gone)
                 if count:
                     report.forgotten[table.name] = count
+
+    def _clean_partition(self, table: Table, partition: str, directory: str, *,
+                         times: _CommitTimes, now: datetime, report: CleanerReport) -> bool:
+        """Remove the aborted dirs, and the obsolete ones no live snapshot needs once the
+        retention has passed; True when nothing obsolete is left."""
+        fs = table.filesystem
+        metastore = self._wh.metastore
+        txns = metastore.valid_txns()
+        state = acid_state(directory, metastore.valid_write_ids(table.name, txns), txns,
+                           filesystem=fs)
+        for name in state.aborted:  # the metastore says aborted: no snapshot reads them
+            _remove(fs, afs.join(directory, name))
+            report.removed.append(afs.join(directory, name))
+        since = obsoleted_since(state, times)
+        if since is None:
+            return True
+        if since + self._retention > now:
+            return False
+        # before the live snapshots are read: time travel stops reading around the
+        # compactions ``txns`` sees (what they replaced is about to go), and a past snapshot
+        # leased from now on sees that (acidstore.time_travel)
+        metastore.begin_cleaning(table.name, partition, txns)
+        keep = _selected(fs, directory, metastore.live_snapshots(table.name))
+        clean = True
+        for name in state.obsolete:
+            path = afs.join(directory, name)
+            if keep is None or name in keep:
+                report.kept_for_readers.append(path)
+                clean = False
+                continue
+            _remove(fs, path)
+            report.removed.append(path)
+        return clean
 
     def _clean_staging(self, table: Table, report: CleanerReport) -> None:
         """Spark writers' staging dirs (``txn_<id>``) of transactions no longer open."""

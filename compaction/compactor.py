@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Literal
 
 from acidstore import fs as afs
 from acidstore.errors import AcidStoreError, InvalidInputError
+from acidstore.metastore import CompactionInfo
 from acidstore.partitions import partition_path
 from acidstore.read.scan import table_partitions
 from acidstore.table import Table
@@ -142,8 +145,10 @@ def compact(table: Table, kind: Kind, partition: str | Mapping[str, str | None] 
     once the compaction's transaction and compactor list exist (the worker records them in
     the queue, so a crash can be cleaned up). Returns what was compacted; a partition with
     too little to compact is left alone and its ``reason`` says why. With ``record`` each
-    compacted partition is recorded in the queue as ready for cleaning, so the Cleaner
-    removes what it replaced (the Worker passes False: its claimed entry is the record).
+    compacted partition is recorded in the queue before the commit (so time travel and
+    readers' lease checks know the compaction from its commit on, whatever crashes after)
+    and moved to ready for cleaning after it (the Worker passes False: its claimed entry is
+    the record).
     """
     if kind not in ("minor", "major"):
         raise InvalidInputError(f"compaction kind must be 'minor' or 'major', not {kind!r}")
@@ -153,6 +158,8 @@ def compact(table: Table, kind: Kind, partition: str | Mapping[str, str | None] 
     wh = table.warehouse
     txn = wh.transaction(kind="compaction")
     plans: list[PartitionPlan] = []
+    entries: list[CompactionInfo] = []
+    worker = f"compact() {socket.gethostname()}-{os.getpid()}-{threading.get_ident()}"
     try:
         write_ids = wh.metastore.valid_write_ids(table.name, txn.snapshot,
                                                  txn.txn_id).to_compactor()
@@ -171,6 +178,10 @@ def compact(table: Table, kind: Kind, partition: str | Mapping[str, str | None] 
         if not any(plan.enough for plan in plans):
             txn.abort("nothing to compact")
             return CompactionResult(table.name, kind, None, _summaries(plans, work, outputs))
+        if record:  # before the commit: a committed compaction is never missing from the queue
+            entries = [wh.metastore.record_compaction(
+                table.name, plan.partition, kind, "requested by compact()", txn_id=txn.txn_id,
+                compactor_write_ids=write_ids, worker=worker) for plan in plans if plan.enough]
         txn.commit()
     except BaseException as exc:
         if txn.state == "open":
@@ -178,13 +189,14 @@ def compact(table: Table, kind: Kind, partition: str | Mapping[str, str | None] 
                 txn.abort(f"compaction failed: {type(exc).__name__}: {exc}")
         if txn.state == "aborted":  # only what the metastore says is aborted is removed
             _remove_outputs(plans, table)
+            for entry in entries:
+                with contextlib.suppress(AcidStoreError):  # a stale entry is taken over
+                    wh.metastore.finish_compaction(entry.compaction_id, "failed",
+                                                   f"{type(exc).__name__}: {exc}")
         raise
-    if record:  # after the commit: a failure here must never remove the committed output
-        for plan in plans:
-            if plan.enough:
-                wh.metastore.record_compaction(table.name, plan.partition, kind,
-                                               "requested by compact()", txn_id=txn.txn_id,
-                                               compactor_write_ids=write_ids)
+    # after the commit: a failure here leaves a stale entry that a Worker moves on
+    for entry in entries:
+        wh.metastore.compaction_compacted(entry.compaction_id, worker)
     return CompactionResult(table.name, kind, txn.txn_id, _summaries(plans, work, outputs))
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,8 @@ import pyarrow as pa
 import acidstore
 from acidstore import Table, Warehouse
 from acidstore.directory import AcidState, acid_state
+from acidstore.metastore import SqliteMetastore
+from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 TABLE = "db.t"
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string()),
@@ -99,3 +102,20 @@ def txn_states(wh: Warehouse) -> dict[int, str]:
 def compactions(wh: Warehouse) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = wh.show_compactions().to_pylist()
     return rows
+
+
+class CleanBeforeLease(SqliteMetastore):
+    """A real SQLite metastore that, once ``armed``, runs a commit (a compaction, an
+    overwrite) and the cleaner in the moment between a reader's snapshot and its lease (as
+    another process can)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.armed: Callable[[], None] | None = None
+
+    def acquire_lease(self, table: str, snapshot: ValidTxnList, write_ids: ValidWriteIdList,
+                      ttl_seconds: float) -> int:
+        interleave, self.armed = self.armed, None
+        if interleave is not None:
+            interleave()
+        return super().acquire_lease(table, snapshot, write_ids, ttl_seconds)

@@ -13,12 +13,13 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from compaction_support import (
     TABLE,
+    CleanBeforeLease,
     aborted_write,
     children,
     compactions,
@@ -33,9 +34,7 @@ import acidstore
 from acidstore import Table, Warehouse
 from acidstore.errors import InvalidInputError
 from acidstore.layout import STAGING_DIR
-from acidstore.metastore import SqliteMetastore
 from acidstore.warehouse import DEFAULT_METASTORE_FILE
-from acidstore.writeids import ValidTxnList, ValidWriteIdList
 from compaction import Cleaner, Initiator, Thresholds, Worker, compact, run_once
 
 DELTA_NUM = "compactorthreshold.hive.compactor.delta.num.threshold"
@@ -286,22 +285,6 @@ def test_a_live_reader_keeps_its_directories(wh: Warehouse) -> None:
     assert report.cleaned == [1]
     assert children(part) == [f"base_0000004_v{txn:07d}"]
     assert read_exact(t) == before
-
-
-class CleanBeforeLease(SqliteMetastore):
-    """A real SQLite metastore that, once ``armed``, lets a compaction commit and the cleaner
-    run in the moment between a reader's snapshot and its lease (as another process can)."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(path)
-        self.armed: Callable[[], None] | None = None
-
-    def acquire_lease(self, table: str, snapshot: ValidTxnList, write_ids: ValidWriteIdList,
-                      ttl_seconds: float) -> int:
-        interleave, self.armed = self.armed, None
-        if interleave is not None:
-            interleave()
-        return super().acquire_lease(table, snapshot, write_ids, ttl_seconds)
 
 
 def test_a_compaction_cleaned_between_snapshot_and_lease_is_not_lost(tmp_path: Path) -> None:

@@ -74,6 +74,14 @@ def test_create_and_get_round_trip_every_field(metastore: Metastore) -> None:
     assert fetched.schema.equals(schema, check_metadata=True)
 
 
+def test_a_location_relative_to_the_warehouse_root_is_kept_as_given(
+        metastore: Metastore) -> None:
+    """Warehouses store ``<db>.db/<table>`` so that a copied warehouse reads its own files;
+    the metastore keeps the string and never resolves it (only the warehouse knows its root)."""
+    created = metastore.create_table(new_table("t", location="default.db/t"))
+    assert created.location == metastore.get_table("t").location == "default.db/t"
+
+
 def test_table_names_default_database_and_case(metastore: Metastore) -> None:
     metastore.create_table(new_table("t"))
     assert metastore.get_table("t").full_name == "default.t"
@@ -114,14 +122,16 @@ def test_drop_table_and_recreate_starts_a_fresh_history(metastore: Metastore) ->
 @pytest.mark.parametrize("changes", [
     {"name": "bad-name"},
     {"database": ""},
-    {"location": "relative/path"},
+    {"location": "../outside/t"},
+    {"location": ""},
     {"bucket_by": ("nope",), "buckets": 2},
     {"bucket_by": ("id",), "buckets": 0},
     {"buckets": 4},
     {"buckets": -1},
     {"partition_schema": pa.schema([("ID", pa.string())])},
     {"properties": {"k": 1}},
-], ids=["bad-name", "empty-database", "relative-location", "unknown-bucket-column",
+], ids=["bad-name", "empty-database", "relative-location-outside", "empty-location",
+        "unknown-bucket-column",
         "bucket-by-without-buckets", "buckets-without-bucket-by", "negative-buckets",
         "partition-column-repeats-a-column", "non-string-property"])
 def test_invalid_tables_are_refused_and_nothing_is_written(
@@ -471,7 +481,7 @@ def test_sqlite_uses_wal_and_a_versioned_schema(tmp_path: Path) -> None:
     with sqlite3.connect(path) as raw:
         assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert raw.execute("SELECT value FROM meta WHERE name = 'schema_version'"
-                           ).fetchone()[0] == "3"
+                           ).fetchone()[0] == "4"
         raw.execute("UPDATE meta SET value = '99' WHERE name = 'schema_version'")
     with pytest.raises(MetastoreError, match="schema version 99"):
         SqliteMetastore(path)
@@ -490,7 +500,24 @@ def test_sqlite_upgrades_a_version_1_file_in_place(tmp_path: Path) -> None:
     store.close()
     with sqlite3.connect(path) as raw:
         assert raw.execute("SELECT value FROM meta WHERE name = 'schema_version'"
-                           ).fetchone()[0] == "3"
+                           ).fetchone()[0] == "4"
+
+
+def test_sqlite_version_3_locations_become_relative_to_the_warehouse_root(
+        tmp_path: Path) -> None:
+    """Up to version 3 a warehouse stored ``<root>/<db>.db/<table>``; version 4 keeps
+    ``<db>.db/<table>``, so a copied warehouse resolves its tables against its own root.
+    Other locations (placed elsewhere through the metastore) stay as they were."""
+    path = tmp_path / "ms.db"
+    with SqliteMetastore(path) as store:
+        store.create_table(new_table("my_t", "sales", location="/old/wh/sales.db/my_t"))
+        store.create_table(new_table("u", location="/elsewhere/u_data"))
+        store.create_table(new_table("v", location="/old/wh/default.db/xv"))
+    with sqlite3.connect(path) as raw:
+        raw.execute("UPDATE meta SET value = '3' WHERE name = 'schema_version'")
+    with SqliteMetastore(path) as store:
+        assert [store.get_table(t).location for t in ("sales.my_t", "u", "v")] == [
+            "sales.db/my_t", "/elsewhere/u_data", "/old/wh/default.db/xv"]
 
 
 def test_sqlite_refuses_memory_databases_and_closed_handles(tmp_path: Path) -> None:

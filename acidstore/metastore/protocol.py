@@ -393,9 +393,14 @@ class Metastore(Protocol):
 
     def record_compaction(self, table: str, partition: str, kind: CompactionKind,
                           reason: str, *, txn_id: int,
-                          compactor_write_ids: ValidWriteIdList) -> CompactionInfo:
-        """Record a committed compaction that ran outside the queue (``compact()`` called
-        directly) as ``ready for cleaning``, so the cleaner removes what it replaced."""
+                          compactor_write_ids: ValidWriteIdList,
+                          worker: str) -> CompactionInfo:
+        """Record a compaction that runs outside the queue (``compact()`` called directly)
+        *before* its transaction commits, as a ``working`` entry of ``worker`` naming
+        ``txn_id`` (heartbeat now): so a committed compaction is never missing from the
+        queue. The caller moves it on with ``compaction_compacted`` after the commit (or
+        ``finish_compaction(..., "failed")`` once the txn is aborted); if the caller dies,
+        the entry goes stale and a Worker's claim takes it over."""
         ...
 
     def claim_compaction(self, worker: str, stale_seconds: float) -> CompactionInfo | None:
@@ -434,6 +439,12 @@ class Metastore(Protocol):
                                     ) -> list[CompactionCommit]:
         """Compactions of ``table`` committed after ``point``: after the commit that made the
         write ids up to ``point`` visible (an int), or after a moment (a datetime)."""
+        ...
+
+    def overwrites_committed_after(self, table: str, moment: datetime) -> list[int]:
+        """Txn ids of committed transactions with an ``overwrite`` component on ``table``
+        whose commit time is after ``moment``, sorted. A reader whose snapshot missed one
+        takes it again: the cleaner may already have removed what its ``base_w`` hides."""
         ...
 
     def close(self) -> None:

@@ -210,13 +210,14 @@ class SqlBase(ABC):
 
     def record_compaction(self, table: str, partition: str, kind: CompactionKind,
                           reason: str, *, txn_id: int,
-                          compactor_write_ids: ValidWriteIdList) -> CompactionInfo:
+                          compactor_write_ids: ValidWriteIdList,
+                          worker: str) -> CompactionInfo:
         def body(conn: Session, now: int) -> CompactionInfo:
             row = self._table_row(conn, table)
             return queue.record_compacted(
                 conn, table_id=row["table_id"], table=f"{row['db_name']}.{row['name']}",
                 partition=partition, kind=kind, reason=reason, txn_id=txn_id,
-                compactor_write_ids=compactor_write_ids, now=now)
+                compactor_write_ids=compactor_write_ids, worker=worker, now=now)
 
         return self._write(body, locks=("txn", "queue"))
 
@@ -257,3 +258,7 @@ class SqlBase(ABC):
                                     ) -> list[CompactionCommit]:
         return self._read(lambda conn: queue.committed_after(
             conn, self._table_row(conn, table)["table_id"], point))
+
+    def overwrites_committed_after(self, table: str, moment: datetime) -> list[int]:
+        return self._read(lambda conn: queue.overwrites_after(
+            conn, self._table_row(conn, table)["table_id"], moment))

@@ -25,7 +25,8 @@ from acidstore.metastore.sql_txn import build_write_id_list, peek_sequence
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = ["begin_cleaning", "claim", "committed_after", "enqueue", "finish", "forget_aborted",
-           "info_of", "live_snapshots", "log_outcome", "ready_for_cleaning", "record_compacted"]
+           "info_of", "live_snapshots", "log_outcome", "overwrites_after", "ready_for_cleaning",
+           "record_compacted"]
 
 _KINDS = ("minor", "major")
 _FINAL: tuple[CompactionState, ...] = ("succeeded", "failed", "refused", "did not initiate")
@@ -89,19 +90,21 @@ def log_outcome(conn: Session, *, table_id: int, table: str, partition: str,
 
 def record_compacted(conn: Session, *, table_id: int, table: str, partition: str,
                      kind: CompactionKind, reason: str, txn_id: int,
-                     compactor_write_ids: ValidWriteIdList, now: int) -> CompactionInfo:
-    """Record a compaction that ran outside the queue (``compact()`` called directly) and
-    has committed, straight into ``ready for cleaning``, so the cleaner removes what it
-    replaced exactly as for a worker's."""
+                     compactor_write_ids: ValidWriteIdList, worker: str, now: int
+                     ) -> CompactionInfo:
+    """Record a compaction that ran outside the queue (``compact()`` called directly), just
+    before its transaction commits: a ``working`` entry of ``worker`` that names the txn.
+    From the commit on, time travel and readers' lease checks find the compaction here; the
+    caller moves the entry to ``ready for cleaning`` after the commit, and if it dies first,
+    the entry goes stale and a Worker takes it over, finds the txn committed and moves it on
+    (or, if the txn never committed, aborts it and compacts again)."""
     _check_kind(kind)
     cursor = conn.execute(
         "INSERT INTO compactions (table_id, table_name, part, kind, state, reason, enqueued, "
-        "started, txn_id, highest_write_id, compactor_write_ids, next_txn_id, compacted, "
-        "attempts) VALUES (?, ?, ?, ?, 'ready for cleaning', ?, ?, ?, ?, ?, ?, ?, ?, 1) "
-        "RETURNING compaction_id",
-        (table_id, table, partition, kind, reason, now, now, txn_id,
-         compactor_write_ids.high_watermark, str(compactor_write_ids),
-         peek_sequence(conn, "txn"), now))
+        "worker, started, heartbeat, txn_id, highest_write_id, compactor_write_ids, attempts) "
+        "VALUES (?, ?, ?, ?, 'working', ?, ?, ?, ?, ?, ?, ?, ?, 1) RETURNING compaction_id",
+        (table_id, table, partition, kind, reason, now, worker, now, now, txn_id,
+         compactor_write_ids.high_watermark, str(compactor_write_ids)))
     return info_of(_get(conn, int(cursor.fetchone()[0])))
 
 
@@ -208,6 +211,15 @@ def committed_after(conn: Session, table_id: int, point: int | datetime
     return [CompactionCommit(r["txn_id"], r["part"], r["commit_seq"], from_micros(r["finished"]),
                              r["cleaning_started"] is not None or r["state"] == "succeeded")
             for r in rows]
+
+
+def overwrites_after(conn: Session, table_id: int, moment: datetime) -> list[int]:
+    """Transactions that committed an INSERT OVERWRITE of the table after ``moment``: their
+    ``base_w`` hides older directories, which the cleaner removes like a compaction's."""
+    return [r[0] for r in conn.execute(
+        "SELECT DISTINCT c.txn_id FROM components c JOIN txns t ON t.txn_id = c.txn_id "
+        "WHERE c.table_id = ? AND c.operation = 'overwrite' AND t.state = 'committed' AND "
+        "t.finished > ? ORDER BY c.txn_id", (table_id, to_micros(moment))).fetchall()]
 
 
 def live_snapshots(conn: Session, table_id: int, table: str, now: int

@@ -36,12 +36,27 @@ __all__ = [
 
 #: Bump on any DDL change and add a migration step to ``_MIGRATIONS``. Version 2 added the
 #: compaction queue (new tables only, so a version-1 file upgrades in place); version 3 added
-#: ``compactions.cleaning_started`` (time travel must know where the cleaner has begun).
-SCHEMA_VERSION = 3
-_UPGRADABLE = {1, 2}
-#: DDL that brings an older store's existing tables up to this version, by the version it has
+#: ``compactions.cleaning_started`` (time travel must know where the cleaner has begun);
+#: version 4 stores table locations relative to the warehouse root (a copied warehouse must
+#: write into its own files, not the original's).
+SCHEMA_VERSION = 4
+_UPGRADABLE = {1, 2, 3}
+#: Version 4: ``<anything>/<db>.db/<table>``, the only form ``Warehouse.create_table`` ever
+#: stored, becomes ``<db>.db/<table>``; any other location stays as it is. Compared with
+#: ``substr`` from a positive start (a LIKE pattern would read the ``_`` of names as a wildcard;
+#: a negative start means the end in SQLite but not in PostgreSQL).
+_RELATIVE_LOCATIONS = (
+    "UPDATE tables SET location = db_name || '.db/' || name "
+    "WHERE length(location) > length(db_name || '.db/' || name) + 1 "
+    "AND substr(location, length(location) - length('/' || db_name || '.db/' || name) + 1) = "
+    "'/' || db_name || '.db/' || name")
+#: SQL that brings an older store's existing tables up to this version, by the version it has
 #: (tables that did not exist yet are created by the DDL itself, which runs first)
-_MIGRATIONS = {2: ("ALTER TABLE compactions ADD COLUMN cleaning_started INTEGER",)}
+_MIGRATIONS = {
+    1: (_RELATIVE_LOCATIONS,),
+    2: ("ALTER TABLE compactions ADD COLUMN cleaning_started INTEGER", _RELATIVE_LOCATIONS),
+    3: (_RELATIVE_LOCATIONS,),
+}
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta (

@@ -28,6 +28,7 @@ __all__ = [
     "check_component",
     "check_kind",
     "check_new_table",
+    "is_absolute_location",
     "check_partition",
     "check_ttl",
     "split_table_name",
@@ -146,7 +147,9 @@ def check_component(component: WriteComponent, partition_columns: list[str]) -> 
     return table
 
 
-def _is_absolute_location(location: str) -> bool:
+def is_absolute_location(location: str) -> bool:
+    """A path or URI that names its place by itself; anything else is relative to the
+    warehouse root."""
     return "://" in location or posixpath.isabs(location) or os.path.isabs(location)
 
 
@@ -176,6 +179,10 @@ def check_new_table(info: NewTable) -> None:
     for key, value in info.properties.items():
         if not isinstance(key, str) or not isinstance(value, str):
             raise InvalidInputError(f"properties of {table} must map str to str: {key!r}")
-    if not isinstance(info.location, str) or not _is_absolute_location(info.location):
-        raise InvalidInputError(
-            f"location of {table} must be an absolute path or URI: {info.location!r}")
+    if not isinstance(info.location, str) or not info.location:
+        raise InvalidInputError(f"location of {table} must be a non-empty string: "
+                                f"{info.location!r}")
+    if not is_absolute_location(info.location):
+        # relative to the warehouse root (what ``Warehouse.create_table`` stores, so that a
+        # copied or moved warehouse finds its tables where it now is): it must stay inside it
+        _check_relative_dir(info.location, table)
