@@ -539,10 +539,15 @@ class TableMachine(RuleBasedStateMachine):
         versions = self.versions[name]
         high = versions[-1][0]
         as_of = data.draw(st.integers(0, high + 1), label="as_of write id")
+        now = t.snapshot()
+        if as_of > now.high_watermark:
+            # a version the table never had: refused, not answered with today's rows
+            with pytest.raises(InvalidInputError, match="after its latest write id"):
+                t.to_arrow(as_of=as_of)
+            return
         expected = [m for w, m in versions if w <= as_of][-1]
         self.expect(t.to_arrow(as_of=as_of), expected, name)
         # the same snapshot given to both readers directly
-        now = t.snapshot()
         earlier = ValidWriteIdList(name, min(as_of, now.high_watermark), (),
                                    tuple(w for w in now.aborted_write_ids if w <= as_of))
         for reader in ("vectorized", "merge"):
