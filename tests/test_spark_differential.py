@@ -34,6 +34,7 @@ statements cost about a second each, so examples are few and short.
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -126,6 +127,8 @@ UPDATE_WHEN = [Expr("s.amount > t.amount", lambda: col("s.amount") > col("t.amou
                Expr("t.amount % 3 = 0", lambda: col("t.amount") % 3 == 0)]
 INSERT_WHEN = [Expr("s.amount % 2 = 0", lambda: col("s.amount") % 2 == 0),
                Expr("s.id > 6", lambda: col("s.id") > 6)]
+PARTITION_UPDATE_WHEN = [Expr("t.dt IS NULL", lambda: col("t.dt").isNull())]
+PARTITION_INSERT_WHEN = [Expr("s.dt IS NOT NULL", lambda: col("s.dt").isNotNull())]
 UPDATE_SET = {"amount": Expr("s.amount + t.amount", lambda: col("s.amount") + col("t.amount")),
               "name": Expr("s.name", lambda: col("s.name"))}
 INSERT_VALUES = {"id": Expr("s.id", lambda: col("s.id")),
@@ -180,12 +183,16 @@ def rows_strategy(shape: Shape, *, unique: bool) -> st.SearchStrategy[pa.Table]:
 def statements(shape: Shape) -> st.SearchStrategy[Statement]:
     predicates = st.sampled_from(PREDICATES + (PARTITION_PREDICATES if shape.partitioned
                                                else []))
+    partitioned = shape.partitioned
     merges = st.builds(
         Merge, rows_strategy(shape, unique=True), st.none() | st.sampled_from(DELETE_WHEN),
-        st.sampled_from([None, "set", "all"]), st.none() | st.sampled_from(UPDATE_WHEN),
-        st.sampled_from([None, "all", "values"]), st.none() | st.sampled_from(INSERT_WHEN),
+        st.sampled_from([None, "set", "all"]),
+        st.none() | st.sampled_from(UPDATE_WHEN + (PARTITION_UPDATE_WHEN if partitioned else [])),
+        st.sampled_from([None, "all", "values"]),
+        st.none() | st.sampled_from(INSERT_WHEN + (PARTITION_INSERT_WHEN if partitioned else [])),
         st.booleans(),
-    ).filter(lambda m: m.delete_when is not None or m.update or m.insert)
+    ).map(lambda m: m if m.delete_when is not None or m.update or m.insert
+          else dataclasses.replace(m, insert="all"))  # a MERGE needs a clause
     return st.one_of(
         st.builds(Insert, rows_strategy(shape, unique=False), st.booleans(), st.booleans()),
         st.builds(Insert, rows_strategy(shape, unique=False), st.booleans(),
