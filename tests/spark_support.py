@@ -12,9 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
+from acidfiles import write_original
 
 from acidstore import Table, Warehouse
 from acidstore.layout import STAGING_DIR
+from acidstore.write.bucketing import bucket_ids
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -76,3 +79,19 @@ def table_files(table: Table) -> list[str]:
     root = Path(table.location)
     return sorted(str((Path(d) / f).relative_to(root)) for d, _, files in os.walk(root)
                   for f in files)
+
+
+def add_originals(t: Table, rows: pa.Table, *, buckets: int) -> None:
+    """``rows`` (with ``dt``) as pre-ACID ORC files of their partitions of ``t``, as a Hive
+    table converted to ACID holds them: each in the file of its Hive bucket (``00000<b>_0``;
+    its second half as ``00000<b>_0_copy_1``), read with synthetic ROW__IDs of write id 0."""
+    for dt in sorted(set(rows.column("dt").to_pylist())):
+        part = rows.filter(pc.equal(rows.column("dt"), dt)).select(USER.names)
+        of_row = bucket_ids(part, ["id"], buckets)
+        for bucket in sorted(set(of_row.tolist())):
+            mine = part.filter(pa.array(of_row == bucket)).to_pylist()
+            half = (len(mine) + 1) // 2
+            for name, chunk in ((f"{bucket:06d}_0", mine[:half]),
+                                (f"{bucket:06d}_0_copy_1", mine[half:])):
+                if chunk:
+                    write_original(Path(t.location) / f"dt={dt}" / name, chunk, schema=USER)
