@@ -161,6 +161,14 @@ def test_a_removed_or_emptied_bucket_file_is_named(flat: Table, how: str) -> Non
             action()
 
 
+def test_an_emptied_delete_delta_file_is_named(flat: Table) -> None:
+    """A committed delete event file truncated to 0 bytes brought deleted rows back."""
+    files = sorted(only(flat.location, "delete_delta_0000002").glob("bucket_*"))
+    files[0].write_bytes(b"")
+    with pytest.raises(MissingDataError, match=r"bucket file\(s\).* but \d+ are there"):
+        flat.to_arrow()
+
+
 def test_compacted_and_cleaned_directories_are_not_missing(wh: Warehouse, flat: Table) -> None:
     from compaction import Cleaner
 

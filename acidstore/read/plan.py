@@ -79,6 +79,10 @@ def _bucket_files(fs: pafs.FileSystem, directory: str) -> list[tuple[str, int, i
     return out
 
 
+def _non_empty(files: list[tuple[str, int, int]]) -> int:
+    return sum(1 for _, _, size in files if size > 0)
+
+
 def _original_files(fs: pafs.FileSystem, directory: str) -> list[tuple[str, int]]:
     return [(e.name, e.size) for e in afs.list_dir(fs, directory)
             if not e.is_dir and is_original_file(e.name)]
@@ -101,7 +105,9 @@ class _Planner:
         self.write_ids = write_ids
         self.deletes: dict[int, list[DeleteSource]] = defaultdict(list)
         self.splits: list[Split] = []
-        #: bucket files (empty ones too) per directory listed, for the recorded-writes check
+        #: non-empty bucket files per directory listed, for the recorded-writes check (a
+        #: committed write never leaves an empty one: a file truncated to 0 bytes would
+        #: otherwise read as no rows, or bring deleted rows back)
         self.listed: dict[str, int] = {}
 
     def _attach(self, split: Split) -> Split:
@@ -116,7 +122,7 @@ class _Planner:
             parsed = self.state.delta_info[name]
             directory = afs.join(self.root, name)
             files = _bucket_files(self.fs, directory)
-            self.listed[name] = len(files)
+            self.listed[name] = _non_empty(files)
             for file_name, bucket, size in files:
                 if size == 0:
                     continue
@@ -173,9 +179,7 @@ class _Planner:
             rows_valid = (self.write_ids.is_write_id_range_valid(lo, hi) == RangeResponse.ALL)
         streaming = parsed is not None and lo != hi and parsed.visibility_txn_id == 0
         files = _bucket_files(self.fs, directory)
-        # an empty file counts as missing: a committed write never leaves one (a bucket file
-        # truncated to 0 bytes would otherwise read as no rows)
-        self.listed[name] = sum(1 for _, _, size in files if size > 0)
+        self.listed[name] = _non_empty(files)
         for file_name, bucket, size in files:
             path = afs.join(directory, file_name)
             length = read_flush_length(self.fs, path + FLUSH_LENGTH_SUFFIX) if streaming else None
