@@ -28,6 +28,7 @@ from acidstore.spark.columns import column_sql
 from acidstore.spark.errors import spark_errors
 from acidstore.spark.jobs import group_buckets, run_job, run_units
 from acidstore.spark.locate import Target, open_target
+from acidstore.spark.native import native_read
 from acidstore.spark.source import FORMAT, check_columns, register
 from acidstore.spark.writing import (
     DELETE_COLUMN,
@@ -145,9 +146,11 @@ class AcidTable:
     def toDF(self, columns: Sequence[str] | None = None,  # noqa: N802
              filter: str | None = None, as_of: int | datetime | None = None,
              with_row_id: bool = False) -> DataFrame:
-        """The table at a fresh snapshot (or ``as_of`` a write id or time). ``columns`` and
-        ``filter`` are read by acidstore itself (only those columns are decoded; partitions
-        the filter rules out are never opened)."""
+        """The table at a snapshot taken now (or ``as_of`` a write id or time); every action
+        on the DataFrame reads that snapshot. Spark's own ORC reader reads the event files
+        when it can (``acidstore.spark.native``); otherwise, and with ``filter`` (SQL the
+        embedded engine evaluates; partitions it rules out are never opened), the acidstore
+        data source reads them in Python workers."""
         options: dict[str, str] = {}
         if columns is not None:
             options["columns"] = ",".join(columns)
@@ -158,7 +161,12 @@ class AcidTable:
         if with_row_id:
             options["withRowId"] = "true"
         with spark_errors(f"read of {self.name}"):
-            df = self._reader(options)
+            df = None
+            if filter is None:
+                with self._table() as table:
+                    df = native_read(self._spark, table, columns, as_of, with_row_id)
+            if df is None:
+                df = self._reader(options)
         return df.alias(self._alias) if self._alias else df
 
     def snapshot(self) -> ValidWriteIdList:

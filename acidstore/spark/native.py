@@ -1,0 +1,206 @@
+"""Spark's own ORC reader on the event files: the fast path of ``AcidTable.toDF()``.
+
+The Python data source sends every row through a Python worker and Arrow to the JVM, which
+alone costs about twice Spark's native ORC read. Here the driver plans the snapshot exactly as
+an embedded scan does (lease, directory selection, recorded-writes check) and hands the chosen
+bucket files to Spark's ORC reader; delete events are removed with a left anti-join on the
+ROW__ID inside each partition (ROW__IDs are unique per partition only).
+
+ORC-Java recognises a file with Hive's event schema and maps the top two levels of the read
+schema *by position*. Any read schema Spark prunes (a ``count()``, one column, a filter that
+names some event columns) would then fail in the task, or worse, map a pruned ``row`` field to
+the wrong column. So every scan sits under a guard filter that names all six event columns,
+``row`` as a whole (``isnotnull(row)``: Spark's nested pruning keeps the full struct for it),
+and the optimizer cannot fold away (none of the columns is known to be non-null).
+tests/test_spark_native_read.py pins that with every query shape, values checked.
+
+What the guard cannot make safe falls back to the Python data source (``native_plan`` returns
+None): pre-ACID original files (synthetic ROW__IDs), streaming deltas with side files, deltas
+the snapshot accepts only partly (per-row write-id checks), filesystems other than local
+disk, a ``filter`` option (evaluated by the embedded engine's SQL, whose semantics the Python
+path keeps; a DataFrame ``.filter`` is pushed into ORC on this path), and column types whose
+Spark reading differs from the Python path's.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import reduce
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from acidstore.orc.schema import ROW_ID_COLUMN
+from acidstore.read.scan import PartitionDir, Scan
+from acidstore.spark.reading import DEFAULT_LEASE_SECONDS, ReadOptions, read_schema
+from acidstore.spark.schema import spark_schema
+from acidstore.table import Table
+from acidstore.writeids import RangeResponse
+
+__all__ = ["NATIVE_READ_CONF", "NativePartition", "native_frame", "native_plan", "native_read"]
+
+#: Spark conf that turns the native path off ("false"): every read then takes the Python path
+NATIVE_READ_CONF = "spark.acidstore.nativeRead"
+
+_EVENT_COLUMNS = ("operation", "originalTransaction", "bucket", "rowId", "currentTransaction")
+_KEY = ["originalTransaction", "bucket", "rowId"]
+#: Spark types whose ORC reading matches the Python path's exactly (timestamps are not among
+#: them: ORC-Java applies its own time-zone rules to them)
+_SAFE_TYPES: tuple[type[DataType], ...] = (
+    BooleanType, ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType,
+    StringType, BinaryType, DateType, DecimalType)
+
+
+@dataclass(frozen=True)
+class NativePartition:
+    """One partition's files, as URIs the JVM opens: insert events and delete events."""
+
+    partition: PartitionDir
+    inserts: tuple[str, ...]
+    deletes: tuple[str, ...]
+
+
+def _jvm_uri(fs: pafs.FileSystem, path: str) -> str | None:
+    """The URI Spark opens for ``path``; None where the JVM would not see the same file."""
+    if isinstance(fs, pafs.LocalFileSystem) and path.startswith("/"):
+        return "file://" + path
+    return None
+
+
+def _safe_schema(schema: StructType) -> bool:
+    return all(isinstance(f.dataType, _SAFE_TYPES) for f in schema.fields)
+
+
+def native_plan(scan: Scan, fs: pafs.FileSystem, user_schema: pa.Schema
+                ) -> list[NativePartition] | None:
+    """The files of ``scan`` grouped by partition, or None when Spark's ORC reader cannot
+    read them exactly as acidstore does (see the module docstring)."""
+    if not _safe_schema(spark_schema(user_schema)):
+        return None
+    write_ids = scan.write_ids
+    inserts: dict[PartitionDir, list[str]] = defaultdict(list)
+    deletes: dict[PartitionDir, dict[str, None]] = defaultdict(dict)
+    for partition, split in scan.planned:
+        uri = _jvm_uri(fs, split.path)
+        if uri is None or split.synthetic is not None or split.logical_length is not None \
+                or not split.rows_valid:
+            return None
+        inserts[partition].append(uri)
+        for delete in split.deletes:
+            delete_uri = _jvm_uri(fs, delete.path)
+            if delete_uri is None or write_ids.is_write_id_range_valid(
+                    delete.min_write_id, delete.max_write_id) != RangeResponse.ALL:
+                return None
+            deletes[partition][delete_uri] = None
+    return [NativePartition(p, tuple(paths), tuple(deletes[p])) for p, paths in inserts.items()]
+
+
+def _event_schema(user: StructType) -> StructType:
+    """Hive's event schema with ``user`` as ``row`` (ORC-Java maps it by position)."""
+    return StructType([StructField("operation", IntegerType()),
+                       StructField("originalTransaction", LongType()),
+                       StructField("bucket", IntegerType()),
+                       StructField("rowId", LongType()),
+                       StructField("currentTransaction", LongType()),
+                       StructField("row", user)])
+
+
+def _guard(inserts: bool) -> Column:
+    """Names every event column and ``row`` whole, so no projection Spark derives from a
+    query prunes the ACID shape ORC-Java needs (see the module docstring). An insert event
+    always has its row; in a delete delta every event counts, whatever its row holds."""
+    row = F.col("row").isNotNull() if inserts else \
+        F.col("row").isNull() | F.col("row").isNotNull()
+    return reduce(lambda a, b: a & b, [F.col(c).isNotNull() for c in _EVENT_COLUMNS], row)
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What every partition's frame reads (``events``) and returns (the rest)."""
+
+    events: StructType
+    user: StructType
+    partition_schema: StructType
+    columns: tuple[str, ...]
+    with_row_id: bool
+
+
+def _partition_frame(spark: SparkSession, part: NativePartition, shape: _Shape) -> DataFrame:
+    rows = spark.read.schema(shape.events).orc(list(part.inserts)).where(_guard(True))
+    if part.deletes:
+        deleted = (spark.read.schema(shape.events).orc(list(part.deletes))
+                   .where(_guard(False)).select(*_KEY))
+        rows = rows.join(deleted, _KEY, "left_anti")
+    values = dict(part.partition.values)
+    user = set(shape.user.fieldNames())
+    out: list[Column] = []
+    for name in shape.columns:
+        if name in user:
+            out.append(F.col("row").getField(name).alias(name))
+        else:
+            field = shape.partition_schema[name]
+            out.append(F.lit(values.get(name)).cast(field.dataType).alias(name))
+    if shape.with_row_id:
+        out.append(F.struct(F.col("originalTransaction").alias("writeid"),
+                            F.col("bucket").alias("bucketid"),
+                            F.col("rowId").alias("rowid")).alias(ROW_ID_COLUMN))
+    return rows.select(*out)
+
+
+def native_frame(spark: SparkSession, plan: Sequence[NativePartition], user_schema: pa.Schema,
+                 partition_schema: pa.Schema, output: StructType) -> DataFrame:
+    """The snapshot's rows as a DataFrame over Spark's ORC reader, in ``output``'s columns
+    (a subset of the table's, then ``row__id`` when asked for)."""
+    user = spark_schema(user_schema)
+    shape = _Shape(_event_schema(user), user, spark_schema(partition_schema),
+                   tuple(f.name for f in output.fields if f.name != ROW_ID_COLUMN),
+                   ROW_ID_COLUMN in output.fieldNames())
+    frames = [_partition_frame(spark, part, shape) for part in plan]
+    if not frames:
+        return spark.createDataFrame([], output)
+    return reduce(DataFrame.unionAll, frames)
+
+
+def native_read(spark: SparkSession, table: Table, columns: Sequence[str] | None,
+                as_of: int | datetime | None, with_row_id: bool) -> DataFrame | None:
+    """``table`` at a fresh snapshot (or ``as_of``) on the native path, or None when the
+    snapshot needs the Python path. The snapshot is taken and leased now, before its
+    directories are listed, and the lease expires like a Python-source read's (Spark may run
+    the plan any time later): the DataFrame reads that snapshot in every action."""
+    if (spark.conf.get(NATIVE_READ_CONF, "true") or "").strip().lower() == "false":
+        return None
+    output = read_schema(table, ReadOptions(
+        columns=tuple(columns) if columns is not None else None, with_row_id=with_row_id))
+    txns, write_ids, lease = table.leased_snapshot(as_of, ttl_seconds=DEFAULT_LEASE_SECONDS)
+    try:
+        scan = table.scan(None, None, None, with_row_id, snapshot=(txns, write_ids))
+        plan = native_plan(scan, table.filesystem, table.info.schema)
+        if plan is None:
+            table.warehouse.metastore.release_lease(lease)
+            return None
+        return native_frame(spark, plan, table.info.schema, table.info.partition_schema,
+                            output)
+    except BaseException:
+        table.warehouse.metastore.release_lease(lease)
+        raise

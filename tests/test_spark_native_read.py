@@ -1,0 +1,145 @@
+"""``AcidTable.toDF()`` on Spark's own ORC reader (``acidstore.spark.native``).
+
+ORC-Java maps the top two levels of an ACID file's read schema by position, so a pruned read
+schema would fail in the task or, inside ``row``, read one column's values as another's. These
+tests read every single column alone, in every order, on a table whose columns have different
+types and values, and check the values against the embedded reader; they also pin what the
+native path must not take (it falls back to the Python data source there, with the same
+rows), that a DataFrame reads the snapshot taken when it was made, and that missing files
+stop the read with a typed error instead of fewer rows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pytest
+from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
+from spark_support import arrow_rows, spark_rows
+
+import acidstore
+from acidstore import Table
+from acidstore.errors import MissingDataError
+from acidstore.spark import AcidTable
+from acidstore.spark.native import NATIVE_READ_CONF
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("price", pa.decimal128(9, 2)),
+                    ("day", pa.date32()), ("ok", pa.bool_()), ("score", pa.float64()),
+                    ("part", pa.string())])
+
+
+def _rows(ids: range, tag: str) -> pa.Table:
+    return pa.table({
+        "id": list(ids), "name": [f"{tag}{i}" for i in ids],
+        "price": [Decimal(i) / 4 for i in ids],
+        "day": [dt.date(2026, 1, 1) + dt.timedelta(days=i) for i in ids],
+        "ok": [i % 2 == 0 for i in ids], "score": [i * 1.5 for i in ids],
+        "part": ["p" if i % 3 else "q" for i in ids]}, schema=SCHEMA)
+
+
+def reads_natively(df: DataFrame) -> bool:
+    return "FileScan orc" in str(df._jdf.queryExecution().executedPlan().toString())
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Table]:
+    """Partitioned and bucketed; inserts, an update, deletes in both partitions (the ROW__IDs
+    of the two partitions coincide: each partition's deltas number rows from 0)."""
+    with acidstore.connect(tmp_path_factory.mktemp("native") / "wh") as wh:
+        t = wh.create_table("db.n", SCHEMA, partition_by=["part"], bucket_by=["id"],
+                            buckets=2)
+        t.insert(_rows(range(0, 30), "a"))
+        t.insert(_rows(range(30, 45), "b"))
+        t.update("id % 5 = 0", {"score": "score + 1000", "name": "upper(name)"})
+        t.delete("id IN (1, 2, 31)")
+        yield t
+
+
+def _at(spark: SparkSession, t: Table) -> AcidTable:
+    return AcidTable.forName(spark, t.name, warehouse=str(t.warehouse.location))
+
+
+def test_every_column_alone_reads_its_own_values(spark: SparkSession, table: Table) -> None:
+    """A pruned ``row`` would be mapped by position: ``score`` alone would read ``id``."""
+    df = _at(spark, table).toDF(with_row_id=True)
+    assert reads_natively(df)
+    expected = table.to_arrow(with_row_id=True)
+    for name in expected.column_names:
+        assert spark_rows(df.select(name)) == arrow_rows(expected.select([name])), name
+    for names in (["score", "id"], ["part", "day", "name"], ["ok", "row__id", "price"]):
+        assert spark_rows(df.select(*names)) == arrow_rows(expected.select(names)), names
+    assert df.count() == expected.num_rows
+    assert df.filter(F.col("score") >= 1000).count() == 9  # the updated ids 0, 5, ..., 40
+    assert spark_rows(df.filter("part = 'q' AND ok").select("id")) == arrow_rows(
+        table.to_arrow(columns=["id"], filter="part = 'q' AND ok"))
+
+
+def test_columns_and_as_of_on_the_native_path(spark: SparkSession, table: Table) -> None:
+    at = _at(spark, table)
+    for as_of in (1, 2, 3, 4):
+        df = at.toDF(columns=["name", "part"], as_of=as_of, with_row_id=True)
+        assert reads_natively(df)
+        assert spark_rows(df) == arrow_rows(table.to_arrow(
+            columns=["name", "part"], as_of=as_of, with_row_id=True)), as_of
+
+
+def test_what_the_native_path_does_not_take_reads_the_same_rows(spark: SparkSession,
+                                                                table: Table) -> None:
+    at = _at(spark, table)
+    filtered = at.toDF(filter="score > 20")  # the embedded engine's SQL: the Python path
+    assert not reads_natively(filtered)
+    assert spark_rows(filtered) == arrow_rows(table.to_arrow(filter="score > 20"))
+    spark.conf.set(NATIVE_READ_CONF, "false")
+    try:
+        off = at.toDF(with_row_id=True)
+    finally:
+        spark.conf.unset(NATIVE_READ_CONF)
+    assert not reads_natively(off)
+    assert spark_rows(off) == spark_rows(at.toDF(with_row_id=True))
+
+
+def test_timestamps_take_the_python_path(spark: SparkSession, tmp_path: Path) -> None:
+    """ORC-Java reads timestamps with its own time-zone rules: not the native path's."""
+    schema = pa.schema([("id", pa.int64()), ("at", pa.timestamp("us"))])
+    with acidstore.connect(tmp_path / "wh") as wh:
+        t = wh.create_table("db.ts", schema)
+        t.insert(pa.table({"id": [1, 2], "at": [dt.datetime(1969, 12, 31, 23, 59, 59),
+                                                dt.datetime(2026, 11, 23, 12, 0, 0, 5)]},
+                          schema=schema))
+        df = _at(spark, t).toDF()
+        assert not reads_natively(df)
+        assert spark_rows(df) == arrow_rows(t.to_arrow())
+
+
+def test_a_dataframe_reads_the_snapshot_it_was_made_at(spark: SparkSession,
+                                                       tmp_path: Path) -> None:
+    with acidstore.connect(tmp_path / "wh") as wh:
+        t = wh.create_table("db.s", SCHEMA, bucket_by=["id"], buckets=2)
+        t.insert(_rows(range(10), "a"))
+        df = _at(spark, t).toDF()
+        assert df.count() == 10
+        t.insert(_rows(range(10, 15), "b"))
+        t.delete("id < 3")
+        assert df.count() == 10  # every action: the snapshot of toDF()
+        assert _at(spark, t).toDF().count() == 12
+
+
+def test_a_missing_committed_directory_is_an_error_not_fewer_rows(spark: SparkSession,
+                                                                 tmp_path: Path) -> None:
+    with acidstore.connect(tmp_path / "wh") as wh:
+        t = wh.create_table("db.m", SCHEMA, bucket_by=["id"], buckets=2)
+        t.insert(_rows(range(10), "a"))
+        t.delete("id < 3")
+        deletes = next(Path(t.location).glob("delete_delta_*"))
+        shutil.rmtree(deletes)
+        with pytest.raises(MissingDataError, match="delete_delta"):
+            _at(spark, t).toDF()
