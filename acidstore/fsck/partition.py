@@ -201,6 +201,7 @@ class _Partition:
         deletes = state.delete_deltas
         inserts = [*([state.base] if state.base else []),
                    *(d for d in state.deltas if d not in deletes)]
+        blind: set[int] = set()  # buckets with an insert file that cannot be read
         for name in [*deletes, *inserts]:
             files = self.directory_files(name)
             listed[name] = len(files)
@@ -209,11 +210,14 @@ class _Partition:
                 if size == 0:
                     self.add(path, "empty_file", "error", "a 0-byte bucket file in a "
                              "directory the snapshot reads (readers would skip its rows)")
+                    blind.add(bucket)
                     continue
                 report = scan_file(self.fs, path, bucket, span, write_ids=write_ids,
                                    targets=None if span.kind == "delete" else targets.get(bucket))
                 for check, message in report.problems:
                     self.add(path, check, "error", message)
+                    if check == "unreadable_file" and span.kind != "delete":
+                        blind.add(bucket)
                 if span.kind == "delete":
                     targets[bucket].add(path, report.deletes)
                 for group, (first, last) in report.ranges.items():
@@ -221,7 +225,9 @@ class _Partition:
         self.originals(state, targets)
         for spans in ranges.values():
             self._overlaps(spans)
-        for bucket_targets in targets.values():
+        for bucket, bucket_targets in targets.items():
+            if bucket in blind:
+                continue  # its rows are unknown: the unreadable file is the finding
             for path, count, key in bucket_targets.dangling():
                 self.add(path, "dangling_delete", "error",
                          f"{count} delete event(s) point at no row the snapshot reads, the "
