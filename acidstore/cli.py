@@ -21,6 +21,7 @@ import pyarrow.fs as pafs
 
 from acidstore import fs as afs
 from acidstore.cli_compact import add_compact_command, run_compact
+from acidstore.cli_fsck import add_fsck_command, run_fsck
 from acidstore.demo import DEFAULT_ORDERS, run_demo
 from acidstore.directory import acid_state
 from acidstore.errors import AcidStoreError
@@ -165,19 +166,20 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--orders", type=int, default=DEFAULT_ORDERS,
                       help=f"orders in the initial load (default {DEFAULT_ORDERS})")
     add_compact_command(sub)
+    add_fsck_command(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handlers = {"inspect": _inspect, "read": _read, "example": _example, "demo": _demo,
-                "compact": run_compact}
+                "compact": run_compact, "fsck": run_fsck}
     try:
-        handlers[args.command](args)
+        code = handlers[args.command](args)  # a handler may return its exit code
     except AcidStoreError as exc:
         print(f"acidstore: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
-    return 0
+    return code or 0
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from acidstore.errors import (
     MetastoreError,
     TableNotFoundError,
 )
+from acidstore.fsck import fsck
 from acidstore.metastore import Metastore, NewTable, SqliteMetastore, TableInfo, TxnKind
 from acidstore.metastore.conflicts import isolation_level
 from acidstore.metastore.postgres import PostgresMetastore
@@ -248,6 +249,12 @@ class Warehouse:
             "attempts": pa.array([r.attempts for r in rows], pa.int64()),
             "error": pa.array([r.error for r in rows], pa.string()),
         })
+
+    def fsck(self, table: str | None = None, *, repair: bool = False) -> pa.Table:
+        """Check that the files of ``table`` (default: every table) are what the metastore
+        says they are; one row per finding, none for a sound table (``acidstore.fsck``).
+        ``repair`` removes only directories of writes the metastore records as aborted."""
+        return fsck(self, table, repair=repair)
 
     def show_locks(self) -> pa.Table:
         rows = self._metastore.show_locks()

@@ -28,6 +28,7 @@ import pyarrow.fs as pafs
 from acidstore import fs as afs
 from acidstore.directory import AcidState, acid_state
 from acidstore.errors import AcidStoreError, TableNotFoundError
+from acidstore.fsck.aborted import aborted_directories
 from acidstore.layout import STAGING_DIR, ParsedBase, ParsedDelta, parse_directory
 from acidstore.metastore import Metastore
 from acidstore.table import Table
@@ -157,12 +158,9 @@ class Cleaner:
                      left: set[tuple[str, str]]) -> None:
         fs = table.filesystem
         metastore = self._wh.metastore
-        for component in metastore.aborted_components(table.name):
-            for relative in component.directories:
-                path = afs.join(table.location, relative)
-                if fs.get_file_info(path).type == pafs.FileType.Directory:
-                    _remove(fs, path)
-                    report.removed.append(path)
+        for _, path in aborted_directories(fs, metastore, table.name, table.location):
+            _remove(fs, path)
+            report.removed.append(path)
         self._clean_staging(table, report)
         times = _CommitTimes(metastore, table.name)
         dirs = partition_dirs(table)

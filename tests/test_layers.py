@@ -28,11 +28,13 @@ LAYERS: dict[str, int] = {
     "acidstore.time_travel": 4,
     "acidstore.warehouse": 4,
     "acidstore.merge": 4,
+    "acidstore.fsck": 4,
     "acidstore.expressions": 2,
     "acidstore.arrow_sql": 2,
     "acidstore.spark": 5,
     "acidstore.cli": 5,
     "acidstore.cli_compact": 5,
+    "acidstore.cli_fsck": 5,
     "acidstore.demo": 5,
     "compaction": 5,
 }

@@ -11,7 +11,7 @@ non-empty files as the write made; otherwise the read stops with ``MissingDataEr
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow.fs as pafs
@@ -22,7 +22,8 @@ from acidstore.errors import MissingDataError
 from acidstore.layout import ParsedDelta, is_acid_directory_name, is_bucket_file
 from acidstore.writeids import ValidWriteIdList
 
-__all__ = ["RecordedWrite", "RecordedWrites", "check_recorded", "check_listed"]
+__all__ = ["Missing", "RecordedWrite", "RecordedWrites", "check_listed", "check_recorded",
+           "find_missing"]
 
 
 @dataclass(frozen=True)
@@ -65,12 +66,22 @@ def _selected(state: AcidState) -> list[str]:
     return [*([state.base] if state.base else []), *state.deltas]
 
 
-def check_recorded(location: str, state: AcidState,
-                   write_ids: ValidWriteIdList, writes: Sequence[RecordedWrite],
-                   listed: Mapping[str, int]) -> None:
-    """Raise MissingDataError for the first committed directory (or bucket file) of
-    ``writes`` (one partition's) that ``state`` should read but did not find. ``listed``:
-    bucket files per selected directory name, as the planner listed them."""
+@dataclass(frozen=True)
+class Missing:
+    """One committed directory (``directory`` True) or some of its bucket files that a
+    snapshot must read but did not find; ``path`` is absolute."""
+
+    path: str
+    message: str
+    directory: bool
+
+
+def find_missing(location: str, state: AcidState, write_ids: ValidWriteIdList,
+                 writes: Sequence[RecordedWrite], listed: Mapping[str, int]
+                 ) -> Iterator[Missing]:
+    """Every committed directory (or bucket file) of ``writes`` (one partition's) that
+    ``state`` should read but did not find. ``listed``: bucket files per selected directory
+    name, as the caller counted them."""
     selected = set(_selected(state))
     for write in writes:
         if not write_ids.is_write_id_valid(write.write_id):
@@ -85,16 +96,27 @@ def check_recorded(location: str, state: AcidState,
                 continue
             if _replaced(name, write.write_id, state):
                 break  # read from the base or compacted directory that replaced it
-            raise MissingDataError(
-                f"write id {write.write_id} committed {relative}, which this snapshot must "
-                "read, but it is not there (removed or moved by hand?)",
-                path=afs.join(location, relative))
+            yield Missing(afs.join(location, relative),
+                          f"write id {write.write_id} committed {relative}, which this "
+                          "snapshot must read, but it is not there (removed or moved by hand?)",
+                          True)
+            break
         else:
             if counted < write.files:
-                raise MissingDataError(
-                    f"write id {write.write_id} committed {write.files} bucket file(s) in "
-                    f"{', '.join(write.directories)} but {counted} are there (not empty)",
-                    path=afs.join(location, write.directories[0]))
+                yield Missing(afs.join(location, write.directories[0]),
+                              f"write id {write.write_id} committed {write.files} bucket "
+                              f"file(s) in {', '.join(write.directories)} but {counted} are "
+                              "there (not empty)", False)
+
+
+def check_recorded(location: str, state: AcidState,
+                   write_ids: ValidWriteIdList, writes: Sequence[RecordedWrite],
+                   listed: Mapping[str, int]) -> None:
+    """Raise MissingDataError for the first committed directory (or bucket file) of
+    ``writes`` (one partition's) that ``state`` should read but did not find. ``listed``:
+    bucket files per selected directory name, as the planner listed them."""
+    for missing in find_missing(location, state, write_ids, writes, listed):
+        raise MissingDataError(missing.message, path=missing.path)
 
 
 def check_listed(fs: pafs.FileSystem, directory: str, state: AcidState,

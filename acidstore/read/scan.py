@@ -63,19 +63,22 @@ def discover_partitions(fs: pafs.FileSystem, root: str) -> list[PartitionDir]:
     return found
 
 
-def table_partitions(fs: pafs.FileSystem, root: str, columns: Sequence[str]
-                     ) -> list[PartitionDir]:
+def table_partitions(fs: pafs.FileSystem, root: str, columns: Sequence[str], *,
+                     strays: list[StrayPathError] | None = None) -> list[PartitionDir]:
     """The partitions of a table partitioned by ``columns`` (in path order): exactly one
     ``column=value`` level per column, in order. Anything else where a partition directory
     belongs (an ACID directory or a data file above the last level, a directory of another
-    column) raises StrayPathError naming it; hidden names (``_x``, ``.x``) are skipped."""
+    column) raises StrayPathError naming it; hidden names (``_x``, ``.x``) are skipped.
+    With ``strays`` (fsck, which reports every problem rather than stopping at the first)
+    each such error is appended there instead and the walk goes on."""
     if not columns:
         return [PartitionDir(root)]
-    return list(_partition_tree(fs, root, list(columns), ()))
+    return list(_partition_tree(fs, root, list(columns), (), strays))
 
 
 def _partition_tree(fs: pafs.FileSystem, path: str, columns: list[str],
-                    values: tuple[tuple[str, str | None], ...]) -> Iterator[PartitionDir]:
+                    values: tuple[tuple[str, str | None], ...],
+                    strays: list[StrayPathError] | None) -> Iterator[PartitionDir]:
     if not columns:
         yield PartitionDir(path, values)
         return
@@ -86,11 +89,15 @@ def _partition_tree(fs: pafs.FileSystem, path: str, columns: list[str],
         pairs = parse_partition_path(entry.name) if entry.is_dir and "=" in entry.name \
             else []
         if len(pairs) != 1 or pairs[0][0].lower() != columns[0].lower():
-            raise StrayPathError(
+            error = StrayPathError(
                 f"expected only {columns[0]}=<value> directories here (the table is "
                 "partitioned by " + ", ".join(columns) + "); move or remove this "
                 f"{'directory' if entry.is_dir else 'file'}", path=where)
-        yield from _partition_tree(fs, where, columns[1:], (*values, pairs[0]))
+            if strays is None:
+                raise error
+            strays.append(error)
+            continue
+        yield from _partition_tree(fs, where, columns[1:], (*values, pairs[0]), strays)
 
 
 def _column_index(schema: pa.Schema, name: str) -> int | None:
