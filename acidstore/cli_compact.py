@@ -2,17 +2,18 @@
 
 ``--auto`` runs initiator, worker and cleaner once; ``--every 5m`` keeps doing it;
 ``--table db.t --kind major`` compacts one table now. Long compactions draw a progress bar on
-stderr (when it is a terminal, a line per step otherwise); a summary ends every pass.
+stderr when it is a terminal (nothing in logs); a summary ends every pass.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING
 
+from acidstore.cli_common import add_warehouse_options, open_warehouse
+from acidstore.cli_progress import ProgressBar
 from acidstore.errors import InvalidInputError
-from acidstore.warehouse import connect
 from compaction import compact, run_every, run_once
 from compaction.cleaner import DEFAULT_RETENTION_SECONDS
 from compaction.scheduler import PassSummary, parse_interval
@@ -22,33 +23,11 @@ if TYPE_CHECKING:
 
 __all__ = ["add_compact_command", "run_compact"]
 
-_BAR = 30
-
-
-class ProgressBar:
-    """``[#####.....] 3/10 buckets`` redrawn in place on a terminal, one line per step
-    otherwise (logs of cron jobs should not fill with carriage returns)."""
-
-    def __init__(self, out: TextIO = sys.stderr) -> None:
-        self._out = out
-        self._tty = out.isatty()
-
-    def __call__(self, what: str, done: int, total: int) -> None:
-        filled = _BAR * done // max(total, 1)
-        line = f"  {what:<40} [{'#' * filled}{'.' * (_BAR - filled)}] {done}/{total} buckets"
-        if self._tty:
-            self._out.write("\r" + line + ("\n" if done >= total else ""))
-        else:
-            self._out.write(line + "\n")
-        self._out.flush()
-
 
 def add_compact_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cmd = sub.add_parser("compact", help="run compaction: --auto (initiator, worker, cleaner) "
                          "once or --every INTERVAL, or --table/--kind now")
-    cmd.add_argument("--warehouse", required=True, help="warehouse directory")
-    cmd.add_argument("--metastore", default=None, help="metastore URL, e.g. "
-                     "postgresql://user@host:5432/db (default: the warehouse's SQLite file)")
+    add_warehouse_options(cmd, json_output=False)
     mode = cmd.add_mutually_exclusive_group(required=True)
     mode.add_argument("--auto", action="store_true", help="one pass of initiator, worker and "
                       "cleaner (for cron / Airflow)")
@@ -81,7 +60,7 @@ def _print_summary(summary: PassSummary) -> None:
 
 
 def run_compact(args: argparse.Namespace) -> None:
-    wh = connect(args.warehouse, metastore=args.metastore)
+    wh = open_warehouse(args)
     spark = _spark(args)
     bar = ProgressBar()
     try:
