@@ -17,6 +17,7 @@ import pyarrow.fs as pafs
 
 from acidstore import fs as afs
 from acidstore.cli_common import add_warehouse_options, emit, format_rows, open_warehouse
+from acidstore.cli_progress import ProgressBar
 from acidstore.directory import AcidState
 from acidstore.metastore import CompactionInfo
 from acidstore.metastore.queue import ACTIVE_STATES
@@ -115,7 +116,9 @@ def run_advise(args: argparse.Namespace) -> None:
     with open_warehouse(args) as wh:
         names = [wh.table(args.table).name] if args.table else wh.tables()
         queue = wh.metastore.show_compactions()
-        for name in names:
+        bar = ProgressBar("tables")  # footers of every partition: long on a big warehouse
+        for done, name in enumerate(names, start=1):
+            bar("advise", done - 1, len(names))
             table = wh.table(name)
             limits = Thresholds().for_table(dict(table.info.properties))
             off = opted_out(dict(table.info.properties))
@@ -123,6 +126,7 @@ def run_advise(args: argparse.Namespace) -> None:
                 entries = [e for e in queue
                            if e.table == table.name and e.partition == found.partition]
                 rows.append(_advice(found, table, off, limits, entries))
+            bar("advise", done, len(names))
     emit(args, rows, lambda: _text(rows))
 
 

@@ -9,6 +9,7 @@ is a ``WarehouseNotFoundError`` (exit status 2), not a new empty warehouse that 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -50,7 +51,10 @@ def open_warehouse(args: argparse.Namespace) -> Warehouse:
 
 
 def jsonable(value: Any) -> Any:
-    """``value`` with datetimes as ISO 8601 strings (UTC offsets kept), recursively."""
+    """``value`` with datetimes as ISO 8601 strings (UTC offsets kept) and result
+    dataclasses as objects, recursively."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return jsonable({f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
     if isinstance(value, datetime):
         return value.isoformat()
     if isinstance(value, Mapping):

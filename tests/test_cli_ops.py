@@ -3,6 +3,7 @@ reader leases, the compaction queue, the initiator's decision and the cleaner's 
 
 from __future__ import annotations
 
+import io
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 from cli_support import make_warehouse, run, run_json, run_process
 
 import acidstore
+from acidstore.cli_progress import ProgressBar
 from compaction import compact
 
 
@@ -166,3 +168,38 @@ def test_show_advise_and_clean_as_processes(warehouse: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert f"released lease {lease} on shop.orders" in done.stdout
     assert "0 directories removed" in done.stdout
+
+
+def test_compact_prints_json_when_asked(warehouse: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    doc = run_json(["compact", "--warehouse", str(warehouse), "--table", "shop.orders",
+                    "--kind", "minor", "--partition", "dt=2026-11-22"], capsys)
+    assert doc["table"] == "shop.orders" and doc["kind"] == "minor"
+    [part] = doc["partitions"]
+    assert part["partition"] == "dt=2026-11-22" and len(part["inputs"]) == 4
+    assert sorted(part["outputs"]) == [f"delete_delta_0000001_0000004_v{doc['txn_id']:07d}",
+                                       f"delta_0000001_0000004_v{doc['txn_id']:07d}"]
+    summary = run_json(["compact", "--warehouse", str(warehouse), "--auto",
+                        "--retention", "0"], capsys)
+    assert summary["queued"] == [] and summary["ran"] == []
+    assert len(summary["cleaned"]["removed"]) == 4
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_is_drawn_on_a_terminal_only() -> None:
+    log = io.StringIO()
+    bar = ProgressBar("buckets", out=log)
+    bar("major db.t", 1, 2)
+    bar("major db.t", 2, 2)
+    assert log.getvalue() == "" and not bar.active
+    screen = _Terminal()
+    bar = ProgressBar("buckets", out=screen)
+    bar("major db.t", 1, 2)
+    bar("major db.t", 2, 2)
+    assert screen.getvalue().startswith("\r  major db.t")
+    assert "[###############...............] 1/2 buckets" in screen.getvalue()
+    assert screen.getvalue().endswith("] 2/2 buckets\n")
