@@ -2,19 +2,23 @@
 
 ``--auto`` runs initiator, worker and cleaner once; ``--every 5m`` keeps doing it;
 ``--table db.t --kind major`` compacts one table now. Long compactions draw a progress bar on
-stderr (when it is a terminal, a line per step otherwise); a summary ends every pass.
+stderr when it is a terminal (nothing in logs); a summary ends every pass.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
-from typing import TYPE_CHECKING, TextIO
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
+from acidstore.cli_common import add_warehouse_options, emit, jsonable, open_warehouse
+from acidstore.cli_progress import ProgressBar
 from acidstore.errors import InvalidInputError
-from acidstore.warehouse import connect
 from compaction import compact, run_every, run_once
 from compaction.cleaner import DEFAULT_RETENTION_SECONDS
+from compaction.compactor import CompactionResult
 from compaction.scheduler import PassSummary, parse_interval
 
 if TYPE_CHECKING:
@@ -22,33 +26,11 @@ if TYPE_CHECKING:
 
 __all__ = ["add_compact_command", "run_compact"]
 
-_BAR = 30
-
-
-class ProgressBar:
-    """``[#####.....] 3/10 buckets`` redrawn in place on a terminal, one line per step
-    otherwise (logs of cron jobs should not fill with carriage returns)."""
-
-    def __init__(self, out: TextIO = sys.stderr) -> None:
-        self._out = out
-        self._tty = out.isatty()
-
-    def __call__(self, what: str, done: int, total: int) -> None:
-        filled = _BAR * done // max(total, 1)
-        line = f"  {what:<40} [{'#' * filled}{'.' * (_BAR - filled)}] {done}/{total} buckets"
-        if self._tty:
-            self._out.write("\r" + line + ("\n" if done >= total else ""))
-        else:
-            self._out.write(line + "\n")
-        self._out.flush()
-
 
 def add_compact_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cmd = sub.add_parser("compact", help="run compaction: --auto (initiator, worker, cleaner) "
                          "once or --every INTERVAL, or --table/--kind now")
-    cmd.add_argument("--warehouse", required=True, help="warehouse directory")
-    cmd.add_argument("--metastore", default=None, help="metastore URL, e.g. "
-                     "postgresql://user@host:5432/db (default: the warehouse's SQLite file)")
+    add_warehouse_options(cmd)
     mode = cmd.add_mutually_exclusive_group(required=True)
     mode.add_argument("--auto", action="store_true", help="one pass of initiator, worker and "
                       "cleaner (for cron / Airflow)")
@@ -74,14 +56,37 @@ def _spark(args: argparse.Namespace) -> SparkSession | None:
     return spark
 
 
-def _print_summary(summary: PassSummary) -> None:
-    for line in summary.lines():
-        print(line)
-    sys.stdout.flush()
+def _summary_printer(as_json: bool) -> Callable[[PassSummary], None]:
+    """Print a pass's summary: text lines, or one JSON document per pass (one line each, so
+    ``--every --json`` is a stream a log shipper can read)."""
+    def show(summary: PassSummary) -> None:
+        if as_json:
+            print(json.dumps(jsonable({"queued": summary.queued, "ran": summary.ran,
+                                       "cleaned": summary.cleaned,
+                                       "seconds": summary.seconds})))
+        else:
+            print("\n".join(summary.lines()))
+        sys.stdout.flush()
+
+    return show
+
+
+def _result_text(result: CompactionResult) -> str:
+    lines = []
+    for part in result.partitions:
+        where = part.partition or "(table)"
+        if part.outputs:
+            lines.append(f"{where}: {len(part.inputs)} dirs -> {', '.join(part.outputs)} "
+                         f"({part.rows} rows, {part.files} files)")
+        else:
+            lines.append(f"{where}: not compacted: {part.reason}")
+    lines.append(f"compaction txn {result.txn_id}" if result.compacted
+                 else "nothing was compacted")
+    return "\n".join(lines)
 
 
 def run_compact(args: argparse.Namespace) -> None:
-    wh = connect(args.warehouse, metastore=args.metastore)
+    wh = open_warehouse(args)
     spark = _spark(args)
     bar = ProgressBar()
     try:
@@ -91,27 +96,21 @@ def run_compact(args: argparse.Namespace) -> None:
                                                    else "")
             result = compact(table, args.kind, args.partition, args.engine, spark=spark,
                              progress=lambda done, total: bar(label, done, total))
-            for part in result.partitions:
-                where = part.partition or "(table)"
-                if part.outputs:
-                    print(f"{where}: {len(part.inputs)} dirs -> {', '.join(part.outputs)} "
-                          f"({part.rows} rows, {part.files} files)")
-                else:
-                    print(f"{where}: not compacted: {part.reason}")
-            print(f"compaction txn {result.txn_id}" if result.compacted
-                  else "nothing was compacted")
+            emit(args, {"table": result.table, "kind": result.kind, "txn_id": result.txn_id,
+                        "partitions": result.partitions}, lambda: _result_text(result))
             return
 
         def one_pass() -> PassSummary:
             return run_once(wh, engine=args.engine, spark=spark,
                             retention_seconds=args.retention, report=bar)
 
+        show = _summary_printer(args.json)
         if args.auto:
-            _print_summary(one_pass())
+            show(one_pass())
             return
         interval = parse_interval(args.every)
         if interval <= 0:
             raise InvalidInputError("--every must be positive")
-        run_every(interval, one_pass, passes=args.passes, on_pass=_print_summary)
+        run_every(interval, one_pass, passes=args.passes, on_pass=show)
     finally:
         wh.close()

@@ -10,14 +10,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pyarrow.fs as pafs
-
-from acidstore import fs as afs
-from acidstore.errors import InvalidInputError
+from acidstore.cli_common import add_warehouse_options, open_warehouse
 from acidstore.fsck.findings import CHECKS
-from acidstore.warehouse import DEFAULT_METASTORE_FILE, Warehouse, connect
+
+if TYPE_CHECKING:
+    from acidstore.cli_common import Subparsers
 
 __all__ = ["add_fsck_command", "run_fsck"]
 
@@ -25,39 +24,22 @@ __all__ = ["add_fsck_command", "run_fsck"]
 EXIT_ERRORS = 1
 
 
-def add_fsck_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_fsck_command(sub: Subparsers) -> None:
     codes = "\n".join(f"  {code:<22}{meaning}" for code, meaning in CHECKS.items())
     cmd = sub.add_parser(
         "fsck", help="check that table files are what the metastore says (exit 1 on errors)",
         description=f"Checks, by code:\n{codes}",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    cmd.add_argument("--warehouse", required=True,
-                     help="the warehouse directory (it must exist: nothing is created)")
-    cmd.add_argument("--metastore", default=None, help="metastore URL, e.g. "
-                     "postgresql://user@host:5432/db (default: the warehouse's SQLite file)")
+    add_warehouse_options(cmd)
     cmd.add_argument("--table", default=None, help="check only this table (default: all)")
     cmd.add_argument("--repair", action="store_true",
                      help="remove directories of writes the metastore records as aborted "
                           "(nothing else is ever changed)")
-    cmd.add_argument("--json", action="store_true", help="print the findings as JSON")
-
-
-def _open_existing(location: str, metastore: str | None) -> Warehouse:
-    """The warehouse at ``location``; refused (not created) when it or, without
-    ``--metastore``, its SQLite metastore file does not exist."""
-    fs, root = afs.resolve(location)
-    if fs.get_file_info(root).type != pafs.FileType.Directory:
-        raise InvalidInputError(f"no warehouse at {location}: the directory does not exist")
-    if metastore is None and isinstance(fs, pafs.LocalFileSystem) and \
-            not (Path(root) / DEFAULT_METASTORE_FILE).is_file():
-        raise InvalidInputError(f"no warehouse at {location}: it holds no "
-                                f"{DEFAULT_METASTORE_FILE} (give --metastore for a shared one)")
-    return connect(location, metastore=metastore)
 
 
 def run_fsck(args: argparse.Namespace) -> int:
     """Run fsck; returns the exit code (0 sound or warnings only, 1 errors found)."""
-    with _open_existing(args.warehouse, args.metastore) as wh:
+    with open_warehouse(args) as wh:
         findings = wh.fsck(args.table, repair=args.repair)
     rows = findings.to_pylist()
     if args.json:

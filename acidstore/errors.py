@@ -41,6 +41,7 @@ __all__ = [
     "TableNotFoundError",
     "TransactionAbortedError",
     "TransactionStateError",
+    "WarehouseNotFoundError",
     "MissingDataError",
     "StrayPathError",
     "WriteConflictError",
@@ -102,6 +103,16 @@ class TableNotFoundError(CatalogError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else ""
+
+
+class WarehouseNotFoundError(CatalogError):
+    """No warehouse at the given location (no directory, or no metastore in it), and the
+    caller asked not to create one: a misspelled path must not become a new empty warehouse
+    whose "no tables" looks like lost data."""
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class TableExistsError(CatalogError):

@@ -24,6 +24,7 @@ from acidstore.errors import (
     LocationNotEmptyError,
     MetastoreError,
     TableNotFoundError,
+    WarehouseNotFoundError,
 )
 from acidstore.fsck import fsck
 from acidstore.metastore import Metastore, NewTable, SqliteMetastore, TableInfo, TxnKind
@@ -269,6 +270,22 @@ class Warehouse:
             "acquired": pa.array([r.acquired for r in rows], pa.timestamp("us", "UTC")),
         })
 
+    def show_leases(self) -> pa.Table:
+        """Unexpired reader leases of every table: snapshots the cleaner keeps readable. A
+        Spark read's lease lasts ``leaseSeconds`` (an hour) past the job; ``lease_id`` is what
+        ``metastore.release_lease`` (``acidstore clean --release-lease``) takes."""
+        rows = [lease for name in self.tables()
+                for lease in self._metastore.active_leases(name)]
+        rows.sort(key=lambda r: r.lease_id)
+        return pa.table({
+            "lease_id": pa.array([r.lease_id for r in rows], pa.int64()),
+            "table": pa.array([r.table for r in rows], pa.string()),
+            "write_ids": pa.array([str(r.write_ids) for r in rows], pa.string()),
+            "txns": pa.array([str(r.snapshot) for r in rows], pa.string()),
+            "acquired": pa.array([r.acquired for r in rows], pa.timestamp("us", "UTC")),
+            "expires": pa.array([r.expires for r in rows], pa.timestamp("us", "UTC")),
+        })
+
 
 def _refuse_emptied_metastore(root: Path) -> None:
     """A 0-byte metastore file beside table data is a lost catalogue (truncated, or replaced
@@ -287,12 +304,17 @@ def _refuse_emptied_metastore(root: Path) -> None:
 
 
 def connect(location: str | os.PathLike[str], *, metastore: str | Metastore | None = None,
-            filesystem: pafs.FileSystem | None = None, txn_timeout: float = 300.0) -> Warehouse:
+            filesystem: pafs.FileSystem | None = None, txn_timeout: float = 300.0,
+            create: bool = True) -> Warehouse:
     """Open (or create) a warehouse. The default metastore is a SQLite file inside a local
     warehouse; otherwise pass ``metastore``: a ``Metastore``, a ``sqlite:///path`` URL, or a
     PostgreSQL URL ``postgresql://user@host:5432/dbname`` (shared by clients on several
     machines; needs ``acidstore[postgresql]``). Transactions heartbeat every
-    ``txn_timeout / 2`` seconds."""
+    ``txn_timeout / 2`` seconds. ``create=False`` opens an existing warehouse only
+    (``WarehouseNotFoundError`` otherwise, and nothing is created): what tools that inspect
+    or maintain a warehouse want, so a typo in the path is an error, not a new warehouse."""
+    if not create:
+        _require_existing(location, metastore, filesystem)
     if metastore is None:
         fs, root = afs.resolve(location, filesystem)
         if not isinstance(fs, pafs.LocalFileSystem):
@@ -313,6 +335,29 @@ def connect(location: str | os.PathLike[str], *, metastore: str | Metastore | No
         if store is not metastore:
             store.close()  # ours: do not leave its connections behind
         raise
+
+
+def _require_existing(location: str | os.PathLike[str], metastore: str | Metastore | None,
+                      filesystem: pafs.FileSystem | None) -> None:
+    """Refuse a location that holds no warehouse: the directory must exist, and so must the
+    SQLite metastore file when that is where the catalogue lives (a PostgreSQL metastore is
+    checked by connecting to it)."""
+    fs, root = afs.resolve(location, filesystem)
+    if fs.get_file_info(root).type != pafs.FileType.Directory:
+        raise WarehouseNotFoundError(f"no warehouse at {root}: the directory does not exist",
+                                     path=root)
+    if metastore is None:
+        catalogue = Path(root) / DEFAULT_METASTORE_FILE
+        if not catalogue.is_file():
+            raise WarehouseNotFoundError(
+                f"no warehouse at {root}: it has no metastore file {DEFAULT_METASTORE_FILE} "
+                "(give --metastore if its catalogue lives elsewhere)", path=root)
+    elif isinstance(metastore, str) and metastore.startswith("sqlite:///"):
+        catalogue = Path(metastore[len("sqlite:///"):])
+        if not catalogue.is_file():
+            raise WarehouseNotFoundError(
+                f"no metastore at {catalogue} (from {metastore}) for the warehouse {root}",
+                path=str(catalogue))
 
 
 def _metastore_from_url(url: str, txn_timeout: float) -> Metastore:

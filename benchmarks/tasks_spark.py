@@ -106,8 +106,9 @@ _warmed: set[tuple[str, bool]] = set()
 def spark_scan(args: dict[str, Any]) -> dict[str, Any]:
     """S1: a full scan after W2-W4 (``engine`` acid: ``AcidTable.toDF()``; native:
     ``spark.read.orc`` of ``limit_after``), every column pulled by a ``noop`` write; both time
-    building the DataFrame and the action. ``split_by_cores``: acidstore's
-    ``maxPartitionBytes`` set to the table's bytes / cores (one task per core)."""
+    building the DataFrame and the action. ``split_by_cores``: the Python data source
+    (``format("acidstore")``) with ``maxPartitionBytes`` set to the table's bytes / cores (one
+    task per core), for comparison with ``toDF()``'s native path."""
     spark = session()
     engine, split = args["engine"], bool(args.get("split_by_cores"))
     if engine == "acid":

@@ -25,7 +25,7 @@ from acidstore.table import Table
 from acidstore.warehouse import Warehouse
 from compaction.compactor import partition_dirs
 
-__all__ = ["Initiator", "Thresholds", "decide"]
+__all__ = ["Assessment", "Initiator", "Thresholds", "assess_table", "decide", "opted_out"]
 
 _PREFIX = "compactorthreshold."
 _OPT_OUT = ("no_auto_compaction", "no_auto_compact")
@@ -103,6 +103,53 @@ def decide(state: AcidState, base_size: int, delta_size: int, oldest_abort_age: 
     return None, "no threshold crossed"
 
 
+@dataclass(frozen=True)
+class Assessment:
+    """One partition as the initiator sees it and what it decides there: the queue entry it
+    would make, or why not (``acidstore advise`` shows exactly this, so what an operator
+    reads is what the scheduler does). ``state`` is None when the partition's directories
+    could not be resolved (``reason`` says why: the initiator logs it as did not initiate)."""
+
+    partition: str
+    directory: str
+    state: AcidState | None
+    base_size: int
+    delta_size: int
+    kind: Literal["minor", "major"] | None
+    reason: str
+
+
+def opted_out(properties: dict[str, str]) -> bool:
+    """``NO_AUTO_COMPACTION=true`` (any case, either of Hive's spellings)."""
+    lowered = {k.lower(): v for k, v in properties.items()}
+    return any(lowered.get(k, "").lower() == "true" for k in _OPT_OUT)
+
+
+def assess_table(table: Table, limits: Thresholds) -> list[Assessment]:
+    """Every partition of ``table`` with the initiator's decision, under the compactor's
+    write-id list (never past the lowest open write id); nothing is queued."""
+    metastore = table.warehouse.metastore
+    fs = table.filesystem
+    txns = metastore.valid_txns()
+    write_ids = metastore.valid_write_ids(table.name, txns).to_compactor()
+    out = []
+    for relative, directory in partition_dirs(table):
+        try:
+            state = acid_state(directory, write_ids, txns, filesystem=fs)
+        except AcidStoreError as exc:
+            out.append(Assessment(relative, directory, None, 0, 0, None,
+                                  f"{type(exc).__name__}: {exc}"))
+            continue
+        base = [state.base] if state.base else [
+            p.split("/", 1)[0] for p in state.original_files]
+        base_size = _size(fs, directory, base)
+        delta_size = _size(fs, directory, state.deltas)
+        kind, reason = decide(state, base_size, delta_size,
+                              _oldest_age(fs, directory, state.aborted), limits)
+        out.append(Assessment(relative, directory, state, base_size, delta_size, kind, reason))
+    return out
+
+
 class Initiator:
     """One pass over the warehouse: ``Initiator(wh).run()`` returns the queued entries."""
 
@@ -114,32 +161,22 @@ class Initiator:
         queued: list[CompactionInfo] = []
         for name in self._wh.tables():
             table = self._wh.table(name)
-            properties = {k.lower(): v for k, v in table.info.properties.items()}
-            if any(properties.get(k, "").lower() == "true" for k in _OPT_OUT):
+            if opted_out(table.info.properties):
                 continue
-            queued.extend(self._check_table(table, self._thresholds.for_table(properties)))
+            queued.extend(self._check_table(
+                table, self._thresholds.for_table(dict(table.info.properties))))
         return queued
 
     def _check_table(self, table: Table, limits: Thresholds) -> list[CompactionInfo]:
         metastore = self._wh.metastore
-        fs = table.filesystem
-        txns = metastore.valid_txns()
-        write_ids = metastore.valid_write_ids(table.name, txns).to_compactor()
         out = []
-        for relative, directory in partition_dirs(table):
-            try:
-                state = acid_state(directory, write_ids, txns, filesystem=fs)
-            except AcidStoreError as exc:
-                metastore.log_compaction(table.name, relative, "major", "did not initiate",
-                                         f"{type(exc).__name__}: {exc}")
-                continue
-            base = [state.base] if state.base else [
-                p.split("/", 1)[0] for p in state.original_files]
-            kind, reason = decide(state, _size(fs, directory, base),
-                                  _size(fs, directory, state.deltas),
-                                  _oldest_age(fs, directory, state.aborted), limits)
-            if kind is not None:
-                entry = metastore.enqueue_compaction(table.name, relative, kind, reason)
+        for found in assess_table(table, limits):
+            if found.state is None:
+                metastore.log_compaction(table.name, found.partition, "major",
+                                         "did not initiate", found.reason)
+            elif found.kind is not None:
+                entry = metastore.enqueue_compaction(table.name, found.partition, found.kind,
+                                                     found.reason)
                 if entry is not None:
                     out.append(entry)
         return out

@@ -1,4 +1,4 @@
-"""The command line on the spec §17 example table, and the demo command's options."""
+"""The command line on the worked example table, and the demo command's options."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from acidstore import cli
+from acidstore import cli_example
 from acidstore.cli import main
 from acidstore.demo import resolve_master
 
@@ -57,7 +57,7 @@ def test_demo_command_passes_its_options(monkeypatch: pytest.MonkeyPatch,
     """The wiring only: the pipeline itself runs in tests/test_demo.py on the suite's one
     SparkSession (this test must not start another)."""
     calls: list[tuple[Path, dict[str, object]]] = []
-    monkeypatch.setattr(cli, "run_demo",
+    monkeypatch.setattr(cli_example, "run_demo",
                         lambda warehouse, **kw: calls.append((warehouse, kw)))
     assert main(["demo"]) == 0
     assert main(["demo", "--warehouse", str(tmp_path), "--master", "local[2]",
