@@ -120,17 +120,25 @@ def test_timestamps_take_the_python_path(spark: SparkSession, tmp_path: Path) ->
         assert spark_rows(df) == arrow_rows(t.to_arrow())
 
 
-def test_a_dataframe_reads_the_snapshot_it_was_made_at(spark: SparkSession,
-                                                       tmp_path: Path) -> None:
-    with acidstore.connect(tmp_path / "wh") as wh:
-        t = wh.create_table("db.s", SCHEMA, bucket_by=["id"], buckets=2)
-        t.insert(_rows(range(10), "a"))
-        df = _at(spark, t).toDF()
-        assert df.count() == 10
-        t.insert(_rows(range(10, 15), "b"))
-        t.delete("id < 3")
-        assert df.count() == 10  # every action: the snapshot of toDF()
-        assert _at(spark, t).toDF().count() == 12
+@pytest.mark.parametrize("native", ["true", "false"])
+def test_a_dataframe_reads_the_snapshot_it_was_made_at(spark: SparkSession, tmp_path: Path,
+                                                       native: str) -> None:
+    """On both paths (the Python one pins the snapshot ``toDF()`` leased)."""
+    spark.conf.set(NATIVE_READ_CONF, native)
+    try:
+        with acidstore.connect(tmp_path / "wh") as wh:
+            t = wh.create_table("db.s", SCHEMA, bucket_by=["id"], buckets=2)
+            t.insert(_rows(range(10), "a"))
+            df = _at(spark, t).toDF()
+            filtered = _at(spark, t).toDF(filter="id >= 0")
+            assert df.count() == filtered.count() == 10
+            assert reads_natively(df) == (native == "true")
+            t.insert(_rows(range(10, 15), "b"))
+            t.delete("id < 3")
+            assert df.count() == filtered.count() == 10  # every action: toDF()'s snapshot
+            assert _at(spark, t).toDF().count() == 12
+    finally:
+        spark.conf.unset(NATIVE_READ_CONF)
 
 
 def test_a_missing_committed_directory_is_an_error_not_fewer_rows(spark: SparkSession,

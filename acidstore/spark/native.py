@@ -27,7 +27,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from functools import reduce
 
 import pyarrow as pa
@@ -53,10 +52,10 @@ from pyspark.sql.types import (
 
 from acidstore.orc.schema import ROW_ID_COLUMN
 from acidstore.read.scan import PartitionDir, Scan
-from acidstore.spark.reading import DEFAULT_LEASE_SECONDS, ReadOptions, read_schema
+from acidstore.spark.reading import ReadOptions, read_schema
 from acidstore.spark.schema import spark_schema
 from acidstore.table import Table
-from acidstore.writeids import RangeResponse
+from acidstore.writeids import RangeResponse, ValidTxnList, ValidWriteIdList
 
 __all__ = ["NATIVE_READ_CONF", "NativePartition", "native_frame", "native_plan", "native_read"]
 
@@ -182,25 +181,17 @@ def native_frame(spark: SparkSession, plan: Sequence[NativePartition], user_sche
     return reduce(DataFrame.unionAll, frames)
 
 
-def native_read(spark: SparkSession, table: Table, columns: Sequence[str] | None,
-                as_of: int | datetime | None, with_row_id: bool) -> DataFrame | None:
-    """``table`` at a fresh snapshot (or ``as_of``) on the native path, or None when the
-    snapshot needs the Python path. The snapshot is taken and leased now, before its
-    directories are listed, and the lease expires like a Python-source read's (Spark may run
-    the plan any time later): the DataFrame reads that snapshot in every action."""
+def native_read(spark: SparkSession, table: Table,
+                snapshot: tuple[ValidTxnList, ValidWriteIdList], columns: Sequence[str] | None,
+                with_row_id: bool) -> DataFrame | None:
+    """``table`` at ``snapshot`` (leased by the caller before this lists anything) on the
+    native path, or None when the snapshot needs the Python path."""
     if (spark.conf.get(NATIVE_READ_CONF, "true") or "").strip().lower() == "false":
         return None
     output = read_schema(table, ReadOptions(
         columns=tuple(columns) if columns is not None else None, with_row_id=with_row_id))
-    txns, write_ids, lease = table.leased_snapshot(as_of, ttl_seconds=DEFAULT_LEASE_SECONDS)
-    try:
-        scan = table.scan(None, None, None, with_row_id, snapshot=(txns, write_ids))
-        plan = native_plan(scan, table.filesystem, table.info.schema)
-        if plan is None:
-            table.warehouse.metastore.release_lease(lease)
-            return None
-        return native_frame(spark, plan, table.info.schema, table.info.partition_schema,
-                            output)
-    except BaseException:
-        table.warehouse.metastore.release_lease(lease)
-        raise
+    scan = table.scan(None, None, None, with_row_id, snapshot=snapshot)
+    plan = native_plan(scan, table.filesystem, table.info.schema)
+    if plan is None:
+        return None
+    return native_frame(spark, plan, table.info.schema, table.info.partition_schema, output)

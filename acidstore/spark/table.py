@@ -29,6 +29,7 @@ from acidstore.spark.errors import spark_errors
 from acidstore.spark.jobs import group_buckets, run_job, run_units
 from acidstore.spark.locate import Target, open_target
 from acidstore.spark.native import native_read
+from acidstore.spark.reading import DEFAULT_LEASE_SECONDS
 from acidstore.spark.source import FORMAT, check_columns, register
 from acidstore.spark.writing import (
     DELETE_COLUMN,
@@ -151,21 +152,26 @@ class AcidTable:
         when it can (``acidstore.spark.native``); otherwise, and with ``filter`` (SQL the
         embedded engine evaluates; partitions it rules out are never opened), the acidstore
         data source reads them in Python workers."""
-        options: dict[str, str] = {}
-        if columns is not None:
-            options["columns"] = ",".join(columns)
-        if filter is not None:
-            options["filter"] = filter
-        if as_of is not None:
-            options["asOf"] = as_of.isoformat() if isinstance(as_of, datetime) else str(as_of)
-        if with_row_id:
-            options["withRowId"] = "true"
-        with spark_errors(f"read of {self.name}"):
-            df = None
-            if filter is None:
-                with self._table() as table:
-                    df = native_read(self._spark, table, columns, as_of, with_row_id)
-            if df is None:
+        with spark_errors(f"read of {self.name}"), self._table() as table:
+            # leased before anything is listed; the lease expires like a Python-source
+            # read's (``leaseSeconds``), since Spark may run the plan any time later
+            txns, write_ids, lease = table.leased_snapshot(
+                as_of, ttl_seconds=DEFAULT_LEASE_SECONDS)
+            try:
+                df = None if filter is not None else native_read(
+                    self._spark, table, (txns, write_ids), columns, with_row_id)
+            except BaseException:
+                table.warehouse.metastore.release_lease(lease)
+                raise
+        if df is None:
+            options = {"snapshotTxns": str(txns), "snapshotWriteIds": str(write_ids)}
+            if columns is not None:
+                options["columns"] = ",".join(columns)
+            if filter is not None:
+                options["filter"] = filter
+            if with_row_id:
+                options["withRowId"] = "true"
+            with spark_errors(f"read of {self.name}"):
                 df = self._reader(options)
         return df.alias(self._alias) if self._alias else df
 
