@@ -24,6 +24,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from acidstore import frames
 from acidstore import fs as afs
 from acidstore.errors import (
     AcidStoreError,
@@ -259,6 +260,21 @@ class Table:
             return scan.to_table()
         finally:
             _release_lease(self._warehouse.metastore, lease)
+
+    def to_pandas(self, columns: Sequence[str] | None = None, filter: Predicate | None = None,
+                  as_of: int | datetime | None = None) -> Any:
+        """``to_arrow(...).to_pandas()``: a pandas DataFrame of the table at a snapshot."""
+        return self.to_arrow(columns, filter, as_of).to_pandas()
+
+    def to_polars(self, columns: Sequence[str] | None = None, filter: Predicate | None = None,
+                  as_of: int | datetime | None = None) -> Any:
+        """A Polars DataFrame of the table at a snapshot (needs the optional polars)."""
+        return frames.to_polars(self.to_arrow(columns, filter, as_of))
+
+    def to_duckdb(self, connection: Any = None, *, columns: Sequence[str] | None = None,
+                  filter: Predicate | None = None, as_of: int | datetime | None = None) -> Any:
+        """A DuckDB relation over the table at a snapshot (rows read now, see frames)."""
+        return frames.to_duckdb(self.to_arrow(columns, filter, as_of), connection)
 
     def scan(self, columns: Sequence[str] | None = None, filter: Predicate | None = None,
              as_of: int | datetime | None = None, with_row_id: bool = False, *,
