@@ -41,6 +41,7 @@ __all__ = [
     "TableNotFoundError",
     "TransactionAbortedError",
     "TransactionStateError",
+    "UnknownOptionError",
     "MissingDataError",
     "StrayPathError",
     "WriteConflictError",
@@ -84,6 +85,12 @@ class InvalidExpressionError(InvalidInputError):
 
 class InvalidPartitionValueError(InvalidInputError):
     """A partition value cannot be stored safely under the table location."""
+
+
+class UnknownOptionError(InvalidInputError):
+    """An engine option (``spark.read``/``df.write`` ``.option(...)``) this source does not
+    know: ignoring it would run something else than asked (Delta's ``versionAsOf`` on a source
+    that ignores it reads the current rows), so it is refused, with the accepted names."""
 
 
 class MergeCardinalityError(InvalidInputError):
