@@ -33,6 +33,7 @@ __all__ = [
     "InvalidPartitionValueError",
     "LocationNotEmptyError",
     "MergeCardinalityError",
+    "MetadataChangedError",
     "MetastoreError",
     "MetastoreVersionError",
     "NotEnoughHistoryError",
@@ -162,6 +163,12 @@ class ConcurrentDeleteReadError(WriteConflictError):
 class ConcurrentDeleteDeleteError(WriteConflictError):
     """A concurrent transaction deleted or updated rows this transaction deleted or updated
     too (or both replaced the same partition)."""
+
+
+class MetadataChangedError(WriteConflictError):
+    """The table's metadata (its columns: ``add_columns``) changed after this transaction's
+    writer read it: the write was planned against a schema that is no longer the table's, so
+    it is aborted. Nothing landed; read the table again (``wh.table(name)``) and retry."""
 
 
 class TransactionAbortedError(CommitFailedError):

@@ -24,7 +24,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from acidstore import frames
+from acidstore import frames, schema_evolution
 from acidstore import fs as afs
 from acidstore.errors import (
     AcidStoreError,
@@ -289,6 +289,14 @@ class Table:
         return self._scan(txns, write_ids, columns=columns, filter=filter,
                           with_row_id=with_row_id)
 
+    def add_columns(self, columns: Any) -> None:
+        """Append nullable columns (a ``pa.Schema``); rows written before read them as NULL,
+        and writers that planned against the old schema fail with MetadataChangedError
+        (see ``acidstore.schema_evolution``)."""
+        self._check_exists()
+        self.info = schema_evolution.add_columns(self._warehouse, self.name, columns,
+                                                 in_transaction=self._txn is not None)
+
     def history(self) -> pa.Table:
         """One row per committed write id."""
         self._check_exists()
@@ -309,8 +317,8 @@ class Table:
 
     def _run(self, body: Callable[[Transaction], WriteResult]) -> WriteResult:
         """Run ``body(txn)`` in this table's transaction, or in a new one that commits."""
+        self._check_exists()  # and take the table's current metadata
         if self._txn is not None:
-            self._check_exists()
             try:
                 result: WriteResult = body(self._txn)
             except BaseException as exc:
@@ -318,17 +326,21 @@ class Table:
                 raise
             return result
         with self._warehouse.transaction() as txn:
-            bound = Table(self._warehouse, self.info, txn)
-            bound._check_exists()
             result = body(txn)
         return WriteResult(**{**result.__dict__, "committed": True})
 
     def _check_exists(self) -> None:
+        """Refuse a dropped table; take the current catalog entry if its metadata changed
+        (another client's ``add_columns``), so that each statement plans against the schema
+        of its start, which its commit then checks (``MetadataChangedError``)."""
         current = self._warehouse.metastore.get_table(self.name)
         if current.table_id != self.info.table_id:
             raise TableNotFoundError(f"table {self.name} was dropped (and re-created)")
+        if current.metadata_version != self.info.metadata_version:
+            self.info = self._warehouse.table_info(self.name)
 
     def _conformed(self, data: Any) -> pa.Table:
+        self._check_exists()  # conform to the schema the statement's commit is checked against
         table, where = to_arrow_table(data), f"table {self.name}"
         refuse_zone_drop(table, self.schema, where=where)
         return conform(table, self.schema, where=where)
@@ -416,7 +428,8 @@ class Table:
         return WriteComponent(self.name, partition, operation, write_id,
                               tuple(w.path for w in done), rows_inserted=inserted,
                               rows_deleted=deleted, files=sum(len(w.files) for w in done),
-                              bytes=sum(w.bytes for w in done))
+                              bytes=sum(w.bytes for w in done),
+                              metadata_version=self.info.metadata_version)
 
     def _write_rows(self, txn: Transaction, rows: pa.Table, operation: Operation
                     ) -> WriteResult:
@@ -556,7 +569,8 @@ class Table:
                               rows_inserted=inserted, rows_deleted=deleted,
                               files=files_of.files if files_of else 0,
                               bytes=files_of.bytes if files_of else 0,
-                              read=self.isolation_level == "Serializable")
+                              read=self.isolation_level == "Serializable",
+                              metadata_version=self.info.metadata_version)
 
     def run_statement(self, txn: Transaction, kind: ChangeKind, *,
                       predicate: Predicate | None = None,
