@@ -24,6 +24,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from acidstore import changes as change_feed
 from acidstore import frames, schema_evolution
 from acidstore import fs as afs
 from acidstore.errors import (
@@ -296,6 +297,13 @@ class Table:
         self._check_exists()
         self.info = schema_evolution.add_columns(self._warehouse, self.name, columns,
                                                  in_transaction=self._txn is not None)
+
+    def changes(self, start_write_id: int, end_write_id: int) -> pa.Table:
+        """The rows inserted, updated and deleted by the committed write ids
+        ``start_write_id..end_write_id`` (inclusive): the table's columns plus
+        ``_change_type`` (insert, delete, update_preimage, update_postimage), ``_write_id``,
+        ``_commit_time`` and ``row__id``. See ``acidstore.changes`` for the rules."""
+        return change_feed.changes(self, start_write_id, end_write_id)
 
     def history(self) -> pa.Table:
         """One row per committed write id."""
