@@ -4,7 +4,7 @@ DataFrame, ``if_not_exists``, ``to_pandas``, ``to_duckdb`` and ``to_polars``."""
 from __future__ import annotations
 
 import importlib.util
-import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pyarrow as pa
@@ -58,22 +58,14 @@ def test_if_not_exists_returns_the_existing_table_unchanged(wh: Warehouse) -> No
 def test_if_not_exists_from_racing_clients_gives_one_table(tmp_path: Path) -> None:
     """Several clients running the same setup code at once: each gets the one table."""
     acidstore.connect(tmp_path / "wh").close()
-    ids: list[int] = []
-    errors: list[BaseException] = []
 
-    def create() -> None:
-        try:
-            with acidstore.connect(tmp_path / "wh") as wh:
-                ids.append(wh.create_table("db.t", SCHEMA, if_not_exists=True).info.table_id)
-        except BaseException as exc:  # reported below
-            errors.append(exc)
+    def create(_: int) -> int:
+        with acidstore.connect(tmp_path / "wh") as wh:
+            return wh.create_table("db.t", SCHEMA, if_not_exists=True).info.table_id
 
-    threads = [threading.Thread(target=create) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors and len(ids) == 4 and len(set(ids)) == 1
+    with ThreadPoolExecutor(max_workers=4) as pool:  # an error in a thread is raised here
+        ids = list(pool.map(create, range(4)))
+    assert len(set(ids)) == 1
 
 
 def test_to_pandas_mirrors_to_arrow(wh: Warehouse) -> None:
