@@ -50,7 +50,7 @@ from acidstore.metastore import WriteComponent
 from acidstore.orc.codec import BucketCodec
 from acidstore.orc.io import OrcFile
 from acidstore.orc.schema import ROW_ID_COLUMN, ROW_ID_TYPE
-from acidstore.read.keys import current_write_ids, key_arrays
+from acidstore.read.keys import current_write_ids, key_arrays, valid_write_id_mask
 from acidstore.read.plan import Split, plan_partition
 from acidstore.read.recorded import check_recorded
 from acidstore.read.registry import DELETE_COLUMNS
@@ -228,8 +228,8 @@ class _Feed:
                 for stripe in range(orc.nstripes):
                     batch = orc.canonical(orc.read_stripe(stripe, columns))
                     keys, current = key_arrays(batch), current_write_ids(batch)
-                    keep = (current >= start) & (current <= end) & np.array(
-                        [self.write_ids.is_write_id_valid(int(w)) for w in current], dtype=bool)
+                    keep = (current >= start) & (current <= end) & valid_write_id_mask(
+                        current, self.write_ids)
                     parts.append(pa.table({
                         "writeid": keys.write_id[keep], "bucketid": keys.bucket[keep],
                         "rowid": keys.row_id[keep], "_write_id": current[keep]},
