@@ -33,6 +33,7 @@ __all__ = [
     "InvalidPartitionValueError",
     "LocationNotEmptyError",
     "MergeCardinalityError",
+    "MetadataChangedError",
     "MetastoreError",
     "MetastoreVersionError",
     "NotEnoughHistoryError",
@@ -42,6 +43,7 @@ __all__ = [
     "TransactionAbortedError",
     "TransactionStateError",
     "WarehouseNotFoundError",
+    "UnknownOptionError",
     "MissingDataError",
     "StrayPathError",
     "WriteConflictError",
@@ -85,6 +87,12 @@ class InvalidExpressionError(InvalidInputError):
 
 class InvalidPartitionValueError(InvalidInputError):
     """A partition value cannot be stored safely under the table location."""
+
+
+class UnknownOptionError(InvalidInputError):
+    """An engine option (``spark.read``/``df.write`` ``.option(...)``) this source does not
+    know: ignoring it would run something else than asked (Delta's ``versionAsOf`` on a source
+    that ignores it reads the current rows), so it is refused, with the accepted names."""
 
 
 class MergeCardinalityError(InvalidInputError):
@@ -166,6 +174,12 @@ class ConcurrentDeleteReadError(WriteConflictError):
 class ConcurrentDeleteDeleteError(WriteConflictError):
     """A concurrent transaction deleted or updated rows this transaction deleted or updated
     too (or both replaced the same partition)."""
+
+
+class MetadataChangedError(WriteConflictError):
+    """The table's metadata (its columns: ``add_columns``) changed after this transaction's
+    writer read it: the write was planned against a schema that is no longer the table's, so
+    it is aborted. Nothing landed; read the table again (``wh.table(name)``) and retry."""
 
 
 class TransactionAbortedError(CommitFailedError):

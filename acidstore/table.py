@@ -24,6 +24,8 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from acidstore import changes as change_feed
+from acidstore import frames, schema_evolution
 from acidstore import fs as afs
 from acidstore.errors import (
     AcidStoreError,
@@ -260,6 +262,21 @@ class Table:
         finally:
             _release_lease(self._warehouse.metastore, lease)
 
+    def to_pandas(self, columns: Sequence[str] | None = None, filter: Predicate | None = None,
+                  as_of: int | datetime | None = None) -> Any:
+        """``to_arrow(...).to_pandas()``: a pandas DataFrame of the table at a snapshot."""
+        return self.to_arrow(columns, filter, as_of).to_pandas()
+
+    def to_polars(self, columns: Sequence[str] | None = None, filter: Predicate | None = None,
+                  as_of: int | datetime | None = None) -> Any:
+        """A Polars DataFrame of the table at a snapshot (needs the optional polars)."""
+        return frames.to_polars(self.to_arrow(columns, filter, as_of))
+
+    def to_duckdb(self, connection: Any = None, *, columns: Sequence[str] | None = None,
+                  filter: Predicate | None = None, as_of: int | datetime | None = None) -> Any:
+        """A DuckDB relation over the table at a snapshot (rows read now, see frames)."""
+        return frames.to_duckdb(self.to_arrow(columns, filter, as_of), connection)
+
     def scan(self, columns: Sequence[str] | None = None, filter: Predicate | None = None,
              as_of: int | datetime | None = None, with_row_id: bool = False, *,
              snapshot: tuple[ValidTxnList, ValidWriteIdList] | None = None) -> Scan:
@@ -272,6 +289,21 @@ class Table:
                                                txns, write_ids)
         return self._scan(txns, write_ids, columns=columns, filter=filter,
                           with_row_id=with_row_id)
+
+    def add_columns(self, columns: Any) -> None:
+        """Append nullable columns (a ``pa.Schema``); rows written before read them as NULL,
+        and writers that planned against the old schema fail with MetadataChangedError
+        (see ``acidstore.schema_evolution``)."""
+        self._check_exists()
+        self.info = schema_evolution.add_columns(self._warehouse, self.name, columns,
+                                                 in_transaction=self._txn is not None)
+
+    def changes(self, start_write_id: int, end_write_id: int) -> pa.Table:
+        """The rows inserted, updated and deleted by the committed write ids
+        ``start_write_id..end_write_id`` (inclusive): the table's columns plus
+        ``_change_type`` (insert, delete, update_preimage, update_postimage), ``_write_id``,
+        ``_commit_time`` and ``row__id``. See ``acidstore.changes`` for the rules."""
+        return change_feed.changes(self, start_write_id, end_write_id)
 
     def history(self) -> pa.Table:
         """One row per committed write id."""
@@ -293,8 +325,8 @@ class Table:
 
     def _run(self, body: Callable[[Transaction], WriteResult]) -> WriteResult:
         """Run ``body(txn)`` in this table's transaction, or in a new one that commits."""
+        self._check_exists()  # and take the table's current metadata
         if self._txn is not None:
-            self._check_exists()
             try:
                 result: WriteResult = body(self._txn)
             except BaseException as exc:
@@ -302,17 +334,21 @@ class Table:
                 raise
             return result
         with self._warehouse.transaction() as txn:
-            bound = Table(self._warehouse, self.info, txn)
-            bound._check_exists()
             result = body(txn)
         return WriteResult(**{**result.__dict__, "committed": True})
 
     def _check_exists(self) -> None:
+        """Refuse a dropped table; take the current catalog entry if its metadata changed
+        (another client's ``add_columns``), so that each statement plans against the schema
+        of its start, which its commit then checks (``MetadataChangedError``)."""
         current = self._warehouse.metastore.get_table(self.name)
         if current.table_id != self.info.table_id:
             raise TableNotFoundError(f"table {self.name} was dropped (and re-created)")
+        if current.metadata_version != self.info.metadata_version:
+            self.info = self._warehouse.table_info(self.name)
 
     def _conformed(self, data: Any) -> pa.Table:
+        self._check_exists()  # conform to the schema the statement's commit is checked against
         table, where = to_arrow_table(data), f"table {self.name}"
         refuse_zone_drop(table, self.schema, where=where)
         return conform(table, self.schema, where=where)
@@ -400,7 +436,8 @@ class Table:
         return WriteComponent(self.name, partition, operation, write_id,
                               tuple(w.path for w in done), rows_inserted=inserted,
                               rows_deleted=deleted, files=sum(len(w.files) for w in done),
-                              bytes=sum(w.bytes for w in done))
+                              bytes=sum(w.bytes for w in done),
+                              metadata_version=self.info.metadata_version)
 
     def _write_rows(self, txn: Transaction, rows: pa.Table, operation: Operation
                     ) -> WriteResult:
@@ -540,7 +577,8 @@ class Table:
                               rows_inserted=inserted, rows_deleted=deleted,
                               files=files_of.files if files_of else 0,
                               bytes=files_of.bytes if files_of else 0,
-                              read=self.isolation_level == "Serializable")
+                              read=self.isolation_level == "Serializable",
+                              metadata_version=self.info.metadata_version)
 
     def run_statement(self, txn: Transaction, kind: ChangeKind, *,
                       predicate: Predicate | None = None,

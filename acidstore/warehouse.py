@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -23,9 +24,11 @@ from acidstore.errors import (
     InvalidInputError,
     LocationNotEmptyError,
     MetastoreError,
+    TableExistsError,
     TableNotFoundError,
     WarehouseNotFoundError,
 )
+from acidstore.frames import schema_of
 from acidstore.fsck import fsck
 from acidstore.metastore import Metastore, NewTable, SqliteMetastore, TableInfo, TxnKind
 from acidstore.metastore.conflicts import isolation_level
@@ -84,14 +87,35 @@ class Warehouse:
 
     # --- catalog ---------------------------------------------------------------------------------
 
-    def create_table(self, name: str, schema: pa.Schema, *, partition_by: Sequence[str] = (),
-                     bucket_by: Sequence[str] = (), buckets: int = 0,
-                     properties: Mapping[str, str] | None = None) -> Table:
-        """Create a transactional table; ``schema`` lists every column, partition ones too."""
+    def create_table(self, name: str, schema: pa.Schema | Any, *,
+                     partition_by: Sequence[str] = (), bucket_by: Sequence[str] = (),
+                     buckets: int = 0, properties: Mapping[str, str] | None = None,
+                     if_not_exists: bool = False) -> Table:
+        """Create a transactional table; ``schema`` lists every column, partition ones too.
+
+        ``schema`` may also be a pyarrow Table or pandas DataFrame whose schema the table takes
+        (its rows are not inserted: ``t.insert(df)`` does that). With ``if_not_exists`` an
+        existing table of that name is returned as it is, without comparing its schema or
+        layout (as Delta's and SQL's ``CREATE TABLE IF NOT EXISTS`` do), so that a job can
+        run the same setup code every time."""
+        _split_name(name)  # a bad name is refused before anything else
+        if if_not_exists:
+            with contextlib.suppress(TableNotFoundError):
+                return self.table(name)
+        schema = schema_of(schema, f"table {name}")
+        try:
+            return self._create_table(name, schema, partition_by=partition_by,
+                                      bucket_by=bucket_by, buckets=buckets,
+                                      properties=properties)
+        except TableExistsError:
+            if not if_not_exists:
+                raise
+            return self.table(name)  # created by another client since we looked
+
+    def _create_table(self, name: str, schema: pa.Schema, *, partition_by: Sequence[str],
+                      bucket_by: Sequence[str], buckets: int,
+                      properties: Mapping[str, str] | None) -> Table:
         database, table = _split_name(name)
-        if not isinstance(schema, pa.Schema):
-            raise InvalidInputError(f"table {name}: schema must be a pyarrow.Schema, not "
-                                    f"{type(schema).__name__}")
         for what, columns in (("partition_by", partition_by), ("bucket_by", bucket_by)):
             if isinstance(columns, str):
                 raise InvalidInputError(f"table {name}: {what} is a list of column names; "

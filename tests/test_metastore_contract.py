@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from metastore_support import (
 
 from acidstore.errors import (
     InvalidInputError,
+    MetadataChangedError,
     MetastoreError,
     TableExistsError,
     TableNotFoundError,
@@ -147,6 +149,58 @@ def test_stored_properties_do_not_alias_the_callers_dict(metastore: Metastore) -
     props["a"] = "2"
     assert created.properties == {"a": "1"}
     assert metastore.get_table("t").properties == {"a": "1"}
+
+
+def test_add_columns_appends_nullable_columns_and_bumps_the_metadata_version(
+        metastore: Metastore) -> None:
+    created = metastore.create_table(new_table(partition_by=["dt"]))
+    assert created.metadata_version == 0
+    info = metastore.add_columns("t", pa.schema([("score", pa.float64()),
+                                                 ("tags", pa.list_(pa.string()))]))
+    assert info.schema.names == ["id", "name", "score", "tags"]
+    assert info.schema.field("tags").type == pa.list_(pa.string())
+    assert (info.metadata_version, info.table_id) == (1, created.table_id)
+    assert metastore.get_table("t") == info
+    for bad, message in [
+        (pa.schema([("NAME", pa.string())]), "already a column"),
+        (pa.schema([("dt", pa.string())]), "already a column"),
+        (pa.schema([pa.field("n", pa.int32(), nullable=False)]), "must be nullable"),
+        (pa.schema([("x", pa.null())]), "needs a type"),
+        (pa.schema([("bad name", pa.int32())]), "letters, digits"),
+        (pa.schema([]), "non-empty"),
+    ]:
+        with pytest.raises(InvalidInputError, match=message):
+            metastore.add_columns("t", bad)
+    assert metastore.get_table("t") == info  # nothing changed by a refusal
+    with pytest.raises(TableNotFoundError):
+        metastore.add_columns("nope", pa.schema([("x", pa.int32())]))
+
+
+def test_a_commit_planned_against_older_metadata_fails(backend: Backend) -> None:
+    """Two clients (connections): a writer planned against metadata version 0, another
+    added a column before it committed; its commit fails and leaves nothing."""
+    writer, other = backend.open(), backend.open()
+    try:
+        writer.create_table(new_table())
+        txn = begin(writer)
+        planned = replace(write(writer, txn, "insert"), metadata_version=0)
+        unchecked = begin(writer)
+        legacy = write(writer, unchecked, "insert")  # names no version: not checked
+        other.add_columns("t", pa.schema([("extra", pa.string())]))
+        with pytest.raises(MetadataChangedError, match="metadata changed") as caught:
+            writer.commit(txn, [planned])
+        assert (caught.value.txn_id, caught.value.table) == (txn, "default.t")
+        assert states(other)[txn] == "aborted"
+        assert [w.write_id for w in other.aborted_components("t")] == [planned.write_id]
+        writer.commit(unchecked, [legacy])
+        again = begin(writer)
+        current = replace(write(writer, again, "insert"), metadata_version=1)
+        writer.commit(again, [current])
+        assert [e.write_id for e in other.history("t")] == [legacy.write_id,
+                                                            current.write_id]
+    finally:
+        writer.close()
+        other.close()
 
 
 def test_partitions_are_idempotent_sorted_and_canonical(metastore: Metastore) -> None:
@@ -481,7 +535,7 @@ def test_sqlite_uses_wal_and_a_versioned_schema(tmp_path: Path) -> None:
     with sqlite3.connect(path) as raw:
         assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert raw.execute("SELECT value FROM meta WHERE name = 'schema_version'"
-                           ).fetchone()[0] == "4"
+                           ).fetchone()[0] == "5"
         raw.execute("UPDATE meta SET value = '99' WHERE name = 'schema_version'")
     with pytest.raises(MetastoreError, match="schema version 99"):
         SqliteMetastore(path)
@@ -494,13 +548,14 @@ def test_sqlite_upgrades_a_version_1_file_in_place(tmp_path: Path) -> None:
     SqliteMetastore(path).close()
     with sqlite3.connect(path) as raw:
         raw.execute("DROP TABLE compactions")
+        raw.execute("ALTER TABLE tables DROP COLUMN metadata_version")
         raw.execute("UPDATE meta SET value = '1' WHERE name = 'schema_version'")
     store = SqliteMetastore(path)
     assert store.show_compactions() == []
     store.close()
     with sqlite3.connect(path) as raw:
         assert raw.execute("SELECT value FROM meta WHERE name = 'schema_version'"
-                           ).fetchone()[0] == "4"
+                           ).fetchone()[0] == "5"
 
 
 def test_sqlite_version_3_locations_become_relative_to_the_warehouse_root(
@@ -514,6 +569,7 @@ def test_sqlite_version_3_locations_become_relative_to_the_warehouse_root(
         store.create_table(new_table("u", location="/elsewhere/u_data"))
         store.create_table(new_table("v", location="/old/wh/default.db/xv"))
     with sqlite3.connect(path) as raw:
+        raw.execute("ALTER TABLE tables DROP COLUMN metadata_version")
         raw.execute("UPDATE meta SET value = '3' WHERE name = 'schema_version'")
     with SqliteMetastore(path) as store:
         assert [store.get_table(t).location for t in ("sales.my_t", "u", "v")] == [

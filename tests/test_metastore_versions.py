@@ -69,6 +69,7 @@ def test_a_version_2_store_is_migrated_and_keeps_its_rows(backend: Backend) -> N
     store.close()
     with raw(backend) as conn:  # version 2: compactions had no cleaning_started yet
         conn.execute("ALTER TABLE compactions DROP COLUMN cleaning_started")
+        conn.execute("ALTER TABLE tables DROP COLUMN metadata_version")
         set_version(conn, "2")
 
     again = backend.open()
@@ -86,6 +87,7 @@ def test_a_version_1_store_gets_the_compaction_queue(backend: Backend) -> None:
     backend.open().close()
     with raw(backend) as conn:
         conn.execute("DROP TABLE compactions")
+        conn.execute("ALTER TABLE tables DROP COLUMN metadata_version")
         set_version(conn, "1")
     store = backend.open()
     try:
@@ -93,6 +95,26 @@ def test_a_version_1_store_gets_the_compaction_queue(backend: Backend) -> None:
         assert version(backend) == str(SCHEMA_VERSION)
     finally:
         store.close()
+
+
+def test_a_version_4_store_gets_metadata_versions(backend: Backend) -> None:
+    store = backend.open()
+    store.create_table(new_table())
+    txn = begin(store)
+    store.commit(txn, [write(store, txn, "insert")])
+    store.close()
+    with raw(backend) as conn:  # version 4: tables had no metadata_version
+        conn.execute("ALTER TABLE tables DROP COLUMN metadata_version")
+        set_version(conn, "4")
+    again = backend.open()
+    try:
+        assert version(backend) == str(SCHEMA_VERSION) == "5"
+        assert again.get_table("t").metadata_version == 0
+        info = again.add_columns("t", pa.schema([("extra", pa.string())]))
+        assert (info.metadata_version, info.schema.names[-1]) == (1, "extra")
+        assert [e.write_id for e in again.history("t")] == [1]
+    finally:
+        again.close()
 
 
 @pytest.mark.parametrize(("stored", "message"), [

@@ -135,6 +135,7 @@ def test_a_schema_2_metastore_upgrades_in_place(tmp_path: Path) -> None:
     path = tmp_path / "wh" / DEFAULT_METASTORE_FILE
     with sqlite3.connect(path) as con:  # what a version-2 file looks like
         con.execute("ALTER TABLE compactions DROP COLUMN cleaning_started")
+        con.execute("ALTER TABLE tables DROP COLUMN metadata_version")
         con.execute("UPDATE meta SET value = '2' WHERE name = 'schema_version'")
     con.close()
     with acidstore.connect(tmp_path / "wh") as wh:

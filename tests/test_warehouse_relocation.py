@@ -92,6 +92,7 @@ def test_a_copy_of_a_warehouse_made_before_relative_locations(tmp_path: Path) ->
     make_original(original)
     with sqlite3.connect(original / DEFAULT_METASTORE_FILE) as raw:  # as version 3 left it
         raw.execute("UPDATE tables SET location = ?", (str(original / "db.db" / "t"),))
+        raw.execute("ALTER TABLE tables DROP COLUMN metadata_version")  # added by version 5
         raw.execute("UPDATE meta SET value = '3' WHERE name = 'schema_version'")
     shutil.copytree(original, copy)
     write_to_copy_and_check(original, copy)

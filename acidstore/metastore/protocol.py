@@ -100,6 +100,9 @@ class TableInfo:
     location: str
     table_id: int
     created: datetime
+    #: bumped by every change of the table's metadata (``add_columns``): a writer that planned
+    #: against an older version fails at commit with ``MetadataChangedError``
+    metadata_version: int = 0
 
     def __post_init__(self) -> None:
         _frozen_dict(self, "properties", self.properties)
@@ -149,6 +152,9 @@ class WriteComponent:
     #: on a table with isolation level Serializable): then any write committed to the same
     #: partition after the transaction's snapshot conflicts, inserts included. Not stored.
     read: bool = False
+    #: the table's ``metadata_version`` the writer planned against (None: not checked); the
+    #: commit fails with ``MetadataChangedError`` if the table's has changed since. Not stored.
+    metadata_version: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "table", self.table.lower())
@@ -259,6 +265,12 @@ class Metastore(Protocol):
 
     def drop_table(self, name: str) -> TableInfo:
         """Remove the catalog entry and return what it was; history rows may stay."""
+        ...
+
+    def add_columns(self, table: str, columns: pa.Schema) -> TableInfo:
+        """Append nullable ``columns`` to the table's schema and bump its
+        ``metadata_version``, in one metastore transaction ordered with commits (a commit
+        either precedes it or sees the new version)."""
         ...
 
     def add_partitions(self, table: str, partitions: Iterable[str]) -> None:

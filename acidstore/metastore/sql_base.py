@@ -143,7 +143,7 @@ class SqlBase(ABC):
             row["db_name"], row["name"], decode_schema(row["schema"]),
             decode_schema(row["partition_schema"]), tuple(json.loads(row["bucket_by"])),
             row["buckets"], json.loads(row["properties"]), row["location"], row["table_id"],
-            from_micros(row["created"]))
+            from_micros(row["created"]), row["metadata_version"])
 
 
     # --- snapshot leases ----------------------------------------------------------------------

@@ -38,9 +38,10 @@ __all__ = [
 #: compaction queue (new tables only, so a version-1 file upgrades in place); version 3 added
 #: ``compactions.cleaning_started`` (time travel must know where the cleaner has begun);
 #: version 4 stores table locations relative to the warehouse root (a copied warehouse must
-#: write into its own files, not the original's).
-SCHEMA_VERSION = 4
-_UPGRADABLE = {1, 2, 3}
+#: write into its own files, not the original's); version 5 adds ``tables.metadata_version``
+#: (``add_columns`` bumps it; a writer that planned against an older one fails its commit).
+SCHEMA_VERSION = 5
+_UPGRADABLE = {1, 2, 3, 4}
 #: Version 4: ``<anything>/<db>.db/<table>``, the only form ``Warehouse.create_table`` ever
 #: stored, becomes ``<db>.db/<table>``; any other location stays as it is. Compared with
 #: ``substr`` from a positive start (a LIKE pattern would read the ``_`` of names as a wildcard;
@@ -52,10 +53,13 @@ _RELATIVE_LOCATIONS = (
     "'/' || db_name || '.db/' || name")
 #: SQL that brings an older store's existing tables up to this version, by the version it has
 #: (tables that did not exist yet are created by the DDL itself, which runs first)
+_METADATA_VERSION = "ALTER TABLE tables ADD COLUMN metadata_version INTEGER NOT NULL DEFAULT 0"
 _MIGRATIONS = {
-    1: (_RELATIVE_LOCATIONS,),
-    2: ("ALTER TABLE compactions ADD COLUMN cleaning_started INTEGER", _RELATIVE_LOCATIONS),
-    3: (_RELATIVE_LOCATIONS,),
+    1: (_RELATIVE_LOCATIONS, _METADATA_VERSION),
+    2: ("ALTER TABLE compactions ADD COLUMN cleaning_started INTEGER", _RELATIVE_LOCATIONS,
+        _METADATA_VERSION),
+    3: (_RELATIVE_LOCATIONS, _METADATA_VERSION),
+    4: (_METADATA_VERSION,),
 }
 
 _DDL = """
@@ -82,6 +86,7 @@ CREATE TABLE IF NOT EXISTS tables (
     properties       TEXT NOT NULL,
     location         TEXT NOT NULL,
     created          INTEGER NOT NULL,
+    metadata_version INTEGER NOT NULL DEFAULT 0,
     UNIQUE (db_name, name)
 );
 CREATE TABLE IF NOT EXISTS partitions (

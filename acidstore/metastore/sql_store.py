@@ -12,6 +12,8 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
+import pyarrow as pa
+
 from acidstore.errors import InvalidInputError, TableExistsError, TransactionStateError
 from acidstore.metastore import sql_txn as txns
 from acidstore.metastore.protocol import (
@@ -28,7 +30,12 @@ from acidstore.metastore.protocol import (
 from acidstore.metastore.sql import Session
 from acidstore.metastore.sql_base import SqlBase
 from acidstore.metastore.sql_schema import encode_schema, from_micros
-from acidstore.metastore.validate import check_kind, check_new_table, check_partition
+from acidstore.metastore.validate import (
+    check_kind,
+    check_new_table,
+    check_partition,
+    widened_schema,
+)
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = ["SqlMetastore"]
@@ -84,6 +91,18 @@ class SqlMetastore(SqlBase):
             return self._table_info(row)
 
         return self._write(body, locks=("catalog",))
+
+    def add_columns(self, table: str, columns: pa.Schema) -> TableInfo:
+        def body(conn: Session, _now: int) -> TableInfo:
+            row = self._table_row(conn, table)
+            schema = widened_schema(self._table_info(row), columns)
+            conn.execute("UPDATE tables SET schema = ?, metadata_version = metadata_version + 1 "
+                         "WHERE table_id = ?", (encode_schema(schema), row["table_id"]))
+            return self._table_info(conn.execute("SELECT * FROM tables WHERE table_id = ?",
+                                                 (row["table_id"],)).fetchone())
+
+        # "commit" too: a commit's metadata check and this change never interleave
+        return self._write(body, locks=("catalog", "commit"))
 
     def add_partitions(self, table: str, partitions: Iterable[str]) -> None:
         wanted = list(partitions)

@@ -21,6 +21,7 @@ from typing import Any
 
 from acidstore.errors import (
     InvalidInputError,
+    MetadataChangedError,
     MetastoreError,
     TableNotFoundError,
     TransactionAbortedError,
@@ -223,6 +224,8 @@ class _Resolved:
     component: WriteComponent
     table: str
     table_id: int
+    #: the table's metadata version now (the component's must be it, when it names one)
+    metadata_version: int
 
 
 def _resolve(conn: Session, txn_id: int, component: WriteComponent) -> _Resolved:
@@ -240,13 +243,13 @@ def _resolve(conn: Session, txn_id: int, component: WriteComponent) -> _Resolved
     if row["write_id"] != component.write_id:
         raise InvalidInputError(f"component of {table} names write id {component.write_id}, but "
                                 f"txnid:{txn_id} was allocated write id {row['write_id']}")
-    info = conn.execute("SELECT partition_schema FROM tables WHERE table_id = ?",
-                        (row["table_id"],)).fetchone()
+    info = conn.execute("SELECT partition_schema, metadata_version FROM tables "
+                        "WHERE table_id = ?", (row["table_id"],)).fetchone()
     if info is None:
         raise TableNotFoundError(f"table {table} was dropped while txnid:{txn_id} wrote to it")
     columns = [c.lower() for c in decode_schema(info["partition_schema"]).names]
     check_component(component, columns)
-    return _Resolved(component, table, int(row["table_id"]))
+    return _Resolved(component, table, int(row["table_id"]), int(info["metadata_version"]))
 
 
 def _stored_components(conn: Session, txn_id: int) -> list[WriteComponent]:
@@ -376,6 +379,16 @@ def commit_txn(conn: Session, txn_id: int, components: Sequence[WriteComponent],
     between the conflict check and publishing (first committer wins)."""
     txn = require_open(conn, txn_id)
     resolved = [_resolve(conn, txn_id, c) for c in components]
+    for item in resolved:
+        planned = item.component.metadata_version
+        if planned is not None and planned != item.metadata_version:
+            stale = MetadataChangedError(
+                f"txnid:{txn_id} wrote {item.table} as of its metadata version {planned}, but "
+                f"its metadata changed since (now version {item.metadata_version}: columns "
+                "were added); nothing was committed: read the table again and retry",
+                txn_id=txn_id, table=item.table, partition=item.component.partition)
+            _abort_with(conn, txn_id, now, resolved, str(stale))
+            raise RaiseAfterCommit(stale)
     hidden = _hidden_by_overwrite(conn, txn_id, resolved)
     if hidden is not None:
         item, other = hidden

@@ -18,7 +18,13 @@ from typing import get_args
 import pyarrow as pa
 
 from acidstore.errors import InvalidInputError, InvalidPartitionValueError
-from acidstore.metastore.protocol import NewTable, Operation, TxnKind, WriteComponent
+from acidstore.metastore.protocol import (
+    NewTable,
+    Operation,
+    TableInfo,
+    TxnKind,
+    WriteComponent,
+)
 from acidstore.partitions import parse_partition_path, partition_path
 
 __all__ = [
@@ -32,6 +38,7 @@ __all__ = [
     "check_partition",
     "check_ttl",
     "split_table_name",
+    "widened_schema",
 ]
 
 DEFAULT_DATABASE = "default"
@@ -186,3 +193,30 @@ def check_new_table(info: NewTable) -> None:
         # relative to the warehouse root (what ``Warehouse.create_table`` stores, so that a
         # copied or moved warehouse finds its tables where it now is): it must stay inside it
         _check_relative_dir(info.location, table)
+
+
+def widened_schema(info: TableInfo, columns: pa.Schema) -> pa.Schema:
+    """``info``'s user schema with ``columns`` appended (``add_columns``). They must be new
+    (no name of the table's, partition columns included, in any case) and nullable: files
+    written before hold no value for them, so their rows read them as NULL, which a NOT NULL
+    column could not hold. Appended at the end, because ORC files map the row's fields by
+    position (Hive's schema evolution reads a shorter row struct as trailing NULLs)."""
+    table = info.full_name
+    if not isinstance(columns, pa.Schema) or not len(columns):
+        raise InvalidInputError(f"add_columns of {table} needs a non-empty pyarrow Schema of "
+                                f"the new columns, got {columns!r}")
+    taken = {n.lower() for n in [*info.schema.names, *info.partition_schema.names]}
+    for field in columns:
+        name = _identifier(field.name, f"column of {table}")
+        if name in taken:
+            raise InvalidInputError(f"column {field.name!r} is already a column of {table} "
+                                    "(names are case-insensitive)")
+        taken.add(name)
+        if not field.nullable:
+            raise InvalidInputError(
+                f"new column {field.name!r} of {table} must be nullable: the rows written "
+                "before it existed read it as NULL")
+        if pa.types.is_null(field.type):
+            raise InvalidInputError(f"new column {field.name!r} of {table} needs a type "
+                                    "(pyarrow null is no column type)")
+    return pa.schema([*info.schema, *columns])

@@ -21,7 +21,7 @@ import pyarrow.fs as pafs
 from pyspark.sql.datasource import CaseInsensitiveDict
 from pyspark.sql.types import StructType
 
-from acidstore.errors import InvalidInputError, SchemaMismatchError
+from acidstore.errors import InvalidInputError, SchemaMismatchError, UnknownOptionError
 from acidstore.orc.schema import ROW_ID_COLUMN, ROW_ID_TYPE
 from acidstore.read.plan import Split
 from acidstore.read.scan import PartitionDir, Reader, Scan
@@ -29,8 +29,9 @@ from acidstore.spark.schema import arrow_schema, spark_schema, to_spark_batch
 from acidstore.table import Table
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
-__all__ = ["ReadOptions", "ReadTask", "pack", "plan_read", "read_options", "read_schema",
-           "read_snapshot", "run_read", "split_bytes"]
+__all__ = ["READ_OPTIONS", "WRITE_OPTIONS", "ReadOptions", "ReadTask", "check_options", "pack",
+           "plan_read", "read_options", "read_schema", "read_snapshot", "run_read",
+           "split_bytes"]
 
 DEFAULT_PARTITION_BYTES = 128 << 20
 #: what opening a file costs, in bytes of reading (Spark's spark.sql.files.openCostInBytes)
@@ -79,16 +80,47 @@ def _number(options: Mapping[str, str], key: str, default: float) -> float:
     return value
 
 
-def _as_of(text: str | None) -> int | datetime | None:
-    if text is None:
+#: options that name the table (every read and write takes them)
+TARGET_OPTIONS = ("path", "table", "warehouse", "metastore")
+#: every read option (README, "Spark options"); ``snapshotTxns``/``snapshotWriteIds`` pin the
+#: snapshot of a DML statement's own read (``AcidTable`` sets them)
+READ_OPTIONS = (*TARGET_OPTIONS, "columns", "filter", "asOf", "versionAsOf", "timestampAsOf",
+                "withRowId", "reader", "maxPartitionBytes", "minPartitions", "leaseSeconds",
+                "snapshotTxns", "snapshotWriteIds")
+WRITE_OPTIONS = TARGET_OPTIONS
+
+
+def check_options(options: Mapping[str, str], accepted: Sequence[str], what: str) -> None:
+    """Refuse options ``accepted`` does not name (any case: Spark lower-cases the keys)."""
+    known = {name.lower() for name in accepted}
+    unknown = sorted(key for key in options if key.lower() not in known)
+    if unknown:
+        raise UnknownOptionError(
+            f"unknown {what} option(s) {unknown} of format('acidstore'); it accepts "
+            f"{', '.join(accepted)} (names in any case)")
+
+
+def _as_of(options: Mapping[str, str]) -> int | datetime | None:
+    """``asOf`` (a write id or an ISO date-time), or Delta's spellings of it: ``versionAsOf``
+    (a write id, acidstore's version) and ``timestampAsOf`` (a date-time); at most one."""
+    given = [(key, options[key]) for key in ("asOf", "versionAsOf", "timestampAsOf")
+             if options.get(key) is not None]
+    if not given:
         return None
-    if text.strip().lstrip("-").isdigit():
+    if len(given) > 1:
+        raise InvalidInputError(f"give one of the options {[k for k, _ in given]}: they all "
+                                "choose the snapshot to read")
+    key, text = given[0]
+    if key != "timestampAsOf" and text.strip().lstrip("-").isdigit():
         return int(text)
-    try:
-        return datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise InvalidInputError(
-            f"option asOf={text!r} is neither a write id nor an ISO date-time") from None
+    if key != "versionAsOf":
+        try:
+            return datetime.fromisoformat(text.strip())
+        except ValueError:
+            pass
+    wanted = {"asOf": "neither a write id nor an ISO date-time", "versionAsOf":
+              "not a write id", "timestampAsOf": "not an ISO date-time"}[key]
+    raise InvalidInputError(f"option {key}={text!r} is {wanted}")
 
 
 def read_options(options: Mapping[str, str]) -> ReadOptions:
@@ -98,6 +130,7 @@ def read_options(options: Mapping[str, str]) -> ReadOptions:
     ``maxpartitionbytes``, so names are looked up case-insensitively here.
     """
     options = cast("Mapping[str, str]", CaseInsensitiveDict(options))
+    check_options(options, READ_OPTIONS, "read")
     columns = options.get("columns")
     reader = options.get("reader", "vectorized")
     if reader not in ("vectorized", "merge"):
@@ -107,7 +140,7 @@ def read_options(options: Mapping[str, str]) -> ReadOptions:
         columns=tuple(c.strip() for c in columns.split(",") if c.strip())
         if columns is not None else None,
         filter=options.get("filter") or None,
-        as_of=_as_of(options.get("asOf")),
+        as_of=_as_of(options),
         with_row_id=_flag(options, "withRowId"),
         reader=reader,  # type: ignore[arg-type]
         partition_bytes=int(_number(options, "maxPartitionBytes", DEFAULT_PARTITION_BYTES)),

@@ -33,7 +33,9 @@ from pyspark.sql.types import StructType
 from acidstore.errors import InvalidInputError, SchemaMismatchError
 from acidstore.spark.locate import Target, heartbeat, open_target, target_of
 from acidstore.spark.reading import (
+    WRITE_OPTIONS,
     ReadTask,
+    check_options,
     plan_read,
     read_options,
     read_schema,
@@ -64,9 +66,10 @@ class AcidDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> StructType:
+        options = read_options(self.options)  # a bad option fails before anything is opened
         wh, table = open_target(target_of(self.options))
         try:
-            return read_schema(table, read_options(self.options))
+            return read_schema(table, options)
         finally:
             wh.close()
 
@@ -74,6 +77,7 @@ class AcidDataSource(DataSource):
         return AcidReader(dict(self.options), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
+        check_options(self.options, WRITE_OPTIONS, "write")
         return _open_writer(target_of(self.options), schema, overwrite)
 
 

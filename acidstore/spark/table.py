@@ -30,6 +30,7 @@ from acidstore.spark.jobs import group_buckets, run_job, run_units
 from acidstore.spark.locate import Target, open_target
 from acidstore.spark.native import native_read
 from acidstore.spark.reading import DEFAULT_LEASE_SECONDS
+from acidstore.spark.schema import spark_schema
 from acidstore.spark.source import FORMAT, check_columns, register
 from acidstore.spark.writing import (
     DELETE_COLUMN,
@@ -184,6 +185,14 @@ class AcidTable:
         """One row per committed write id (as ``Table.history``)."""
         with self._table() as table:
             return self._spark.createDataFrame(table.history().to_pandas())
+
+    def changes(self, start_write_id: int, end_write_id: int) -> DataFrame:
+        """The change feed of write ids ``start..end`` (as ``Table.changes``). Read on the
+        driver, from the event files of that range only, then handed to Spark: a feed is the
+        rows a few writes changed, not the table."""
+        with self._table() as table:
+            feed = table.changes(start_write_id, end_write_id)
+        return self._spark.createDataFrame(feed, schema=spark_schema(feed.schema))
 
     # --- writes --------------------------------------------------------------------------------
 

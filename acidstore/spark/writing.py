@@ -67,6 +67,8 @@ class WriteJob:
     clauses: tuple[Operation, ...] = ("insert",)
     #: a DELETE/UPDATE/MERGE on a Serializable table: its components read their partitions
     reads: bool = False
+    #: the table's metadata version the job planned against (checked at commit)
+    metadata_version: int | None = None
 
     @property
     def staging(self) -> str:
@@ -87,7 +89,8 @@ def write_job(table: Table, txn: Transaction, clauses: tuple[Operation, ...]) ->
                    table.compression, txn.txn_id,
                    txn.write_id(table.name), txn.next_statement_id(table.name), clauses,
                    reads=table.isolation_level == "Serializable"
-                   and any(c not in ("insert", "overwrite") for c in clauses))
+                   and any(c not in ("insert", "overwrite") for c in clauses),
+                   metadata_version=info.metadata_version)
     # A crashed job's staging files are found by name (``txn_<id>`` of a transaction that
     # is no longer open), so nothing is recorded for them here.
     return job
@@ -277,7 +280,8 @@ def publish(txn: Transaction, job: WriteJob, outputs: Sequence[TaskOutput]
         component = WriteComponent(job.table, partition, operation, job.write_id,
                                    part.directories, rows_inserted=part.rows_inserted,
                                    rows_deleted=part.rows_deleted, files=part.files,
-                                   bytes=part.bytes, read=job.reads)
+                                   bytes=part.bytes, read=job.reads,
+                                   metadata_version=job.metadata_version)
         txn.will_write(component)
         components.append(component)
     for output in outputs:

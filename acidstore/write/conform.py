@@ -30,10 +30,12 @@ def to_arrow_table(data: Any) -> pa.Table:
         return pa.Table.from_batches([data])
     if isinstance(data, pa.RecordBatchReader):
         return data.read_all()
-    if hasattr(data, "__arrow_c_stream__") and not hasattr(data, "to_pandas"):
-        return pa.table(data)
+    # pandas first: a DataFrame also exports the Arrow stream interface (pandas >= 2.2), and
+    # that export keeps a named index as a column, which then fails as an unknown column
     if type(data).__module__.startswith("pandas"):  # pandas is optional: no import needed
         return pa.Table.from_pandas(data, preserve_index=False)
+    if hasattr(data, "__arrow_c_stream__") and not hasattr(data, "to_pandas"):
+        return pa.table(data)
     raise InvalidInputError(
         f"cannot insert a {type(data).__name__}; give a pyarrow Table, RecordBatchReader or "
         "pandas DataFrame")
