@@ -107,17 +107,27 @@ def test_what_the_native_path_does_not_take_reads_the_same_rows(spark: SparkSess
     assert spark_rows(off) == spark_rows(at.toDF(with_row_id=True))
 
 
-def test_timestamps_take_the_python_path(spark: SparkSession, tmp_path: Path) -> None:
-    """ORC-Java reads timestamps with its own time-zone rules: not the native path's."""
+def test_timestamps_read_natively_as_the_stored_wall_clock(spark: SparkSession,
+                                                          tmp_path: Path) -> None:
+    """Hive's TIMESTAMP is a date-time without a zone: whatever the session's time zone, the
+    native path returns the stored value, also in the hour a DST change repeats or skips,
+    before 1970 and near the ends of the range ORC readers can decode."""
     schema = pa.schema([("id", pa.int64()), ("at", pa.timestamp("us"))])
-    with acidstore.connect(tmp_path / "wh") as wh:
-        t = wh.create_table("db.ts", schema)
-        t.insert(pa.table({"id": [1, 2], "at": [dt.datetime(1969, 12, 31, 23, 59, 59),
-                                                dt.datetime(2026, 11, 23, 12, 0, 0, 5)]},
-                          schema=schema))
-        df = _at(spark, t).toDF()
-        assert not reads_natively(df)
-        assert spark_rows(df) == arrow_rows(t.to_arrow())
+    values = [dt.datetime(1969, 12, 31, 23, 59, 59), dt.datetime(2026, 11, 23, 12, 0, 0, 5),
+              dt.datetime(2026, 3, 8, 2, 30), dt.datetime(2026, 11, 1, 1, 30, 0, 999999),
+              dt.datetime(1900, 1, 1), dt.datetime(2262, 4, 10, 23, 59, 59, 999999),
+              dt.datetime(1677, 9, 22), None]
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        with acidstore.connect(tmp_path / "wh") as wh:
+            t = wh.create_table("db.ts", schema)
+            t.insert(pa.table({"id": range(len(values)), "at": values}, schema=schema))
+            df = _at(spark, t).toDF()
+            assert reads_natively(df)
+            assert spark_rows(df) == arrow_rows(t.to_arrow())
+            assert spark_rows(df.select("at")) == arrow_rows(t.to_arrow(columns=["at"]))
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
 
 
 @pytest.mark.parametrize("native", ["true", "false"])
@@ -151,3 +161,20 @@ def test_a_missing_committed_directory_is_an_error_not_fewer_rows(spark: SparkSe
         shutil.rmtree(deletes)
         with pytest.raises(MissingDataError, match="delete_delta"):
             _at(spark, t).toDF()
+
+
+def test_files_written_before_add_columns_read_nulls_natively(spark: SparkSession,
+                                                               tmp_path: Path) -> None:
+    """ORC-Java maps ``row`` by position: files with fewer fields give NULL for the rest."""
+    with acidstore.connect(tmp_path / "wh") as wh:
+        t = wh.create_table("db.e", pa.schema([("id", pa.int64()), ("name", pa.string())]),
+                            bucket_by=["id"], buckets=2)
+        t.insert(pa.table({"id": [1, 2, 3], "name": ["a", "b", "c"]}))
+        t.add_columns(pa.schema([("score", pa.float64()), ("day", pa.date32())]))
+        t.insert(pa.table({"id": [4], "name": ["d"], "score": [0.5],
+                           "day": [dt.date(2026, 11, 23)]}))
+        t.delete("id = 2")
+        df = _at(spark, t).toDF(with_row_id=True)
+        assert reads_natively(df)
+        assert spark_rows(df) == arrow_rows(t.to_arrow(with_row_id=True))
+        assert spark_rows(df.select("day")) == arrow_rows(t.to_arrow(columns=["day"]))

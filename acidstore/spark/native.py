@@ -48,6 +48,8 @@ from pyspark.sql.types import (
     StringType,
     StructField,
     StructType,
+    TimestampNTZType,
+    TimestampType,
 )
 
 from acidstore.orc.schema import ROW_ID_COLUMN
@@ -64,11 +66,12 @@ NATIVE_READ_CONF = "spark.acidstore.nativeRead"
 
 _EVENT_COLUMNS = ("operation", "originalTransaction", "bucket", "rowId", "currentTransaction")
 _KEY = ["originalTransaction", "bucket", "rowId"]
-#: Spark types whose ORC reading matches the Python path's exactly (timestamps are not among
-#: them: ORC-Java applies its own time-zone rules to them)
+#: Spark types whose ORC reading matches the Python path's exactly (Hive's zone-less
+#: timestamps via ``_wall_clock``; zoned ones and nested types take the Python path)
 _SAFE_TYPES: tuple[type[DataType], ...] = (
     BooleanType, ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType,
-    StringType, BinaryType, DateType, DecimalType)
+    StringType, BinaryType, DateType, DecimalType, TimestampNTZType)
+_DAY_MICROS = 86_400_000_000
 
 
 @dataclass(frozen=True)
@@ -115,8 +118,24 @@ def native_plan(scan: Scan, fs: pafs.FileSystem, user_schema: pa.Schema
     return [NativePartition(p, tuple(paths), tuple(deletes[p])) for p, paths in inserts.items()]
 
 
+def _wall_clock(name: str) -> Column:
+    """A Hive TIMESTAMP column as Spark's ``timestamp_ntz``. Spark reads an ORC timestamp only
+    as an instant, whose UTC wall clock is the stored date-time; casting it would apply the
+    session time zone (and fold the hour a DST change repeats), so the value is rebuilt from
+    its UTC microseconds with zone-free arithmetic: the day, plus the time of day."""
+    micros = f"unix_micros(row.`{name}`)"
+    rest = f"pmod({micros}, {_DAY_MICROS})"
+    return F.expr(
+        f"CAST(date_from_unix_date(CAST(({micros} - {rest}) div {_DAY_MICROS} AS INT)) "
+        f"AS TIMESTAMP_NTZ) + make_dt_interval(0, 0, 0, CAST({rest} AS DECIMAL(18, 6)) "
+        "/ 1000000)")
+
+
 def _event_schema(user: StructType) -> StructType:
-    """Hive's event schema with ``user`` as ``row`` (ORC-Java maps it by position)."""
+    """Hive's event schema with ``user`` as ``row`` (ORC-Java maps it by position), zone-less
+    timestamps as the instants Spark's ORC reader returns (see ``_wall_clock``)."""
+    user = StructType([StructField(f.name, TimestampType()) if isinstance(
+        f.dataType, TimestampNTZType) else f for f in user.fields])
     return StructType([StructField("operation", IntegerType()),
                        StructField("originalTransaction", LongType()),
                        StructField("bucket", IntegerType()),
@@ -152,10 +171,12 @@ def _partition_frame(spark: SparkSession, part: NativePartition, shape: _Shape) 
                    .where(_guard(False)).select(*_KEY))
         rows = rows.join(deleted, _KEY, "left_anti")
     values = dict(part.partition.values)
-    user = set(shape.user.fieldNames())
+    user = {f.name: f.dataType for f in shape.user.fields}
     out: list[Column] = []
     for name in shape.columns:
-        if name in user:
+        if isinstance(user.get(name), TimestampNTZType):
+            out.append(_wall_clock(name).alias(name))
+        elif name in user:
             out.append(F.col("row").getField(name).alias(name))
         else:
             field = shape.partition_schema[name]
