@@ -46,6 +46,14 @@ def _rows(ids: range, tag: str) -> pa.Table:
         "part": ["p" if i % 3 else "q" for i in ids]}, schema=SCHEMA)
 
 
+@pytest.fixture(autouse=True)
+def native_on(spark: SparkSession) -> Iterator[None]:
+    """The native path is opt-in (``spark.acidstore.nativeRead``)."""
+    spark.conf.set(NATIVE_READ_CONF, "true")
+    yield
+    spark.conf.unset(NATIVE_READ_CONF)
+
+
 def reads_natively(df: DataFrame) -> bool:
     return "FileScan orc" in str(df._jdf.queryExecution().executedPlan().toString())
 
@@ -99,10 +107,8 @@ def test_what_the_native_path_does_not_take_reads_the_same_rows(spark: SparkSess
     assert not reads_natively(filtered)
     assert spark_rows(filtered) == arrow_rows(table.to_arrow(filter="score > 20"))
     spark.conf.set(NATIVE_READ_CONF, "false")
-    try:
-        off = at.toDF(with_row_id=True)
-    finally:
-        spark.conf.unset(NATIVE_READ_CONF)
+    off = at.toDF(with_row_id=True)
+    spark.conf.set(NATIVE_READ_CONF, "true")
     assert not reads_natively(off)
     assert spark_rows(off) == spark_rows(at.toDF(with_row_id=True))
 
@@ -135,20 +141,17 @@ def test_a_dataframe_reads_the_snapshot_it_was_made_at(spark: SparkSession, tmp_
                                                        native: str) -> None:
     """On both paths (the Python one pins the snapshot ``toDF()`` leased)."""
     spark.conf.set(NATIVE_READ_CONF, native)
-    try:
-        with acidstore.connect(tmp_path / "wh") as wh:
-            t = wh.create_table("db.s", SCHEMA, bucket_by=["id"], buckets=2)
-            t.insert(_rows(range(10), "a"))
-            df = _at(spark, t).toDF()
-            filtered = _at(spark, t).toDF(filter="id >= 0")
-            assert df.count() == filtered.count() == 10
-            assert reads_natively(df) == (native == "true")
-            t.insert(_rows(range(10, 15), "b"))
-            t.delete("id < 3")
-            assert df.count() == filtered.count() == 10  # every action: toDF()'s snapshot
-            assert _at(spark, t).toDF().count() == 12
-    finally:
-        spark.conf.unset(NATIVE_READ_CONF)
+    with acidstore.connect(tmp_path / "wh") as wh:
+        t = wh.create_table("db.s", SCHEMA, bucket_by=["id"], buckets=2)
+        t.insert(_rows(range(10), "a"))
+        df = _at(spark, t).toDF()
+        filtered = _at(spark, t).toDF(filter="id >= 0")
+        assert df.count() == filtered.count() == 10
+        assert reads_natively(df) == (native == "true")
+        t.insert(_rows(range(10, 15), "b"))
+        t.delete("id < 3")
+        assert df.count() == filtered.count() == 10  # every action: toDF()'s snapshot
+        assert _at(spark, t).toDF().count() == 12
 
 
 def test_a_missing_committed_directory_is_an_error_not_fewer_rows(spark: SparkSession,

@@ -34,6 +34,7 @@ from spark_support import (
 import acidstore
 from acidstore import Table
 from acidstore.spark import AcidTable
+from acidstore.spark.native import NATIVE_READ_CONF
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -83,6 +84,15 @@ def duck(sql: str, t: Table) -> list[Row]:
         return arrow_rows(con.sql(sql).to_arrow_table())
     finally:
         con.close()
+
+
+@pytest.fixture(autouse=True)
+def native_on(spark: SparkSession) -> Iterator[None]:
+    """``toDF()`` takes Spark's ORC reader where it can (opt-in: ``spark.acidstore.nativeRead``),
+    so every shape runs on both read paths."""
+    spark.conf.set(NATIVE_READ_CONF, "true")
+    yield
+    spark.conf.unset(NATIVE_READ_CONF)
 
 
 def reads_natively(df: DataFrame) -> bool:
