@@ -95,3 +95,8 @@ def add_originals(t: Table, rows: pa.Table, *, buckets: int) -> None:
                                 (f"{bucket:06d}_0_copy_1", mine[half:])):
                 if chunk:
                     write_original(Path(t.location) / f"dt={dt}" / name, chunk, schema=USER)
+
+
+def reads_natively(df: DataFrame) -> bool:
+    """Whether Spark's own ORC reader reads the event files (``acidstore.spark.native``)."""
+    return "FileScan orc" in str(df._jdf.queryExecution().executedPlan().toString())

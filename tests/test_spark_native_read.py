@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
-from spark_support import arrow_rows, spark_rows
+from spark_support import arrow_rows, reads_natively, spark_rows
 
 import acidstore
 from acidstore import Table
@@ -30,7 +30,7 @@ from acidstore.spark import AcidTable
 from acidstore.spark.native import NATIVE_READ_CONF
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("price", pa.decimal128(9, 2)),
                     ("day", pa.date32()), ("ok", pa.bool_()), ("score", pa.float64()),
@@ -52,10 +52,6 @@ def native_on(spark: SparkSession) -> Iterator[None]:
     spark.conf.set(NATIVE_READ_CONF, "true")
     yield
     spark.conf.unset(NATIVE_READ_CONF)
-
-
-def reads_natively(df: DataFrame) -> bool:
-    return "FileScan orc" in str(df._jdf.queryExecution().executedPlan().toString())
 
 
 @pytest.fixture(scope="module")

@@ -28,6 +28,7 @@ from spark_support import (
     arrow_rows,
     make_rows,
     new_table,
+    reads_natively,
     spark_rows,
 )
 
@@ -93,11 +94,6 @@ def native_on(spark: SparkSession) -> Iterator[None]:
     spark.conf.set(NATIVE_READ_CONF, "true")
     yield
     spark.conf.unset(NATIVE_READ_CONF)
-
-
-def reads_natively(df: DataFrame) -> bool:
-    """Whether Spark's own ORC reader reads the event files (``acidstore.spark.native``)."""
-    return "FileScan orc" in str(df._jdf.queryExecution().executedPlan().toString())
 
 
 Query = Callable[["DataFrame", "SparkSession", Table], "DataFrame"]
