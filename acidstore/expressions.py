@@ -85,21 +85,51 @@ def check_sandboxed(text: str, scope: Mapping[str, pa.Schema]) -> None:
         evaluator.close()
 
 
-def referenced_columns(text: str, names: Iterable[str]) -> list[str]:
-    """The column names of ``names`` that the SQL expression mentions (case-insensitively, as
-    SQL identifiers are), in ``names`` order. Used to decode only what a predicate needs."""
-    idents = set()
+def _identifier(token: str) -> str:
+    """An identifier token's name: quoted as "x" (SQL) or `x` (Spark SQL's style, which
+    DuckDB accepts too), else as written."""
+    quote_char = token[0] if token[:1] in ('"', "`") else ""
+    return token[1:-1].replace(quote_char * 2, quote_char) if quote_char else token
+
+
+def _name_paths(text: str) -> list[list[str]]:
+    """Each (possibly dotted) name of a SQL expression as its parts, lower-cased: ``s.id``
+    -> ["s", "id"]. DuckDB tokenizes unreserved keywords used as column names (name, type,
+    value, year, ...) as "keyword"; a keyword that is no column is dropped by the caller."""
+    paths: list[list[str]] = []
+    dotted = False
     for token, kind in _tokens(text):
-        # DuckDB tokenizes unreserved keywords used as column names (name, type, value,
-        # year, ...) as "keyword"; a keyword that is no column is dropped by the match below.
+        if token == ".":
+            dotted = bool(paths)
+            continue
         if kind in ("identifier", "keyword"):
-            # quoted: "x" (SQL) or `x` (Spark SQL's style, which DuckDB accepts too)
-            quote_char = token[0] if token[:1] in ('"', "`") else ""
-            ident = token[1:-1].replace(quote_char * 2, quote_char) if quote_char else token
-            idents.add(ident.lower())
-            for part in ident.split("."):
-                idents.add(part.strip('"').lower())
-    return [n for n in names if n.lower() in idents]
+            parts = [_identifier(p).lower() for p in token.split(".")] if token[:1] not in (
+                '"', "`") else [_identifier(token).lower()]
+            if dotted:
+                paths[-1].extend(parts)
+            else:
+                paths.append(parts)
+        dotted = False
+    return paths
+
+
+def referenced_columns(text: str, names: Iterable[str], *, own_alias: str | None = None,
+                       other_aliases: Iterable[str] = ()) -> list[str]:
+    """The column names of ``names`` that the SQL expression mentions (case-insensitively, as
+    SQL identifiers are), in ``names`` order. Used to decode only what a predicate needs.
+    In a MERGE, a name qualified by the table's own alias (``t.id``) is the column after the
+    qualifier, and one qualified by another table's (the source's: ``s.id``) is not ours, even
+    where an alias is spelled like a column (a column ``s`` beside ``... = s.id`` was once
+    decoded for nothing). Any other part of a dotted name may be a column (a column, or a
+    struct field: counting too many costs only decoding)."""
+    own = own_alias.lower() if own_alias else None
+    others = {a.lower() for a in other_aliases}
+    said: set[str] = set()
+    for path in _name_paths(text):
+        if len(path) > 1 and path[0] in others:
+            continue
+        said.update(path[1:] if len(path) > 1 and path[0] == own else path)
+    return [n for n in names if n.lower() in said]
 
 
 class SqlEvaluator:

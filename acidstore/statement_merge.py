@@ -99,7 +99,9 @@ class MergeSpec:
 def merge_columns(spec: MergeSpec, names: Sequence[str]) -> list[str]:
     """The target columns (of ``names``) the MERGE's SQL can refer to: all a unit decodes
     before it knows which rows match."""
-    said = {n for text in spec.texts() for n in referenced_columns(text, names)}
+    said = {n for text in spec.texts()
+            for n in referenced_columns(text, names, own_alias=spec.target_alias,
+                                        other_aliases=[spec.source_alias])}
     return [n for n in names if n in said]
 
 

@@ -66,3 +66,9 @@ def test_referenced_columns() -> None:
     assert referenced_columns('"select" = 1', names) == ["select"]
     assert referenced_columns("s = 'other'", names) == ["s"]
     assert referenced_columns("`ID` = 22 AND `s` > ''", names) == ["id", "s"]  # Spark quoting
+    # a name qualified by another table's alias is that table's column, in any spelling
+    assert referenced_columns("src.id = t.other AND SRC.`s` > 0", names,
+                              other_aliases=["src"]) == ["other"]
+    assert referenced_columns('"Src" . amount + t . s', names, other_aliases=["src"]) == ["s"]
+    assert referenced_columns("s.id = other.amount", names, own_alias="other",
+                              other_aliases=["s"]) == ["Amount"]

@@ -37,9 +37,19 @@ def table(wh: Warehouse) -> Table:
 def test_a_unit_decodes_only_the_columns_the_merge_names() -> None:
     assert merge_columns(spec(), NAMES) == ["id"]
     update = MergeClause("update", "t.amount > 3", (("name", "s.name"),))
-    assert merge_columns(spec("t.id = s.id", update), NAMES) == ["id", "name", "amount"]
-    # the source side names no target column by itself: the aliases decide nothing here
+    assert merge_columns(spec("t.id = s.id", update), NAMES) == ["id", "amount"]
     assert merge_columns(spec("t.`dt` = s.dt"), NAMES) == ["dt"]
+    # UPDATE SET * / INSERT * take every value from the source: only the ON column is read
+    # (a unit once decoded every target column here because `s.amount` names "amount")
+    every = (MergeClause("update", None, None), MergeClause("insert", None, None))
+    assert merge_columns(spec("t.id = s.id", *every), NAMES) == ["id"]
+    # aliases spelled like columns (the benchmark's table has a string column `s`) are aliases
+    assert merge_columns(spec("t.id = s.id"), ["id", "s", "t"]) == ["id"]
+    # the source alias decides in any case and quoting; other qualifiers may name columns
+    assert merge_columns(spec('"T".amount = "S".id AND S.`name` = t.dt'), NAMES) == [
+        "amount", "dt"]
+    assert merge_columns(spec("t.id = s.id AND coalesce(name, s.name) = 'x'"), NAMES) == [
+        "id", "name"]
 
 
 def test_full_rows_only_when_an_update_keeps_old_values() -> None:
