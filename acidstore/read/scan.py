@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from acidstore import fs as afs
@@ -29,7 +30,7 @@ from acidstore.read.merge import merge_split
 from acidstore.read.plan import Split, plan_partition
 from acidstore.read.recorded import RecordedWrites, check_recorded
 from acidstore.read.registry import DEFAULT_DELETE_EVENT_LIMIT, DeleteCache
-from acidstore.read.source import SplitBatch
+from acidstore.read.source import Probe, SplitBatch
 from acidstore.read.vectorized import read_split
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
@@ -192,6 +193,8 @@ class Scan:
         needed = list(dict.fromkeys(wanted + filter_names))
         self._user_positions = sorted(
             {i for n in needed if (i := _column_index(table, n)) is not None})
+        self._filter_positions = tuple(sorted(
+            {i for n in filter_names if (i := _column_index(table, n)) is not None}))
         self._part_positions = sorted(
             {i for n in needed if (i := _column_index(parts, n)) is not None})
         self._output_names = [table.field(i).name if (i := _column_index(table, n)) is not None
@@ -249,12 +252,14 @@ class Scan:
         assert self._filter is not None and self._evaluator is not None
         return self._evaluator.mask(table, self._filter)
 
-    def _assemble(self, partition: PartitionDir, split: Split, batch: SplitBatch
-                  ) -> pa.RecordBatch | None:
+    def _columns(self, partition: PartitionDir, split: Split, batch: SplitBatch,
+                 positions: Sequence[int]) -> dict[str, pa.Array]:
+        """The table's columns at ``positions`` from a decoded batch (cast to the table's
+        types; NULL where the file predates the column), then the partition columns."""
         n = batch.num_rows
         present = batch.columns()
         columns: dict[str, pa.Array] = {}
-        for pos in self._user_positions:
+        for pos in positions:
             field = self.table_schema.field(pos)
             array = present.get(pos)
             if array is None:
@@ -265,6 +270,30 @@ class Scan:
                                 f"which does not cast to {field.type}")
             columns[field.name] = array
         columns.update(self._partition_arrays(partition, n, self._part_positions))
+        return columns
+
+    def _filter_mask(self, columns: dict[str, pa.Array], n: int) -> pa.BooleanArray:
+        names = list(columns)
+        return self._mask(pa.table([columns[c] for c in names], names=names)
+                          if names else pa.table({"_": pa.nulls(n, pa.int8())}))
+
+    def _probe(self, partition: PartitionDir, split: Split) -> Probe | None:
+        """Decode a stripe's filter columns before the rest (a DELETE/UPDATE unit or a
+        filtered read then decodes whole rows only of stripes holding a match)."""
+        if not isinstance(self._filter, str) or self._filter_only_partitions or \
+                not self._filter_positions:
+            return None
+
+        def matches(batch: SplitBatch) -> bool:
+            columns = self._columns(partition, split, batch, self._filter_positions)
+            return bool(pc.any(self._filter_mask(columns, batch.num_rows)).as_py())
+
+        return Probe(self._filter_positions, matches)
+
+    def _assemble(self, partition: PartitionDir, split: Split, batch: SplitBatch
+                  ) -> pa.RecordBatch | None:
+        n = batch.num_rows
+        columns = self._columns(partition, split, batch, self._user_positions)
         out = [columns[name] for name in self._output_names]
         if self._with_row_id:
             keys = batch.keys
@@ -277,10 +306,7 @@ class Scan:
         else:  # columns=[]: no columns, but the rows still count
             result = pa.RecordBatch.from_arrays([pa.nulls(n, pa.int8())], names=["_"]).select([])
         if self._filter is not None and not self._filter_only_partitions:
-            names = list(columns)
-            mask = self._mask(pa.table([columns[c] for c in names], names=names)
-                              if names else pa.table({"_": pa.nulls(n, pa.int8())}))
-            result = result.filter(mask)
+            result = result.filter(self._filter_mask(columns, n))
         return result if result.num_rows else None
 
     # --- reading -------------------------------------------------------------------------------
@@ -293,7 +319,7 @@ class Scan:
         else:
             source = read_split(self._fs, split, self.write_ids, positions,
                                 with_row_id=self._with_row_id, delete_event_limit=self._limit,
-                                cache=self._delete_cache)
+                                cache=self._delete_cache, probe=self._probe(partition, split))
         for batch in source:
             assembled = self._assemble(partition, split, batch)
             if assembled is not None:

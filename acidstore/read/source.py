@@ -8,7 +8,7 @@ when needed, as Hive's ``hive.optimize.acid.meta.columns`` does.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,7 +36,7 @@ from acidstore.read.keys import (
 from acidstore.read.plan import Split
 from acidstore.writeids import ValidWriteIdList
 
-__all__ = ["SplitBatch", "split_batches"]
+__all__ = ["Probe", "SplitBatch", "split_batches"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,17 @@ class SplitBatch:
         return dict(zip(self.positions, children, strict=True))
 
 
+@dataclass(frozen=True)
+class Probe:
+    """Late materialisation for a filtered read: decode a stripe's filter columns
+    (``positions``) first and skip the stripe, without decoding the rest, when ``matches``
+    says none of its rows can pass (it sees the rows before delete events are applied, so
+    a row it rejects could only have been rejected later too)."""
+
+    positions: tuple[int, ...]
+    matches: Callable[[SplitBatch], bool]
+
+
 def _struct(column: pa.Array | pa.ChunkedArray) -> pa.StructArray:
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
@@ -76,10 +87,11 @@ def _struct(column: pa.Array | pa.ChunkedArray) -> pa.StructArray:
 
 
 def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList,
-                  positions: Sequence[int] | None, *, need_keys: bool
-                  ) -> Iterator[SplitBatch]:
+                  positions: Sequence[int] | None, *, need_keys: bool,
+                  probe: Probe | None = None) -> Iterator[SplitBatch]:
     """Decode ``split``; ``positions`` are the table positions of the user fields wanted
-    (None = all). With ``need_keys`` every batch carries its ROW__IDs."""
+    (None = all). With ``need_keys`` every batch carries its ROW__IDs. ``probe``: skip the
+    stripes where no row can pass the read's filter."""
     orc = OrcFile(fs, split.path, logical_length=split.logical_length)
     width = orc.row_type.num_fields
     wanted = list(range(width)) if positions is None else [p for p in positions if p < width]
@@ -98,9 +110,21 @@ def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
     if not acid and not wanted:
         acid = [OPERATION]  # something cheap, only to learn the row count
     columns = orc.physical_columns(acid, wanted)
+    probed = [p for p in probe.positions if p < width] if probe is not None else []
+    if probe is not None and (not probed or not set(probed) < set(wanted)):
+        probe = None  # nothing saved: the probe would decode what the read decodes anyway
+    rest = [p for p in wanted if p not in probed]
     previous: RowKey | None = None
     for stripe in range(orc.nstripes):
-        batch = orc.canonical(orc.read_stripe(stripe, columns))
+        if probe is None:
+            batch = orc.canonical(orc.read_stripe(stripe, columns))
+        else:
+            first = _probed(orc, stripe, probed, probe)
+            if first is None:
+                continue  # no row of the stripe can pass: its other columns stay encoded
+            batch = orc.canonical(orc.read_stripe(stripe, orc.physical_columns(acid, rest)))
+            batch = _with_row(batch, _joined(first, probed, _struct(batch.column(ROW)), rest,
+                                             wanted))
         if batch.num_rows == 0:
             continue
         keys = None
@@ -117,6 +141,34 @@ def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
                 out = out.filter(valid)
         if out.num_rows:
             yield out
+
+
+def _probed(orc: OrcFile, stripe: int, positions: list[int], probe: Probe
+            ) -> pa.StructArray | None:
+    """The stripe's probed fields, or None when none of its rows can pass."""
+    batch = orc.canonical(orc.read_stripe(stripe, orc.physical_columns([], positions)))
+    if batch.num_rows == 0:
+        return None
+    row = _struct(batch.column(ROW))
+    return row if probe.matches(SplitBatch(batch.num_rows, tuple(positions), row, None)) \
+        else None
+
+
+def _joined(first: pa.StructArray, first_positions: list[int], second: pa.StructArray,
+            second_positions: list[int], wanted: list[int]) -> pa.StructArray:
+    """One ``row`` struct of the fields two reads of a stripe decoded, in ``wanted`` order."""
+    fields = {**dict(zip(first_positions, zip(first.type, first.flatten(), strict=True),
+                         strict=True)),
+              **dict(zip(second_positions, zip(second.type, second.flatten(), strict=True),
+                         strict=True))}
+    return pa.StructArray.from_arrays([fields[p][1] for p in wanted],
+                                      fields=[fields[p][0] for p in wanted],
+                                      mask=second.is_null() if second.null_count else None)
+
+
+def _with_row(batch: pa.RecordBatch, row: pa.StructArray) -> pa.RecordBatch:
+    index = batch.schema.get_field_index(ROW)
+    return batch.set_column(index, pa.field(ROW, row.type), row)
 
 
 def _synthetic_batches(orc: OrcFile, split: Split, wanted: list[int], need_keys: bool

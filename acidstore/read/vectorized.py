@@ -15,7 +15,7 @@ import pyarrow.fs as pafs
 from acidstore.read.merge import merge_split
 from acidstore.read.plan import Split
 from acidstore.read.registry import DEFAULT_DELETE_EVENT_LIMIT, DeleteCache, load_registry
-from acidstore.read.source import SplitBatch, split_batches
+from acidstore.read.source import Probe, SplitBatch, split_batches
 from acidstore.writeids import ValidWriteIdList
 
 __all__ = ["read_split"]
@@ -24,8 +24,10 @@ __all__ = ["read_split"]
 def read_split(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList,
                positions: Sequence[int] | None, *, with_row_id: bool,
                delete_event_limit: int = DEFAULT_DELETE_EVENT_LIMIT,
-               cache: DeleteCache | None = None) -> Iterator[SplitBatch]:
-    """Visible rows of ``split`` in file order, as decoded batches."""
+               cache: DeleteCache | None = None, probe: Probe | None = None
+               ) -> Iterator[SplitBatch]:
+    """Visible rows of ``split`` in file order, as decoded batches (``probe``: stripes whose
+    rows cannot pass the read's filter are skipped, see ``Probe``)."""
     registry = load_registry(fs, split, write_ids, limit=delete_event_limit, cache=cache) \
         if split.deletes else None
     if split.deletes and registry is None:
@@ -33,7 +35,7 @@ def read_split(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList,
         return
     apply = registry is not None and len(registry) > 0
     for decoded in split_batches(fs, split, write_ids, positions,
-                                 need_keys=apply or with_row_id):
+                                 need_keys=apply or with_row_id, probe=probe):
         batch = decoded
         if not apply:
             yield batch
