@@ -17,8 +17,10 @@ from typing import get_args
 
 import pyarrow as pa
 
-from acidstore.errors import InvalidInputError, InvalidPartitionValueError
+from acidstore.errors import InvalidInputError, InvalidLayoutError, InvalidPartitionValueError
+from acidstore.layout import parse_directory
 from acidstore.metastore.protocol import (
+    CompactionOutput,
     NewTable,
     Operation,
     TableInfo,
@@ -33,6 +35,7 @@ __all__ = [
     "OPERATION_LETTERS",
     "check_component",
     "check_kind",
+    "check_output",
     "check_new_table",
     "is_absolute_location",
     "check_partition",
@@ -152,6 +155,29 @@ def check_component(component: WriteComponent, partition_columns: list[str]) -> 
     for what in ("rows_inserted", "rows_deleted", "files", "bytes"):
         _check_count(getattr(component, what), what)
     return table
+
+
+def check_output(output: CompactionOutput, partition_columns: list[str], txn_id: int) -> None:
+    """Validate a compaction output: a directory in its partition whose name carries the
+    committing transaction's ``_v<txn_id>`` (a record of anything else would make readers
+    trust a directory no compaction of this commit wrote)."""
+    database, name = split_table_name(output.table)
+    table = f"{database}.{name}"
+    check_partition(output.partition, partition_columns, table)
+    _check_relative_dir(output.directory, table)
+    parent, _, leaf = output.directory.rpartition("/")
+    if parent != output.partition:
+        raise InvalidInputError(f"compaction output {output.directory!r} of {table} is not a "
+                                f"directory of its partition {output.partition!r}")
+    try:
+        visibility = parse_directory(leaf).visibility_txn_id
+    except InvalidLayoutError as exc:
+        raise InvalidInputError(f"compaction output of {table}: {exc}") from None
+    if visibility != txn_id:
+        raise InvalidInputError(f"compaction output {output.directory!r} of {table} does not "
+                                f"carry the suffix _v{txn_id:07d} of the committing txnid:{txn_id}")
+    for what in ("files", "rows", "bytes"):
+        _check_count(getattr(output, what), what)
 
 
 def is_absolute_location(location: str) -> bool:
