@@ -138,7 +138,7 @@ class _Feed:
         listed: dict[str, int] = {}
         splits = plan_partition(table.filesystem, partition.path, state, self.write_ids, listed)
         check_recorded(table.location, state, self.write_ids,
-                       table.recorded_writes().writes(partition.path), listed)
+                       table.recorded_writes().partition(partition.path), listed)
         relative = afs.relative(table.location, partition.path)
         return [*self._inserted(partition, splits, relative),
                 *self._deleted(partition, state, splits, relative)]

@@ -214,7 +214,7 @@ class SqlMetastore(SqlBase):
                outputs: Sequence[CompactionOutput] = ()) -> CommitInfo:
         offered, written = list(components), list(outputs)
         return self._write(lambda conn, now: txns.commit_txn(conn, txn_id, offered, check, now,
-                                                             written),
+                                                             outputs=written),
                            locks=("commit",))
 
     def abort(self, txn_id: int, reason: str = "") -> None:

@@ -404,7 +404,7 @@ def _insert_outputs(conn: Session, txn_id: int,
 
 
 def commit_txn(conn: Session, txn_id: int, components: Sequence[WriteComponent],
-               check: CommitCheck | None, now: int,
+               check: CommitCheck | None, now: int, *,
                outputs: Sequence[CompactionOutput] = ()) -> CommitInfo:
     """The whole commit, inside one ``BEGIN IMMEDIATE`` so no other commit can interleave
     between the conflict check and publishing (first committer wins). A compaction's

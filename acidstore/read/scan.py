@@ -157,12 +157,12 @@ class Scan:
     def _plan(self, partition: PartitionDir) -> list[Split]:
         state = acid_state(partition.path, self.write_ids, self.txns, filesystem=self._fs)
         recorded = self._recorded
-        writes = recorded.writes(partition.path) if recorded is not None else ()
-        if recorded is None or not writes:
+        record = recorded.partition(partition.path) if recorded is not None else None
+        if recorded is None or not record:
             return plan_partition(self._fs, partition.path, state, self.write_ids)
         listed: dict[str, int] = {}
         splits = plan_partition(self._fs, partition.path, state, self.write_ids, listed)
-        check_recorded(recorded.location, state, self.write_ids, writes, listed)
+        check_recorded(recorded.location, state, self.write_ids, record, listed)
         return splits
 
     def _infer_schema(self) -> pa.Schema:
