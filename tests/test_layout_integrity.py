@@ -23,6 +23,7 @@ from acidstore.errors import (
     StrayPathError,
 )
 from compaction import compact
+from compaction.plan import Kind
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("dt", pa.string()),
                     ("h", pa.int32())])
@@ -212,7 +213,7 @@ def test_timestamps_no_reader_can_decode_are_refused_at_write(wh: Warehouse, uni
 # --- compacted directories are checked against the compaction's record ----------------------
 
 
-def compacted(table: Table, kind: str, prefix: str) -> Path:
+def compacted(table: Table, kind: Kind, prefix: str) -> Path:
     """Compact ``table`` (and clean, so only the output holds the rows), then its output
     directory starting with ``prefix``."""
     from compaction import Cleaner
@@ -228,7 +229,7 @@ def compacted(table: Table, kind: str, prefix: str) -> Path:
                                               ("minor", "delete_delta_")])
 @pytest.mark.parametrize("how", ["removed", "truncated"])
 def test_a_bucket_file_gone_from_a_compacted_directory_is_named(
-        flat: Table, kind: str, prefix: str, how: str) -> None:
+        flat: Table, kind: Kind, prefix: str, how: str) -> None:
     """A base_N_vT or delta_x_y_vT that lost a bucket file read as fewer rows (or brought
     deleted rows back): the compaction's commit records its files now."""
     directory = compacted(flat, kind, prefix)
