@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Literal
 from acidstore import fs as afs
 from acidstore.errors import AcidStoreError, InvalidInputError
 from acidstore.metastore import CompactionInfo, CompactionOutput
+from acidstore.orc.io import WrittenFile
 from acidstore.partitions import partition_path
 from acidstore.read.scan import table_partitions
 from acidstore.table import Table
@@ -205,20 +206,22 @@ def _records(table: Table, plans: Sequence[PartitionPlan], work: Sequence[Bucket
              outputs: Sequence[BucketOutput]) -> list[CompactionOutput]:
     """What the commit records of each output directory: its non-empty bucket files, rows
     and bytes (``outputs[i]`` is what ``work[i]`` produced)."""
-    counts: dict[tuple[str, str], list[int]] = {
-        (plan.directory, name): [0, 0, 0] for plan in plans if plan.enough
-        for name in plan.outputs}
+    files: dict[tuple[str, str], list[WrittenFile]] = {
+        (plan.directory, name): [] for plan in plans if plan.enough for name in plan.outputs}
     for unit, output in zip(work, outputs, strict=True):
         for file in output.files:
             if file.size > 0:
-                entry = counts[(unit.partition_dir, file.path.rsplit("/", 2)[-2])]
-                entry[0] += 1
-                entry[1] += file.rows
-                entry[2] += file.size
-    return [CompactionOutput(table.name, plan.partition,
-                             f"{plan.partition}/{name}" if plan.partition else name,
-                             *counts[(plan.directory, name)])
-            for plan in plans if plan.enough for name in plan.outputs]
+                files[(unit.partition_dir, file.path.rsplit("/", 2)[-2])].append(file)
+    records = []
+    for plan in plans:
+        for name in plan.outputs if plan.enough else ():
+            written = files[(plan.directory, name)]
+            records.append(CompactionOutput(
+                table.name, plan.partition, f"{plan.partition}/{name}" if plan.partition
+                else name, len(written), sum(f.rows for f in written),
+                sum(f.size for f in written),
+                tuple((f.path.rsplit("/", 1)[-1], f.rows) for f in written)))
+    return records
 
 
 def _summaries(plans: Sequence[PartitionPlan], work: Sequence[BucketWork],

@@ -322,3 +322,28 @@ def test_multi_statement_writes_and_merges_are_not_strays(wh: Warehouse, flat: T
     assert sorted(flat.to_arrow().column("id").to_pylist()) == [3, 4, 5, 6, 7, 8, 9, 20, 21,
                                                                 41, 42, 43]
     assert wh.fsck() .num_rows == 0
+
+
+@pytest.mark.parametrize("with_row_id", [False, True])
+def test_an_event_copied_inside_a_compacted_base_is_refused(flat: Table,
+                                                           with_row_id: bool) -> None:
+    """A ROW__ID inserted twice in a base read as a duplicate row whenever the read did not
+    decode ROW__IDs; the file's event count, recorded by the compaction, gives it away for
+    free (its footer is read anyway)."""
+    import pyarrow.fs as pafs
+    import pyarrow.orc as po
+
+    from acidstore.orc.io import write_event_file
+
+    victim = sorted(compacted(flat, "major", "base_").glob("bucket_*"))[-1]
+    events = po.ORCFile(str(victim)).read()
+    victim.unlink()  # rewritten with consistent Hive metadata: only the count gives it away
+    write_event_file(pafs.LocalFileSystem(), str(victim),
+                     pa.concat_tables([events.slice(0, 1), events]))
+    path = str(victim)
+    for action in (lambda: flat.to_arrow(with_row_id=with_row_id),
+                   lambda: flat.to_arrow(columns=["id"], filter="id > 0")):
+        with pytest.raises(DataError, match=r"holds \d+ events, but the compaction that "
+                           r"wrote it recorded \d+") as caught:
+            action()
+        assert caught.value.path == path

@@ -167,8 +167,9 @@ class CompactionOutput:
     name carrying the compaction's ``_v<txn_id>``), with the non-empty bucket files and rows
     in it. Stored by the compaction's commit, in the same metastore transaction: from then on
     a reader that selects the directory must find every one of those files, as it must find a
-    write's (a bucket file removed from a base would otherwise drop its rows silently).
-    ``txn_id`` is filled in when read back."""
+    write's (a bucket file removed from a base would otherwise drop its rows silently), each
+    holding the events ``file_rows`` says (a file grown by a copied event would otherwise
+    read a row twice). ``txn_id`` is filled in when read back."""
 
     table: str
     partition: str
@@ -176,10 +177,13 @@ class CompactionOutput:
     files: int
     rows: int = 0
     bytes: int = 0
+    #: (bucket file name, events in it) of each non-empty file
+    file_rows: tuple[tuple[str, int], ...] = ()
     txn_id: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "table", self.table.lower())
+        object.__setattr__(self, "file_rows", tuple(self.file_rows))
 
 
 @dataclass(frozen=True)

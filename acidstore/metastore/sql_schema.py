@@ -147,6 +147,7 @@ CREATE TABLE IF NOT EXISTS compaction_outputs (
     files        INTEGER NOT NULL,
     rows_written INTEGER NOT NULL,
     bytes        INTEGER NOT NULL,
+    file_rows    TEXT NOT NULL,
     PRIMARY KEY (txn_id, table_id, directory)
 );
 CREATE INDEX IF NOT EXISTS compaction_outputs_by_table ON compaction_outputs (table_id);

@@ -264,7 +264,9 @@ class SqlMetastore(SqlBase):
             found = self._table_row(conn, table)
             name = f"{found['db_name']}.{found['name']}"
             return [CompactionOutput(name, row["part"], row["directory"], row["files"],
-                                     row["rows_written"], row["bytes"], row["txn_id"])
+                                     row["rows_written"], row["bytes"],
+                                     tuple(json.loads(row["file_rows"]).items()),
+                                     row["txn_id"])
                     for row in conn.execute(
                         "SELECT o.* FROM compaction_outputs o JOIN txns t ON t.txn_id = "
                         "o.txn_id WHERE o.table_id = ? AND t.state = 'committed' "

@@ -398,9 +398,10 @@ def _insert_outputs(conn: Session, txn_id: int,
                     outputs: Sequence[tuple[int, CompactionOutput]]) -> None:
     conn.executemany(
         "INSERT INTO compaction_outputs (txn_id, table_id, part, directory, files, "
-        "rows_written, bytes) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-        [(txn_id, table_id, o.partition, o.directory, o.files, o.rows, o.bytes)
-         for table_id, o in outputs])
+        "rows_written, bytes, file_rows) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT DO NOTHING",
+        [(txn_id, table_id, o.partition, o.directory, o.files, o.rows, o.bytes,
+          json.dumps(dict(o.file_rows))) for table_id, o in outputs])
 
 
 def commit_txn(conn: Session, txn_id: int, components: Sequence[WriteComponent],

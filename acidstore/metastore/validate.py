@@ -18,7 +18,7 @@ from typing import get_args
 import pyarrow as pa
 
 from acidstore.errors import InvalidInputError, InvalidLayoutError, InvalidPartitionValueError
-from acidstore.layout import parse_directory
+from acidstore.layout import is_bucket_file, parse_directory
 from acidstore.metastore.protocol import (
     CompactionOutput,
     NewTable,
@@ -178,6 +178,16 @@ def check_output(output: CompactionOutput, partition_columns: list[str], txn_id:
                                 f"carry the suffix _v{txn_id:07d} of the committing txnid:{txn_id}")
     for what in ("files", "rows", "bytes"):
         _check_count(getattr(output, what), what)
+    if output.file_rows:
+        for file, rows in output.file_rows:
+            if not isinstance(file, str) or not is_bucket_file(file):
+                raise InvalidInputError(f"compaction output {output.directory!r} of {table} "
+                                        f"names {file!r}, which is no bucket file name")
+            _check_count(rows, f"rows of {file}")
+        if len(dict(output.file_rows)) != output.files:
+            raise InvalidInputError(f"compaction output {output.directory!r} of {table} has "
+                                    f"{output.files} file(s) but {len(output.file_rows)} "
+                                    "file row counts")
 
 
 def is_absolute_location(location: str) -> bool:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import pyarrow.fs as pafs
@@ -40,10 +40,12 @@ from acidstore.layout import (
     parse_directory,
 )
 from acidstore.metastore import Metastore
+from acidstore.read.plan import Split
 from acidstore.writeids import ValidWriteIdList
 
 __all__ = ["Missing", "PartitionRecord", "RecordedOutput", "RecordedWrite", "RecordedWrites",
-           "Stray", "check_listed", "check_recorded", "find_missing", "find_strays"]
+           "Stray", "check_listed", "check_recorded", "find_missing", "find_strays",
+           "with_recorded_rows"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,8 @@ class RecordedOutput:
     txn_id: int
     directory: str
     files: int
+    #: bucket file name -> events in it
+    file_rows: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -105,7 +109,8 @@ class RecordedWrites:
             writes[c.partition].append(RecordedWrite(c.write_id, c.directories, c.files))
         outputs: dict[str, list[RecordedOutput]] = defaultdict(list)
         for o in metastore.compaction_outputs(table):
-            outputs[o.partition].append(RecordedOutput(o.txn_id, o.directory, o.files))
+            outputs[o.partition].append(RecordedOutput(o.txn_id, o.directory, o.files,
+                                                       dict(o.file_rows)))
         return cls(location, writes, outputs)
 
     def writes(self, partition_path: str) -> Sequence[RecordedWrite]:
@@ -284,6 +289,19 @@ def check_recorded(location: str, state: AcidState, write_ids: ValidWriteIdList,
         raise StrayPathError(stray.message, path=stray.path)
     for missing in find_missing(location, state, write_ids, record, listed):
         raise MissingDataError(missing.message, path=missing.path)
+
+
+def with_recorded_rows(location: str, splits: list[Split], record: PartitionRecord
+                       ) -> list[Split]:
+    """``splits`` with the event count each file of a compaction output must hold: checked
+    when the file is opened (its footer says it anyway), so a copied event in a base costs
+    the read nothing to notice, where finding it by ROW__ID would decode every key."""
+    if not record.outputs:
+        return splits
+    expected = {afs.join(location, o.directory, name): rows
+                for o in record.outputs for name, rows in o.file_rows.items()}
+    return [replace(s, expected_rows=expected[s.path]) if s.path in expected else s
+            for s in splits]
 
 
 def check_listed(fs: pafs.FileSystem, directory: str, state: AcidState,

@@ -27,7 +27,7 @@ from acidstore.orc.schema import ROW_ID_COLUMN, ROW_ID_TYPE, cast_to
 from acidstore.partitions import parse_partition_path
 from acidstore.read.merge import merge_split
 from acidstore.read.plan import Split, plan_partition
-from acidstore.read.recorded import RecordedWrites, check_recorded
+from acidstore.read.recorded import RecordedWrites, check_recorded, with_recorded_rows
 from acidstore.read.registry import DEFAULT_DELETE_EVENT_LIMIT, DeleteCache
 from acidstore.read.source import SplitBatch
 from acidstore.read.vectorized import read_split
@@ -163,7 +163,7 @@ class Scan:
         listed: dict[str, int] = {}
         splits = plan_partition(self._fs, partition.path, state, self.write_ids, listed)
         check_recorded(recorded.location, state, self.write_ids, record, listed)
-        return splits
+        return with_recorded_rows(recorded.location, splits, record)
 
     def _infer_schema(self) -> pa.Schema:
         for _, split in self._splits:
