@@ -341,8 +341,10 @@ def test_an_event_copied_inside_a_compacted_base_is_refused(flat: Table,
     write_event_file(pafs.LocalFileSystem(), str(victim),
                      pa.concat_tables([events.slice(0, 1), events]))
     path = str(victim)
-    for action in (lambda: flat.to_arrow(with_row_id=with_row_id),
-                   lambda: flat.to_arrow(columns=["id"], filter="id > 0")):
+    actions: list[Callable[[], object]] = [
+        lambda: flat.to_arrow(with_row_id=with_row_id),
+        lambda: flat.to_arrow(columns=["id"], filter="id > 0")]
+    for action in actions:
         with pytest.raises(DataError, match=r"holds \d+ events, but the compaction that "
                            r"wrote it recorded \d+") as caught:
             action()
