@@ -52,7 +52,7 @@ from acidstore.orc.io import OrcFile
 from acidstore.orc.schema import ROW_ID_COLUMN, ROW_ID_TYPE
 from acidstore.read.keys import current_write_ids, key_arrays, valid_write_id_mask
 from acidstore.read.plan import Split, plan_partition
-from acidstore.read.recorded import check_recorded
+from acidstore.read.recorded import check_recorded, with_recorded_rows
 from acidstore.read.registry import DELETE_COLUMNS
 from acidstore.read.scan import PartitionDir, Scan, table_partitions
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
@@ -137,8 +137,9 @@ class _Feed:
         state = self._state(partition)
         listed: dict[str, int] = {}
         splits = plan_partition(table.filesystem, partition.path, state, self.write_ids, listed)
-        check_recorded(table.location, state, self.write_ids,
-                       table.recorded_writes().writes(partition.path), listed)
+        record = table.recorded_writes().partition(partition.path)
+        check_recorded(table.location, state, self.write_ids, record, listed)
+        splits = with_recorded_rows(table.location, splits, record)
         relative = afs.relative(table.location, partition.path)
         return [*self._inserted(partition, splits, relative),
                 *self._deleted(partition, state, splits, relative)]

@@ -13,7 +13,6 @@ import contextlib
 import dataclasses
 import time
 import weakref
-from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -39,7 +38,7 @@ from acidstore.metastore import Metastore, Operation, TableInfo, WriteComponent
 from acidstore.metastore.conflicts import IsolationLevel, isolation_level
 from acidstore.orc.io import compression_codec
 from acidstore.read.keys import KeyArrays
-from acidstore.read.recorded import RecordedWrite, RecordedWrites
+from acidstore.read.recorded import RecordedWrites
 from acidstore.read.scan import Scan, table_partitions
 from acidstore.statement import (
     ChangeKind,
@@ -163,10 +162,7 @@ class Table:
         """The committed writes of this table as the metastore recorded them, by partition:
         what a snapshot must find on disk (a missing one is a MissingDataError, not rows
         silently lost or deletes silently undone)."""
-        by_partition: dict[str, list[RecordedWrite]] = defaultdict(list)
-        for c in self._warehouse.metastore.committed_components(self.name):
-            by_partition[c.partition].append(RecordedWrite(c.write_id, c.directories, c.files))
-        return RecordedWrites(self.location, by_partition)
+        return RecordedWrites.of(self._warehouse.metastore, self.name, self.location)
 
     def read_snapshot(self, as_of: int | datetime | None = None
                       ) -> tuple[ValidTxnList, ValidWriteIdList]:

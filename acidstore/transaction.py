@@ -39,6 +39,7 @@ from acidstore.errors import (
 from acidstore.metastore import (
     CommitInfo,
     CommittedWrite,
+    CompactionOutput,
     Metastore,
     TxnKind,
     WriteComponent,
@@ -101,6 +102,8 @@ class Transaction:
             self.txn_id, self.snapshot = attach
         self._state: State = "open"
         self._components: list[WriteComponent] = []
+        #: a compaction's output directories, stored by its commit (``compacted``)
+        self._outputs: list[CompactionOutput] = []
         #: what writers announced (``will_write``): removed on abort even if never published
         self._planned: list[WriteComponent] = []
         self._deleted: dict[tuple[str, str], list[KeyArrays]] = defaultdict(list)
@@ -147,7 +150,8 @@ class Transaction:
             raise TransactionAbortedError(
                 f"transaction {self.txn_id} was aborted while it ran: {self._heartbeat.error}")
         try:
-            info = self._metastore.commit(self.txn_id, self._components, check=self._conflicts)
+            info = self._metastore.commit(self.txn_id, self._components, check=self._conflicts,
+                                          outputs=self._outputs)
         except CommitFailedError:
             # a definite answer: the metastore aborted the transaction before refusing it
             self._settle_aborted("commit refused")
@@ -251,6 +255,12 @@ class Transaction:
             self._overwritten.add((component.table, component.partition))
         if deleted is not None and len(deleted):
             self._deleted[(component.table, component.partition)].append(deleted)
+
+    def compacted(self, outputs: Sequence[CompactionOutput]) -> None:
+        """Register the directories a compaction wrote: the commit records them, so readers
+        can tell a bucket file removed from one from a bucket that never had rows."""
+        self._check_open()
+        self._outputs.extend(outputs)
 
     def fail(self, error: BaseException) -> None:
         """A statement failed half-way: the transaction can no longer commit."""

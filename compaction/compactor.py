@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Literal
 
 from acidstore import fs as afs
 from acidstore.errors import AcidStoreError, InvalidInputError
-from acidstore.metastore import CompactionInfo
+from acidstore.metastore import CompactionInfo, CompactionOutput
+from acidstore.orc.io import WrittenFile
 from acidstore.partitions import partition_path
 from acidstore.read.scan import table_partitions
 from acidstore.table import Table
@@ -178,6 +179,7 @@ def compact(table: Table, kind: Kind, partition: str | Mapping[str, str | None] 
         if not any(plan.enough for plan in plans):
             txn.abort("nothing to compact")
             return CompactionResult(table.name, kind, None, _summaries(plans, work, outputs))
+        txn.compacted(_records(table, plans, work, outputs))
         if record:  # before the commit: a committed compaction is never missing from the queue
             entries = [wh.metastore.record_compaction(
                 table.name, plan.partition, kind, "requested by compact()", txn_id=txn.txn_id,
@@ -198,6 +200,28 @@ def compact(table: Table, kind: Kind, partition: str | Mapping[str, str | None] 
     for entry in entries:
         wh.metastore.compaction_compacted(entry.compaction_id, worker)
     return CompactionResult(table.name, kind, txn.txn_id, _summaries(plans, work, outputs))
+
+
+def _records(table: Table, plans: Sequence[PartitionPlan], work: Sequence[BucketWork],
+             outputs: Sequence[BucketOutput]) -> list[CompactionOutput]:
+    """What the commit records of each output directory: its non-empty bucket files, rows
+    and bytes (``outputs[i]`` is what ``work[i]`` produced)."""
+    files: dict[tuple[str, str], list[WrittenFile]] = {
+        (plan.directory, name): [] for plan in plans if plan.enough for name in plan.outputs}
+    for unit, output in zip(work, outputs, strict=True):
+        for file in output.files:
+            if file.size > 0:
+                files[(unit.partition_dir, file.path.rsplit("/", 2)[-2])].append(file)
+    records = []
+    for plan in plans:
+        for name in plan.outputs if plan.enough else ():
+            written = files[(plan.directory, name)]
+            records.append(CompactionOutput(
+                table.name, plan.partition, f"{plan.partition}/{name}" if plan.partition
+                else name, len(written), sum(f.rows for f in written),
+                sum(f.size for f in written),
+                tuple((f.path.rsplit("/", 1)[-1], f.rows) for f in written)))
+    return records
 
 
 def _summaries(plans: Sequence[PartitionPlan], work: Sequence[BucketWork],

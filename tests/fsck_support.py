@@ -74,9 +74,9 @@ def _rewrite(path: Path, events: pa.Table) -> None:
 
 
 def _written(table: Table) -> list[Path]:
-    """Selected directories a write made (the metastore records their files; a compaction's
-    output, ``_v<txn>``, it does not)."""
-    return [d for d in selected(table) if "_v" not in d.name and bucket_files(d)]
+    """Selected directories with bucket files, which a write or a compaction made (the
+    metastore records the files of both)."""
+    return [d for d in selected(table) if bucket_files(d)]
 
 
 def remove_directory(table: Table) -> Expected:
@@ -174,6 +174,16 @@ def copied_directory(table: Table) -> Expected:
     return "unknown_write", str(target)
 
 
+def copied_statement(table: Table) -> Expected:
+    """A committed write's delta copied under a statement id that write never used: read
+    as more rows of that write."""
+    source = next(d for d in selected(table, delete=False)
+                  if bucket_files(d) and "_v" not in d.name)
+    target = source.parent / f"{source.name.rsplit('_', 1)[0]}_0007"
+    shutil.copytree(source, target)
+    return "unknown_write", str(target)
+
+
 def foreign_file(table: Table) -> Expected:
     victim = partitions(table)[0] / "junk.txt"
     victim.write_text("not table data")
@@ -209,5 +219,5 @@ CORRUPTIONS: dict[str, Callable[[Table], Expected]] = {
     f.__name__: f for f in (
         remove_directory, remove_bucket_file, truncate_file, garbage_file, drop_key_index,
         wrong_key_index, duplicate_row_id, unsorted_row_ids, dangling_delete,
-        copied_directory, foreign_file, stray_directory, aborted_leftover)
+        copied_directory, copied_statement, foreign_file, stray_directory, aborted_leftover)
 }

@@ -32,7 +32,13 @@ from acidstore.errors import (
     TableExistsError,
     WriteConflictError,
 )
-from acidstore.metastore import CommitCheck, CommitInfo, SqliteMetastore, WriteComponent
+from acidstore.metastore import (
+    CommitCheck,
+    CommitInfo,
+    CompactionOutput,
+    SqliteMetastore,
+    WriteComponent,
+)
 from acidstore.warehouse import DEFAULT_METASTORE_FILE
 from compaction import compact
 
@@ -165,13 +171,14 @@ class LostAnswerMetastore(SqliteMetastore):
             raise MetastoreError("metastore unreachable: connection refused")
 
     def commit(self, txn_id: int, components: Sequence[WriteComponent], *,
-               check: CommitCheck | None = None) -> CommitInfo:
+               check: CommitCheck | None = None,
+               outputs: Sequence[CompactionOutput] = ()) -> CommitInfo:
         self._fail_if_down()
         armed, self.armed = self.armed, None
         if armed == "before":
             self._failed = True
             raise MetastoreError("connection lost before the commit reached the metastore")
-        info = super().commit(txn_id, components, check=check)
+        info = super().commit(txn_id, components, check=check, outputs=outputs)
         if armed == "after":
             self._failed = True
             raise MetastoreError("connection lost: the commit's acknowledgement never arrived")

@@ -36,7 +36,7 @@ from compaction_support import (
 import acidstore
 from acidstore import Table, Warehouse
 from acidstore.directory import acid_state
-from acidstore.errors import InvalidInputError
+from acidstore.errors import InvalidInputError, MissingDataError
 from acidstore.layout import ACID_VERSION, ACID_VERSION_FILE, METADATA_FILE
 from acidstore.read.scan import Scan
 from compaction import compact
@@ -435,3 +435,11 @@ def test_spark_engine_writes_the_same_output(t: Table, wh: Warehouse,
     assert major.partitions[0].rows == 10
     assert state_of(t).base == f"base_0000005_v{major.txn_id:07d}"
     assert read_exact(t) == before
+    # the Spark engine's commit records its outputs too: a removed bucket file is named
+    recorded = [o for o in wh.metastore.compaction_outputs(t.name) if o.txn_id == major.txn_id]
+    base = f"dt=a/{state_of(t).base}"
+    assert [(o.directory, o.rows) for o in recorded] == [(base, 10)]
+    victim = next(Path(t.location, base).glob("bucket_*"))
+    victim.unlink()
+    with pytest.raises(MissingDataError):
+        t.to_arrow()

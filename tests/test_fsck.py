@@ -106,6 +106,17 @@ def test_corruption_of_compacted_files_is_found(wh: Warehouse, table: Table, nam
     assert (check, path) in {(f["check"], f["path"]) for f in found(wh)}
 
 
+@pytest.mark.parametrize("name", ["remove_bucket_file", "remove_directory"])
+def test_missing_compacted_files_are_found(wh: Warehouse, table: Table, name: str) -> None:
+    """A compaction's commit records its output directories and files: a bucket file (or
+    the whole base) removed after the cleaner ran is reported, as a write's would be."""
+    compact(table, "major")
+    Cleaner(wh, retention_seconds=0).run()
+    check, path = CORRUPTIONS[name](table)
+    assert Path(path).name.startswith("base_") and "_v" in Path(path).name
+    assert (check, path) in {(f["check"], f["path"]) for f in found(wh)}
+
+
 def test_a_delete_of_a_row_in_a_compacted_base_is_not_dangling(wh: Warehouse,
                                                                table: Table) -> None:
     compact(table, "major")

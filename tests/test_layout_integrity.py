@@ -23,6 +23,7 @@ from acidstore.errors import (
     StrayPathError,
 )
 from compaction import compact
+from compaction.plan import Kind
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("dt", pa.string()),
                     ("h", pa.int32())])
@@ -207,3 +208,144 @@ def test_timestamps_no_reader_can_decode_are_refused_at_write(wh: Warehouse, uni
     with pytest.raises(SchemaMismatchError, match=r"'at' holds .*outside 1677-09-21"):
         t.insert(pa.table({"id": [1, 2], "at": bad}))
     assert t.to_arrow().column("id").to_pylist() == [0]  # nothing written, still readable
+
+
+# --- compacted directories are checked against the compaction's record ----------------------
+
+
+def compacted(table: Table, kind: Kind, prefix: str) -> Path:
+    """Compact ``table`` (and clean, so only the output holds the rows), then its output
+    directory starting with ``prefix``."""
+    from compaction import Cleaner
+
+    assert compact(table, kind).compacted
+    Cleaner(table.warehouse, retention_seconds=0).run()
+    found = only(table.location, prefix)
+    assert "_v" in found.name
+    return found
+
+
+@pytest.mark.parametrize(("kind", "prefix"), [("major", "base_"), ("minor", "delta_"),
+                                              ("minor", "delete_delta_")])
+@pytest.mark.parametrize("how", ["removed", "truncated"])
+def test_a_bucket_file_gone_from_a_compacted_directory_is_named(
+        flat: Table, kind: Kind, prefix: str, how: str) -> None:
+    """A base_N_vT or delta_x_y_vT that lost a bucket file read as fewer rows (or brought
+    deleted rows back): the compaction's commit records its files now."""
+    directory = compacted(flat, kind, prefix)
+    assert flat.to_arrow().num_rows == 9
+    victim = sorted(directory.glob("bucket_*"))[0]
+    if how == "removed":
+        victim.unlink()
+    else:
+        victim.write_bytes(b"")
+    actions: list[Callable[[], object]] = [flat.to_arrow, lambda: flat.delete("id = 5"),
+                                           lambda: compact(flat, "major")]
+    for action in actions:
+        with pytest.raises(MissingDataError, match=r"compaction txn \d+ committed 2 bucket "
+                           r"file\(s\) in .* but 1 are there") as caught:
+            action()
+        assert caught.value.path == str(directory)
+
+
+def test_a_removed_compacted_directory_is_named(flat: Table) -> None:
+    base = compacted(flat, "major", "base_")
+    shutil.rmtree(base)
+    with pytest.raises(MissingDataError, match="folded into") as caught:
+        flat.to_arrow()
+    assert caught.value.path == str(base)
+
+
+def test_compacted_directories_without_a_record_read_as_before(wh: Warehouse,
+                                                               flat: Table) -> None:
+    """Hive's compactor (or one before metastore schema 6) records nothing: its directories
+    are read unchecked, as before."""
+    import sqlite3
+
+    base = compacted(flat, "major", "base_")
+    rows = flat.to_arrow().sort_by("id")
+    with sqlite3.connect(Path(wh.location) / "_acidstore_metastore.db") as conn:
+        conn.execute("DELETE FROM compaction_outputs")
+    conn.close()
+    sorted(base.glob("bucket_*"))[0].unlink()  # undetectable without the record
+    assert flat.to_arrow().num_rows < rows.num_rows
+
+
+# --- directories no write recorded (issue 13, copied under a committed write id) -------------
+
+
+@pytest.mark.parametrize(("source", "copy"), [
+    ("delta_0000003_0000003_0000", "delta_0000003_0000003_0007"),  # a new statement id
+    ("delta_0000003_0000003_0000", "delta_0000002_0000002_0003"),  # write 2 only deleted
+    ("delete_delta_0000002_0000002_0000", "delete_delta_0000003_0000003_0000"),
+])
+def test_a_directory_copied_under_a_committed_write_id_is_refused(
+        flat: Table, source: str, copy: str) -> None:
+    rows = flat.to_arrow().sort_by("id")
+    partition = Path(flat.location, "dt=x", "h=1")
+    shutil.copytree(partition / source, partition / copy)
+    actions: list[Callable[[], object]] = [
+        flat.to_arrow, lambda: flat.delete("id = 5"), lambda: compact(flat, "major"),
+        lambda: list(flat.changes(1, 3))]
+    for action in actions:
+        with pytest.raises(StrayPathError, match="copied in by hand") as caught:
+            action()
+        assert caught.value.path == str(partition / copy)
+    shutil.rmtree(partition / copy)
+    assert flat.to_arrow().sort_by("id").equals(rows)
+
+
+def test_a_compacted_directory_copied_into_another_partition_is_refused(flat: Table) -> None:
+    flat.insert(pa.table({"id": [30], "v": ["c"], "dt": ["x"], "h": pa.array([2], pa.int32())}))
+    output = compacted(flat, "minor", "delta_")
+    other = Path(flat.location, "dt=x", "h=2")
+    shutil.copytree(output, other / output.name)
+    with pytest.raises(StrayPathError, match=r"compaction txn \d+ recorded") as caught:
+        flat.to_arrow()
+    assert caught.value.path == str(other / output.name)
+
+
+def test_multi_statement_writes_and_merges_are_not_strays(wh: Warehouse, flat: Table) -> None:
+    """Every statement of a write records its own directories (a MERGE's clauses too)."""
+    def rows(ids: list[int]) -> pa.Table:
+        return pa.table({"id": ids, "v": ["m"] * len(ids), "dt": ["x"] * len(ids),
+                         "h": pa.array([1] * len(ids), pa.int32())})
+
+    with wh.transaction() as txn:
+        t = txn.table("db.f")
+        t.insert(rows([40, 41]))
+        t.delete("id = 40")
+        t.update("id = 41", {"v": "'w'"})
+        t.insert(rows([42]))
+    flat.merge(rows([41, 43]), "t.id = s.id").when_matched_update({"v": "'u'"}) \
+        .when_not_matched_insert_all().execute()
+    assert sorted(flat.to_arrow().column("id").to_pylist()) == [3, 4, 5, 6, 7, 8, 9, 20, 21,
+                                                                41, 42, 43]
+    assert wh.fsck() .num_rows == 0
+
+
+@pytest.mark.parametrize("with_row_id", [False, True])
+def test_an_event_copied_inside_a_compacted_base_is_refused(flat: Table,
+                                                           with_row_id: bool) -> None:
+    """A ROW__ID inserted twice in a base read as a duplicate row whenever the read did not
+    decode ROW__IDs; the file's event count, recorded by the compaction, gives it away for
+    free (its footer is read anyway)."""
+    import pyarrow.fs as pafs
+    import pyarrow.orc as po
+
+    from acidstore.orc.io import write_event_file
+
+    victim = sorted(compacted(flat, "major", "base_").glob("bucket_*"))[-1]
+    events = po.ORCFile(str(victim)).read()
+    victim.unlink()  # rewritten with consistent Hive metadata: only the count gives it away
+    write_event_file(pafs.LocalFileSystem(), str(victim),
+                     pa.concat_tables([events.slice(0, 1), events]))
+    path = str(victim)
+    actions: list[Callable[[], object]] = [
+        lambda: flat.to_arrow(with_row_id=with_row_id),
+        lambda: flat.to_arrow(columns=["id"], filter="id > 0")]
+    for action in actions:
+        with pytest.raises(DataError, match=r"holds \d+ events, but the compaction that "
+                           r"wrote it recorded \d+") as caught:
+            action()
+        assert caught.value.path == path

@@ -29,7 +29,7 @@ from metastore_support import (
 import acidstore
 from acidstore.cli import main
 from acidstore.errors import InvalidInputError, MetastoreError, MetastoreVersionError
-from acidstore.metastore import PostgresMetastore
+from acidstore.metastore import CompactionOutput, PostgresMetastore
 from acidstore.metastore.sql_schema import SCHEMA_VERSION
 from acidstore.warehouse import DEFAULT_METASTORE_FILE
 from benchmarks.postgres_server import PostgresServer
@@ -108,10 +108,40 @@ def test_a_version_4_store_gets_metadata_versions(backend: Backend) -> None:
         set_version(conn, "4")
     again = backend.open()
     try:
-        assert version(backend) == str(SCHEMA_VERSION) == "5"
+        assert version(backend) == str(SCHEMA_VERSION)
         assert again.get_table("t").metadata_version == 0
         info = again.add_columns("t", pa.schema([("extra", pa.string())]))
         assert (info.metadata_version, info.schema.names[-1]) == (1, "extra")
+        assert [e.write_id for e in again.history("t")] == [1]
+    finally:
+        again.close()
+
+
+def test_a_version_5_store_records_compaction_outputs(backend: Backend) -> None:
+    """Version 6 adds the record of compaction outputs (a new table); a compaction commit
+    stores its directories with it, and only directories carrying its own ``_v<txn>``."""
+    store = backend.open()
+    store.create_table(new_table())
+    txn = begin(store)
+    store.commit(txn, [write(store, txn, "insert")])
+    store.close()
+    with raw(backend) as conn:
+        conn.execute("DROP TABLE compaction_outputs")
+        set_version(conn, "5")
+    again = backend.open()
+    try:
+        assert version(backend) == str(SCHEMA_VERSION) == "6"
+        assert again.compaction_outputs("t") == []
+        compaction = again.open_transaction(user="tester", host="h", kind="compaction").txn_id
+        bad = CompactionOutput("t", "", "base_0000001_v0000099", 1, 3, 10, (("bucket_00000", 3),))
+        with pytest.raises(InvalidInputError, match="_v"):
+            again.commit(compaction, [], outputs=[bad])
+        assert again.commit_info(compaction) is None  # refused before anything was written
+        good = CompactionOutput("t", "", f"base_0000001_v{compaction:07d}", 1, 3, 10,
+                                (("bucket_00000", 3),))
+        again.commit(compaction, [], outputs=[good])
+        assert again.compaction_outputs("t") == [CompactionOutput(
+            "default.t", "", good.directory, 1, 3, 10, (("bucket_00000", 3),), compaction)]
         assert [e.write_id for e in again.history("t")] == [1]
     finally:
         again.close()

@@ -144,9 +144,9 @@ class _Partition:
                      "a directory of an aborted write (no reader selects it)")
 
     def missing(self, state: AcidState, listed: dict[str, int]) -> None:
-        writes = self.facts.recorded.writes(self.directory)
+        record = self.facts.recorded.partition(self.directory)
         for gap in find_missing(self.facts.recorded.location, state, self.facts.write_ids,
-                                writes, listed):
+                                record, listed):
             self.add(gap.path, "missing_directory" if gap.directory else "missing_file",
                      "error", gap.message)
 

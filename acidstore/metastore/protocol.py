@@ -162,6 +162,31 @@ class WriteComponent:
 
 
 @dataclass(frozen=True)
+class CompactionOutput:
+    """One directory a compaction wrote (``directory`` relative to the table location, its
+    name carrying the compaction's ``_v<txn_id>``), with the non-empty bucket files and rows
+    in it. Stored by the compaction's commit, in the same metastore transaction: from then on
+    a reader that selects the directory must find every one of those files, as it must find a
+    write's (a bucket file removed from a base would otherwise drop its rows silently), each
+    holding the events ``file_rows`` says (a file grown by a copied event would otherwise
+    read a row twice). ``txn_id`` is filled in when read back."""
+
+    table: str
+    partition: str
+    directory: str
+    files: int
+    rows: int = 0
+    bytes: int = 0
+    #: (bucket file name, events in it) of each non-empty file
+    file_rows: tuple[tuple[str, int], ...] = ()
+    txn_id: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "table", self.table.lower())
+        object.__setattr__(self, "file_rows", tuple(self.file_rows))
+
+
+@dataclass(frozen=True)
 class CommittedWrite:
     """A component of an already committed transaction, as the conflict check sees it."""
 
@@ -315,8 +340,12 @@ class Metastore(Protocol):
         components: Sequence[WriteComponent],
         *,
         check: CommitCheck | None = None,
+        outputs: Sequence[CompactionOutput] = (),
     ) -> CommitInfo:
-        """Commit atomically, aborting instead on a write-write conflict (§12.2)."""
+        """Commit atomically, aborting instead on a write-write conflict (§12.2). A
+        compaction passes the directories it wrote as ``outputs`` (no components: it cannot
+        conflict); they are stored with the commit, and refused unless they carry this
+        transaction's ``_v<txn_id>``."""
         ...
 
     def abort(self, txn_id: int, reason: str = "") -> None:
@@ -337,6 +366,11 @@ class Metastore(Protocol):
     def committed_components(self, table: str) -> list[WriteComponent]:
         """Components of committed transactions on ``table``: the directories and bucket
         files each committed write made, which readers must find unless replaced."""
+        ...
+
+    def compaction_outputs(self, table: str) -> list[CompactionOutput]:
+        """Directories committed compactions wrote on ``table``, with their file counts:
+        what a reader that selects one must find in it."""
         ...
 
     # --- introspection ------------------------------------------------------------------------

@@ -39,9 +39,11 @@ __all__ = [
 #: ``compactions.cleaning_started`` (time travel must know where the cleaner has begun);
 #: version 4 stores table locations relative to the warehouse root (a copied warehouse must
 #: write into its own files, not the original's); version 5 adds ``tables.metadata_version``
-#: (``add_columns`` bumps it; a writer that planned against an older one fails its commit).
-SCHEMA_VERSION = 5
-_UPGRADABLE = {1, 2, 3, 4}
+#: (``add_columns`` bumps it; a writer that planned against an older one fails its commit);
+#: version 6 adds ``compaction_outputs`` (a new table: compactions committed before it have no
+#: record, and their directories are read unchecked, as Hive's are).
+SCHEMA_VERSION = 6
+_UPGRADABLE = {1, 2, 3, 4, 5}
 #: Version 4: ``<anything>/<db>.db/<table>``, the only form ``Warehouse.create_table`` ever
 #: stored, becomes ``<db>.db/<table>``; any other location stays as it is. Compared with
 #: ``substr`` from a positive start (a LIKE pattern would read the ``_`` of names as a wildcard;
@@ -137,6 +139,18 @@ CREATE TABLE IF NOT EXISTS components (
 );
 CREATE INDEX IF NOT EXISTS components_by_txn ON components (txn_id);
 CREATE INDEX IF NOT EXISTS components_by_partition ON components (table_id, part);
+CREATE TABLE IF NOT EXISTS compaction_outputs (
+    txn_id       INTEGER NOT NULL REFERENCES txns(txn_id),
+    table_id     INTEGER NOT NULL,
+    part         TEXT NOT NULL,
+    directory    TEXT NOT NULL,
+    files        INTEGER NOT NULL,
+    rows_written INTEGER NOT NULL,
+    bytes        INTEGER NOT NULL,
+    file_rows    TEXT NOT NULL,
+    PRIMARY KEY (txn_id, table_id, directory)
+);
+CREATE INDEX IF NOT EXISTS compaction_outputs_by_table ON compaction_outputs (table_id);
 CREATE TABLE IF NOT EXISTS history (
     table_id      INTEGER NOT NULL,
     write_id      INTEGER NOT NULL,

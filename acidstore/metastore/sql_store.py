@@ -19,6 +19,7 @@ from acidstore.metastore import sql_txn as txns
 from acidstore.metastore.protocol import (
     CommitCheck,
     CommitInfo,
+    CompactionOutput,
     HistoryEntry,
     LockInfo,
     NewTable,
@@ -209,9 +210,11 @@ class SqlMetastore(SqlBase):
         self._write(body)
 
     def commit(self, txn_id: int, components: Sequence[WriteComponent], *,
-               check: CommitCheck | None = None) -> CommitInfo:
-        offered = list(components)
-        return self._write(lambda conn, now: txns.commit_txn(conn, txn_id, offered, check, now),
+               check: CommitCheck | None = None,
+               outputs: Sequence[CompactionOutput] = ()) -> CommitInfo:
+        offered, written = list(components), list(outputs)
+        return self._write(lambda conn, now: txns.commit_txn(conn, txn_id, offered, check, now,
+                                                             outputs=written),
                            locks=("commit",))
 
     def abort(self, txn_id: int, reason: str = "") -> None:
@@ -253,6 +256,21 @@ class SqlMetastore(SqlBase):
                 "SELECT c.* FROM components c JOIN txns t ON t.txn_id = c.txn_id "
                 "WHERE c.table_id = ? AND t.state = ? ORDER BY c.txn_id, "
                 "c.component_id", (table_id, state))]
+
+        return self._read(body)
+
+    def compaction_outputs(self, table: str) -> list[CompactionOutput]:
+        def body(conn: Session) -> list[CompactionOutput]:
+            found = self._table_row(conn, table)
+            name = f"{found['db_name']}.{found['name']}"
+            return [CompactionOutput(name, row["part"], row["directory"], row["files"],
+                                     row["rows_written"], row["bytes"],
+                                     tuple(json.loads(row["file_rows"]).items()),
+                                     row["txn_id"])
+                    for row in conn.execute(
+                        "SELECT o.* FROM compaction_outputs o JOIN txns t ON t.txn_id = "
+                        "o.txn_id WHERE o.table_id = ? AND t.state = 'committed' "
+                        "ORDER BY o.txn_id, o.directory", (found["table_id"],))]
 
         return self._read(body)
 

@@ -32,6 +32,7 @@ from acidstore.metastore.protocol import (
     CommitCheck,
     CommitInfo,
     CommittedWrite,
+    CompactionOutput,
     WriteComponent,
 )
 from acidstore.metastore.sql import Session
@@ -39,6 +40,7 @@ from acidstore.metastore.sql_schema import decode_schema, from_micros
 from acidstore.metastore.validate import (
     CONFLICTING_OPERATIONS,
     check_component,
+    check_output,
     split_table_name,
 )
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
@@ -373,12 +375,45 @@ def _write_history(conn: Session, txn_id: int, now: int,
     return write_ids
 
 
+def _resolve_outputs(conn: Session, txn_id: int, outputs: Sequence[CompactionOutput]
+                     ) -> list[tuple[int, CompactionOutput]]:
+    """(table id, output) of each compaction output, validated against its table."""
+    out = []
+    for output in outputs:
+        if not isinstance(output, CompactionOutput):
+            raise InvalidInputError(f"expected a CompactionOutput, got {output!r}")
+        database, name = split_table_name(output.table)
+        row = conn.execute("SELECT table_id, partition_schema FROM tables WHERE db_name = ? "
+                           "AND name = ?", (database, name)).fetchone()
+        if row is None:
+            raise TableNotFoundError(f"table {database}.{name} was dropped while txnid:"
+                                     f"{txn_id} compacted it")
+        columns = [c.lower() for c in decode_schema(row["partition_schema"]).names]
+        check_output(output, columns, txn_id)
+        out.append((int(row["table_id"]), output))
+    return out
+
+
+def _insert_outputs(conn: Session, txn_id: int,
+                    outputs: Sequence[tuple[int, CompactionOutput]]) -> None:
+    conn.executemany(
+        "INSERT INTO compaction_outputs (txn_id, table_id, part, directory, files, "
+        "rows_written, bytes, file_rows) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT DO NOTHING",
+        [(txn_id, table_id, o.partition, o.directory, o.files, o.rows, o.bytes,
+          json.dumps(dict(o.file_rows))) for table_id, o in outputs])
+
+
 def commit_txn(conn: Session, txn_id: int, components: Sequence[WriteComponent],
-               check: CommitCheck | None, now: int) -> CommitInfo:
+               check: CommitCheck | None, now: int, *,
+               outputs: Sequence[CompactionOutput] = ()) -> CommitInfo:
     """The whole commit, inside one ``BEGIN IMMEDIATE`` so no other commit can interleave
-    between the conflict check and publishing (first committer wins)."""
+    between the conflict check and publishing (first committer wins). A compaction's
+    ``outputs`` are stored in the same transaction: a reader never sees its directories
+    without their record."""
     txn = require_open(conn, txn_id)
     resolved = [_resolve(conn, txn_id, c) for c in components]
+    written = _resolve_outputs(conn, txn_id, outputs)
     for item in resolved:
         planned = item.component.metadata_version
         if planned is not None and planned != item.metadata_version:
@@ -424,6 +459,7 @@ def commit_txn(conn: Session, txn_id: int, components: Sequence[WriteComponent],
     # The committed components replace the ones recorded before writing: they are final.
     conn.execute("DELETE FROM components WHERE txn_id = ?", (txn_id,))
     _insert_components(conn, txn_id, resolved)
+    _insert_outputs(conn, txn_id, written)
     write_ids = _write_history(conn, txn_id, now, resolved)
     conn.executemany(
         "INSERT INTO partitions (table_id, part) SELECT table_id, ? FROM tables "

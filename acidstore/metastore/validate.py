@@ -17,8 +17,10 @@ from typing import get_args
 
 import pyarrow as pa
 
-from acidstore.errors import InvalidInputError, InvalidPartitionValueError
+from acidstore.errors import InvalidInputError, InvalidLayoutError, InvalidPartitionValueError
+from acidstore.layout import is_bucket_file, parse_directory
 from acidstore.metastore.protocol import (
+    CompactionOutput,
     NewTable,
     Operation,
     TableInfo,
@@ -33,6 +35,7 @@ __all__ = [
     "OPERATION_LETTERS",
     "check_component",
     "check_kind",
+    "check_output",
     "check_new_table",
     "is_absolute_location",
     "check_partition",
@@ -152,6 +155,39 @@ def check_component(component: WriteComponent, partition_columns: list[str]) -> 
     for what in ("rows_inserted", "rows_deleted", "files", "bytes"):
         _check_count(getattr(component, what), what)
     return table
+
+
+def check_output(output: CompactionOutput, partition_columns: list[str], txn_id: int) -> None:
+    """Validate a compaction output: a directory in its partition whose name carries the
+    committing transaction's ``_v<txn_id>`` (a record of anything else would make readers
+    trust a directory no compaction of this commit wrote)."""
+    database, name = split_table_name(output.table)
+    table = f"{database}.{name}"
+    check_partition(output.partition, partition_columns, table)
+    _check_relative_dir(output.directory, table)
+    parent, _, leaf = output.directory.rpartition("/")
+    if parent != output.partition:
+        raise InvalidInputError(f"compaction output {output.directory!r} of {table} is not a "
+                                f"directory of its partition {output.partition!r}")
+    try:
+        visibility = parse_directory(leaf).visibility_txn_id
+    except InvalidLayoutError as exc:
+        raise InvalidInputError(f"compaction output of {table}: {exc}") from None
+    if visibility != txn_id:
+        raise InvalidInputError(f"compaction output {output.directory!r} of {table} does not "
+                                f"carry the suffix _v{txn_id:07d} of the committing txnid:{txn_id}")
+    for what in ("files", "rows", "bytes"):
+        _check_count(getattr(output, what), what)
+    if output.file_rows:
+        for file, rows in output.file_rows:
+            if not isinstance(file, str) or not is_bucket_file(file):
+                raise InvalidInputError(f"compaction output {output.directory!r} of {table} "
+                                        f"names {file!r}, which is no bucket file name")
+            _check_count(rows, f"rows of {file}")
+        if len(dict(output.file_rows)) != output.files:
+            raise InvalidInputError(f"compaction output {output.directory!r} of {table} has "
+                                    f"{output.files} file(s) but {len(output.file_rows)} "
+                                    "file row counts")
 
 
 def is_absolute_location(location: str) -> bool:

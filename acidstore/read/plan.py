@@ -66,6 +66,9 @@ class Split:
     synthetic: Synthetic | None = None
     logical_length: int | None = None
     deletes: tuple[DeleteSource, ...] = field(default=())
+    #: the events the file must hold, as the compaction that wrote it recorded (None: no
+    #: record); a file holding more reads some row twice
+    expected_rows: int | None = None
 
 
 def _bucket_files(fs: pafs.FileSystem, directory: str) -> list[tuple[str, int, int]]:

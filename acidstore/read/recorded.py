@@ -3,27 +3,49 @@
 Directory listings alone cannot tell a missing committed directory from one that never
 existed: a removed ``delete_delta`` brings deleted rows back, a removed delta or bucket file
 drops rows, and the reader would answer without a word. The metastore records, for every
-committed write, the directories it wrote and how many bucket files. A reader compares them
-with what it listed: a recorded directory of a write id the snapshot sees, which no selected
-base or compacted directory has replaced, must be selected and hold at least as many bucket
-non-empty files as the write made; otherwise the read stops with ``MissingDataError`` naming it.
+committed write, the directories it wrote and how many bucket files, and for every committed
+compaction (schema 6 on) the directories it wrote and their bucket files. A reader compares
+them with what it listed:
+
+- a recorded directory of a write id the snapshot sees, which no selected base or compacted
+  directory has replaced, must be selected and hold at least as many non-empty bucket files
+  as the write made; a selected compaction output must hold as many as the compaction wrote
+  (a 0-byte file counts as missing: the record knows it had rows). Otherwise the read stops
+  with ``MissingDataError`` naming it;
+- a selected directory of a write id the metastore recorded must be one that write recorded
+  (a ``delta_3_3_0007`` copied in beside write 3's ``delta_3_3_0000`` would be read as rows of
+  write 3), and a selected ``_v<txn>`` directory of a compaction that recorded its outputs must
+  be one of them. Otherwise the read stops with ``StrayPathError`` naming it. Write ids and
+  compactions without any record (Hive's files, compactions committed before schema 6) are
+  read as before: there is nothing to compare with.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import pyarrow.fs as pafs
 
 from acidstore import fs as afs
 from acidstore.directory import AcidState
-from acidstore.errors import MissingDataError
-from acidstore.layout import ParsedDelta, is_acid_directory_name, is_bucket_file
+from acidstore.errors import MissingDataError, StrayPathError
+from acidstore.layout import (
+    ParsedBase,
+    ParsedDelta,
+    is_acid_directory_name,
+    is_bucket_file,
+    parse_directory,
+)
+from acidstore.metastore import Metastore
+from acidstore.read.plan import Split
 from acidstore.writeids import ValidWriteIdList
 
-__all__ = ["Missing", "RecordedWrite", "RecordedWrites", "check_listed", "check_recorded",
-           "find_missing"]
+__all__ = ["Missing", "PartitionRecord", "RecordedOutput", "RecordedWrite", "RecordedWrites",
+           "Stray", "check_listed", "check_recorded", "find_missing", "find_strays",
+           "with_recorded_rows"]
 
 
 @dataclass(frozen=True)
@@ -37,14 +59,93 @@ class RecordedWrite:
 
 
 @dataclass(frozen=True)
+class RecordedOutput:
+    """One directory a committed compaction wrote (relative to the table), with its
+    non-empty bucket files."""
+
+    txn_id: int
+    directory: str
+    files: int
+    #: bucket file name -> events in it
+    file_rows: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.directory.rsplit("/", 1)[-1]
+
+
+@dataclass(frozen=True)
+class PartitionRecord:
+    """What the metastore recorded of one partition, plus what the stray check needs to
+    know of the whole table: which write ids and compactions recorded anything at all."""
+
+    #: the partition directory (absolute)
+    path: str
+    writes: Sequence[RecordedWrite] = ()
+    outputs: Sequence[RecordedOutput] = ()
+    #: write ids with a record (in any partition) whose directories all follow the layout
+    write_ids: frozenset[int] = frozenset()
+    #: compaction txns that recorded their outputs (in any partition)
+    compactions: frozenset[int] = frozenset()
+
+    def __bool__(self) -> bool:
+        return bool(self.write_ids or self.compactions)
+
+
+@dataclass(frozen=True)
 class RecordedWrites:
-    """A table's committed writes by partition (relative to ``location``, "" unpartitioned)."""
+    """A table's committed writes and compaction outputs by partition (relative to
+    ``location``, "" unpartitioned)."""
 
     location: str
     by_partition: Mapping[str, Sequence[RecordedWrite]]
+    outputs_by_partition: Mapping[str, Sequence[RecordedOutput]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, metastore: Metastore, table: str, location: str) -> RecordedWrites:
+        """Read both records of ``table`` from the metastore."""
+        writes: dict[str, list[RecordedWrite]] = defaultdict(list)
+        for c in metastore.committed_components(table):
+            writes[c.partition].append(RecordedWrite(c.write_id, c.directories, c.files))
+        outputs: dict[str, list[RecordedOutput]] = defaultdict(list)
+        for o in metastore.compaction_outputs(table):
+            outputs[o.partition].append(RecordedOutput(o.txn_id, o.directory, o.files,
+                                                       dict(o.file_rows)))
+        return cls(location, writes, outputs)
 
     def writes(self, partition_path: str) -> Sequence[RecordedWrite]:
         return self.by_partition.get(afs.relative(self.location, partition_path), ())
+
+    @cached_property
+    def _write_ids(self) -> frozenset[int]:
+        known: set[int] = set()
+        unknown: set[int] = set()
+        for writes in self.by_partition.values():
+            for write in writes:
+                layout = all(is_acid_directory_name(d.rsplit("/", 1)[-1])
+                             for d in write.directories)
+                (known if layout else unknown).add(write.write_id)
+        return frozenset(known - unknown)
+
+    @cached_property
+    def _compactions(self) -> frozenset[int]:
+        return frozenset(o.txn_id for outputs in self.outputs_by_partition.values()
+                         for o in outputs)
+
+    def partition(self, partition_path: str) -> PartitionRecord:
+        relative = afs.relative(self.location, partition_path)
+        return PartitionRecord(partition_path, self.by_partition.get(relative, ()),
+                               self.outputs_by_partition.get(relative, ()),
+                               self._write_ids, self._compactions)
+
+
+def _covers(name: str, write_id: int, delete: bool) -> bool:
+    """Whether the compacted directory ``name`` holds ``write_id``'s rows (``delete``: its
+    delete events) once its compaction committed."""
+    parsed = parse_directory(name)
+    if isinstance(parsed, ParsedBase):
+        return write_id <= parsed.write_id
+    return parsed.delete == delete and parsed.min_write_id <= write_id <= parsed.max_write_id
 
 
 def _replaced(name: str, write_id: int, state: AcidState) -> bool:
@@ -76,14 +177,31 @@ class Missing:
     directory: bool
 
 
+def _gone(location: str, relative: str, write_id: int, outputs: Sequence[RecordedOutput],
+          selected: set[str]) -> Missing:
+    """A committed directory that is not there; if a compaction folded it into a directory
+    that is not read either, that one is what went missing (the cleaner removed the input)."""
+    name = relative.rsplit("/", 1)[-1]
+    delete = name.startswith("delete_delta_")
+    folded = [o for o in outputs if o.name not in selected and _covers(o.name, write_id, delete)]
+    if folded:
+        last = max(folded, key=lambda o: o.txn_id)
+        return Missing(afs.join(location, last.directory),
+                       f"write id {write_id} committed {relative}, which compaction txn "
+                       f"{last.txn_id} folded into {last.directory}; this snapshot must read "
+                       "one of them, but neither is there (removed or moved by hand?)", True)
+    return Missing(afs.join(location, relative),
+                   f"write id {write_id} committed {relative}, which this snapshot must read, "
+                   "but it is not there (removed or moved by hand?)", True)
+
+
 def find_missing(location: str, state: AcidState, write_ids: ValidWriteIdList,
-                 writes: Sequence[RecordedWrite], listed: Mapping[str, int]
-                 ) -> Iterator[Missing]:
-    """Every committed directory (or bucket file) of ``writes`` (one partition's) that
-    ``state`` should read but did not find. ``listed``: bucket files per selected directory
-    name, as the caller counted them."""
+                 record: PartitionRecord, listed: Mapping[str, int]) -> Iterator[Missing]:
+    """Every committed directory (or bucket file) of ``record`` (one partition's) that
+    ``state`` should read but did not find. ``listed``: non-empty bucket files per selected
+    directory name, as the caller counted them."""
     selected = set(_selected(state))
-    for write in writes:
+    for write in record.writes:
         if not write_ids.is_write_id_valid(write.write_id):
             continue
         names = [d.rsplit("/", 1)[-1] for d in write.directories]
@@ -96,10 +214,7 @@ def find_missing(location: str, state: AcidState, write_ids: ValidWriteIdList,
                 continue
             if _replaced(name, write.write_id, state):
                 break  # read from the base or compacted directory that replaced it
-            yield Missing(afs.join(location, relative),
-                          f"write id {write.write_id} committed {relative}, which this "
-                          "snapshot must read, but it is not there (removed or moved by hand?)",
-                          True)
+            yield _gone(location, relative, write.write_id, record.outputs, selected)
             break
         else:
             if counted < write.files:
@@ -107,26 +222,97 @@ def find_missing(location: str, state: AcidState, write_ids: ValidWriteIdList,
                               f"write id {write.write_id} committed {write.files} bucket "
                               f"file(s) in {', '.join(write.directories)} but {counted} are "
                               "there (not empty)", False)
+    for output in record.outputs:
+        found = listed.get(output.name)
+        if found is not None and found < output.files:
+            yield Missing(afs.join(location, output.directory),
+                          f"compaction txn {output.txn_id} committed {output.files} bucket "
+                          f"file(s) in {output.directory} but {found} are there (not empty)",
+                          False)
 
 
-def check_recorded(location: str, state: AcidState,
-                   write_ids: ValidWriteIdList, writes: Sequence[RecordedWrite],
-                   listed: Mapping[str, int]) -> None:
-    """Raise MissingDataError for the first committed directory (or bucket file) of
-    ``writes`` (one partition's) that ``state`` should read but did not find. ``listed``:
-    bucket files per selected directory name, as the planner listed them."""
-    for missing in find_missing(location, state, write_ids, writes, listed):
+@dataclass(frozen=True)
+class Stray:
+    """A selected directory no committed write or compaction recorded, although its write
+    id (or compaction) recorded its directories; ``path`` is absolute."""
+
+    path: str
+    message: str
+
+
+def find_strays(location: str, state: AcidState, record: PartitionRecord) -> Iterator[Stray]:
+    """Every directory ``state`` reads that the record of its write id (or compaction) does
+    not list. Ranged deltas without ``_v`` (streaming, older compactors) and write ids or
+    compactions without any record are not judged."""
+    partition_path = record.path
+    relative = afs.relative(location, partition_path) if partition_path != location else ""
+    by_write: dict[int, set[str]] = defaultdict(set)
+    for write in record.writes:
+        by_write[write.write_id].update(d.rsplit("/", 1)[-1] for d in write.directories)
+    by_txn: dict[int, set[str]] = defaultdict(set)
+    for output in record.outputs:
+        by_txn[output.txn_id].add(output.name)
+    where = f" in {relative}" if relative else ""
+    for name in _selected(state):
+        parsed = parse_directory(name)
+        path = afs.join(partition_path, name)
+        if parsed.visibility_txn_id > 0:
+            txn = parsed.visibility_txn_id
+            if txn in record.compactions and name not in by_txn.get(txn, ()):
+                yield Stray(path, f"compaction txn {txn} recorded the directories it wrote"
+                            f"{where} ({', '.join(sorted(by_txn.get(txn, ()))) or 'none'}) "
+                            "and this is not one of them (copied in by hand?)")
+            continue
+        if isinstance(parsed, ParsedDelta):
+            if parsed.min_write_id != parsed.max_write_id:
+                continue
+            write_id = parsed.max_write_id
+        elif name == state.base and state.base_is_compacted:
+            continue  # an older compactor's base, marked by _metadata_acid
+        else:
+            write_id = parsed.write_id
+        if write_id in record.write_ids and name not in by_write.get(write_id, ()):
+            made = ", ".join(sorted(by_write.get(write_id, ()))) or "no directory here"
+            yield Stray(path, f"write id {write_id} committed {made}{where}, not this "
+                        "directory, which would be read as its rows (copied in by hand?)")
+
+
+def check_recorded(location: str, state: AcidState, write_ids: ValidWriteIdList,
+                   record: PartitionRecord, listed: Mapping[str, int]) -> None:
+    """Raise StrayPathError for the first directory ``state`` reads that no record lists,
+    then MissingDataError for the first committed directory (or bucket file) of ``record``
+    (one partition's) that it should read but did not find. ``listed``: non-empty bucket
+    files per selected directory name, as the planner listed them."""
+    if not record:
+        return
+    for stray in find_strays(location, state, record):
+        raise StrayPathError(stray.message, path=stray.path)
+    for missing in find_missing(location, state, write_ids, record, listed):
         raise MissingDataError(missing.message, path=missing.path)
+
+
+def with_recorded_rows(location: str, splits: list[Split], record: PartitionRecord
+                       ) -> list[Split]:
+    """``splits`` with the event count each file of a compaction output must hold: checked
+    when the file is opened (its footer says it anyway), so a copied event in a base costs
+    the read nothing to notice, where finding it by ROW__ID would decode every key."""
+    if not record.outputs:
+        return splits
+    expected = {afs.join(location, o.directory, name): rows
+                for o in record.outputs for name, rows in o.file_rows.items()}
+    return [replace(s, expected_rows=expected[s.path]) if s.path in expected else s
+            for s in splits]
 
 
 def check_listed(fs: pafs.FileSystem, directory: str, state: AcidState,
                  write_ids: ValidWriteIdList, recorded: RecordedWrites) -> None:
     """``check_recorded`` for a caller that has not listed the selected directories (the
-    compactor: what it folds into a base must not silently lack a committed write)."""
-    writes = recorded.writes(directory)
-    if not writes:
+    compactor: what it folds into a base must not silently lack a committed write, nor
+    take in a directory no write made)."""
+    record = recorded.partition(directory)
+    if not record:
         return
     listed = {name: sum(1 for e in afs.list_dir(fs, afs.join(directory, name))
                         if not e.is_dir and is_bucket_file(e.name) and e.size > 0)
               for name in _selected(state)}
-    check_recorded(recorded.location, state, write_ids, writes, listed)
+    check_recorded(recorded.location, state, write_ids, record, listed)

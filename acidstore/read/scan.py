@@ -28,7 +28,7 @@ from acidstore.orc.schema import ROW_ID_COLUMN, ROW_ID_TYPE, cast_to
 from acidstore.partitions import parse_partition_path
 from acidstore.read.merge import merge_split
 from acidstore.read.plan import Split, plan_partition
-from acidstore.read.recorded import RecordedWrites, check_recorded
+from acidstore.read.recorded import RecordedWrites, check_recorded, with_recorded_rows
 from acidstore.read.registry import DEFAULT_DELETE_EVENT_LIMIT, DeleteCache
 from acidstore.read.source import Probe, SplitBatch
 from acidstore.read.vectorized import read_split
@@ -158,13 +158,13 @@ class Scan:
     def _plan(self, partition: PartitionDir) -> list[Split]:
         state = acid_state(partition.path, self.write_ids, self.txns, filesystem=self._fs)
         recorded = self._recorded
-        writes = recorded.writes(partition.path) if recorded is not None else ()
-        if recorded is None or not writes:
+        record = recorded.partition(partition.path) if recorded is not None else None
+        if recorded is None or not record:
             return plan_partition(self._fs, partition.path, state, self.write_ids)
         listed: dict[str, int] = {}
         splits = plan_partition(self._fs, partition.path, state, self.write_ids, listed)
-        check_recorded(recorded.location, state, self.write_ids, writes, listed)
-        return splits
+        check_recorded(recorded.location, state, self.write_ids, record, listed)
+        return with_recorded_rows(recorded.location, splits, record)
 
     def _infer_schema(self) -> pa.Schema:
         for _, split in self._splits:

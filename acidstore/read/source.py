@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from acidstore.errors import CorruptFileError
+from acidstore.errors import CorruptFileError, DataError
 from acidstore.orc.io import OrcFile, RowKey
 from acidstore.orc.schema import (
     BUCKET,
@@ -93,6 +93,10 @@ def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
     (None = all). With ``need_keys`` every batch carries its ROW__IDs. ``probe``: skip the
     stripes where no row can pass the read's filter."""
     orc = OrcFile(fs, split.path, logical_length=split.logical_length)
+    if split.expected_rows is not None and orc.nrows != split.expected_rows:
+        raise DataError(f"holds {orc.nrows} events, but the compaction that wrote it recorded "
+                        f"{split.expected_rows}: events were added or removed after its commit "
+                        "(reading it could return a row twice, or lose one)", path=split.path)
     width = orc.row_type.num_fields
     wanted = list(range(width)) if positions is None else [p for p in positions if p < width]
     if split.synthetic is not None:
