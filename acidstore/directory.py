@@ -87,6 +87,9 @@ class AcidState:
     base_info: ParsedBase | None
     delta_info: dict[str, ParsedDelta]
     base_is_compacted: bool
+    #: the oldest committed base too new for this snapshot (a time-travel read before an
+    #: INSERT OVERWRITE): what it replaced may have been cleaned, see ``read.recorded``
+    newer_base: tuple[str, int] | None = None
 
 
 # --- the pure decision ------------------------------------------------------------------------
@@ -100,6 +103,7 @@ class _Walk:
     txns: ValidTxnList | None
     base: tuple[str, ParsedBase, bool] | None = None          # name, parsed, compacted
     oldest_base: tuple[str, ParsedBase, bool] | None = None
+    newer_base: tuple[str, int] | None = None
     candidates: list[tuple[str, ParsedDelta]] = field(default_factory=list)
     obsolete: list[str] = field(default_factory=list)
     aborted: list[str] = field(default_factory=list)
@@ -157,7 +161,9 @@ class _Walk:
                 if chosen is not None:
                     self.obsolete.append(chosen[0])
                 self.base = (name, base, compacted)
-            # else: an unusable newer base is neither chosen nor obsolete
+            elif self.newer_base is None or self.newer_base[1] > base.write_id:
+                # an unusable newer base is neither chosen nor obsolete
+                self.newer_base = (name, base.write_id)
         else:
             self.obsolete.append(name)
 
@@ -271,6 +277,7 @@ def select(listing: PartitionListing, write_ids: ValidWriteIdList,
         base_info=None if chosen is None else chosen[1],
         delta_info=dict(kept),
         base_is_compacted=chosen is not None and chosen[2],
+        newer_base=walk.newer_base,
     )
 
 

@@ -31,7 +31,7 @@ import pyarrow.fs as pafs
 
 from acidstore import fs as afs
 from acidstore.directory import AcidState
-from acidstore.errors import MissingDataError, StrayPathError
+from acidstore.errors import MissingDataError, NotEnoughHistoryError, StrayPathError
 from acidstore.layout import (
     ParsedBase,
     ParsedDelta,
@@ -175,6 +175,8 @@ class Missing:
     path: str
     message: str
     directory: bool
+    #: gone because the snapshot is older than the history the table keeps
+    history: bool = False
 
 
 def _gone(location: str, relative: str, write_id: int, outputs: Sequence[RecordedOutput],
@@ -214,6 +216,14 @@ def find_missing(location: str, state: AcidState, write_ids: ValidWriteIdList,
                 continue
             if _replaced(name, write.write_id, state):
                 break  # read from the base or compacted directory that replaced it
+            newer = state.newer_base
+            if newer is not None and write.write_id < newer[1]:
+                yield Missing(afs.join(location, relative),
+                              f"this snapshot reads write id {write.write_id} from {relative}, "
+                              f"which {newer[0]} replaced and the cleaner "
+                              "has removed: the table keeps no history from before write id "
+                              f"{newer[1]}", True, history=True)
+                break
             yield _gone(location, relative, write.write_id, record.outputs, selected)
             break
         else:
@@ -288,6 +298,8 @@ def check_recorded(location: str, state: AcidState, write_ids: ValidWriteIdList,
     for stray in find_strays(location, state, record):
         raise StrayPathError(stray.message, path=stray.path)
     for missing in find_missing(location, state, write_ids, record, listed):
+        if missing.history:
+            raise NotEnoughHistoryError(f"{missing.message} ({missing.path})")
         raise MissingDataError(missing.message, path=missing.path)
 
 
