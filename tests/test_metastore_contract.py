@@ -535,7 +535,7 @@ def test_sqlite_uses_wal_and_a_versioned_schema(tmp_path: Path) -> None:
     with sqlite3.connect(path) as raw:
         assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert raw.execute("SELECT value FROM meta WHERE name = 'schema_version'"
-                           ).fetchone()[0] == "5"
+                           ).fetchone()[0] == "6"
         raw.execute("UPDATE meta SET value = '99' WHERE name = 'schema_version'")
     with pytest.raises(MetastoreError, match="schema version 99"):
         SqliteMetastore(path)
@@ -555,7 +555,7 @@ def test_sqlite_upgrades_a_version_1_file_in_place(tmp_path: Path) -> None:
     store.close()
     with sqlite3.connect(path) as raw:
         assert raw.execute("SELECT value FROM meta WHERE name = 'schema_version'"
-                           ).fetchone()[0] == "5"
+                           ).fetchone()[0] == "6"
 
 
 def test_sqlite_version_3_locations_become_relative_to_the_warehouse_root(
