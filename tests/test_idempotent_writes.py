@@ -66,7 +66,7 @@ def ids(t: Table) -> list[int]:
 
 def directories(t: Table) -> set[str]:
     """Every directory under the table, relative to it (what a write leaves behind)."""
-    found = set()
+    found: set[str] = set()
     for root, dirs, _ in os.walk(t.location):
         found.update(os.path.relpath(os.path.join(root, d), t.location) for d in dirs)
     return found
