@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -25,6 +24,7 @@ from metastore_support import (
     begin,
     metastore_fixture,  # noqa: F401  (the `metastore` fixture)
     new_table,
+    place_fixture,  # noqa: F401  (the `place` fixture, parametrised over backends)
     states,
     write,
 )
@@ -43,14 +43,6 @@ from acidstore.errors import (
 from acidstore.metastore import Metastore
 
 SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string())])
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
-    location = str(tmp_path / "wh")
-    if request.param == "postgresql":
-        return location, request.getfixturevalue("postgres_server").new_store()
-    return location
 
 
 @pytest.fixture

@@ -97,12 +97,17 @@ def test_a_version_1_store_gets_the_compaction_queue(backend: Backend) -> None:
         store.close()
 
 
-def test_a_version_4_store_gets_metadata_versions(backend: Backend) -> None:
+def one_committed_write(backend: Backend) -> None:
+    """A current store with table ``t`` and one committed insert (write id 1)."""
     store = backend.open()
     store.create_table(new_table())
     txn = begin(store)
     store.commit(txn, [write(store, txn, "insert")])
     store.close()
+
+
+def test_a_version_4_store_gets_metadata_versions(backend: Backend) -> None:
+    one_committed_write(backend)
     with raw(backend) as conn:  # version 4: tables had no metadata_version
         conn.execute("ALTER TABLE tables DROP COLUMN metadata_version")
         set_version(conn, "4")
@@ -118,11 +123,7 @@ def test_a_version_4_store_gets_metadata_versions(backend: Backend) -> None:
 
 
 def test_a_version_5_store_gets_app_versions(backend: Backend) -> None:
-    store = backend.open()
-    store.create_table(new_table())
-    txn = begin(store)
-    store.commit(txn, [write(store, txn, "insert")])
-    store.close()
+    one_committed_write(backend)
     with raw(backend) as conn:  # version 5: no idempotent writes yet
         conn.execute("DROP TABLE app_versions")
         conn.execute("DROP TABLE txn_app_versions")
