@@ -2,7 +2,8 @@
 
 ``describe`` counts deltas per partition at the current snapshot (what a read opens now), so
 an operator sees where deltas pile up before reads slow down; ``advise`` says what the
-scheduler will do about it.
+scheduler will do about it. It also lists the committed version of each application id that
+writes the table idempotently (``acidstore.idempotent``): where a rerun job stands.
 """
 
 from __future__ import annotations
@@ -101,6 +102,9 @@ def run_describe(args: argparse.Namespace) -> None:
         table = wh.table(args.table)
         info = table.info
         partitions = _partitions(table)
+        apps = [{"app_id": a.app_id, "version": a.version, "txn_id": a.txn_id,
+                 "commit_time": a.commit_time}
+                for a in wh.metastore.app_versions(table.name)]
     document = {
         "table": table.name, "location": table.location,
         "columns": [{"name": f.name, "type": str(f.type), "nullable": f.nullable}
@@ -112,6 +116,7 @@ def run_describe(args: argparse.Namespace) -> None:
         "files": sum(p["files"] for p in partitions),
         "bytes": sum(p["bytes"] for p in partitions),
         "partitions": partitions,
+        "app_versions": apps,
     }
     emit(args, document, lambda: _describe_text(document))
 
@@ -137,6 +142,9 @@ def _describe_text(doc: dict[str, Any]) -> str:
                                         "original_files", "obsolete", "aborted", "files",
                                         "bytes"], empty="(no partitions yet)"),
     ]
+    if doc["app_versions"]:
+        lines += ["", format_rows(doc["app_versions"],
+                                  ["app_id", "version", "txn_id", "commit_time"], empty="")]
     return "\n".join(lines)
 
 

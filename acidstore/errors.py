@@ -25,6 +25,7 @@ __all__ = [
     "ConcurrentAppendError",
     "ConcurrentDeleteDeleteError",
     "ConcurrentDeleteReadError",
+    "ConcurrentTransactionError",
     "CorruptFileError",
     "DataError",
     "InvalidExpressionError",
@@ -180,6 +181,19 @@ class MetadataChangedError(WriteConflictError):
     """The table's metadata (its columns: ``add_columns``) changed after this transaction's
     writer read it: the write was planned against a schema that is no longer the table's, so
     it is aborted. Nothing landed; read the table again (``wh.table(name)``) and retry."""
+
+
+class ConcurrentTransactionError(WriteConflictError):
+    """Another transaction committed the same version (or a later one) of this transaction's
+    application id on the table first (idempotent writes, Delta's ``txn`` action): two runs
+    of one job raced, and only one may land. Nothing of this one committed; retrying it is
+    safe, and skips. ``app_id`` names the application; ``partition`` is None."""
+
+    def __init__(self, message: str, *, txn_id: int | None = None,
+                 other_txn_id: int | None = None, table: str | None = None,
+                 app_id: str | None = None) -> None:
+        super().__init__(message, txn_id=txn_id, other_txn_id=other_txn_id, table=table)
+        self.app_id = app_id
 
 
 class TransactionAbortedError(CommitFailedError):

@@ -14,7 +14,6 @@ import dataclasses
 import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -24,7 +23,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from acidstore import changes as change_feed
-from acidstore import frames, schema_evolution
+from acidstore import frames, idempotent, schema_evolution
 from acidstore import fs as afs
 from acidstore.errors import (
     AcidStoreError,
@@ -40,6 +39,7 @@ from acidstore.orc.io import compression_codec
 from acidstore.read.keys import KeyArrays
 from acidstore.read.recorded import RecordedWrites
 from acidstore.read.scan import Scan, table_partitions
+from acidstore.results import WriteResult
 from acidstore.statement import (
     ChangeKind,
     ChangeUnit,
@@ -70,22 +70,6 @@ __all__ = ["Table", "WriteResult"]
 _CLOCK_MARGIN = timedelta(minutes=5)
 
 LEASE_TTL_SECONDS = 300.0
-
-
-@dataclass(frozen=True)
-class WriteResult:
-    """What one write statement did. ``committed`` is False inside an explicit transaction
-    (the transaction's commit publishes it)."""
-
-    txn_id: int
-    write_id: int | None
-    operation: str
-    rows_inserted: int = 0
-    rows_updated: int = 0
-    rows_deleted: int = 0
-    partitions: tuple[str, ...] = ()
-    committed: bool = False
-    metrics: dict[str, int] = field(default_factory=dict)
 
 
 class Table:
@@ -331,7 +315,7 @@ class Table:
             return result
         with self._warehouse.transaction() as txn:
             result = body(txn)
-        return WriteResult(**{**result.__dict__, "committed": True})
+        return dataclasses.replace(result, committed=not result.skipped)
 
     def _check_exists(self) -> None:
         """Refuse a dropped table; take the current catalog entry if its metadata changed
@@ -349,16 +333,27 @@ class Table:
         refuse_zone_drop(table, self.schema, where=where)
         return conform(table, self.schema, where=where)
 
-    def insert(self, data: Any) -> WriteResult:
-        """Append rows (a pyarrow Table, RecordBatchReader or pandas DataFrame)."""
-        rows = self._conformed(data)
-        return self._run(lambda txn: self._write_rows(txn, rows, "insert"))
+    def insert(self, data: Any, *, app_id: str | None = None, version: int | None = None
+               ) -> WriteResult:
+        """Append rows (a pyarrow Table, RecordBatchReader or pandas DataFrame). With
+        ``app_id`` and ``version`` the write is idempotent (``acidstore.idempotent``): if the
+        table holds that version of ``app_id`` or a later one, nothing is written and the
+        result says ``skipped``."""
+        return self._write_once(data, "insert", app_id, version)
 
-    def insert_overwrite(self, data: Any) -> WriteResult:
+    def insert_overwrite(self, data: Any, *, app_id: str | None = None,
+                         version: int | None = None) -> WriteResult:
         """Replace the partitions present in ``data`` (the whole table if unpartitioned) with
-        ``data``: each gets a ``base_w``, so older data there is no longer read."""
-        rows = self._conformed(data)
-        return self._run(lambda txn: self._write_rows(txn, rows, "overwrite"))
+        ``data``: each gets a ``base_w``, so older data there is no longer read
+        (``app_id``/``version`` as for ``insert``)."""
+        return self._write_once(data, "overwrite", app_id, version)
+
+    def _write_once(self, data: Any, operation: Operation, app_id: str | None,
+                    version: int | None) -> WriteResult:
+        rows, app = self._conformed(data), idempotent.requested(app_id, version)
+        return idempotent.write_once(self._warehouse.metastore, self.name, app, operation,
+                                     run=self._run,
+                                     write=lambda t: self._write_rows(t, rows, operation))
 
     def delete(self, predicate: Predicate) -> WriteResult:
         """Delete the rows matching ``predicate`` (SQL string or pyarrow expression;

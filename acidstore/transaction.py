@@ -236,6 +236,13 @@ class Transaction:
         self._metastore.record_write(self.txn_id, component)
         self._planned.append(component)
 
+    def write_app_version(self, table: str, app_id: str, version: int) -> None:
+        """Make this transaction the idempotent write of ``version`` of ``app_id`` on
+        ``table`` (``acidstore.idempotent``): recorded in the metastore, so whichever process
+        commits it, the commit records the version or fails with ConcurrentTransactionError."""
+        self._check_open()
+        self._metastore.record_app_version(self.txn_id, table, app_id, version)
+
     def overwrote(self, table: str, partition: str, write_id: int) -> str | None:
         """Why this transaction may not write ``partition`` of ``table`` any more (it
         overwrote it: ``base_w`` hides every delta of write ids <= w, its own later ones

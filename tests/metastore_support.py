@@ -68,6 +68,16 @@ def backend_fixture(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     return Backend(str(request.param), tmp_path)
 
 
+@pytest.fixture(name="place", params=BACKENDS)
+def place_fixture(request: pytest.FixtureRequest, tmp_path: Path) -> str | tuple[str, str]:
+    """Where a warehouse is (``table_workers.Place``): a directory with its SQLite metastore,
+    or a directory plus a metastore of its own on the test PostgreSQL server."""
+    location = str(tmp_path / "wh")
+    if request.param == "postgresql":
+        return location, request.getfixturevalue("postgres_server").new_store()
+    return location
+
+
 @pytest.fixture(name="metastore")
 def metastore_fixture(backend: Backend) -> Iterator[Metastore]:
     store = backend.open()

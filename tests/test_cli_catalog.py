@@ -59,6 +59,26 @@ def test_describe_counts_deltas_per_partition_at_the_current_snapshot(
     assert code == 0
     assert "bucketing:    2 buckets by id" in out and "owner=sales" in out
     assert "partitioned:  dt (string)" in out
+    assert doc["app_versions"] == [] and "app_id" not in out
+
+
+def test_describe_lists_the_versions_of_idempotent_writers(
+        warehouse: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with acidstore.connect(warehouse) as wh:
+        t = wh.table("default.events")
+        rows = t.to_arrow().slice(0, 1)
+        first = t.insert(rows, app_id="nightly-load", version=41)
+        t.insert(rows, app_id="backfill", version=3)
+        t.insert(rows, app_id="nightly-load", version=41)  # skipped: nothing changes
+    doc = run_json(["describe", "events", "--warehouse", str(warehouse)], capsys)
+    assert [(a["app_id"], a["version"]) for a in doc["app_versions"]] == [
+        ("backfill", 3), ("nightly-load", 41)]
+    assert doc["app_versions"][1]["txn_id"] == first.txn_id
+    code, out, _ = run(["describe", "events", "--warehouse", str(warehouse)], capsys)
+    assert code == 0
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["app_id", "version"])
+    assert lines[header + 2].split()[:3] == ["nightly-load", "41", str(first.txn_id)]
 
 
 def test_history_has_one_row_per_committed_write(

@@ -25,6 +25,8 @@ LAYERS: dict[str, int] = {
     "acidstore.statement_merge": 3,
     "acidstore.transaction": 4,
     "acidstore.table": 4,
+    "acidstore.results": 4,
+    "acidstore.idempotent": 4,
     "acidstore.time_travel": 4,
     "acidstore.frames": 4,
     "acidstore.changes": 4,

@@ -196,6 +196,12 @@ class VisibilityModel(RuleBasedStateMachine):
             and self.commit_seq[other] > self.seen_seq[txn]
             and op in ("update", "delete", "overwrite") and mine[table][1] != "insert"
             for (other, table), (_, op) in self.writes.items() if table in mine)
+        # a committed overwrite's base_W hides every lower write id, inserts included, so
+        # committing one of those after it must fail (issue 12, point 1)
+        conflict = conflict or any(
+            other != txn and self.state[other] == "committed" and op == "overwrite"
+            and wid > mine[table][0]
+            for (other, table), (wid, op) in self.writes.items() if table in mine)
         try:
             self.store.commit(txn, [component(w, op, table=table)
                                     for table, (w, op) in sorted(mine.items())])

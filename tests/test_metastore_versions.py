@@ -97,12 +97,17 @@ def test_a_version_1_store_gets_the_compaction_queue(backend: Backend) -> None:
         store.close()
 
 
-def test_a_version_4_store_gets_metadata_versions(backend: Backend) -> None:
+def one_committed_write(backend: Backend) -> None:
+    """A current store with table ``t`` and one committed insert (write id 1)."""
     store = backend.open()
     store.create_table(new_table())
     txn = begin(store)
     store.commit(txn, [write(store, txn, "insert")])
     store.close()
+
+
+def test_a_version_4_store_gets_metadata_versions(backend: Backend) -> None:
+    one_committed_write(backend)
     with raw(backend) as conn:  # version 4: tables had no metadata_version
         conn.execute("ALTER TABLE tables DROP COLUMN metadata_version")
         set_version(conn, "4")
@@ -130,7 +135,7 @@ def test_a_version_5_store_records_compaction_outputs(backend: Backend) -> None:
         set_version(conn, "5")
     again = backend.open()
     try:
-        assert version(backend) == str(SCHEMA_VERSION) == "6"
+        assert version(backend) == str(SCHEMA_VERSION)
         assert again.compaction_outputs("t") == []
         compaction = again.open_transaction(user="tester", host="h", kind="compaction").txn_id
         bad = CompactionOutput("t", "", "base_0000001_v0000099", 1, 3, 10, (("bucket_00000", 3),))
@@ -143,6 +148,25 @@ def test_a_version_5_store_records_compaction_outputs(backend: Backend) -> None:
         assert again.compaction_outputs("t") == [CompactionOutput(
             "default.t", "", good.directory, 1, 3, 10, (("bucket_00000", 3),), compaction)]
         assert [e.write_id for e in again.history("t")] == [1]
+    finally:
+        again.close()
+
+
+def test_a_version_6_store_gets_app_versions(backend: Backend) -> None:
+    one_committed_write(backend)
+    with raw(backend) as conn:  # version 6: no idempotent writes yet
+        conn.execute("DROP TABLE app_versions")
+        conn.execute("DROP TABLE txn_app_versions")
+        set_version(conn, "6")
+    again = backend.open()
+    try:
+        assert version(backend) == str(SCHEMA_VERSION) == "7"
+        assert again.app_versions("t") == []
+        txn = begin(again)
+        again.record_app_version(txn, "t", "job", 1)
+        again.commit(txn, [write(again, txn, "insert")])
+        assert [(a.app_id, a.version) for a in again.app_versions("t")] == [("job", 1)]
+        assert [e.write_id for e in again.history("t")] == [1, 2]
     finally:
         again.close()
 

@@ -263,3 +263,47 @@ def test_columns_that_do_not_fit_the_table(spark: SparkSession, wh: Warehouse) -
     # columns in another order and case are matched by name
     at.insert(df.select("DT", "amount", "Name", "id"))
     assert arrow_rows(t.to_arrow()) == arrow_rows(rows)
+
+
+def test_idempotent_writes_through_options_and_acid_table(spark: SparkSession,
+                                                         wh: Warehouse) -> None:
+    """``option("txnAppId", ...).option("txnVersion", ...)`` (Delta's spelling) and
+    ``AcidTable.insert(app_id=, version=)``: a version the table holds, or a lower one, lands
+    nothing; a higher one commits; the option pair is checked like every option."""
+    t = new_table(wh, "db.s", buckets=0)  # df.write overwrites only unbucketed tables
+    acid = spark_table(spark, t)  # (registers the data source)
+
+    def idempotent_save(rows: pa.Table, version: str, mode: str = "append") -> None:
+        to_spark(spark, rows).repartition(2).write.format("acidstore") \
+            .option("warehouse", str(wh.location)).option("txnAppId", "nightly") \
+            .option("TXNVERSION", version).mode(mode).save(t.name)
+
+    first = make_rows(range(10))
+    idempotent_save(first, "3")
+    idempotent_save(make_rows(range(10)), "3")  # the retried job
+    idempotent_save(make_rows(range(100, 105)), "2")  # a late retry of an older run
+    assert arrow_rows(t.to_arrow()) == arrow_rows(first)
+    assert t.history().num_rows == 1
+    assert staging_files(t) == []
+
+    skipped = acid.insert(to_spark(spark, make_rows(range(10))), app_id="nightly", version=3)
+    assert (skipped.skipped, skipped.committed, skipped.write_id) == (True, False, None)
+    assert skipped.txn_id == t.history().column("txn_id").to_pylist()[0]
+    later = make_rows(range(20, 26))
+    done = acid.insert(to_spark(spark, later), app_id="nightly", version=4)
+    assert (done.skipped, done.committed, done.rows_inserted) == (False, True, 6)
+    idempotent_save(make_rows(range(20, 26)), "4", mode="overwrite")
+    assert arrow_rows(t.to_arrow()) == arrow_rows(pa.concat_tables([first, later]))
+    [recorded] = wh.metastore.app_versions(t.name)
+    assert (recorded.version, recorded.txn_id) == (4, done.txn_id)
+
+    for options in ({"txnAppId": "nightly"}, {"txnVersion": "5"},
+                    {"txnAppId": "nightly", "txnVersion": "five"}):
+        writer = to_spark(spark, later).write.format("acidstore").option(
+            "warehouse", str(wh.location)).mode("append")
+        for key, value in options.items():
+            writer = writer.option(key, value)
+        with pytest.raises(Exception) as refused:
+            writer.save(t.name)
+        assert isinstance(typed_error(refused.value), InvalidInputError), options
+    assert t.history().num_rows == 2

@@ -24,6 +24,9 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from metastore_support import (
+    place_fixture,  # noqa: F401  (the `place` fixture, parametrised over backends)
+)
 from process_support import CONTEXT, run_spawned
 from table_workers import (
     TABLE,
@@ -62,16 +65,6 @@ def visible(t: Table) -> list[tuple[Any, ...]]:
                                           write_ids=snapshot)
         assert rows(direct.select(SCHEMA.names)) == got, reader
     return got
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
-    """Where the warehouse is: a directory with its SQLite metastore, or a directory plus a
-    metastore of its own on the test PostgreSQL server (conftest ``postgres_server``)."""
-    location = str(tmp_path / "wh")
-    if request.param == "postgresql":
-        return location, request.getfixturevalue("postgres_server").new_store()
-    return location
 
 
 @pytest.fixture

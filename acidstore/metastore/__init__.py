@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from acidstore.metastore.postgres import PostgresMetastore
 from acidstore.metastore.protocol import (
+    AppVersion,
     CommitCheck,
     CommitInfo,
     CommittedWrite,
@@ -37,6 +38,7 @@ from acidstore.metastore.queue import (
 from acidstore.metastore.sqlite import SqliteMetastore
 
 __all__ = [
+    "AppVersion",
     "CommitCheck",
     "CommitInfo",
     "CommittedWrite",

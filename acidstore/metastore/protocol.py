@@ -29,6 +29,7 @@ from acidstore.metastore.queue import (
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = [
+    "AppVersion",
     "CommitCheck",
     "CommitInfo",
     "CommittedWrite",
@@ -230,6 +231,19 @@ class HistoryEntry:
 
 
 @dataclass(frozen=True)
+class AppVersion:
+    """The newest version of an application's idempotent writes committed to a table (Delta's
+    ``txn`` action: ``appId``, ``version``), and the transaction that committed it. A write
+    of that application with this version or a lower one is already in the table."""
+
+    table: str
+    app_id: str
+    version: int
+    txn_id: int
+    commit_time: datetime
+
+
+@dataclass(frozen=True)
 class LockInfo:
     """Informational lock: writers are optimistic (conflicts are found at commit, §12.2), so
     these are never waited on; they show who is writing where, as Hive's SHOW LOCKS does.
@@ -346,6 +360,19 @@ class Metastore(Protocol):
         compaction passes the directories it wrote as ``outputs`` (no components: it cannot
         conflict); they are stored with the commit, and refused unless they carry this
         transaction's ``_v<txn_id>``."""
+        ...
+
+    def record_app_version(self, txn_id: int, table: str, app_id: str, version: int) -> None:
+        """Make ``txn_id`` an idempotent write of ``app_id`` at ``version`` on ``table``. Its
+        commit then records the version in the same metastore transaction, or, if a version
+        of ``app_id`` at least as high was committed to ``table`` meanwhile, aborts with
+        ``ConcurrentTransactionError``. A second, different version of the same application
+        and table in one transaction is refused (``InvalidInputError``)."""
+        ...
+
+    def app_versions(self, table: str, app_id: str | None = None) -> list[AppVersion]:
+        """The committed version of each application id on ``table`` (only ``app_id``'s when
+        given), ordered by application id."""
         ...
 
     def abort(self, txn_id: int, reason: str = "") -> None:

@@ -41,9 +41,11 @@ __all__ = [
 #: write into its own files, not the original's); version 5 adds ``tables.metadata_version``
 #: (``add_columns`` bumps it; a writer that planned against an older one fails its commit);
 #: version 6 adds ``compaction_outputs`` (a new table: compactions committed before it have no
-#: record, and their directories are read unchecked, as Hive's are).
-SCHEMA_VERSION = 6
-_UPGRADABLE = {1, 2, 3, 4, 5}
+#: record, and their directories are read unchecked, as Hive's are); version 7 adds
+#: ``txn_app_versions`` and ``app_versions`` (idempotent writes; new tables only, which the
+#: DDL creates, so a version-6 store upgrades by its version number alone).
+SCHEMA_VERSION = 7
+_UPGRADABLE = {1, 2, 3, 4, 5, 6}
 #: Version 4: ``<anything>/<db>.db/<table>``, the only form ``Warehouse.create_table`` ever
 #: stored, becomes ``<db>.db/<table>``; any other location stays as it is. Compared with
 #: ``substr`` from a positive start (a LIKE pattern would read the ``_`` of names as a wildcard;
@@ -207,6 +209,21 @@ CREATE TABLE IF NOT EXISTS compactions (
     cleaning_started    INTEGER
 );
 CREATE INDEX IF NOT EXISTS compactions_by_state ON compactions (state, table_id, part);
+CREATE TABLE IF NOT EXISTS txn_app_versions (
+    txn_id   INTEGER NOT NULL REFERENCES txns(txn_id),
+    table_id INTEGER NOT NULL,
+    app_id   TEXT NOT NULL,
+    version  INTEGER NOT NULL,
+    PRIMARY KEY (txn_id, table_id, app_id)
+);
+CREATE TABLE IF NOT EXISTS app_versions (
+    table_id    INTEGER NOT NULL,
+    app_id      TEXT NOT NULL,
+    version     INTEGER NOT NULL,
+    txn_id      INTEGER NOT NULL,
+    commit_time INTEGER NOT NULL,
+    PRIMARY KEY (table_id, app_id)
+);
 """
 
 _SEQUENCES = (("txn", 1), ("commit", 1))

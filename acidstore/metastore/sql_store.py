@@ -15,8 +15,10 @@ from typing import Any
 import pyarrow as pa
 
 from acidstore.errors import InvalidInputError, TableExistsError, TransactionStateError
+from acidstore.metastore import sql_apps as apps
 from acidstore.metastore import sql_txn as txns
 from acidstore.metastore.protocol import (
+    AppVersion,
     CommitCheck,
     CommitInfo,
     CompactionOutput,
@@ -32,6 +34,7 @@ from acidstore.metastore.sql import Session
 from acidstore.metastore.sql_base import SqlBase
 from acidstore.metastore.sql_schema import encode_schema, from_micros
 from acidstore.metastore.validate import (
+    check_app_version,
     check_kind,
     check_new_table,
     check_partition,
@@ -86,6 +89,7 @@ class SqlMetastore(SqlBase):
         def body(conn: Session, _now: int) -> TableInfo:
             row = self._table_row(conn, name)
             for statement in ("DELETE FROM partitions WHERE table_id = ?",
+                              "DELETE FROM app_versions WHERE table_id = ?",
                               "DELETE FROM leases WHERE table_id = ?",
                               "DELETE FROM tables WHERE table_id = ?"):
                 conn.execute(statement, (row["table_id"],))
@@ -216,6 +220,29 @@ class SqlMetastore(SqlBase):
         return self._write(lambda conn, now: txns.commit_txn(conn, txn_id, offered, check, now,
                                                              outputs=written),
                            locks=("commit",))
+
+    def record_app_version(self, txn_id: int, table: str, app_id: str, version: int) -> None:
+        app_id, version = check_app_version(app_id, version)
+
+        def body(conn: Session, _now: int) -> None:
+            txns.require_open(conn, txn_id)
+            row = self._table_row(conn, table)
+            apps.record_app_version(conn, txn_id,
+                                    (row["table_id"], f"{row['db_name']}.{row['name']}"),
+                                    app_id, version)
+
+        self._write(body)
+
+    def app_versions(self, table: str, app_id: str | None = None) -> list[AppVersion]:
+        if app_id is not None:
+            app_id, _ = check_app_version(app_id, 0)
+
+        def body(conn: Session) -> list[AppVersion]:
+            row = self._table_row(conn, table)
+            return apps.app_versions(conn, row["table_id"], f"{row['db_name']}.{row['name']}",
+                                     app_id)
+
+        return self._read(body)
 
     def abort(self, txn_id: int, reason: str = "") -> None:
         def body(conn: Session, now: int) -> None:

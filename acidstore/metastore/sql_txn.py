@@ -27,6 +27,7 @@ from acidstore.errors import (
     TransactionAbortedError,
     TransactionStateError,
 )
+from acidstore.metastore import sql_apps as apps
 from acidstore.metastore.conflicts import conflict_error
 from acidstore.metastore.protocol import (
     CommitCheck,
@@ -424,6 +425,11 @@ def commit_txn(conn: Session, txn_id: int, components: Sequence[WriteComponent],
                 txn_id=txn_id, table=item.table, partition=item.component.partition)
             _abort_with(conn, txn_id, now, resolved, str(stale))
             raise RaiseAfterCommit(stale)
+    pending = apps.pending_apps(conn, txn_id)
+    raced = apps.app_conflict(txn_id, pending)
+    if raced is not None:
+        _abort_with(conn, txn_id, now, resolved, str(raced))
+        raise RaiseAfterCommit(raced)
     hidden = _hidden_by_overwrite(conn, txn_id, resolved)
     if hidden is not None:
         item, other = hidden
@@ -461,6 +467,7 @@ def commit_txn(conn: Session, txn_id: int, components: Sequence[WriteComponent],
     _insert_components(conn, txn_id, resolved)
     _insert_outputs(conn, txn_id, written)
     write_ids = _write_history(conn, txn_id, now, resolved)
+    apps.publish_apps(conn, txn_id, now, pending)
     conn.executemany(
         "INSERT INTO partitions (table_id, part) SELECT table_id, ? FROM tables "
         "WHERE table_id = ? ON CONFLICT DO NOTHING",

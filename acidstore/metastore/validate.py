@@ -33,6 +33,7 @@ __all__ = [
     "CONFLICTING_OPERATIONS",
     "DEFAULT_DATABASE",
     "OPERATION_LETTERS",
+    "check_app_version",
     "check_component",
     "check_kind",
     "check_output",
@@ -82,6 +83,28 @@ def split_table_name(name: str) -> tuple[str, str]:
 def check_kind(kind: str) -> None:
     if kind not in _KINDS:
         raise InvalidInputError(f"transaction kind must be one of {sorted(_KINDS)}, got {kind!r}")
+
+
+#: an idempotent writer's application id: printable text (PostgreSQL's TEXT holds no NUL, and
+#: operators read these ids in ``acidstore describe``)
+_APP_ID_MAX = 1024
+_LONG_MAX = 2**63 - 1
+
+
+def check_app_version(app_id: object, version: object) -> tuple[str, int]:
+    """An idempotent write's (application id, version), as both backends store them: a
+    non-empty printable id, and a version from 0 to 2**63 - 1 (a 64-bit column in both)."""
+    if not isinstance(app_id, str) or not app_id.strip() or len(app_id) > _APP_ID_MAX \
+            or not app_id.isprintable():
+        raise InvalidInputError(
+            f"app_id must be a non-empty printable string of at most {_APP_ID_MAX} "
+            f"characters, got {app_id!r}")
+    if isinstance(version, bool) or not isinstance(version, int) \
+            or not 0 <= version <= _LONG_MAX:
+        raise InvalidInputError(
+            f"version of app_id {app_id!r} must be an integer from 0 to {_LONG_MAX}, "
+            f"got {version!r}")
+    return app_id, version
 
 
 def check_ttl(ttl_seconds: float) -> float:

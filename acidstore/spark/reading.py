@@ -21,6 +21,7 @@ import pyarrow.fs as pafs
 from pyspark.sql.datasource import CaseInsensitiveDict
 from pyspark.sql.types import StructType
 
+from acidstore import idempotent
 from acidstore.errors import InvalidInputError, SchemaMismatchError, UnknownOptionError
 from acidstore.orc.schema import ROW_ID_COLUMN, ROW_ID_TYPE
 from acidstore.read.plan import Split
@@ -31,7 +32,7 @@ from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = ["READ_OPTIONS", "WRITE_OPTIONS", "ReadOptions", "ReadTask", "check_options", "pack",
            "plan_read", "read_options", "read_schema", "read_snapshot", "run_read",
-           "split_bytes"]
+           "split_bytes", "write_app"]
 
 DEFAULT_PARTITION_BYTES = 128 << 20
 #: what opening a file costs, in bytes of reading (Spark's spark.sql.files.openCostInBytes)
@@ -87,7 +88,8 @@ TARGET_OPTIONS = ("path", "table", "warehouse", "metastore")
 READ_OPTIONS = (*TARGET_OPTIONS, "columns", "filter", "asOf", "versionAsOf", "timestampAsOf",
                 "withRowId", "reader", "maxPartitionBytes", "minPartitions", "leaseSeconds",
                 "snapshotTxns", "snapshotWriteIds")
-WRITE_OPTIONS = TARGET_OPTIONS
+#: every write option: the target, and Delta's idempotent-write pair (``acidstore.idempotent``)
+WRITE_OPTIONS = (*TARGET_OPTIONS, "txnAppId", "txnVersion")
 
 
 def check_options(options: Mapping[str, str], accepted: Sequence[str], what: str) -> None:
@@ -98,6 +100,23 @@ def check_options(options: Mapping[str, str], accepted: Sequence[str], what: str
         raise UnknownOptionError(
             f"unknown {what} option(s) {unknown} of format('acidstore'); it accepts "
             f"{', '.join(accepted)} (names in any case)")
+
+
+def write_app(options: Mapping[str, str]) -> idempotent.AppWrite | None:
+    """Check the write options; the application id and version of an idempotent write
+    (``txnAppId`` and ``txnVersion``, both or neither, as Delta spells them), or None."""
+    check_options(options, WRITE_OPTIONS, "write")
+    options = cast("Mapping[str, str]", CaseInsensitiveDict(options))
+    app_id, text = options.get("txnAppId"), options.get("txnVersion")
+    if (app_id is None) != (text is None):
+        raise InvalidInputError("an idempotent write needs both options txnAppId and "
+                                f"txnVersion, got txnAppId={app_id!r}, txnVersion={text!r}")
+    if text is None:
+        return None
+    if not text.strip().isdigit():
+        raise InvalidInputError(f"option txnVersion={text!r} is not a version (an integer "
+                                "from 0)")
+    return idempotent.requested(app_id, int(text))
 
 
 def _as_of(options: Mapping[str, str]) -> int | datetime | None:

@@ -30,17 +30,18 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from acidstore import idempotent
 from acidstore.errors import InvalidInputError, SchemaMismatchError
+from acidstore.metastore import Operation
 from acidstore.spark.locate import Target, heartbeat, open_target, target_of
 from acidstore.spark.reading import (
-    WRITE_OPTIONS,
     ReadTask,
-    check_options,
     plan_read,
     read_options,
     read_schema,
     read_snapshot,
     run_read,
+    write_app,
 )
 from acidstore.spark.writing import (
     TaskOutput,
@@ -77,8 +78,8 @@ class AcidDataSource(DataSource):
         return AcidReader(dict(self.options), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
-        check_options(self.options, WRITE_OPTIONS, "write")
-        return _open_writer(target_of(self.options), schema, overwrite)
+        app = write_app(self.options)
+        return _open_writer(target_of(self.options), schema, overwrite, app)
 
 
 class _ReadPartition(InputPartition):
@@ -134,7 +135,8 @@ def check_columns(table_schema: pa.Schema, schema: StructType, where: str) -> No
             f"column(s) {missing} (the table has {table_schema.names})")
 
 
-def _open_writer(target: Target, schema: StructType, overwrite: bool) -> AcidWriter:
+def _open_writer(target: Target, schema: StructType, overwrite: bool,
+                 app: idempotent.AppWrite | None) -> DataSourceArrowWriter:
     wh, table = open_target(target)
     try:
         check_columns(table.schema, schema, table.name)
@@ -142,9 +144,13 @@ def _open_writer(target: Target, schema: StructType, overwrite: bool) -> AcidWri
             raise InvalidInputError(
                 f"mode('overwrite') of bucketed table {table.name} through df.write cannot "
                 "route each bucket to one task; use AcidTable.insert(df, overwrite=True)")
+        operation: Operation = "overwrite" if overwrite else "insert"
+        if idempotent.skipped(wh.metastore, table.name, app, operation) is not None:
+            return _SkippedWriter()
         txn = Transaction(wh, heartbeat_interval=None)
         try:
-            job = write_job(table, txn, ("overwrite",) if overwrite else ("insert",))
+            idempotent.claim(txn, table.name, app)
+            job = write_job(table, txn, (operation,))
         except BaseException:
             txn.abort("planning the Spark write failed")
             raise
@@ -195,6 +201,22 @@ class AcidWriter(DataSourceArrowWriter):
         finally:
             remove_staging(self._job)
             wh.close()
+
+
+class _SkippedWriter(DataSourceArrowWriter):
+    """The write of an application version (``txnAppId``/``txnVersion``) the table already
+    holds: its tasks drop their rows; there is no transaction to commit or abort."""
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        for _ in iterator:
+            pass
+        return WriterCommitMessage()
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        return None
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        return None
 
 
 HEARTBEAT_SECONDS = 60.0

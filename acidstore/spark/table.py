@@ -20,6 +20,7 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
 
+from acidstore import idempotent
 from acidstore.errors import InvalidInputError, required_condition
 from acidstore.expressions import check_sandboxed
 from acidstore.metastore import Operation
@@ -208,11 +209,13 @@ class AcidTable:
 
     def _statement(self, operation: str, clauses: tuple[Operation, ...],
                    changes: Callable[[Transaction, Table, WriteJob], DataFrame],
-                   result: Callable[[Sequence[TaskOutput]], WriteResult]) -> WriteResult:
+                   result: Callable[[Sequence[TaskOutput]], WriteResult],
+                   app: idempotent.AppWrite | None = None) -> WriteResult:
         wh, _ = open_target(self._target)
         try:
             with wh.transaction() as txn:
                 table = txn.table(self.name)
+                idempotent.claim(txn, table.name, app)
                 job = write_job(table, txn, clauses)
                 try:
                     with spark_errors(f"{operation} of {self.name}"):
@@ -227,21 +230,28 @@ class AcidTable:
         finally:
             wh.close()
 
-    def insert(self, data: DataFrame, *, overwrite: bool = False) -> WriteResult:
+    def insert(self, data: DataFrame, *, overwrite: bool = False, app_id: str | None = None,
+               version: int | None = None) -> WriteResult:
         """Append ``data`` (or, with ``overwrite``, replace the partitions it holds, the whole
-        table if unpartitioned), written by Spark's executors in one transaction."""
+        table if unpartitioned), written by Spark's executors in one transaction. With
+        ``app_id`` and ``version``, idempotent as ``Table.insert``: a version the table holds
+        (or a lower one) runs no Spark job and returns a result that says ``skipped``."""
+        app = idempotent.requested(app_id, version)
+        operation: Operation = "overwrite" if overwrite else "insert"
         with self._table() as table:
             check_columns(table.schema, data.schema, table.name)
+            done = idempotent.skipped(table.warehouse.metastore, table.name, app, operation)
+        if done is not None:
+            return done
 
         def changes(txn: Transaction, table: Table, job: WriteJob) -> DataFrame:
             if overwrite and job.bucket_by:
                 return group_buckets(data, job)
             return data
 
-        operation: Operation = "overwrite" if overwrite else "insert"
         return self._statement(operation, (operation,), changes, lambda outputs: WriteResult(
             0, None, operation, rows_inserted=_count(outputs, "rows_inserted"),
-            partitions=_partitions(outputs)))
+            partitions=_partitions(outputs)), app)
 
     def _core_statement(self, kind: ChangeKind, condition: str | None = None,
                         assignments: Mapping[str, str] | None = None,
