@@ -319,6 +319,15 @@ class Metastore(Protocol):
         """Commit atomically, aborting instead on a write-write conflict (§12.2)."""
         ...
 
+    def overlapping_writes(
+        self, txn_id: int, components: Sequence[WriteComponent]
+    ) -> list[CommittedWrite]:
+        """The committed writes ``commit`` would hand its ``check`` if it ran now, read
+        without any lock: a committer reads their files first, so that the commit's critical
+        section (which other commits and reader leases wait for) does no file IO. A commit
+        may still find more (those that land in between); empty if the txn is not open."""
+        ...
+
     def abort(self, txn_id: int, reason: str = "") -> None:
         """Abort an open transaction (no-op if already aborted)."""
         ...

@@ -19,6 +19,7 @@ from acidstore.metastore import sql_txn as txns
 from acidstore.metastore.protocol import (
     CommitCheck,
     CommitInfo,
+    CommittedWrite,
     HistoryEntry,
     LockInfo,
     NewTable,
@@ -213,6 +214,11 @@ class SqlMetastore(SqlBase):
         offered = list(components)
         return self._write(lambda conn, now: txns.commit_txn(conn, txn_id, offered, check, now),
                            locks=("commit",))
+
+    def overlapping_writes(self, txn_id: int, components: Sequence[WriteComponent]
+                           ) -> list[CommittedWrite]:
+        offered = list(components)
+        return self._read(lambda conn: txns.overlapping_writes(conn, txn_id, offered))
 
     def abort(self, txn_id: int, reason: str = "") -> None:
         def body(conn: Session, now: int) -> None:
