@@ -50,15 +50,15 @@ def pause_in_commit_check(place: Place, wrote: Any, others_committed: Any, pause
 
     The pause wraps the real reader of delete deltas; nothing else is replaced."""
     try:
-        real = acidstore.transaction.directory_delete_keys
+        real = acidstore.transaction.directory_delete_keys  # type: ignore[attr-defined]
 
-        def paused_read(fs: Any, path: str) -> KeyArrays:
+        def paused_read(fs: Any, directory: str) -> KeyArrays:
             if not paused.is_set():
                 paused.set()
                 go.wait(HOLD_SECONDS)
-            return real(fs, path)
+            return real(fs, directory)
 
-        acidstore.transaction.directory_delete_keys = paused_read  # type: ignore[assignment]
+        acidstore.transaction.directory_delete_keys = paused_read  # type: ignore[attr-defined]
         wh = connect(place)
         txn = wh.transaction()
         txn.table(TABLE).delete("id = 1")
