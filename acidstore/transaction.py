@@ -8,7 +8,9 @@ the transaction wrote; a failed transaction refuses further use.
 Write-write conflicts are decided at commit, by row: the metastore hands over the committed
 update/delete writes that overlapped this transaction on the same partitions, and this module
 compares the ROW__IDs both deleted (an update deletes too). Different rows of one partition
-never conflict, which is finer than Hive's partition-level check.
+never conflict, which is finer than Hive's partition-level check. The delete deltas compared are
+read before the metastore's commit lock is taken, so that lock, which other commits and reader
+leases wait for, is never held across file IO.
 """
 
 from __future__ import annotations

@@ -375,7 +375,9 @@ class Metastore(Protocol):
         write_ids: ValidWriteIdList,
         ttl_seconds: float,
     ) -> int:
-        """Protect a reader's snapshot from the cleaner for ``ttl_seconds``."""
+        """Protect a reader's snapshot from the cleaner for ``ttl_seconds``. A store opened
+        read-only, which no cleaner can change, records nothing and returns an id whose
+        renewal and release do nothing."""
         ...
 
     def renew_lease(self, lease_id: int, ttl_seconds: float) -> None:
