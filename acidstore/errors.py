@@ -38,6 +38,7 @@ __all__ = [
     "MetastoreError",
     "MetastoreVersionError",
     "NotEnoughHistoryError",
+    "ReadOnlyWarehouseError",
     "SchemaMismatchError",
     "TableExistsError",
     "TableNotFoundError",
@@ -98,6 +99,16 @@ class UnknownOptionError(InvalidInputError):
 
 class MergeCardinalityError(InvalidInputError):
     """A MERGE matched one target row with more than one source row; nothing was written."""
+
+
+class ReadOnlyWarehouseError(InvalidInputError):
+    """A write (or anything that changes the metastore) on a warehouse opened read-only: its
+    metastore file or directory cannot be written, e.g. an archived copy. Nothing was changed;
+    reads work. Write into a writable copy instead."""
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 # --- catalog ----------------------------------------------------------------------------------

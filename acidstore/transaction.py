@@ -8,7 +8,9 @@ the transaction wrote; a failed transaction refuses further use.
 Write-write conflicts are decided at commit, by row: the metastore hands over the committed
 update/delete writes that overlapped this transaction on the same partitions, and this module
 compares the ROW__IDs both deleted (an update deletes too). Different rows of one partition
-never conflict, which is finer than Hive's partition-level check.
+never conflict, which is finer than Hive's partition-level check. The delete deltas compared are
+read before the metastore's commit lock is taken, so that lock, which other commits and reader
+leases wait for, is never held across file IO.
 """
 
 from __future__ import annotations
@@ -149,9 +151,13 @@ class Transaction:
             self._settle_aborted(f"heartbeat failed: {self._heartbeat.error}")
             raise TransactionAbortedError(
                 f"transaction {self.txn_id} was aborted while it ran: {self._heartbeat.error}")
+        keys = _DeleteKeys(self._warehouse.filesystem)
+        self._read_conflict_files(keys)
         try:
-            info = self._metastore.commit(self.txn_id, self._components, check=self._conflicts,
-                                          outputs=self._outputs)
+            info = self._metastore.commit(
+                self.txn_id, self._components,
+                check=lambda mine, overlapping: self._conflicts(mine, overlapping, keys),
+                outputs=self._outputs)
         except CommitFailedError:
             # a definite answer: the metastore aborted the transaction before refusing it
             self._settle_aborted("commit refused")
@@ -317,29 +323,43 @@ class Transaction:
                     removed.add((location, directory))
                     _remove_quietly(fs, afs.join(location, directory))
 
-    def _conflicts(self, mine: Sequence[WriteComponent],
-                   overlapping: Sequence[CommittedWrite]) -> None:
+    def _read_conflict_files(self, keys: _DeleteKeys) -> None:
+        """Read the delete deltas the conflict check will compare *before* the metastore's
+        commit lock is taken: other commits and reader leases wait for that lock, so it must
+        not be held across file IO. Best effort: whatever fails here (or commits in between)
+        is read under the lock, where an error aborts the commit as it always did."""
+        if not any(c.operation in ("update", "delete") for c in self._components):
+            return  # nothing of ours is compared by row
+        try:
+            overlapping = self._metastore.overlapping_writes(self.txn_id, self._components)
+        except AcidStoreError:
+            return
+        for other in overlapping:
+            ours = _ours_against(self._components, other)
+            if ours and _by_rows(ours, other):
+                for path in self._delete_paths(other.table, other.directories):
+                    keys.prefetch(path)
+                if not self._deleted.get((other.table, other.partition)):
+                    for path in self._delete_paths(
+                            other.table, [d for c in ours for d in c.directories]):
+                        keys.prefetch(path)
+
+    def _conflicts(self, mine: Sequence[WriteComponent], overlapping: Sequence[CommittedWrite],
+                   keys: _DeleteKeys) -> None:
         """Raise a WriteConflictError when a committed overlapping write changed a row we
         changed, replaced a partition we wrote (or we replace one it wrote), or wrote to a
-        partition a statement of ours read on a Serializable table."""
-        fs = self._warehouse.filesystem
+        partition a statement of ours read on a Serializable table. Runs under the commit
+        lock: files are read only for writes ``_read_conflict_files`` did not see."""
         for other in overlapping:
-            here = [c for c in mine if c.table == other.table and c.partition == other.partition]
-            ours = [c for c in here if c.operation != "insert"]
-            if ours and other.operation != "insert":
-                our_op = ours[0].operation
-                clash = "overwrite" in (our_op, other.operation)
-                if not clash:
-                    location = self._warehouse.location_of(other.table)
-                    theirs = [directory_delete_keys(fs, afs.join(location, d))
-                              for d in other.directories if _is_delete_dir(d)]
-                    clash = _intersects(self._own_deletes(other.table, other.partition, ours),
-                                        theirs)
-                if clash:
-                    raise conflict_error(self.txn_id, None, other.table,
-                                         partition=other.partition, operation=our_op,
-                                         other=other)
-            reading = [c for c in here if c.read]
+            ours = _ours_against(mine, other)
+            if ours and (not _by_rows(ours, other) or _intersects(
+                    self._own_deletes(other.table, other.partition, ours, keys),
+                    [keys.of(p) for p in self._delete_paths(other.table, other.directories)])):
+                raise conflict_error(self.txn_id, None, other.table,
+                                     partition=other.partition, operation=ours[0].operation,
+                                     other=other)
+            reading = [c for c in mine if c.table == other.table
+                       and c.partition == other.partition and c.read]
             if reading:
                 raise conflict_error(
                     self.txn_id, None, other.table, partition=other.partition,
@@ -347,16 +367,53 @@ class Transaction:
                     detail=": the table is Serializable and a statement of this transaction "
                     "read the partition before that write")
 
-    def _own_deletes(self, table: str, partition: str, ours: Sequence[WriteComponent]
-                     ) -> list[KeyArrays]:
+    def _own_deletes(self, table: str, partition: str, ours: Sequence[WriteComponent],
+                     keys: _DeleteKeys) -> list[KeyArrays]:
         """The ROW__IDs this transaction deleted in a partition: as registered, or read back
         from its delete deltas when the writers ran in other processes."""
         known = self._deleted.get((table, partition))
         if known:
             return known
+        return [keys.of(p) for p in self._delete_paths(
+            table, [d for c in ours for d in c.directories])]
+
+    def _delete_paths(self, table: str, directories: Sequence[str]) -> list[str]:
         location = self._warehouse.location_of(table)
-        return [directory_delete_keys(self._warehouse.filesystem, afs.join(location, d))
-                for c in ours for d in c.directories if _is_delete_dir(d)]
+        return [afs.join(location, d) for d in directories if _is_delete_dir(d)]
+
+
+class _DeleteKeys:
+    """The ROW__IDs of delete-delta directories, each read once per commit."""
+
+    def __init__(self, fs: pafs.FileSystem) -> None:
+        self._fs = fs
+        self._known: dict[str, KeyArrays] = {}
+
+    def of(self, path: str) -> KeyArrays:
+        keys = self._known.get(path)
+        if keys is None:
+            keys = self._known[path] = directory_delete_keys(self._fs, path)
+        return keys
+
+    def prefetch(self, path: str) -> None:
+        """``of`` without its errors: they are raised again when the check asks."""
+        with contextlib.suppress(AcidStoreError, OSError):
+            self.of(path)
+
+
+def _ours_against(mine: Sequence[WriteComponent], other: CommittedWrite
+                  ) -> list[WriteComponent]:
+    """Our components that changed rows (update, delete, overwrite) where ``other`` did too:
+    the pairs that can clash. Inserts never clash by themselves."""
+    if other.operation == "insert":
+        return []
+    return [c for c in mine if c.table == other.table and c.partition == other.partition
+            and c.operation != "insert"]
+
+
+def _by_rows(ours: Sequence[WriteComponent], other: CommittedWrite) -> bool:
+    """Whether a clash is decided by comparing ROW__IDs (an overwrite clashes outright)."""
+    return "overwrite" not in (ours[0].operation, other.operation)
 
 
 class _WarehouseLike(Protocol):

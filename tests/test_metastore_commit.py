@@ -227,11 +227,18 @@ def test_check_sees_components_and_overlapping_writes_and_may_allow(
               overlapping: Sequence[CommittedWrite]) -> None:
         seen.append((list(components), list(overlapping)))
 
+    # what the check will be handed can be read beforehand, without a lock or a change (a
+    # committer reads those writes' files before it takes the commit lock)
+    before = metastore.show_transactions()
+    ahead = metastore.overlapping_writes(loser, [theirs])
+    assert metastore.show_transactions() == before
     info = metastore.commit(loser, [theirs], check=check)
     assert seen == [([theirs], [CommittedWrite(winner, 1, "default.t", "", "delete", 1,
                                                mine.directories)])]
+    assert ahead == seen[0][1]
     assert info.commit_seq == 3
     assert states(metastore) == {winner: "committed", loser: "committed", bystander: "committed"}
+    assert metastore.overlapping_writes(loser, [theirs]) == []  # no longer open
 
 
 def test_check_is_not_called_without_overlap(metastore: Metastore) -> None:

@@ -27,8 +27,13 @@ from spark_support import (
 
 import acidstore
 from acidstore import Table, Warehouse
-from acidstore.errors import InvalidInputError, SchemaMismatchError, TableNotFoundError
-from acidstore.spark import AcidTable
+from acidstore.errors import (
+    InvalidInputError,
+    SchemaMismatchError,
+    TableNotFoundError,
+    WarehouseNotFoundError,
+)
+from acidstore.spark import AcidTable, register
 from acidstore.spark.errors import typed_error
 from acidstore.spark.reading import plan_read, read_options, read_schema, split_paths
 from compaction import Cleaner, compact
@@ -249,6 +254,28 @@ def test_bad_requests_raise_acidstore_errors(spark: SparkSession, wh: Warehouse)
     with pytest.raises(Exception) as unknown:
         source(spark, wh).option("columns", "nope").load(TABLE).collect()
     assert isinstance(typed_error(unknown.value), InvalidInputError)
+
+
+def test_a_failed_read_creates_nothing(spark: SparkSession, tmp_path: Path) -> None:
+    """Options that name no warehouse (or no metastore) fail as WarehouseNotFoundError and
+    leave nothing behind: no directory, no metastore file."""
+    register(spark)
+    missing = tmp_path / "nowhere" / "wh"
+    with pytest.raises(Exception) as raw:
+        spark.read.format("acidstore").option("warehouse", str(missing)).load(TABLE).collect()
+    assert isinstance(typed_error(raw.value), WarehouseNotFoundError)
+    with pytest.raises(WarehouseNotFoundError):
+        AcidTable.forName(spark, TABLE, warehouse=str(missing))
+    assert not (tmp_path / "nowhere").exists()
+
+    empty, catalogue = tmp_path / "empty", tmp_path / "catalogue"
+    empty.mkdir()
+    catalogue.mkdir()
+    with pytest.raises(Exception) as raw:
+        (spark.read.format("acidstore").option("warehouse", str(empty))
+         .option("metastore", f"sqlite:///{catalogue / 'meta.db'}").load(TABLE).collect())
+    assert isinstance(typed_error(raw.value), WarehouseNotFoundError)
+    assert list(empty.iterdir()) == [] and list(catalogue.iterdir()) == []
 
 
 TYPES = pa.schema([

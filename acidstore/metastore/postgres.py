@@ -42,7 +42,12 @@ from acidstore.metastore.postgres_connect import (
 )
 from acidstore.metastore.sql import POSTGRES, Cursor, Dialect, Session
 from acidstore.metastore.sql_base import LOCK_ORDER, Lock, positive_seconds
-from acidstore.metastore.sql_schema import ensure_schema, now_micros
+from acidstore.metastore.sql_schema import (
+    SCHEMA_VERSION,
+    ensure_schema,
+    now_micros,
+    stored_schema_version,
+)
 from acidstore.metastore.sql_store import SqlMetastore
 
 __all__ = ["PostgresMetastore"]
@@ -134,9 +139,19 @@ class PostgresMetastore(SqlMetastore):
         return session
 
     def _ensure_schema(self, session: _Session) -> None:
-        """Create, migrate or refuse the schema under an advisory lock, so clients opening a
-        new database together create it once; DDL is transactional, so a refusal or a crash
-        leaves the database as it was."""
+        """A current schema is only read (connecting takes no lock a writer holds); otherwise
+        create, migrate or refuse it under an advisory lock, so clients opening a new database
+        together create it once; DDL is transactional, so a refusal or a crash leaves the
+        database as it was."""
+        def current() -> bool:
+            return stored_schema_version(session, self._where) == SCHEMA_VERSION and all(
+                session.execute(POSTGRES.table_exists, (f"lock_{lock}",)).fetchone()
+                for lock in LOCK_ORDER)
+
+        if self._transaction(session, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+                             current):
+            return
+
         def body() -> None:
             session.execute("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK_KEY,))
             ensure_schema(session, self._where)

@@ -375,6 +375,15 @@ class Metastore(Protocol):
         given), ordered by application id."""
         ...
 
+    def overlapping_writes(
+        self, txn_id: int, components: Sequence[WriteComponent]
+    ) -> list[CommittedWrite]:
+        """The committed writes ``commit`` would hand its ``check`` if it ran now, read
+        without any lock: a committer reads their files first, so that the commit's critical
+        section (which other commits and reader leases wait for) does no file IO. A commit
+        may still find more (those that land in between); empty if the txn is not open."""
+        ...
+
     def abort(self, txn_id: int, reason: str = "") -> None:
         """Abort an open transaction (no-op if already aborted)."""
         ...
@@ -427,7 +436,9 @@ class Metastore(Protocol):
         write_ids: ValidWriteIdList,
         ttl_seconds: float,
     ) -> int:
-        """Protect a reader's snapshot from the cleaner for ``ttl_seconds``."""
+        """Protect a reader's snapshot from the cleaner for ``ttl_seconds``. A store opened
+        read-only, which no cleaner can change, records nothing and returns an id whose
+        renewal and release do nothing."""
         ...
 
     def renew_lease(self, lease_id: int, ttl_seconds: float) -> None:

@@ -46,6 +46,8 @@ class Dialect:
       PostgreSQL plans it well by itself and has no unary ``+`` on text.
     - ``in_list``: a list of values as *one* bound parameter (never SQL built from values):
       ``json_each`` in SQLite, an array with ``= ANY`` in PostgreSQL.
+    - ``table_exists``: a query with one row if the table named by its one parameter exists
+      (in the store's schema), none otherwise.
     """
 
     name: str
@@ -53,6 +55,7 @@ class Dialect:
     forced_join: str
     hint_prefix: str
     array_parameters: bool
+    table_exists: str
 
     def hint(self, column: str) -> str:
         return f"{self.hint_prefix}{column}"
@@ -69,9 +72,12 @@ class Dialect:
 
 
 SQLITE = Dialect("sqlite", row_lock="", forced_join="CROSS JOIN", hint_prefix="+",
-                 array_parameters=False)
+                 array_parameters=False,
+                 table_exists="SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?")
 POSTGRES = Dialect("postgresql", row_lock=" FOR UPDATE", forced_join="JOIN", hint_prefix="",
-                   array_parameters=True)
+                   array_parameters=True,
+                   table_exists="SELECT 1 FROM pg_catalog.pg_tables "
+                   "WHERE schemaname = current_schema() AND tablename = ?")
 
 
 class Session(Protocol):

@@ -46,9 +46,11 @@ from acidstore.metastore.sql_schema import decode_schema, from_micros
 from acidstore.metastore.validate import check_ttl, split_table_name
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
-__all__ = ["LOCK_ORDER", "Lock", "SqlBase", "positive_seconds"]
+__all__ = ["LOCK_ORDER", "NO_LEASE", "Lock", "SqlBase", "positive_seconds"]
 
 T = TypeVar("T")
+#: the lease id a read-only store hands out: no lease row (ids start at 1), nothing to renew
+NO_LEASE = 0
 Lock = Literal["catalog", "txn", "commit", "queue"]
 #: Locks are always taken in this order, so two calls can never wait for each other's.
 LOCK_ORDER: tuple[Lock, ...] = ("catalog", "txn", "commit", "queue")
@@ -66,6 +68,9 @@ class SqlBase(ABC):
     """The connection-independent half of a SQL metastore (see the module docstring)."""
 
     _timeout_micros: int
+    #: a store opened read-only (an archived SQLite copy): nothing can change it, so reads
+    #: neither reap timed-out txns nor lease their snapshots (no cleaner can run there)
+    read_only: bool = False
 
     def _start_connections(self) -> None:
         """One connection per thread (``_local``), tracked weakly, so a connection dies with
@@ -122,6 +127,8 @@ class SqlBase(ABC):
                 return None
             return (body(conn),)
 
+        if self.read_only:
+            return self._read(body)  # a timed-out txn stays open there, hence invisible
         result = self._read(unless_stale)
         if result is not None:
             return result[0]
@@ -153,15 +160,22 @@ class SqlBase(ABC):
         ttl = round(check_ttl(ttl_seconds) * 1e6)
         if not isinstance(snapshot, ValidTxnList) or not isinstance(write_ids, ValidWriteIdList):
             raise InvalidInputError("a lease needs a ValidTxnList and a ValidWriteIdList")
+        if self.read_only:
+            self._read(lambda conn: self._table_row(conn, table))  # an unknown table is refused
+            return NO_LEASE
         return self._write(lambda conn, now: leases.acquire(
             conn, self._table_row(conn, table)["table_id"], snapshot, write_ids, now=now,
             ttl=ttl))
 
     def renew_lease(self, lease_id: int, ttl_seconds: float) -> None:
         ttl = round(check_ttl(ttl_seconds) * 1e6)
+        if self.read_only and lease_id == NO_LEASE:
+            return
         self._write(lambda conn, now: leases.renew(conn, lease_id, now, ttl))
 
     def release_lease(self, lease_id: int) -> None:
+        if self.read_only and lease_id == NO_LEASE:
+            return
         self._write(lambda conn, _now: leases.release(conn, lease_id))
 
     def active_leases(self, table: str) -> list[LeaseInfo]:

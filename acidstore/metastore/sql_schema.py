@@ -31,6 +31,7 @@ __all__ = [
     "ensure_schema",
     "from_micros",
     "now_micros",
+    "stored_schema_version",
     "to_micros",
 ]
 
@@ -255,23 +256,39 @@ def ensure_schema(conn: Session, where: str) -> None:
     dialect = conn.dialect
     for statement in ddl_statements(dialect):
         conn.execute(statement)
-    row = conn.execute("SELECT value FROM meta WHERE name = 'schema_version'").fetchone()
-    if row is None:
+    version = _stored_version(conn, where)
+    if version is None:
         conn.execute("INSERT INTO meta (name, value) VALUES ('schema_version', ?)",
                      (str(SCHEMA_VERSION),))
         conn.executemany("INSERT INTO sequences (name, next_value) VALUES (?, ?) "
                          "ON CONFLICT DO NOTHING", _SEQUENCES)
         return
-    stored = str(row[0])
-    version = int(stored) if stored.isdigit() else None
     if version == SCHEMA_VERSION:
         return
-    if version in _UPGRADABLE:
-        for statement in _MIGRATIONS.get(version, ()):
-            conn.execute(_translate(statement, dialect))
-        conn.execute("UPDATE meta SET value = ? WHERE name = 'schema_version'",
-                     (str(SCHEMA_VERSION),))
-        return
+    for statement in _MIGRATIONS.get(version, ()):
+        conn.execute(_translate(statement, dialect))
+    conn.execute("UPDATE meta SET value = ? WHERE name = 'schema_version'",
+                 (str(SCHEMA_VERSION),))
+
+
+def stored_schema_version(conn: Session, where: str) -> int | None:
+    """The store's schema version, read without changing or locking anything (None: a new,
+    empty store): connecting to a current store then takes no write lock, so it never waits
+    for a writer. ``MetastoreVersionError`` for a version this acidstore cannot open."""
+    if conn.execute(conn.dialect.table_exists, ("meta",)).fetchone() is None:
+        return None
+    return _stored_version(conn, where)
+
+
+def _stored_version(conn: Session, where: str) -> int | None:
+    """None, ``SCHEMA_VERSION`` or an upgradable version; any other is refused."""
+    row = conn.execute("SELECT value FROM meta WHERE name = 'schema_version'").fetchone()
+    if row is None:
+        return None
+    stored = str(row[0])
+    version = int(stored) if stored.isdigit() else None
+    if version == SCHEMA_VERSION or version in _UPGRADABLE:
+        return version
     if version is not None and version > SCHEMA_VERSION:
         raise MetastoreVersionError(
             f"metastore {where} has schema version {version}, newer than this acidstore "

@@ -21,6 +21,7 @@ from acidstore.metastore.protocol import (
     AppVersion,
     CommitCheck,
     CommitInfo,
+    CommittedWrite,
     CompactionOutput,
     HistoryEntry,
     LockInfo,
@@ -243,6 +244,11 @@ class SqlMetastore(SqlBase):
                                      app_id)
 
         return self._read(body)
+
+    def overlapping_writes(self, txn_id: int, components: Sequence[WriteComponent]
+                           ) -> list[CommittedWrite]:
+        offered = list(components)
+        return self._read(lambda conn: txns.overlapping_writes(conn, txn_id, offered))
 
     def abort(self, txn_id: int, reason: str = "") -> None:
         def body(conn: Session, now: int) -> None:

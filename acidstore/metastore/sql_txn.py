@@ -55,6 +55,7 @@ __all__ = [
     "component_of",
     "has_timed_out",
     "next_sequence",
+    "overlapping_writes",
     "peek_sequence",
     "reap_timed_out",
     "record_write",
@@ -332,6 +333,27 @@ def _overlapping(conn: Session, txn_id: int, snapshot_commit_seq: int,
     return pairs
 
 
+def _distinct(pairs: Sequence[tuple[_Resolved, CommittedWrite]]) -> list[CommittedWrite]:
+    out: list[CommittedWrite] = []
+    for _, other in pairs:
+        if other not in out:
+            out.append(other)
+    return out
+
+
+def overlapping_writes(conn: Session, txn_id: int, components: Sequence[WriteComponent]
+                       ) -> list[CommittedWrite]:
+    """What ``commit_txn`` would hand its check if the txn committed now, read without a lock
+    and without changing anything: a committer reads their files before it takes the commit
+    lock. Empty when the txn is not open (its commit reports that)."""
+    txn = conn.execute("SELECT state, snapshot_commit_seq FROM txns WHERE txn_id = ?",
+                       (txn_id,)).fetchone()
+    if txn is None or txn["state"] != "open":
+        return []
+    resolved = [_resolve(conn, txn_id, c) for c in components]
+    return _distinct(_overlapping(conn, txn_id, txn["snapshot_commit_seq"], resolved))
+
+
 def _hidden_by_overwrite(conn: Session, txn_id: int,
                          resolved: Sequence[_Resolved]) -> tuple[_Resolved, CommittedWrite] | None:
     """A committed INSERT OVERWRITE of one of our partitions whose write id is above ours.
@@ -450,12 +472,8 @@ def commit_txn(conn: Session, txn_id: int, components: Sequence[WriteComponent],
                                    operation=item.component.operation, other=other)
             _abort_with(conn, txn_id, now, resolved, str(error))
             raise RaiseAfterCommit(error)
-        overlapping: list[CommittedWrite] = []
-        for _, other in pairs:
-            if other not in overlapping:
-                overlapping.append(other)
         try:
-            check(list(components), overlapping)
+            check(list(components), _distinct(pairs))
         except Exception as exc:
             _abort_with(conn, txn_id, now, resolved, f"commit check failed: {exc}")
             raise RaiseAfterCommit(exc) from exc

@@ -8,7 +8,12 @@ Good for a warehouse used from one machine, by any number of threads and process
   with an immediate "database is locked" instead of waiting);
 - a busy timeout makes a writer wait for the lock instead of failing;
 - one connection per thread (``threading.local``): sqlite3 connections must not be shared by
-  concurrent threads, and a per-thread connection needs no extra Python lock.
+  concurrent threads, and a per-thread connection needs no extra Python lock;
+- opening a store whose schema is current only reads it, so connecting never waits for a
+  writer either;
+- a file this process cannot write, or that nobody may write (no write permission bit: how an
+  archived copy is marked, and what root honours too), is opened read-only: reads work without
+  creating or changing anything, writes raise ``ReadOnlyWarehouseError``.
 
 Only the connection handling is here: the calls are ``sql_store`` / ``sql_base``, shared with
 PostgreSQL, the rules ``sql_txn`` and the DDL ``sql_schema``.
@@ -20,14 +25,25 @@ import contextlib
 import os
 import sqlite3
 import time
+import urllib.parse
 from collections.abc import Callable
 from typing import TypeVar
 
-from acidstore.errors import InvalidInputError, MetastoreError
+from acidstore.errors import (
+    InvalidInputError,
+    MetastoreError,
+    MetastoreVersionError,
+    ReadOnlyWarehouseError,
+)
 from acidstore.metastore import sql_txn as txns
 from acidstore.metastore.sql import SQLITE, Dialect, Session
 from acidstore.metastore.sql_base import Lock, positive_seconds
-from acidstore.metastore.sql_schema import ensure_schema, now_micros
+from acidstore.metastore.sql_schema import (
+    SCHEMA_VERSION,
+    ensure_schema,
+    now_micros,
+    stored_schema_version,
+)
 from acidstore.metastore.sql_store import SqlMetastore
 
 __all__ = ["SqliteMetastore"]
@@ -49,15 +65,18 @@ class SqliteMetastore(SqlMetastore):
     ``timeout_seconds`` is Hive's ``hive.txn.timeout`` (default 300 s, §14): open transactions
     without a heartbeat for that long are aborted by the next call that notices.
     ``busy_timeout_seconds`` is how long a call waits for another writer's lock.
+    ``read_only``: open the file read-only; by default when it (or its directory) cannot be
+    written (see the module docstring).
     """
 
     def __init__(self, path: str | os.PathLike[str], *, timeout_seconds: float = 300,
-                 busy_timeout_seconds: float = 30) -> None:
+                 busy_timeout_seconds: float = 30, read_only: bool | None = None) -> None:
         self._path = os.fspath(path)
         if not self._path or self._path == ":memory:" or self._path.startswith("file:"):
             # Every thread opens its own connection: an in-memory database would be a different
             # database per thread, so only real files are accepted.
             raise InvalidInputError(f"SqliteMetastore needs a file path, got {self._path!r}")
+        self.read_only = _unwritable(self._path) if read_only is None else bool(read_only)
         self._timeout_micros = round(positive_seconds(timeout_seconds, "timeout_seconds") * 1e6)
         self._busy = positive_seconds(busy_timeout_seconds, "busy_timeout_seconds")
         self._start_connections()
@@ -72,7 +91,20 @@ class SqliteMetastore(SqlMetastore):
     # --- connections and transactions ---------------------------------------------------------
 
     def _ensure_schema(self, conn: _Connection) -> None:
-        """Under ``BEGIN IMMEDIATE``, so processes opening a new file together create it once."""
+        """A current schema is only read; a new or older one is created or migrated under
+        ``BEGIN IMMEDIATE``, so processes opening a new file together create it once."""
+        conn.execute("BEGIN")
+        try:
+            version = stored_schema_version(conn, self._path)
+        finally:
+            conn.execute("COMMIT")
+        if version == SCHEMA_VERSION:
+            return
+        if self.read_only:
+            found = "no acidstore schema" if version is None else f"schema version {version}"
+            raise MetastoreVersionError(
+                f"metastore {self._path} is read-only and has {found}; this acidstore reads "
+                f"version {SCHEMA_VERSION}, and upgrading needs a writable copy")
         conn.execute("BEGIN IMMEDIATE")
         try:
             ensure_schema(conn, self._path)
@@ -88,10 +120,16 @@ class SqliteMetastore(SqlMetastore):
         conn: _Connection | None = getattr(self._local, "conn", None)
         if conn is not None and self._local.pid == os.getpid():
             return conn
-        conn = sqlite3.connect(self._path, timeout=self._busy, isolation_level=None,
-                               check_same_thread=False, factory=_Connection)
+        if self.read_only:
+            conn = sqlite3.connect(_read_only_uri(self._path), uri=True, timeout=self._busy,
+                                   isolation_level=None, check_same_thread=False,
+                                   factory=_Connection)
+            conn.execute("PRAGMA query_only = ON")
+        else:
+            conn = sqlite3.connect(self._path, timeout=self._busy, isolation_level=None,
+                                   check_same_thread=False, factory=_Connection)
+            self._set_wal(conn)
         conn.row_factory = sqlite3.Row
-        self._set_wal(conn)
         conn.execute("PRAGMA foreign_keys = ON")
         self._track(conn)
         self._local.conn, self._local.pid = conn, os.getpid()
@@ -116,6 +154,12 @@ class SqliteMetastore(SqlMetastore):
                consistent: bool = False) -> T:
         """``BEGIN IMMEDIATE`` takes the database write lock up front: every write runs alone,
         which covers any ``locks`` and gives a ``consistent`` view."""
+        if self.read_only:
+            raise ReadOnlyWarehouseError(
+                f"the metastore {self._path} is read-only (it or its directory cannot be "
+                "written, e.g. an archived copy): reads work, but writing, creating or "
+                "dropping tables, compaction and cleaning need a writable copy",
+                path=self._path)
         conn = self._connection()
         if conn.in_transaction:
             raise MetastoreError("metastore writes cannot nest (e.g. from a commit check)")
@@ -166,3 +210,28 @@ class SqliteMetastore(SqlMetastore):
                 conn.execute("COMMIT")
         except sqlite3.Error as exc:
             raise MetastoreError(f"metastore {self._path} failed: {exc}") from exc
+
+
+def _unwritable(path: str) -> bool:
+    """Whether an existing metastore must be opened read-only: this process cannot write the
+    file or its directory (where SQLite keeps its ``-wal`` and ``-shm`` files), or nobody may
+    (no write permission bit at all; root passes every access check, so for it the bits are
+    the only mark of an archived copy)."""
+    if not os.path.isfile(path):
+        return False  # a new store is created (or its directory's error reported) as usual
+
+    def writable(target: str) -> bool:
+        return os.access(target, os.W_OK) and bool(os.stat(target).st_mode & 0o222)
+
+    return not writable(path) or not writable(os.path.dirname(os.path.abspath(path)))
+
+
+def _read_only_uri(path: str) -> str:
+    """``mode=ro``, and ``immutable=1`` unless a ``-wal`` file holds commits not yet in the
+    main file: without it SQLite would create ``-shm`` and ``-wal`` files beside a read-only
+    file (failing where it cannot, writing where root can), but an immutable open ignores
+    the ``-wal``, which would hide those commits."""
+    wal = path + "-wal"
+    pending = os.path.isfile(wal) and os.path.getsize(wal) > 0
+    uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?mode=ro"
+    return uri if pending else uri + "&immutable=1"

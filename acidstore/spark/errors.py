@@ -29,7 +29,12 @@ def typed_error(exc: BaseException) -> AcidStoreError | None:
     for name, message in reversed(found):
         cls = getattr(errors, name, None)
         if isinstance(cls, type) and issubclass(cls, AcidStoreError):
-            return cls(message.strip())
+            try:
+                return cls(message.strip())
+            except TypeError:
+                # an error that keeps the path it names takes it as a keyword; the message
+                # already says it
+                return cls(message.strip(), **{"path": None})
     return None
 
 

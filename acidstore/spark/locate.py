@@ -18,6 +18,7 @@ from acidstore.errors import (
     TableNotFoundError,
     TransactionAbortedError,
     TransactionStateError,
+    WarehouseNotFoundError,
 )
 from acidstore.table import Table
 from acidstore.warehouse import DEFAULT_METASTORE_FILE, Warehouse, connect
@@ -78,12 +79,13 @@ def _find_warehouse(path: Path) -> Path:
 def open_target(target: Target) -> tuple[Warehouse, Table]:
     """Connect to the target's warehouse and look its table up (TableNotFoundError if none).
 
-    A path is never created: naming a directory that is not a table is an error, not a new
-    warehouse.
+    Nothing is ever created: a table must exist, so a ``warehouse`` or ``metastore`` option
+    that names nothing is a WarehouseNotFoundError, not a new empty warehouse (or metastore
+    file) left behind by a failed read.
     """
     if target.name is not None:
         assert target.warehouse is not None
-        wh = connect(target.warehouse, metastore=target.metastore)
+        wh = connect(target.warehouse, metastore=target.metastore, create=False)
         try:
             return wh, wh.table(target.name)
         except BaseException:
@@ -92,7 +94,7 @@ def open_target(target: Target) -> tuple[Warehouse, Table]:
     assert target.path is not None
     path = Path(target.path)
     root = Path(target.warehouse) if target.warehouse else _find_warehouse(path)
-    wh = connect(root, metastore=target.metastore)
+    wh = connect(root, metastore=target.metastore, create=False)
     wanted = str(path.resolve())
     for name in wh.tables():
         table = wh.table(name)
@@ -120,8 +122,8 @@ def heartbeat(target: Target, txn_id: int) -> None:
         if root is None or not (root / DEFAULT_METASTORE_FILE).is_file():
             return
     try:
-        wh = connect(target.warehouse or str(root), metastore=target.metastore)
-    except (MetastoreError, OSError):
+        wh = connect(target.warehouse or str(root), metastore=target.metastore, create=False)
+    except (MetastoreError, WarehouseNotFoundError, OSError):
         return
     try:
         wh.metastore.heartbeat(txn_id)
