@@ -548,6 +548,12 @@ class Table:
             assert write_id is not None
             txn.wrote(self._changed(partition, "insert", write_id, done.directories,
                                     inserted=done.rows_inserted, deleted=0, files_of=done))
+        if self.isolation_level == "Serializable" and write_id is not None:
+            # partitions the statement read but changed nothing in: under Serializable an
+            # append there after its snapshot is a row its WHERE/ON might have matched
+            for partition in sorted({u.partition for u in units} - {*matched, *inserted}):
+                txn.wrote(self._changed(partition, _operation(kind), write_id, (), inserted=0,
+                                        deleted=0, files_of=None))
         parts = tuple(sorted({*matched, *inserted}))
         if kind != "merge":
             return WriteResult(txn.txn_id, write_id, kind, partitions=parts,

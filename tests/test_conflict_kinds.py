@@ -177,3 +177,24 @@ def test_an_unknown_isolation_level_is_refused(tmp_path: Path) -> None:
     with acidstore.connect(tmp_path / "wh") as wh, pytest.raises(
             InvalidInputError, match=r"acidstore\.isolationLevel='Snapshot' of db\.t"):
         wh.create_table("db.t", SCHEMA, properties={"acidstore.isolationLevel": "Snapshot"})
+
+
+def test_serializable_conflicts_in_a_partition_it_read_without_changing_it(
+        connect: Callable[[], Warehouse]) -> None:
+    """A DELETE that matched nothing in partition a still read it: an id 9 appended there after
+    its snapshot is a row its WHERE names, so it cannot commit as if it ran after the insert.
+    Two statements that only read never conflict with each other."""
+    wh, t = serializable(connect, "Serializable")
+    slow, reader = wh.transaction(), wh.transaction()
+    assert slow.table("db.t").delete("id = 9").rows_deleted == 0
+    assert reader.table("db.t").update("id = 9", {"v": "1"}).rows_updated == 0
+    reader.commit()  # read-only beside read-only: no conflict
+    t.insert(pa.table({"id": [9], "v": [0], "dt": ["a"]}))
+    with pytest.raises(WriteConflictError, match="Serializable") as caught:
+        slow.commit()
+    assert type(caught.value) is ConcurrentAppendError and caught.value.partition == "dt=a"
+    assert [r for r in rows(t) if r[0] == 9] == [(9, 0, "a")]
+    later = wh.transaction()  # with a snapshot after the insert, the same DELETE commits
+    assert later.table("db.t").delete("id = 9").rows_deleted == 1
+    later.commit()
+    assert [r for r in rows(t) if r[0] == 9] == []

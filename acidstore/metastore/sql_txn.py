@@ -308,7 +308,9 @@ def _overlapping(conn: Session, txn_id: int, snapshot_commit_seq: int,
                  resolved: Sequence[_Resolved]) -> list[tuple[_Resolved, CommittedWrite]]:
     """Committed writes that overlap ours: committed after our snapshot, on the same table and
     partition, both sides update/delete/overwrite. Inserts conflict only with a component
-    that ``read`` its partition (isolation level Serializable)."""
+    that ``read`` its partition (isolation level Serializable). A committed component that
+    wrote no directory (a Serializable statement's record of a partition it only read)
+    changed nothing, so it conflicts with no one: two readers never conflict."""
     pairs: list[tuple[_Resolved, CommittedWrite]] = []
     for item in resolved:
         reads = item.component.read
@@ -322,7 +324,7 @@ def _overlapping(conn: Session, txn_id: int, snapshot_commit_seq: int,
                 f"SELECT c.*, t.commit_seq FROM txns t {conn.dialect.forced_join} components c "
                 f"ON c.txn_id = t.txn_id WHERE t.commit_seq > ? AND {hint('t.state')} = "
                 f"'committed' AND {hint('c.table_id')} = ? AND {hint('c.part')} = ? "
-                "AND c.txn_id != ? "
+                "AND c.txn_id != ? AND c.directories != '[]' "
                 "AND (? OR c.operation IN ('update', 'delete', 'overwrite')) "
                 "ORDER BY t.commit_seq, c.component_id",
                 (snapshot_commit_seq, item.table_id, item.component.partition, txn_id,
