@@ -450,6 +450,36 @@ def check(wh: Warehouse, entries: list[Entry], reads: list[dict[str, Any]],
     return summary
 
 
+def race(place: Place, workers: int, ops: int, seed: int, logs: Path,
+         deadline_seconds: float = 240) -> tuple[Summary, dict[int, Row]]:
+    """The whole chaos run: a new table, ``workers`` spawned processes of ``ops`` operations
+    (worker ``w`` seeded ``seed + w``, logging under ``logs``), the check, then a major
+    compaction and a cleaner pass that must change no row and leave nothing unread. Returns
+    what happened and the final rows."""
+    from process_support import run_spawned
+
+    wh = connect(place)
+    try:
+        create_table(wh)
+        initial = read_model(wh.table(TABLE))
+        setup = max(txn.txn_id for txn in wh.metastore.show_transactions())
+        paths = [logs / f"worker-{w}.jsonl" for w in range(workers)]
+        run_spawned(spawned_worker, [(place, w, seed + w, ops, str(paths[w]))
+                                     for w in range(workers)], deadline_seconds=deadline_seconds)
+        entries, reads = load(paths)
+        assert len(entries) == workers * ops, "a worker did not log every operation"
+        summary = check(wh, entries, reads, initial, before_txn=setup)
+        final = read_model(wh.table(TABLE))
+        compact(wh.table(TABLE), "major")
+        Cleaner(wh, retention_seconds=0).run()
+        assert read_model(wh.table(TABLE)) == final, "compacting and cleaning changed rows"
+        assert orphans(wh.table(TABLE)) == [], "the cleaner left directories unread"
+        assert "open" not in {txn.state for txn in wh.metastore.show_transactions()}
+    finally:
+        wh.close()
+    return summary, final
+
+
 def assert_same(actual: dict[int, Row], expected: dict[int, Row]) -> None:
     missing = sorted(set(expected) - set(actual))
     extra = sorted(set(actual) - set(expected))
