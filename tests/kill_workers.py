@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from chaos_support import Log, Place, connect, run_op
+from chaos_support import ID_SPAN, Log, Place, connect, run_op
 
 from acidstore.metastore import SqliteMetastore
 from compaction import Worker
@@ -43,13 +43,14 @@ TARGETS: dict[str, tuple[str, str]] = {
 }
 
 WORKER = 50  # the fresh ids of the operations below: (WORKER + 1) * ID_SPAN on
-_ID = (WORKER + 1) * 1_000_000
+_ID = (WORKER + 1) * ID_SPAN
 
 #: operation -> what the child runs (``chaos_support`` plans; "worker" drains the queue)
 OPERATIONS: dict[str, dict[str, Any]] = {
     "insert": {"op": "insert", "rows": [[_ID + i, i % 4, "ab"[i % 2]] for i in range(6)]},
     "idempotent insert": {"op": "insert", "rows": [[_ID + 10, 1, "a"], [_ID + 11, 2, "b"]],
                           "app": "kill", "version": 1, "retry": False},
+    "insert into a new partition": {"op": "insert", "rows": [[_ID + 40, 1, "c"]]},
     "update": {"op": "update", "dt": "a", "k": 2},
     "delete": {"op": "delete", "dt": "b", "k": 1},
     "merge": {"op": "merge", "rows": [[2, 2, "a"], [3, 3, "b"], [_ID + 20, 1, "a"],
@@ -102,6 +103,7 @@ def _points() -> list[KillPoint]:
                ("aborted write ids forgotten", False, 1), ("aborted write ids forgotten", True, 1)]
     plan = [(op, dml) for op in ("insert", "update", "delete", "merge", "overwrite")]
     plan += [("idempotent insert", [("metastore commit", False, 1), ("metastore commit", True, 1)]),
+             ("insert into a new partition", [("metastore commit", False, 1)]),
              ("minor compaction", compaction), ("major compaction", compaction),
              ("worker", worker), ("cleaner", cleaner)]
     return [KillPoint(op, target, after, call) for op, steps in plan
