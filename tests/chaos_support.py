@@ -188,7 +188,12 @@ def _failure(exc: BaseException) -> dict[str, Any]:
 
 def run_dml(wh: Warehouse, op: dict[str, Any], log: Log, seq: int) -> None:
     """One DML statement in an explicit transaction whose id is logged before it writes."""
-    txn = wh.transaction()
+    try:
+        txn = wh.transaction()
+    except Exception as exc:  # (a busy metastore): typed, logged, nothing was written
+        log.write({"event": "begin", "seq": seq, "op": op, "txn": None})
+        log.write({"event": "end", "seq": seq, "txn": None, **_failure(exc)})
+        return
     log.write({"event": "begin", "seq": seq, "op": op, "txn": txn.txn_id})
     try:
         result = _statement(txn.table(TABLE), op)
