@@ -23,6 +23,7 @@ __all__ = [
     "CommitFailedError",
     "CommitStateUnknownError",
     "ConcurrentAppendError",
+    "ConcurrentCompactionError",
     "ConcurrentDeleteDeleteError",
     "ConcurrentDeleteReadError",
     "ConcurrentTransactionError",
@@ -186,6 +187,13 @@ class ConcurrentDeleteReadError(WriteConflictError):
 class ConcurrentDeleteDeleteError(WriteConflictError):
     """A concurrent transaction deleted or updated rows this transaction deleted or updated
     too (or both replaced the same partition)."""
+
+
+class ConcurrentCompactionError(WriteConflictError):
+    """Another compaction of the partition committed after this compaction's snapshot. Its
+    output may overlap this one's without nesting (a ``base_3`` and a ``delta_1_5`` neither
+    saw), and a reader selecting both would read rows twice, so this one is aborted (Hive
+    runs one compaction per partition at a time). Nothing landed; compact again."""
 
 
 class MetadataChangedError(WriteConflictError):

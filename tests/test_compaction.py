@@ -36,7 +36,7 @@ from compaction_support import (
 import acidstore
 from acidstore import Table, Warehouse
 from acidstore.directory import acid_state
-from acidstore.errors import InvalidInputError, MissingDataError
+from acidstore.errors import ConcurrentCompactionError, InvalidInputError, MissingDataError
 from acidstore.layout import ACID_VERSION, ACID_VERSION_FILE, METADATA_FILE
 from acidstore.read.scan import Scan
 from compaction import compact
@@ -443,3 +443,37 @@ def test_spark_engine_writes_the_same_output(t: Table, wh: Warehouse,
     victim.unlink()
     with pytest.raises(MissingDataError):
         t.to_arrow()
+
+
+
+def test_overlapping_compactions_of_one_partition_cannot_both_commit(wh: Warehouse) -> None:
+    """Two compactions of one partition with different snapshots (found by the chaos test):
+    a major one's ``base_3`` and a minor one's ``delta_1_5``, which it did not see, overlap
+    without nesting, and every reader selected both and read rows 0-2 twice. The one that
+    commits second, without the first in its snapshot, must fail with a typed conflict and
+    leave nothing; the table reads each row once."""
+    t = new_table(wh, partitioned=False)
+    for i in range(3):
+        t.insert(make_rows([i]).drop_columns(["dt"]))
+    before = read_exact(t)
+    minor: list[int] = []
+
+    def meanwhile(txn_id: int, write_ids: object) -> None:
+        """After the major compaction's snapshot: two inserts, and a minor compaction of
+        write ids 1-5 that commits first."""
+        del txn_id, write_ids
+        t.insert(make_rows([10]).drop_columns(["dt"]))
+        t.insert(make_rows([11]).drop_columns(["dt"]))
+        minor.append(compact(t, "minor").txn_id or 0)
+
+    with pytest.raises(ConcurrentCompactionError, match="another compaction") as caught:
+        compact(t, "major", on_start=meanwhile)
+    error = caught.value
+    assert (error.table, error.partition, error.other_txn_id) == (TABLE, "", minor[0])
+    got = read_exact(t)
+    assert sorted(r[1] for r in got) == [0, 1, 2, 10, 11]
+    assert [r for r in got if r[1] < 10] == before  # ROW__IDs kept by the minor compaction
+    assert txn_states(wh)[error.txn_id or 0] == "aborted"
+    assert [d for d in children(t.location) if d.endswith(f"_v{error.txn_id:07d}")] == []
+    assert compact(t, "major").txn_id is not None  # compacting again works
+    assert read_exact(t) == got

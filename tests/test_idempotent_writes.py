@@ -41,6 +41,7 @@ from acidstore.errors import (
     WriteConflictError,
 )
 from acidstore.metastore import Metastore
+from compaction import Cleaner
 
 SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string())])
 
@@ -143,6 +144,24 @@ def test_a_commit_that_fails_records_no_version(table: tuple[Place, Warehouse, T
                                      app_id=APP, version=4)
     assert (retried.committed, retried.skipped) == (True, False)
     assert ids(t) == sorted(job_rows(4).column("id").to_pylist())
+
+
+def test_the_cleaner_forgets_an_aborted_idempotent_write(
+        table: tuple[Place, Warehouse, Table]) -> None:
+    """An aborted transaction that recorded an application version is forgotten like any
+    other once its files are gone (the kill-point suite found that its pending version kept
+    the transaction's row referenced, so every later cleaner pass failed with a metastore
+    error), and the version stays free."""
+    _, wh, t = table
+    txn = wh.transaction()
+    txn.table(TABLE).insert(job_rows(5), app_id=APP, version=5)
+    txn.abort()
+    report = Cleaner(wh, retention_seconds=0).run()
+    assert report.forgotten == {TABLE: 1}
+    assert txn.txn_id not in states(wh.metastore)
+    assert t.snapshot().aborted_write_ids == ()
+    assert not t.insert(job_rows(5), app_id=APP, version=5).skipped
+    assert ids(t) == sorted(job_rows(5).column("id").to_pylist())
 
 
 @pytest.mark.parametrize(("app_id", "version", "message"), [

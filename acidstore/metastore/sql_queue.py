@@ -250,9 +250,13 @@ def forget_aborted(conn: Session, table_id: int, write_ids: Iterable[int]) -> in
                      (row["txn_id"], table_id))
         conn.execute("DELETE FROM components WHERE txn_id = ? AND table_id = ?",
                      (row["txn_id"], table_id))
+        # the version an aborted idempotent write meant to commit: it names the txn's row
+        conn.execute("DELETE FROM txn_app_versions WHERE txn_id = ? AND table_id = ?",
+                     (row["txn_id"], table_id))
         left = conn.execute("SELECT 1 FROM txn_write_ids WHERE txn_id = ? UNION ALL "
-                            "SELECT 1 FROM components WHERE txn_id = ?",
-                            (row["txn_id"], row["txn_id"])).fetchone()
+                            "SELECT 1 FROM components WHERE txn_id = ? UNION ALL "
+                            "SELECT 1 FROM txn_app_versions WHERE txn_id = ?",
+                            (row["txn_id"], row["txn_id"], row["txn_id"])).fetchone()
         if left is None:
             conn.execute("DELETE FROM locks WHERE txn_id = ?", (row["txn_id"],))
             conn.execute("DELETE FROM txns WHERE txn_id = ? AND state = 'aborted' AND "

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from acidstore.errors import (
+    ConcurrentCompactionError,
     InvalidInputError,
     MetadataChangedError,
     MetastoreError,
@@ -419,6 +420,28 @@ def _resolve_outputs(conn: Session, txn_id: int, outputs: Sequence[CompactionOut
     return out
 
 
+def _compacted_meanwhile(conn: Session, txn_id: int, snapshot_commit_seq: int,
+                         outputs: Sequence[tuple[int, CompactionOutput]]
+                         ) -> ConcurrentCompactionError | None:
+    """The error for a compaction whose partition another compaction committed to after its
+    snapshot: the two outputs were planned from different directory sets and need not nest."""
+    for table_id, output in outputs:
+        row = conn.execute(
+            "SELECT o.txn_id FROM compaction_outputs o JOIN txns t ON t.txn_id = o.txn_id "
+            "WHERE o.table_id = ? AND o.part = ? AND o.txn_id != ? AND t.state = "
+            "'committed' AND t.commit_seq > ? ORDER BY t.commit_seq LIMIT 1",
+            (table_id, output.partition, txn_id, snapshot_commit_seq)).fetchone()
+        if row is not None:
+            where = f"{output.table}/{output.partition}" if output.partition else output.table
+            return ConcurrentCompactionError(
+                f"Aborting [txnid:{txn_id}]: another compaction of {where} "
+                f"([txnid:{row['txn_id']}]) committed after this one's snapshot; their outputs "
+                "could overlap, so nothing of this one was committed: compact again",
+                txn_id=txn_id, other_txn_id=int(row["txn_id"]), table=output.table,
+                partition=output.partition)
+    return None
+
+
 def _insert_outputs(conn: Session, txn_id: int,
                     outputs: Sequence[tuple[int, CompactionOutput]]) -> None:
     conn.executemany(
@@ -454,6 +477,10 @@ def commit_txn(conn: Session, txn_id: int, components: Sequence[WriteComponent],
     if raced is not None:
         _abort_with(conn, txn_id, now, resolved, str(raced))
         raise RaiseAfterCommit(raced)
+    compacted = _compacted_meanwhile(conn, txn_id, txn["snapshot_commit_seq"], written)
+    if compacted is not None:
+        _abort_with(conn, txn_id, now, resolved, str(compacted))
+        raise RaiseAfterCommit(compacted)
     hidden = _hidden_by_overwrite(conn, txn_id, resolved)
     if hidden is not None:
         item, other = hidden
