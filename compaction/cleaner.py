@@ -19,6 +19,7 @@ being exceptions in every snapshot (Hive's cleaner plus housekeeper).
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -158,9 +159,12 @@ class Cleaner:
                      left: set[tuple[str, str]]) -> None:
         fs = table.filesystem
         metastore = self._wh.metastore
+        removed = []
         for _, path in aborted_directories(fs, metastore, table.name, table.location):
             _remove(fs, path)
             report.removed.append(path)
+            removed.append(path)
+        _remove_emptied_partitions(table, metastore, removed)
         self._clean_staging(table, report)
         times = _CommitTimes(metastore, table.name)
         dirs = partition_dirs(table)
@@ -261,6 +265,31 @@ def _held(parsed: ParsedBase | ParsedDelta, candidates: set[int],
     if compactor is not None:  # (output of an unknown compaction may hold them: kept)
         held = {w for w in held if not compactor.is_write_id_aborted(w)}
     return held
+
+
+def _remove_emptied_partitions(table: Table, metastore: Metastore, removed: list[str]) -> None:
+    """Remove partition directories left empty by removing a dead write's directories (an
+    insert into a new partition that never committed made ``dt=c/`` for nothing). Only
+    where no open transaction has registered a write to the partition, and only with a
+    removal that fails on a non-empty directory (``os.rmdir``), so a writer creating its
+    delta there right now keeps it. Object stores have no empty directories to remove."""
+    if not isinstance(table.filesystem, pafs.LocalFileSystem) or not removed:
+        return
+    database, name = table.name.split(".", 1)
+    busy = {lock.partition or "" for lock in metastore.show_locks()
+            if (lock.database, lock.table) == (database, name)}
+    parents = sorted({afs.relative(table.location, path.rsplit("/", 1)[0])
+                      for path in removed} - {""}, key=len, reverse=True)
+    for partition in parents:
+        levels = partition.split("/")
+        for depth in range(len(levels), 0, -1):  # dt=a/h=1, then dt=a
+            relative = "/".join(levels[:depth])
+            if relative in busy or any(b.startswith(relative + "/") for b in busy):
+                break
+            try:
+                os.rmdir(afs.join(table.location, relative))
+            except OSError:  # not empty (data, or a writer's new delta), or already gone
+                break
 
 
 def _remove(fs: pafs.FileSystem, path: str) -> None:

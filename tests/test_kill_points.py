@@ -196,17 +196,7 @@ def _after_kill(wh: Warehouse, expected: dict[int, Row], *, landed: bool | None 
     assert "open" not in {txn.state for txn in wh.metastore.show_transactions()}
 
 
-#: the partition directory an uncommitted write made stays, empty, after the cleaner
-EMPTY_PARTITION = pytest.mark.xfail(strict=True, reason=(
-    "the cleaner removes a dead transaction's delta in a partition no committed write made "
-    "(dt=c) but leaves the partition directory, empty: removing it safely needs a removal "
-    "that fails on a non-empty directory (a writer may be creating its delta there right "
-    "then; pyarrow's delete_dir is recursive), which the filesystem layer does not offer"))
-
-
-@pytest.mark.parametrize("name", [
-    pytest.param(name, marks=EMPTY_PARTITION) if "new partition" in name else name
-    for name in POINTS])
+@pytest.mark.parametrize("name", POINTS)
 def test_a_process_killed_at_a_named_point(killed: dict[str, Killed], name: str) -> None:
     job, point = killed[name], POINTS[name]
     assert job.exitcode == DIED, f"the process did not die at {name!r} ({job.exitcode})"
