@@ -118,6 +118,7 @@ def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
     if probe is not None and (not probed or not set(probed) < set(wanted)):
         probe = None  # nothing saved: the probe would decode what the read decodes anyway
     rest = [p for p in wanted if p not in probed]
+    rest_columns = orc.physical_columns(acid, rest)
     previous: RowKey | None = None
     for stripe in range(orc.nstripes):
         if probe is None:
@@ -126,7 +127,7 @@ def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
             first = _probed(orc, stripe, probed, probe)
             if first is None:
                 continue  # no row of the stripe can pass: its other columns stay encoded
-            batch = orc.canonical(orc.read_stripe(stripe, orc.physical_columns(acid, rest)))
+            batch = orc.canonical(orc.read_stripe(stripe, rest_columns))
             batch = _with_row(batch, _joined(first, probed, _struct(batch.column(ROW)), rest,
                                              wanted))
         if batch.num_rows == 0:
@@ -161,12 +162,12 @@ def _probed(orc: OrcFile, stripe: int, positions: list[int], probe: Probe
 def _joined(first: pa.StructArray, first_positions: list[int], second: pa.StructArray,
             second_positions: list[int], wanted: list[int]) -> pa.StructArray:
     """One ``row`` struct of the fields two reads of a stripe decoded, in ``wanted`` order."""
-    fields = {**dict(zip(first_positions, zip(first.type, first.flatten(), strict=True),
-                         strict=True)),
-              **dict(zip(second_positions, zip(second.type, second.flatten(), strict=True),
-                         strict=True))}
-    return pa.StructArray.from_arrays([fields[p][1] for p in wanted],
-                                      fields=[fields[p][0] for p in wanted],
+    arrays = {**dict(zip(first_positions, first.flatten(), strict=True)),
+              **dict(zip(second_positions, second.flatten(), strict=True))}
+    fields = {**dict(zip(first_positions, first.type, strict=True)),
+              **dict(zip(second_positions, second.type, strict=True))}
+    return pa.StructArray.from_arrays([arrays[p] for p in wanted],
+                                      fields=[fields[p] for p in wanted],
                                       mask=second.is_null() if second.null_count else None)
 
 
