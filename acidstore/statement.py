@@ -43,8 +43,8 @@ from acidstore.write.files import WrittenDirectory, write_deletes, write_inserts
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = ["ChangeKind", "ChangeUnit", "Executor", "StatementTarget", "UnitOutcome",
-           "cast_value", "plan_inserts", "plan_units", "planned_directories", "row_ids",
-           "run_unit", "run_units"]
+           "Changes", "cast_value", "plan_inserts", "plan_units", "planned_directories",
+           "row_ids", "run_unit", "run_units", "scan_unit", "write_changes"]
 
 ChangeKind = Literal["delete", "update", "merge", "insert"]
 
@@ -200,8 +200,10 @@ def _empty(partition: str) -> UnitOutcome:
     return UnitOutcome(partition, (), 0, 0, 0, 0, none)
 
 
-def _scan(unit: ChangeUnit, columns: Sequence[str] | None,
-          predicate: Predicate | None = None) -> list[pa.RecordBatch]:
+def scan_unit(unit: ChangeUnit, columns: Sequence[str] | None,
+              predicate: Predicate | None = None) -> list[pa.RecordBatch]:
+    """The unit's rows at its snapshot (``columns`` of them, None: all) with their ROW__IDs;
+    empty batches dropped, so "no batch" means "no row"."""
     target = unit.target
     scan = Scan(target.filesystem, [], unit.write_ids, unit.txns, schema=target.schema,
                 partition_schema=target.partition_schema, columns=columns, filter=predicate,
@@ -210,28 +212,30 @@ def _scan(unit: ChangeUnit, columns: Sequence[str] | None,
 
 
 @dataclass(frozen=True)
-class _Changes:
+class Changes:
+    """What one unit deletes (ROW__IDs) and inserts, found but not yet written."""
+
     deleted: KeyArrays
     inserted: pa.Table | None
     matched_source: npt.NDArray[np.int64] | None = None
 
 
-def _update(unit: ChangeUnit, evaluator: SqlEvaluator) -> _Changes | None:
-    batches = _scan(unit, None, unit.predicate)
+def _update(unit: ChangeUnit, evaluator: SqlEvaluator) -> Changes | None:
+    batches = scan_unit(unit, None, unit.predicate)
     if not batches:
         return None
     old = pa.Table.from_batches(batches).drop_columns([ROW_ID_COLUMN])
-    return _Changes(row_ids(batches), updated_rows(old, dict(unit.assignments), unit.target,
+    return Changes(row_ids(batches), updated_rows(old, dict(unit.assignments), unit.target,
                                                    evaluator))
 
 
-def _merge(unit: ChangeUnit, evaluator: SqlEvaluator) -> _Changes | None:
+def _merge(unit: ChangeUnit, evaluator: SqlEvaluator) -> Changes | None:
     """One unit of a MERGE: match on the columns the MERGE names, then (only where an UPDATE
     clause keeps old values) decode the full rows of the rows it updates."""
     spec, target = unit.merge, unit.target
     assert spec is not None
     names = target.full_schema.names
-    batches = _scan(unit, merge_columns(spec, names))
+    batches = scan_unit(unit, merge_columns(spec, names))
     if not batches:
         return None
     where = f"MERGE into {target.name}"
@@ -243,29 +247,29 @@ def _merge(unit: ChangeUnit, evaluator: SqlEvaluator) -> _Changes | None:
     if updates.any():
         old = None
         if needs_old_rows(spec, target.schema.names):
-            full = _scan(unit, None)
+            full = scan_unit(unit, None)
             chosen = found.positions[updates]
             again = row_ids(full).take(chosen)
             if not np.array_equal(again.row_id, keys.row_id[updates]):
                 raise AssertionError(f"{where}: two scans of one snapshot disagree")
             old = pa.Table.from_batches(full).take(pa.array(chosen))
         new = merged_rows(spec, found, old, target.schema, where)
-    return _Changes(keys, new, found.matched_source)
+    return Changes(keys, new, found.matched_source)
 
 
-def _changes(unit: ChangeUnit, evaluator: SqlEvaluator) -> _Changes | None:
+def _changes(unit: ChangeUnit, evaluator: SqlEvaluator) -> Changes | None:
     """What one unit deletes and inserts, before anything is written (a bad SET value or a
     cardinality violation writes nothing); None when no row of the unit is involved."""
     if unit.kind == "insert":
         assert unit.rows is not None
         none = np.zeros(0, np.int64)
-        return _Changes(KeyArrays(none, np.zeros(0, np.int32), none), unit.rows)
+        return Changes(KeyArrays(none, np.zeros(0, np.int32), none), unit.rows)
     if unit.kind == "update":
         return _update(unit, evaluator)
     if unit.kind == "merge":
         return _merge(unit, evaluator)
-    batches = _scan(unit, [], unit.predicate)
-    return _Changes(row_ids(batches), None) if batches else None
+    batches = scan_unit(unit, [], unit.predicate)
+    return Changes(row_ids(batches), None) if batches else None
 
 
 def run_unit(unit: ChangeUnit, evaluator: SqlEvaluator | None = None) -> UnitOutcome:
@@ -278,6 +282,12 @@ def run_unit(unit: ChangeUnit, evaluator: SqlEvaluator | None = None) -> UnitOut
     finally:
         if own:
             evaluator.close()
+    return write_changes(unit, changes)
+
+
+def write_changes(unit: ChangeUnit, changes: Changes | None) -> UnitOutcome:
+    """Write what one unit found: its delete events and new rows, with the unit's statement
+    ids (every engine's way to find the changes ends here)."""
     if changes is None:
         return _empty(unit.partition)
     touched = len(changes.deleted) or (changes.inserted is not None

@@ -494,12 +494,20 @@ class Table:
                                     np.zeros(0, np.int64), target.full_schema, evaluator)
         finally:
             evaluator.close()
+        return self.plan_insert_units(txn, rows)
+
+    def plan_insert_units(self, txn: Transaction, rows: pa.Table) -> list[ChangeUnit]:
+        """The "insert" units for ``rows`` (every column, partition ones included), one per
+        partition, with the statement id after the statement's others, their directories
+        registered. An engine that computes the rows elsewhere passes one row per partition
+        and plans the same units again where the rows are (``plan_inserts``)."""
         if not rows.num_rows:
             return []
         write_id = txn.write_id(self.name)
         return self._register(txn, plan_inserts(
-            target, rows, txns=txn.snapshot, write_ids=txn.write_ids(self.name),
-            write_id=write_id, statement=txn.next_statement_id(self.name)))
+            self.statement_target(), rows, txns=txn.snapshot,
+            write_ids=txn.write_ids(self.name), write_id=write_id,
+            statement=txn.next_statement_id(self.name)))
 
     def _register(self, txn: Transaction, units: list[ChangeUnit]) -> list[ChangeUnit]:
         """Record the directories ``units`` may write with ``txn`` (a crash then leaves a

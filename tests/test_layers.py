@@ -23,6 +23,7 @@ LAYERS: dict[str, int] = {
     "acidstore.write": 3,
     "acidstore.statement": 3,
     "acidstore.statement_merge": 3,
+    "acidstore.statement_joined": 3,
     "acidstore.transaction": 4,
     "acidstore.table": 4,
     "acidstore.results": 4,

@@ -10,6 +10,7 @@ follow the embedded rules (first committer wins, row-level).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -67,14 +68,23 @@ class Pair:
 START = make_rows(range(20), dts=("a", "b", "c"))
 
 
-@pytest.fixture
-def pair(spark: SparkSession, tmp_path: Path) -> Iterator[Pair]:
+@contextmanager
+def make_pair(spark: SparkSession, tmp_path: Path, *, partitioned: bool = True
+              ) -> Iterator[Pair]:
+    """Two warehouses holding START (or its unpartitioned form), one for each engine."""
+    rows = START if partitioned else START.drop_columns(["dt"])
     with acidstore.connect(tmp_path / "spark") as s_wh, \
             acidstore.connect(tmp_path / "embedded") as e_wh:
-        s, e = new_table(s_wh), new_table(e_wh)
-        s.insert(START)
-        e.insert(START)
+        s, e = new_table(s_wh, partitioned=partitioned), new_table(e_wh, partitioned=partitioned)
+        s.insert(rows)
+        e.insert(rows)
         yield Pair(AcidTable.forName(spark, TABLE, warehouse=str(s_wh.location)), s, e, spark)
+
+
+@pytest.fixture
+def pair(spark: SparkSession, tmp_path: Path) -> Iterator[Pair]:
+    with make_pair(spark, tmp_path) as made:
+        yield made
 
 
 def counts(result: WriteResult) -> tuple[int, int, int]:

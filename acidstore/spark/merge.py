@@ -23,6 +23,7 @@ from acidstore.errors import InvalidInputError, MergeCardinalityError
 from acidstore.metastore import Operation
 from acidstore.orc.schema import ROW_ID_COLUMN
 from acidstore.spark.errors import spark_errors
+from acidstore.spark.schema import arrow_schema
 from acidstore.spark.table import AcidTable, Condition, condition_column, sql_text
 from acidstore.spark.writing import CLAUSE_COLUMN, DELETE_COLUMN, INSERT_COLUMN, TaskOutput
 from acidstore.statement_merge import MergeClause, MergeSpec, clause_values
@@ -82,8 +83,11 @@ class AcidMergeBuilder:
         deleted and inserted."""
         if not self._matched and not self._not_matched:
             raise InvalidInputError("MERGE needs at least one WHEN clause")
-        spec = self._core_spec()
-        if spec is not None:
+        planned = self._core_spec()
+        if planned is not None:
+            spec, on = planned
+            if on is not None:
+                return self._table._shuffled_merge(spec, self._source, on)
             return self._table._core_statement("merge", merge=spec)
         clauses = self._matched + self._not_matched
         operations: tuple[Operation, ...] = tuple(c.kind for c in clauses)
@@ -110,11 +114,14 @@ class AcidMergeBuilder:
 
     # --- through the statement core ------------------------------------------------------------
 
-    def _core_spec(self) -> MergeSpec | None:
+    def _core_spec(self) -> tuple[MergeSpec, Column | None] | None:
         """The MERGE as the statement core runs it, when it can: every condition and value a
-        SQL string, both sides aliased, and a source small enough to broadcast to the tasks
-        (Spark's own size estimate, at most ``spark.acidstore.merge.maxSourceBytes``,
-        256 MiB unless set). None otherwise: then Spark's DataFrames run it."""
+        SQL string (or a Column that says the same in SQL) and both sides aliased; None
+        otherwise, and then Spark's DataFrames run it. A source small enough to broadcast to
+        the tasks (Spark's own size estimate, at most
+        ``spark.acidstore.merge.maxSourceBytes``, 256 MiB unless set) is collected into the
+        spec; a larger one stays in Spark (the spec holds only its columns) and the ON
+        condition comes back as the Column Spark joins on (``merge_shuffle``)."""
         clauses = self._matched + self._not_matched
         given = [self._condition, *(c.condition for c in clauses if c.condition is not None),
                  *(v for c in clauses for v in (c.values or {}).values())]
@@ -128,10 +135,11 @@ class AcidMergeBuilder:
 
         limit = int(self._source.sparkSession.conf.get(
             "spark.acidstore.merge.maxSourceBytes", str(256 << 20)) or 0)
-        if _estimated_bytes(self._source) > limit:
-            return None
+        shuffled = _estimated_bytes(self._source) > limit
         where = f"MERGE into {self._table.name}"
         with self._table._table() as table:
+            on = condition_column(self._condition, where, self._scope(table)) if shuffled \
+                else None
             matched = [MergeClause(c.kind, text(c.condition), clause_values(
                 None if c.values is None else {table.updatable_column(n): str(text(v))
                                                for n, v in c.values.items()}))
@@ -140,10 +148,14 @@ class AcidMergeBuilder:
                 None if c.values is None else {n: str(text(v)) for n, v in
                                                table.insertable_columns(c.values).items()}))
                        for c in self._not_matched]
-        with spark_errors(where):
-            source = self._source.toArrow()
+        if shuffled:
+            source = arrow_schema(self._source.schema).empty_table()
+        else:
+            with spark_errors(where):
+                source = self._source.toArrow()
         return MergeSpec.build(source, str(text(self._condition)), source_alias=source_alias,
-                               target_alias=target_alias, matched=matched, not_matched=inserts)
+                               target_alias=target_alias, matched=matched,
+                               not_matched=inserts), on
 
     # --- the plan ------------------------------------------------------------------------------
 

@@ -273,6 +273,26 @@ class AcidTable:
         finally:
             wh.close()
 
+    def _shuffled_merge(self, spec: MergeSpec, source: DataFrame, on: Column) -> WriteResult:
+        """A MERGE whose source is too large to broadcast: planned, published and committed
+        as ``_core_statement`` does, the join done by Spark (``merge_shuffle``)."""
+        from acidstore.spark.merge_shuffle import shuffled_merge
+
+        wh, _ = open_target(self._target)
+        try:
+            with wh.transaction() as txn:
+                table = txn.table(self.name)
+                with spark_errors(f"MERGE into {self.name}"):
+                    count = source.count()
+                    planned = table.plan_change(txn, "merge", None, merge=spec)
+                    units, outcomes = shuffled_merge(self._spark, txn, table, spec,
+                                                     source=source, on=on, units=planned)
+                    result = table.publish_change(txn, "merge", units, outcomes,
+                                                  source_rows=count)
+            return dataclasses.replace(result, committed=True)
+        finally:
+            wh.close()
+
     def delete(self, condition: Condition | None = None) -> WriteResult:
         """Delete the rows matching ``condition`` (``"true"`` for every row: a forgotten
         condition is refused, not read as "all"). A SQL string, or a Column that says the same

@@ -1,0 +1,235 @@
+"""The shuffled MERGE on Spark: a source too large to hand whole to every unit.
+
+The driver plans the MERGE's units as for a broadcast MERGE (``Table.plan_change``). Spark then
+joins the source to the target's *join columns*: each unit decodes, in a Python worker, only
+the target columns the MERGE's SQL names plus the ROW__ID, so the table's other columns never
+enter the JVM. The matched pairs are shuffled by unit, and each unit applies the WHEN MATCHED
+clauses to its pairs through the statement core (``statement_joined.run_joined_unit``), which
+also checks cardinality in the same job. Source rows with no match go through the WHEN NOT
+MATCHED clauses in the workers and are written one task per partition as the core's "insert"
+units. One transaction publishes everything, as for every other statement.
+
+The joined pairs are persisted between the two jobs so the target is decoded once and both
+jobs see the same source rows (a non-deterministic source would otherwise match differently in
+each).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
+
+from acidstore.errors import InvalidInputError
+from acidstore.expressions import SqlEvaluator
+from acidstore.read.keys import KeyArrays
+from acidstore.spark.schema import arrow_schema, spark_schema, to_spark_batch
+from acidstore.statement import (
+    ChangeUnit,
+    UnitOutcome,
+    plan_inserts,
+    row_ids,
+    run_units,
+    scan_unit,
+    write_changes,
+)
+from acidstore.statement_joined import run_joined_unit
+from acidstore.statement_merge import SOURCE_INDEX, MergeSpec, merge_columns, not_matched_rows
+from acidstore.table import Table
+from acidstore.transaction import Transaction
+from acidstore.write.conform import conform
+
+__all__ = ["shuffled_merge"]
+
+_UNIT, _W, _B, _R = "__acid_unit", "__acid_w", "__acid_b", "__acid_r"
+_OUTPUT = "output"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Shape:
+    """How the joined pairs' columns are named: source column ``i`` is ``__s{i}``, target
+    column ``j`` (of those the MERGE names) is ``__t{j}``, so equal names on both sides never
+    clash and any column name survives."""
+
+    source: tuple[str, ...]
+    target: tuple[str, ...]
+
+    def split(self, pairs: pa.Table) -> tuple[pa.Table, pa.Table, KeyArrays]:
+        source = pa.table([pairs.column(f"__s{i}") for i in range(len(self.source))],
+                          names=list(self.source))
+        target = pa.table([pairs.column(f"__t{j}") for j in range(len(self.target))],
+                          names=list(self.target))
+        def ints(name: str) -> npt.NDArray[np.int64]:
+            return np.asarray(pairs.column(name).to_numpy(zero_copy_only=False), np.int64)
+
+        keys = KeyArrays(ints(_W), ints(_B).astype(np.int32), ints(_R))
+        return source, target, keys
+
+
+def shuffled_merge(spark: SparkSession, txn: Transaction, table: Table, spec: MergeSpec, *,
+                   source: DataFrame, on: Column, units: Sequence[ChangeUnit]
+                   ) -> tuple[list[ChangeUnit], list[UnitOutcome]]:
+    """Run a MERGE whose ``spec`` carries no source rows (only the source's columns): the rows
+    come from ``source``, joined on ``on`` (the ON condition as a Spark Column over the
+    aliased sides). Returns every unit (the matched ones and the "insert" ones) with its
+    outcome, for ``Table.publish_change``."""
+    target = table.statement_target()
+    names = merge_columns(spec, target.full_schema.names)
+    shape = _Shape(tuple(source.columns), tuple(names))
+    keys = _target_keys(spark, units, names, target.full_schema)
+    aliased_source, aliased_keys = source.alias(spec.source_alias), keys.alias(
+        spec.target_alias)
+    joined = aliased_source.join(aliased_keys, on=on,
+                                 how="left" if spec.not_matched else "inner").select(
+        *[aliased_source[n].alias(f"__s{i}") for i, n in enumerate(shape.source)],
+        *[aliased_keys[n].alias(f"__t{j}") for j, n in enumerate(shape.target)],
+        aliased_keys[_UNIT], aliased_keys[_W], aliased_keys[_B], aliased_keys[_R])
+    joined = joined.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        outcomes = _apply_matched(spark, joined, units, shape)
+        inserts, written = _insert_not_matched(txn, table, spec, joined, shape)
+    finally:
+        joined.unpersist()
+    return [*units, *inserts], [*outcomes, *written]
+
+
+def _slots(spark: SparkSession, count: int) -> int:
+    return max(1, min(count, spark.sparkContext.defaultParallelism))
+
+
+def _target_keys(spark: SparkSession, units: Sequence[ChangeUnit], names: Sequence[str],
+                 full: pa.Schema) -> DataFrame:
+    """One row per target row: the columns the MERGE names, its unit and its ROW__ID,
+    decoded unit by unit in the workers (no other column is read)."""
+    schema = spark_schema(pa.schema([*(full.field(n) for n in names),
+                                     pa.field(_UNIT, pa.int32()), pa.field(_W, pa.int64()),
+                                     pa.field(_B, pa.int32()), pa.field(_R, pa.int64())]))
+    wire = arrow_schema(schema)
+    plan = list(units)
+
+    def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for index in batch.column("id").to_pylist():
+                for part in scan_unit(plan[index], list(names)):
+                    keys = row_ids([part])
+                    columns = [*(part.column(n) for n in names),
+                               pa.array(np.full(part.num_rows, index, np.int32)),
+                               pa.array(keys.write_id), pa.array(keys.bucket),
+                               pa.array(keys.row_id)]
+                    yield to_spark_batch(pa.RecordBatch.from_arrays(columns, schema=pa.schema(
+                        [*(full.field(n) for n in names), *list(wire)[len(names):]])), wire)
+
+    return spark.range(0, len(plan), 1, _slots(spark, len(plan))).mapInArrow(decode, schema)
+
+
+def _apply_matched(spark: SparkSession, joined: DataFrame, units: Sequence[ChangeUnit],
+                   shape: _Shape) -> list[UnitOutcome]:
+    """Each unit's pairs in one task: the clauses applied and written by the core."""
+    plan = list(units)
+
+    def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        given = list(batches)
+        if not given:
+            return
+        pairs = pa.Table.from_batches(given)
+        evaluator = SqlEvaluator()
+        try:
+            unit_of = pairs.column(_UNIT)
+            for index in pc.unique(unit_of).to_pylist():
+                mine = pairs.filter(pc.equal(unit_of, index))
+                source, target, keys = shape.split(mine)
+                outcome = run_joined_unit(plan[index], source, target, keys, evaluator)
+                yield pa.RecordBatch.from_pydict({_OUTPUT: [pickle.dumps((index, outcome))]})
+        finally:
+            evaluator.close()
+
+    matched = joined.filter(F.col(_UNIT).isNotNull())
+    rows = matched.repartition(_slots(spark, len(plan)), _UNIT).mapInArrow(
+        apply, f"{_OUTPUT} binary").collect()
+    done: dict[int, UnitOutcome] = dict(pickle.loads(row[_OUTPUT]) for row in rows)
+    return [done.get(i) or write_changes(unit, None) for i, unit in enumerate(plan)]
+
+
+def _insert_not_matched(txn: Transaction, table: Table, spec: MergeSpec, joined: DataFrame,
+                        shape: _Shape) -> tuple[list[ChangeUnit], list[UnitOutcome]]:
+    """The WHEN NOT MATCHED rows: computed by the core in the workers, then written one task
+    per partition (each partition's bucket files by one writer), after the driver registered
+    the partitions' directories with the transaction."""
+    if not spec.not_matched:
+        return [], []
+    target = table.statement_target()
+    full = target.full_schema
+    parts = list(target.partition_schema.names)
+    where = f"MERGE insert into {target.name}"
+    bare = dataclasses.replace(spec, source=spec.source.drop_columns([SOURCE_INDEX]))
+
+    def compute(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        evaluator = SqlEvaluator()
+        wire = arrow_schema(spark_schema(full))
+        try:
+            for batch in batches:
+                source = pa.Table.from_batches([batch]).rename_columns(list(shape.source))
+                numbered = MergeSpec.build(
+                    source, spec.condition, source_alias=spec.source_alias,
+                    target_alias=spec.target_alias, matched=bare.matched,
+                    not_matched=bare.not_matched)
+                rows = conform(not_matched_rows(numbered, np.zeros(0, np.int64), full,
+                                                evaluator), full, where=where)
+                for out in rows.to_batches():
+                    yield to_spark_batch(out, wire)
+        finally:
+            evaluator.close()
+
+    left = joined.filter(F.col(_UNIT).isNull()).select(
+        *[F.col(f"__s{i}") for i in range(len(shape.source))])
+    rows = left.mapInArrow(compute, spark_schema(full)).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        return _write_inserts(txn, table, rows, parts)
+    finally:
+        rows.unpersist()
+
+
+def _write_inserts(txn: Transaction, table: Table, rows: DataFrame, parts: list[str]
+                   ) -> tuple[list[ChangeUnit], list[UnitOutcome]]:
+    target = table.statement_target()
+    full = target.full_schema
+    present = rows.select(*parts).distinct().toArrow() if parts else (
+        pa.table({}) if rows.isEmpty() else pa.table({"__one": [1]}))
+    if not present.num_rows:
+        return [], []
+    # one row per partition plans the units (their directories registered now, before any
+    # task writes); the tasks plan the same units over their real rows
+    sample = pa.table({f.name: present.column(f.name) if f.name in parts
+                       else pa.nulls(present.num_rows, f.type) for f in full})
+    planned = {u.partition: u for u in table.plan_insert_units(txn, sample)}
+    first = next(iter(planned.values()))
+
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        batched = list(batches)
+        if not batched:
+            return
+        given = pa.Table.from_batches(batched)
+        mine = plan_inserts(target, conform(given, full, where=f"MERGE into {target.name}"),
+                            txns=first.txns, write_ids=first.write_ids,
+                            write_id=first.write_id, statement=first.statement)
+        for unit in mine:
+            if unit.partition not in planned:
+                raise InvalidInputError(f"MERGE into {target.name}: partition "
+                                        f"{unit.partition!r} was not planned")
+            ready = dataclasses.replace(unit, refuse=planned[unit.partition].refuse)
+            yield pa.RecordBatch.from_pydict(
+                {_OUTPUT: [pickle.dumps((unit.partition, run_units([ready], threads=1)[0]))]})
+
+    grouped = rows.repartition(max(1, len(planned)), *parts) if parts else rows.coalesce(1)
+    done = dict(pickle.loads(r[_OUTPUT]) for r in
+                grouped.mapInArrow(write, f"{_OUTPUT} binary").collect())
+    units = [planned[p] for p in sorted(done)]
+    return units, [done[u.partition] for u in units]

@@ -1,0 +1,142 @@
+"""The shuffled MERGE: a source above ``spark.acidstore.merge.maxSourceBytes`` stays in Spark,
+joined to the target's join columns only, and must change the table exactly as the broadcast
+MERGE and the embedded one do. The MERGE tests of ``test_spark_dml`` run here again with the
+limit at 0 bytes (every source "too large"), beside cases of the shuffle's own: one source row
+matching many target rows, an unpartitioned table, new partitions, and a failed job."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pytest
+from spark_support import make_rows, table_files
+from test_spark_dml import (  # noqa: F401  (re-collected here, on the shuffled path)
+    START,
+    Pair,
+    counts,
+    make_pair,
+    test_merge_cardinality_violation_writes_nothing,
+    test_merge_matched_only_and_insert_only,
+)
+
+from acidstore.errors import MergeCardinalityError
+from acidstore.spark import merge_shuffle
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+LIMIT = "spark.acidstore.merge.maxSourceBytes"
+
+
+@pytest.fixture
+def shuffled(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """Every MERGE of the test takes the shuffled path; yields one entry per shuffled MERGE
+    (the test fails if none ran: the limit would not have applied)."""
+    calls: list[int] = []
+    real = merge_shuffle.shuffled_merge
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(merge_shuffle, "shuffled_merge", counted)
+    spark.conf.set(LIMIT, "0")
+    try:
+        yield calls
+    finally:
+        spark.conf.unset(LIMIT)
+    assert calls, "no MERGE took the shuffled path"
+
+
+@pytest.fixture
+def pair(spark: SparkSession, tmp_path: Path, shuffled: list[int]) -> Iterator[Pair]:
+    with make_pair(spark, tmp_path) as made:
+        yield made
+
+
+def test_every_clause_first_match_wins(pair: Pair) -> None:
+    # test_spark_dml's test of the same name, in SQL strings only (its Columns that have no
+    # SQL form take Spark's DataFrame MERGE, not the shuffle)
+    src = pa.Table.from_pylist(
+        [{"id": i, "name": f"s{i}", "amount": amount, "dt": "z"} for i, amount in
+         [(0, -5), (1, 500), (2, -1), (3, 1), (4, 400), (5, 0), (6, 7), (7, 71), (8, -8),
+          (9, 90)]]
+        + [{"id": i, "name": f"new{i}", "amount": i - 104, "dt": "c" if i % 2 else None}
+           for i in range(100, 108)], schema=START.schema)
+    inserted = {"id": "s.id", "amount": "s.amount * 10", "dt": "'pos'"}
+    got = pair.at.alias("t").merge(pair.source(src).alias("s"), "t.id = s.id") \
+        .whenMatchedDelete(condition="s.amount < 0") \
+        .whenMatchedUpdate(condition="s.amount > t.amount",
+                           set={"amount": "s.amount", "name": "concat(t.name, s.name)"}) \
+        .whenMatchedUpdateAll(condition="s.amount <> 7") \
+        .whenNotMatchedInsert(condition="s.amount > 0", values=inserted) \
+        .whenNotMatchedInsertAll(condition="s.dt IS NOT NULL").execute()
+    expected = pair.embedded.merge(src, "t.id = s.id") \
+        .when_matched_delete(condition="s.amount < 0") \
+        .when_matched_update({"amount": "s.amount", "name": "concat(t.name, s.name)"},
+                             condition="s.amount > t.amount") \
+        .when_matched_update_all(condition="s.amount <> 7") \
+        .when_not_matched_insert(inserted, condition="s.amount > 0") \
+        .when_not_matched_insert_all(condition="s.dt IS NOT NULL").execute()
+    assert got.metrics == expected.metrics == {
+        "num_source_rows": 18, "num_target_rows_updated": 6, "num_target_rows_deleted": 3,
+        "num_target_rows_inserted": 5}
+    assert counts(got) == counts(expected)
+    by_id = {r[0]: r for r in pair.check_same()}
+    assert by_id[1][1:3] == ("n1s1", 500) and by_id[107] == (107, None, 30, "pos")
+
+
+def test_one_source_row_matching_many_target_rows(pair: Pair) -> None:
+    # every source row matches several target rows (no cardinality violation: each target
+    # row is matched once), across partitions and buckets
+    src = pa.table({"k": pa.array([0, 1, 2], pa.int64()), "bonus": pa.array([5, 6, 7],
+                                                                              pa.int64())})
+    got = pair.at.alias("t").merge(pair.source(src).alias("s"), "t.id % 3 = s.k") \
+        .whenMatchedUpdate(condition="t.amount > 40", set={"amount": "t.amount + s.bonus"}) \
+        .whenMatchedDelete(condition="t.id = 3").execute()
+    expected = pair.embedded.merge(src, "t.id % 3 = s.k") \
+        .when_matched_update({"amount": "t.amount + s.bonus"}, condition="t.amount > 40") \
+        .when_matched_delete(condition="t.id = 3").execute()
+    assert got.metrics == expected.metrics
+    assert (got.rows_updated, got.rows_deleted) == (15, 1)
+    pair.check_same()
+
+
+def test_inserts_into_new_partitions_and_a_second_merge(pair: Pair) -> None:
+    src = pa.concat_tables([make_rows(range(15, 40), name="x", dts=("b", "new", None))])
+    for _ in range(2):  # the second run: the first one's rows are matched now
+        got = pair.at.alias("t").merge(pair.source(src).alias("s"), "t.id = s.id") \
+            .whenMatchedUpdate(set={"name": "s.name"}).whenNotMatchedInsertAll().execute()
+        expected = pair.embedded.merge(src, "t.id = s.id") \
+            .when_matched_update({"name": "s.name"}).when_not_matched_insert_all().execute()
+        assert got.metrics == expected.metrics
+        pair.check_same()
+    assert {p.split("/")[0] for p in table_files(pair.spark)} >= {
+        "dt=new", "dt=__HIVE_DEFAULT_PARTITION__"}
+
+
+def test_unpartitioned_table(spark: SparkSession, tmp_path: Path, shuffled: list[int]) -> None:
+    with make_pair(spark, tmp_path, partitioned=False) as made:
+        src = make_rows(range(10, 30), name="u", partitioned=False)
+        got = made.at.alias("t").merge(made.source(src).alias("s"), "t.id = s.id") \
+            .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+        expected = made.embedded.merge(src, "t.id = s.id").when_matched_update_all() \
+            .when_not_matched_insert_all().execute()
+        assert got.metrics == expected.metrics == {
+            "num_source_rows": 20, "num_target_rows_updated": 10,
+            "num_target_rows_deleted": 0, "num_target_rows_inserted": 10}
+        made.check_same()
+
+
+def test_a_row_matched_twice_in_one_unit_fails_the_job(pair: Pair) -> None:
+    files = table_files(pair.spark)
+    src = pa.concat_tables([make_rows([7]), make_rows([7], name="again")])
+    with pytest.raises(MergeCardinalityError, match="matched more than one source row"):
+        pair.at.alias("t").merge(pair.source(src).alias("s"), "t.id = s.id") \
+            .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+    assert table_files(pair.spark) == files  # the aborted transaction's files are gone
+    assert pair.spark.history().num_rows == 1
+    pair.check_same()
