@@ -138,6 +138,9 @@ def spark_scan(args: dict[str, Any]) -> dict[str, Any]:
 
 # --- S2 -------------------------------------------------------------------------------------------
 
+MAX_SOURCE_BYTES = "spark.acidstore.merge.maxSourceBytes"
+
+
 def _source(spark: SparkSession, rows: pa.Table, like: DataFrame) -> DataFrame:
     """W4's source as a DataFrame in the column types of ``like`` (the target as read)."""
     types = {f.name: f.dataType for f in like.schema.fields}
@@ -198,9 +201,15 @@ def _change_once(spark: SparkSession, args: dict[str, Any], engine: str, op: str
             acid = AcidTable.forName(spark, TABLE, warehouse=str(root))
             source = (_source(spark, source_rows, acid.toDF())
                       if source_rows is not None else None)
-            start = time.perf_counter()
-            out["rows"] = acid_change(spark, acid, op, source)
-            out["seconds"] = time.perf_counter() - start
+            # "shuffle": every source counts as too large to broadcast (the shuffled MERGE)
+            if args.get("shuffle"):
+                spark.conf.set(MAX_SOURCE_BYTES, "0")
+            try:
+                start = time.perf_counter()
+                out["rows"] = acid_change(spark, acid, op, source)
+                out["seconds"] = time.perf_counter() - start
+            finally:
+                spark.conf.unset(MAX_SOURCE_BYTES)
             if with_digest:
                 with acidstore.connect(root) as wh:
                     out.update(digest(wh.table(TABLE).to_arrow(columns=["id", "v1"])))
