@@ -146,7 +146,9 @@ class Table:
         """The committed writes of this table as the metastore recorded them, by partition:
         what a snapshot must find on disk (a missing one is a MissingDataError, not rows
         silently lost or deletes silently undone)."""
-        return RecordedWrites.of(self._warehouse.metastore, self.name, self.location)
+        own = self._txn.own_write_ids(self.name) if self._txn is not None else frozenset()
+        return RecordedWrites.of(self._warehouse.metastore, self.name, self.location,
+                                 pending=own)
 
     def read_snapshot(self, as_of: int | datetime | None = None
                       ) -> tuple[ValidTxnList, ValidWriteIdList]:

@@ -233,6 +233,12 @@ class Transaction:
         self._check_open()
         return self._metastore.valid_write_ids(table, self.snapshot, self.txn_id)
 
+    def own_write_ids(self, table: str) -> frozenset[int]:
+        """The write ids this transaction wrote (or is about to write) ``table`` with: its
+        own reads see their directories, which no committed record lists yet."""
+        return frozenset(c.write_id for c in [*self._components, *self._planned]
+                         if c.table == table)
+
     def will_write(self, component: WriteComponent) -> None:
         """Tell the metastore where files are about to go, so a crash leaves a cleanable trace."""
         self._check_open()

@@ -349,3 +349,34 @@ def test_an_event_copied_inside_a_compacted_base_is_refused(flat: Table,
                            r"wrote it recorded \d+") as caught:
             action()
         assert caught.value.path == path
+
+
+@pytest.mark.parametrize("partition", [("x", 1), ("new", 7)], ids=["old-partition",
+                                                                   "new-partition"])
+def test_files_of_an_aborted_write_left_after_cleaning_are_refused(
+        wh: Warehouse, table: Table, partition: tuple[str, int]) -> None:
+    """A task still writing after its job failed puts files into an aborted write's
+    directory after the abort removed it. Once the cleaner has forgotten that write id, the
+    snapshot no longer lists it as aborted: its rows would be read as committed ones, and
+    the next write's commit made them visible. No record lists that write id: refused."""
+    from compaction import Cleaner
+
+    dt_value, h = partition
+    row = pa.table({"id": [9], "v": ["ghost"], "dt": [dt_value], "h": pa.array([h], pa.int32())})
+    txn = wh.transaction()
+    txn.table("db.t").insert(row)
+    written = sorted(Path(table.location).glob(f"dt={dt_value}/h={h}/delta_*"))[-1]
+    kept = Path(wh.location).parent / "kept"
+    shutil.copytree(written, kept)
+    txn.abort("its job failed")
+    Cleaner(wh, retention_seconds=0).run()
+    assert not written.exists()
+    shutil.copytree(kept, written)  # the straggler's files
+    table.insert(pa.table({"id": [10], "v": ["real"], "dt": ["y"],
+                           "h": pa.array([1], pa.int32())}))
+    with pytest.raises(StrayPathError, match="no committed write of this table recorded") \
+            as caught:
+        table.to_arrow()
+    assert caught.value.path == str(written)
+    shutil.rmtree(written)
+    assert sorted(table.to_arrow().column("id").to_pylist()) == [1, 2, 3, 10]

@@ -87,9 +87,15 @@ class PartitionRecord:
     write_ids: frozenset[int] = frozenset()
     #: compaction txns that recorded their outputs (in any partition)
     compactions: frozenset[int] = frozenset()
+    #: the table's metastore records every write it commits (a warehouse table): a write id
+    #: with no record at all never committed here, whatever the snapshot's list says once
+    #: the cleaner forgot that it aborted
+    managed: bool = False
+    #: write ids with any record (in any partition), whatever their directories' names
+    recorded: frozenset[int] = frozenset()
 
     def __bool__(self) -> bool:
-        return bool(self.write_ids or self.compactions)
+        return bool(self.write_ids or self.compactions or self.managed)
 
 
 @dataclass(frozen=True)
@@ -100,10 +106,15 @@ class RecordedWrites:
     location: str
     by_partition: Mapping[str, Sequence[RecordedWrite]]
     outputs_by_partition: Mapping[str, Sequence[RecordedOutput]] = field(default_factory=dict)
+    #: write ids of the reader's own open transaction: not committed, so not recorded, but
+    #: its reads see them
+    pending: frozenset[int] = frozenset()
 
     @classmethod
-    def of(cls, metastore: Metastore, table: str, location: str) -> RecordedWrites:
-        """Read both records of ``table`` from the metastore."""
+    def of(cls, metastore: Metastore, table: str, location: str, *,
+           pending: frozenset[int] = frozenset()) -> RecordedWrites:
+        """Read both records of ``table`` from the metastore (``pending``: the reading
+        transaction's own write ids)."""
         writes: dict[str, list[RecordedWrite]] = defaultdict(list)
         for c in metastore.committed_components(table):
             writes[c.partition].append(RecordedWrite(c.write_id, c.directories, c.files))
@@ -111,7 +122,7 @@ class RecordedWrites:
         for o in metastore.compaction_outputs(table):
             outputs[o.partition].append(RecordedOutput(o.txn_id, o.directory, o.files,
                                                        dict(o.file_rows)))
-        return cls(location, writes, outputs)
+        return cls(location, writes, outputs, pending)
 
     def writes(self, partition_path: str) -> Sequence[RecordedWrite]:
         return self.by_partition.get(afs.relative(self.location, partition_path), ())
@@ -128,6 +139,11 @@ class RecordedWrites:
         return frozenset(known - unknown)
 
     @cached_property
+    def _recorded(self) -> frozenset[int]:
+        return frozenset(w.write_id for writes in self.by_partition.values()
+                         for w in writes) | self.pending
+
+    @cached_property
     def _compactions(self) -> frozenset[int]:
         return frozenset(o.txn_id for outputs in self.outputs_by_partition.values()
                          for o in outputs)
@@ -136,7 +152,8 @@ class RecordedWrites:
         relative = afs.relative(self.location, partition_path)
         return PartitionRecord(partition_path, self.by_partition.get(relative, ()),
                                self.outputs_by_partition.get(relative, ()),
-                               self._write_ids, self._compactions)
+                               self._write_ids, self._compactions, managed=True,
+                               recorded=self._recorded)
 
 
 def _covers(name: str, write_id: int, delete: bool) -> bool:
@@ -252,8 +269,10 @@ class Stray:
 
 def find_strays(location: str, state: AcidState, record: PartitionRecord) -> Iterator[Stray]:
     """Every directory ``state`` reads that the record of its write id (or compaction) does
-    not list. Ranged deltas without ``_v`` (streaming, older compactors) and write ids or
-    compactions without any record are not judged."""
+    not list, and in a warehouse table every one of a write id with no record at all. Ranged
+    deltas without ``_v`` (streaming, older compactors), and write ids or compactions
+    without any record where the metastore does not record every write (Hive's files), are
+    not judged."""
     partition_path = record.path
     relative = afs.relative(location, partition_path) if partition_path != location else ""
     by_write: dict[int, set[str]] = defaultdict(set)
@@ -285,6 +304,11 @@ def find_strays(location: str, state: AcidState, record: PartitionRecord) -> Ite
             made = ", ".join(sorted(by_write.get(write_id, ()))) or "no directory here"
             yield Stray(path, f"write id {write_id} committed {made}{where}, not this "
                         "directory, which would be read as its rows (copied in by hand?)")
+        elif record.managed and write_id not in record.recorded:
+            yield Stray(path, f"no committed write of this table recorded write id "
+                        f"{write_id}, yet this snapshot would read this directory as its rows: "
+                        "the files of a write that aborted (a task still writing after its "
+                        "job failed) or copied in by hand; remove it")
 
 
 def check_recorded(location: str, state: AcidState, write_ids: ValidWriteIdList,

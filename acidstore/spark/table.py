@@ -32,6 +32,7 @@ from acidstore.spark.locate import Target, open_target
 from acidstore.spark.native import native_read
 from acidstore.spark.reading import DEFAULT_LEASE_SECONDS
 from acidstore.spark.schema import spark_schema
+from acidstore.spark.settle import settled_jobs
 from acidstore.spark.source import FORMAT, check_columns, register
 from acidstore.spark.writing import (
     DELETE_COLUMN,
@@ -218,7 +219,8 @@ class AcidTable:
                 idempotent.claim(txn, table.name, app)
                 job = write_job(table, txn, clauses)
                 try:
-                    with spark_errors(f"{operation} of {self.name}"):
+                    with settled_jobs(self._spark, f"{operation} of {self.name}"), \
+                            spark_errors(f"{operation} of {self.name}"):
                         outputs = run_job(changes(txn, table, job), job)
                     publish(txn, job, outputs)
                 except BaseException:
@@ -265,7 +267,8 @@ class AcidTable:
         try:
             with wh.transaction() as txn:
                 table = txn.table(self.name)
-                with spark_errors(f"{kind.upper()} of {self.name}"):
+                with settled_jobs(self._spark, f"{kind.upper()} of {self.name}"), \
+                        spark_errors(f"{kind.upper()} of {self.name}"):
                     result = table.run_statement(
                         txn, kind, predicate=condition, assignments=assignments, merge=merge,
                         run=lambda units: run_units(self._spark, units))
@@ -282,7 +285,8 @@ class AcidTable:
         try:
             with wh.transaction() as txn:
                 table = txn.table(self.name)
-                with spark_errors(f"MERGE into {self.name}"):
+                with settled_jobs(self._spark, f"MERGE into {self.name}"), \
+                        spark_errors(f"MERGE into {self.name}"):
                     count = source.count()
                     planned = table.plan_change(txn, "merge", None, merge=spec)
                     units, outcomes = shuffled_merge(self._spark, txn, table, spec,
