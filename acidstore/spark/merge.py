@@ -19,7 +19,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from acidstore.errors import InvalidInputError, MergeCardinalityError
+from acidstore.errors import InvalidInputError
 from acidstore.metastore import Operation
 from acidstore.orc.schema import ROW_ID_COLUMN
 from acidstore.spark.errors import spark_errors
@@ -30,6 +30,9 @@ from acidstore.statement_merge import MergeClause, MergeSpec, clause_values
 from acidstore.table import Table, WriteResult
 
 __all__ = ["AcidMergeBuilder"]
+
+#: the aliases the statement core gives a MERGE side the caller left unaliased
+UNALIASED_SOURCE, UNALIASED_TARGET = "__acid_s", "__acid_t"
 
 
 @dataclass(frozen=True)
@@ -116,8 +119,8 @@ class AcidMergeBuilder:
 
     def _core_spec(self) -> tuple[MergeSpec, Column | None] | None:
         """The MERGE as the statement core runs it, when it can: every condition and value a
-        SQL string (or a Column that says the same in SQL) and both sides aliased; None
-        otherwise, and then Spark's DataFrames run it. A source small enough to broadcast to
+        SQL string (or a Column that says the same in SQL); None otherwise, and then Spark's
+        DataFrames run it. A source small enough to broadcast to
         the tasks (Spark's own size estimate, at most
         ``spark.acidstore.merge.maxSourceBytes``, 256 MiB unless set) is collected into the
         spec; a larger one stays in Spark (the spec holds only its columns) and the ON
@@ -126,8 +129,12 @@ class AcidMergeBuilder:
         given = [self._condition, *(c.condition for c in clauses if c.condition is not None),
                  *(v for c in clauses for v in (c.values or {}).values())]
         texts = {id(g): sql_text(g) for g in given}
-        source_alias, target_alias = _alias(self._source), self._table._alias
-        if any(t is None for t in texts.values()) or not source_alias or not target_alias:
+        # a side without an alias gets one of ours: its columns are then named bare, which
+        # both engines resolve when the name is unique across the two sides (and refuse as
+        # ambiguous otherwise)
+        source_alias = _alias(self._source) or UNALIASED_SOURCE
+        target_alias = self._table._alias or UNALIASED_TARGET
+        if any(t is None for t in texts.values()):
             return None
 
         def text(condition: Condition | None) -> str | None:
@@ -212,8 +219,6 @@ class AcidMergeBuilder:
             how="left" if self._not_matched else "inner")
         matched = target[ROW_ID_COLUMN].isNotNull()
         parts = list(table.info.partition_schema.names)
-        if self._matched:
-            self._check_cardinality(joined, target, parts, matched)
         label: Column | None = None
         clauses = self._matched + self._not_matched
         for index, clause in enumerate(clauses):
@@ -227,33 +232,33 @@ class AcidMergeBuilder:
                   for index, c in enumerate(clauses) if c.kind != "delete"}
         columns = []
         for name in names:
-            column: Column | None = None
+            # a matched pair no clause takes (-1) keeps the target's values: its partition
+            # and ROW__ID are what the writing tasks' cardinality check compares
+            column: Column = F.when(F.col(CLAUSE_COLUMN) == -1, target[name])
             for index, clause in enumerate(clauses):
                 value = target[name] if clause.kind == "delete" else values[index][name]
                 cond = F.col(CLAUSE_COLUMN) == index
-                column = F.when(cond, value) if column is None else column.when(cond, value)
-            assert column is not None
+                column = column.when(cond, value)
             columns.append(column.alias(name))
-        deleting = [i for i, c in enumerate(clauses) if c.kind != "insert"]
         inserting = [i for i, c in enumerate(clauses) if c.kind != "delete"]
-        labelled = joined.select("*", label.alias(CLAUSE_COLUMN)).filter(
-            F.col(CLAUSE_COLUMN).isNotNull())
-        return labelled.select(
+        # a matched pair no clause takes stays, as clause -1 (written by no one), so that a
+        # target row's second match is seen whatever the clauses' conditions say
+        labelled = joined.select("*", F.coalesce(label, F.when(matched, F.lit(-1)))
+                                 .alias(CLAUSE_COLUMN)).filter(F.col(CLAUSE_COLUMN).isNotNull())
+        changes = labelled.select(
             *columns,
-            F.when(F.col(CLAUSE_COLUMN).isin(deleting), target[ROW_ID_COLUMN])
-            .alias(DELETE_COLUMN),
+            # every WHEN MATCHED clause deletes its target row (an UPDATE writes it anew)
+            F.when(matched, target[ROW_ID_COLUMN]).alias(DELETE_COLUMN),
             F.col(CLAUSE_COLUMN).isin(inserting).alias(INSERT_COLUMN),
             F.col(CLAUSE_COLUMN).cast("int").alias(CLAUSE_COLUMN))
-
-    def _check_cardinality(self, joined: DataFrame, target: DataFrame, parts: list[str],
-                           matched: Column) -> None:
-        # a ROW__ID is unique within its partition only, so the partition is part of the key
-        keys = [target[p] for p in parts] + [target[ROW_ID_COLUMN]]
-        twice = joined.filter(matched).groupBy(*keys).count().filter(F.col("count") > 1)
-        if twice.limit(1).count():
-            raise MergeCardinalityError(
-                f"MERGE into {self._table.name}: a target row matched more than one source row "
-                "(cardinality violation); nothing was written")
+        if not self._matched:
+            return changes
+        # the cardinality check runs in the writing tasks (``writing.run_write``): all pairs
+        # of a target row go to one task, other rows spread by their values
+        key = F.when(F.col(DELETE_COLUMN).isNotNull(),
+                     F.hash(*[F.col(p) for p in parts], F.col(DELETE_COLUMN))) \
+            .otherwise(F.hash(*[F.col(n) for n in names]))
+        return changes.repartition(key)
 
 
 def _alias(frame: DataFrame) -> str | None:

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from acidstore import fs as afs
-from acidstore.errors import InvalidInputError
+from acidstore.errors import InvalidInputError, MergeCardinalityError
 from acidstore.layout import STAGING_DIR
 from acidstore.metastore import Operation, WriteComponent
 from acidstore.orc.codec import MAX_BUCKET_ID, MAX_STATEMENT_ID
@@ -221,6 +221,7 @@ def run_write(job: WriteJob, batches: Iterable[pa.RecordBatch], task: int, attem
     collected = list(batches)
     if collected:
         rows = pa.Table.from_batches(collected)
+        _check_deleted_once(rows, job)
         if CLAUSE_COLUMN not in rows.column_names:
             writer.clause(rows, 0)
         else:
@@ -229,6 +230,26 @@ def run_write(job: WriteJob, batches: Iterable[pa.RecordBatch], task: int, attem
                 writer.clause(rows.filter(pa.array(clause_of == index)), index)
     return TaskOutput(task, attempt, writer.root, writer.last_statement,
                       tuple(writer.outputs))
+
+
+def _check_deleted_once(rows: pa.Table, job: WriteJob) -> None:
+    """A ROW__ID that comes twice (a MERGE sends one row per matched pair, taken by a clause
+    or not) is a target row that matched two source rows. The MERGE sends every pair of a
+    target row to one task (hashed on its partition and ROW__ID), so the check runs in the
+    writing job itself, not in a second scan."""
+    if DELETE_COLUMN not in rows.column_names:
+        return
+    deleted = rows.filter(pc.is_valid(rows.column(DELETE_COLUMN)))
+    if deleted.num_rows < 2:
+        return
+    key = deleted.column(DELETE_COLUMN).combine_chunks()
+    keys = pa.table({**{p: deleted.column(p) for p in job.partition_schema.names},
+                     **{f"__k{i}": key.field(i) for i in range(key.type.num_fields)}})
+    counts = keys.group_by(keys.column_names).aggregate([([], "count_all")])
+    if pc.max(counts.column("count_all")).as_py() > 1:
+        raise MergeCardinalityError(
+            f"MERGE into {job.table}: a target row matched more than one source row "
+            "(cardinality violation); nothing was written")
 
 
 def _merged(outputs: Sequence[TaskOutput]) -> dict[tuple[str, Operation], PartitionOutput]:
