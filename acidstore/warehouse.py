@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from acidstore import fs as afs
+from acidstore.adopt import adopt_table
 from acidstore.errors import (
     AcidStoreError,
     InvalidInputError,
@@ -191,7 +192,8 @@ class Warehouse:
             f"cannot create table {name}: its location {location} already holds files "
             f"({shown}{more}), e.g. from a lost metastore, an unfinished drop or a copied "
             "directory. A new table there would read them as its own rows; move them away "
-            "or remove them first", path=location)
+            "or remove them first (Warehouse.adopt_table turns plain ORC/Parquet files into "
+            "a table)", path=location)
 
     def table(self, name: str, *, transaction: Transaction | None = None) -> Table:
         """An existing table (``TableNotFoundError`` if there is none)."""
@@ -207,6 +209,16 @@ class Warehouse:
         info = self._resolved(self._metastore.drop_table(f"{database}.{table}"))
         if self._fs.get_file_info(info.location).type == pafs.FileType.Directory:
             self._fs.delete_dir(info.location)
+
+    def adopt_table(self, name: str, path: str | os.PathLike[str], *,
+                    partition_by: Sequence[str] = (), schema: pa.Schema | None = None,
+                    properties: Mapping[str, str] | None = None) -> Table:
+        """Turn the plain ORC/Parquet files below ``path`` (``col=value`` directories for
+        ``partition_by``) into the new transactional table ``name``, as Hive converts a table
+        to ACID: ORC files are moved in as pre-ACID originals, Parquet ones rewritten as ORC
+        (``acidstore.adopt``)."""
+        return adopt_table(self, name, os.fspath(path), partition_by=partition_by,
+                           schema=schema, properties=properties)
 
     def location_of(self, table: str) -> str:
         try:

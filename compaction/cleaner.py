@@ -293,5 +293,11 @@ def _remove_emptied_partitions(table: Table, metastore: Metastore, removed: list
 
 
 def _remove(fs: pafs.FileSystem, path: str) -> None:
+    """Remove an obsolete directory, or an obsolete pre-ACID original file (a major
+    compaction's base holds its rows; ``delete_dir`` alone failed on it, quietly, and left
+    every original of a converted table behind forever)."""
     with contextlib.suppress(OSError):
-        fs.delete_dir(path)
+        if fs.get_file_info(path).type == pafs.FileType.File:
+            fs.delete_file(path)
+        else:
+            fs.delete_dir(path)

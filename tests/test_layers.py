@@ -35,6 +35,7 @@ LAYERS: dict[str, int] = {
     "acidstore.warehouse": 4,
     "acidstore.merge": 4,
     "acidstore.fsck": 4,
+    "acidstore.adopt": 4,
     "acidstore.expressions": 2,
     "acidstore.arrow_sql": 2,
     "acidstore.spark": 5,

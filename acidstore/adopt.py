@@ -1,0 +1,241 @@
+"""Adopting existing files: a directory of plain ORC or Parquet files becomes a transactional
+table (layer L4), the explicit way for what ``create_table`` refuses over existing files.
+
+Hive converts a plain table to a transactional one by keeping its files as *originals*:
+pre-ACID files named ``N_0`` (``N_0_copy_K``) whose rows read with synthesised ROW__IDs (write
+id 0, the file's bucket, the row's position), which later DELETE/UPDATE/MERGE address like
+any other row and the first major compaction folds into a base. Adoption does the same: ORC
+files are moved (renamed, never rewritten) into the table's partitions under original names;
+Parquet files, which Hive's ACID reader cannot take as originals, are rewritten file for file
+as ORC originals. Every file is checked first (format, schema, partition directory names and
+values), so a directory that cannot be adopted is refused with a typed error naming the path
+before anything moves; a failure while moving puts back what was moved and drops the table.
+The table is unbucketed: files written by another engine do not hold rows by Hive's bucket
+hash.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.orc as po
+import pyarrow.parquet as pq
+
+from acidstore import fs as afs
+from acidstore.errors import (
+    AcidStoreError,
+    InvalidInputError,
+    InvalidPartitionValueError,
+    SchemaMismatchError,
+)
+from acidstore.layout import is_acid_directory_name, is_hidden, original_file_name
+from acidstore.partitions import parse_partition_path, partition_path
+
+if TYPE_CHECKING:
+    from acidstore.table import Table
+    from acidstore.warehouse import Warehouse
+
+__all__ = ["adopt_table"]
+
+_ORC, _PARQUET = b"ORC", b"PAR1"
+
+
+@dataclass(frozen=True)
+class _Found:
+    """One data file to adopt: where it is, its format, and its partition's values."""
+
+    path: str
+    format: str  # "orc" or "parquet"
+    values: tuple[str | None, ...]
+
+
+def adopt_table(wh: Warehouse, name: str, path: str, *, partition_by: Sequence[str] = (),
+                schema: pa.Schema | None = None,
+                properties: Mapping[str, str] | None = None) -> Table:
+    """Create table ``name`` holding the rows of the ORC/Parquet files below ``path``
+    (Hive-style ``col=value`` directories for ``partition_by``), moving them into the table.
+    ``schema`` (every column, partition ones too) is checked against the files; without it
+    the files' schema is taken and partition columns are strings."""
+    fs = wh.filesystem
+    root = afs.resolve(path, fs if "://" not in str(path) else None)[1]
+    if fs.get_file_info(root).type != pafs.FileType.Directory:
+        raise InvalidInputError(f"adopting {root} as table {name}: not a directory")
+    found = _walk(fs, root, list(partition_by))
+    if not found:
+        raise InvalidInputError(f"adopting {root} as table {name}: no ORC or Parquet files")
+    full = _schema(fs, found, list(partition_by), schema, name)
+    _check_values(found, full, list(partition_by))
+    table = wh.create_table(name, full, partition_by=list(partition_by),
+                            properties=properties)
+    moved: list[tuple[str, str, bool]] = []  # (source, target, rewritten)
+    try:
+        _move_all(fs, found, table, list(partition_by), moved)
+    except BaseException:
+        for source, target, rewritten in reversed(moved):
+            with contextlib.suppress(OSError):
+                if rewritten:
+                    fs.delete_file(target)
+                else:
+                    fs.move(target, source)
+        with contextlib.suppress(AcidStoreError, OSError):
+            wh.drop_table(name)
+        raise
+    for source, _, rewritten in moved:  # the Parquet sources, now that the table is whole
+        if rewritten:
+            with contextlib.suppress(OSError):
+                fs.delete_file(source)
+    _remove_empty_dirs(fs, root, table.location)
+    return table
+
+
+def _walk(fs: pafs.FileSystem, root: str, partition_by: list[str]) -> list[_Found]:
+    """Every data file below ``root``, checked for its place: files only at the partition
+    depth, directories only ``col=value`` of the expected column, hidden names skipped."""
+    found: list[_Found] = []
+    pending: list[tuple[str, tuple[str | None, ...]]] = [(root, ())]
+    while pending:
+        directory, values = pending.pop()
+        for entry in afs.list_dir(fs, directory):
+            path = afs.join(directory, entry.name)
+            if is_hidden(entry.name):
+                continue
+            depth = len(values)
+            if entry.is_dir:
+                if is_acid_directory_name(entry.name):
+                    raise InvalidInputError(
+                        f"{path} is a Hive ACID directory: the files are already a "
+                        "transactional table's (read them with acidstore.read_directory)")
+                if depth == len(partition_by):
+                    raise InvalidInputError(f"{path}: a directory below the last partition "
+                                            f"level ({partition_by or 'unpartitioned'})")
+                pending.append((path, (*values, _value(entry.name, partition_by[depth],
+                                                      path))))
+                continue
+            if depth != len(partition_by):
+                raise InvalidInputError(f"{path}: a file outside the partition directories "
+                                        f"{partition_by}")
+            found.append(_Found(path, _format(fs, path), values))
+    return sorted(found, key=lambda f: f.path)
+
+
+def _value(name: str, column: str, path: str) -> str | None:
+    try:
+        ((given, value),) = parse_partition_path(name)
+    except (InvalidPartitionValueError, ValueError) as exc:
+        raise InvalidInputError(f"{path}: not a partition directory of {column!r} "
+                                f"(expected {column}=<value>)") from exc
+    if given.lower() != column.lower():
+        raise InvalidInputError(f"{path}: a partition directory of {given!r}, where the "
+                                f"table is partitioned by {column!r} at this level")
+    return value
+
+
+def _format(fs: pafs.FileSystem, path: str) -> str:
+    with fs.open_input_file(path) as f:
+        head = f.read(4)
+    if head.startswith(_ORC):
+        return "orc"
+    if head == _PARQUET:
+        return "parquet"
+    raise InvalidInputError(f"{path}: neither an ORC nor a Parquet file")
+
+
+def _file_schema(fs: pafs.FileSystem, found: _Found) -> pa.Schema:
+    try:
+        with fs.open_input_file(found.path) as f:
+            if found.format == "orc":
+                schema: pa.Schema = po.ORCFile(f).schema
+            else:
+                schema = pq.read_schema(f)
+    except (pa.ArrowException, OSError) as exc:
+        raise InvalidInputError(f"{found.path}: unreadable {found.format} file: {exc}") from exc
+    return _normal(schema)
+
+
+def _normal(schema: pa.Schema) -> pa.Schema:
+    """Field names and types only (Parquet's metadata off), timestamps in microseconds: pyarrow
+    reports an ORC file's as nanoseconds and a Parquet file's as written, and Hive and Spark
+    hold microseconds."""
+    def plain(kind: pa.DataType) -> pa.DataType:
+        return pa.timestamp("us", kind.tz) if pa.types.is_timestamp(kind) else kind
+
+    return pa.schema([pa.field(f.name, plain(f.type)) for f in schema])
+
+
+def _schema(fs: pafs.FileSystem, found: list[_Found], partition_by: list[str],
+            given: pa.Schema | None, name: str) -> pa.Schema:
+    """The table's schema: the files' (all alike), with the partition columns after."""
+    first = _file_schema(fs, found[0])
+    for other in found[1:]:
+        schema = _file_schema(fs, other)
+        if not schema.equals(first):
+            raise SchemaMismatchError(f"adopting table {name}: {other.path} has columns "
+                                      f"{schema}, where {found[0].path} has {first}")
+    if given is None:
+        return pa.schema([*first, *(pa.field(p, pa.string()) for p in partition_by)])
+    lowered = {p.lower() for p in partition_by}
+    user = pa.schema([f for f in given if f.name.lower() not in lowered])
+    if not _normal(user).equals(first):
+        raise SchemaMismatchError(f"adopting table {name}: the files have columns {first}, "
+                                  f"not the given {user}")
+    return given
+
+
+def _check_values(found: list[_Found], full: pa.Schema, partition_by: list[str]) -> None:
+    """Every partition directory's value converts to its column's type."""
+    for item in found:
+        for column, value in zip(partition_by, item.values, strict=True):
+            field = full.field(full.get_field_index(_named(full, column)))
+            try:
+                pa.array([value], pa.string()).cast(field.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise InvalidPartitionValueError(
+                    f"{item.path}: partition value {value!r} of {column!r} is not a "
+                    f"{field.type}") from exc
+
+
+def _named(schema: pa.Schema, column: str) -> str:
+    return str(next(f.name for f in schema if f.name.lower() == column.lower()))
+
+
+def _move_all(fs: pafs.FileSystem, found: list[_Found], table: Table,
+              partition_by: list[str], moved: list[tuple[str, str, bool]]) -> None:
+    """Each file into its partition under the next original name (``N_0``): ORC moved,
+    Parquet rewritten as ORC."""
+    counters: dict[tuple[str | None, ...], int] = {}
+    for item in found:
+        relative = partition_path(partition_by, list(item.values)) if partition_by else ""
+        directory = afs.join(table.location, relative) if relative else table.location
+        fs.create_dir(directory, recursive=True)
+        number = counters.get(item.values, 0)
+        counters[item.values] = number + 1
+        target = afs.join(directory, original_file_name(number))
+        if item.format == "orc":
+            fs.move(item.path, target)
+            moved.append((item.path, target, False))
+            continue
+        with fs.open_input_file(item.path) as source:
+            rows = pq.read_table(source)
+        with fs.open_output_stream(target) as out:
+            po.write_table(rows, out, compression="zstd")
+        moved.append((item.path, target, True))
+
+
+def _remove_empty_dirs(fs: pafs.FileSystem, root: str, keep: str) -> None:
+    """The source's partition directories the move emptied, deepest first (not ``keep``)."""
+    dirs = [afs.join(root, relative) for relative, info in _tree(fs, root) if info]
+    for directory in [*sorted(dirs, key=len, reverse=True), root]:
+        if directory != keep and not afs.list_dir(fs, directory):
+            with contextlib.suppress(OSError):
+                fs.delete_dir(directory)
+
+
+def _tree(fs: pafs.FileSystem, root: str) -> list[tuple[str, bool]]:
+    selector = pafs.FileSelector(root, recursive=True, allow_not_found=True)
+    return [(afs.relative(root, i.path), i.type == pafs.FileType.Directory)
+            for i in fs.get_file_info(selector)]
