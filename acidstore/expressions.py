@@ -160,6 +160,9 @@ class SqlEvaluator:
         """Evaluate named SQL expressions over ``table``; one output column per expression."""
         for text in expressions.values():
             check_expression(text)
+        compiled = self._compiled_values(table, expressions)
+        if compiled is not None:
+            return compiled
         select = ", ".join(f"({text}) AS {quote(name)}" for name, text in expressions.items())
         cursor = self._cursor()
         try:
@@ -174,6 +177,34 @@ class SqlEvaluator:
         finally:
             cursor.close()
         return result
+
+    def _compiled_values(self, table: pa.Table, expressions: dict[str, str]
+                         ) -> pa.Table | None:
+        """The expressions computed by Arrow when all are in the compiled subset, so that a
+        small UPDATE (``v = v + 1``) never opens DuckDB (a connection costs ~30 ms, more than
+        the rest of such a statement). Only results that are not floating point or decimal:
+        there DuckDB's literal types (``1.5`` is a DECIMAL) and Arrow's (a double) could round
+        differently once cast to the column; those, and anything Arrow refuses, go to
+        DuckDB."""
+        columns: dict[str, pa.ChunkedArray] = {}
+        for name, text in expressions.items():
+            key = (text, tuple(table.column_names))
+            if key not in self._compiled:
+                self._compiled[key] = compile_predicate(text, table.column_names)
+            compiled = self._compiled[key]
+            if compiled is None:
+                return None
+            try:
+                value = compiled(table)
+            except (pa.ArrowException, NeedsDuckDBError, TypeError):
+                return None
+            if pa.types.is_floating(value.type) or pa.types.is_decimal(value.type):
+                return None
+            if isinstance(value, pa.Scalar):
+                value = pa.repeat(value, table.num_rows)
+            columns[name] = value if isinstance(value, pa.ChunkedArray) \
+                else pa.chunked_array([value], type=value.type)
+        return pa.table(columns)
 
     def _compiled_mask(self, table: pa.Table, predicate: str) -> pa.BooleanArray | None:
         key = (predicate, tuple(table.column_names))

@@ -114,3 +114,25 @@ def test_nan_comparisons_fall_back() -> None:
         compiled(table)
     # through the evaluator the answer is DuckDB's: NaN is greater than every number
     assert SqlEvaluator().mask(table, "f > 0").to_pylist() == [True, True]
+
+
+@settings(max_examples=200)
+@given(st.one_of(numbers, strings, predicates()))
+def test_set_values_computed_by_arrow_equal_duckdb(text: str) -> None:
+    """``SqlEvaluator.evaluate`` (UPDATE's SET values) takes Arrow for the compiled subset:
+    where it does, the values must be DuckDB's."""
+    arrow = EVALUATOR._compiled_values(TABLE, {"m": text})
+    if arrow is None:
+        return  # DuckDB computes it
+    theirs = duckdb_values(text)
+    assert theirs is not None, f"DuckDB refused {text!r} but Arrow answered"
+    assert same(arrow.column("m").to_pylist(), theirs), text
+
+
+@pytest.mark.parametrize(("text", "arrow"), [("i + 1", True), ("s", True), ("'x'", True),
+                                              ("j * 2 - i", True), ("f + 1", False),
+                                              ("i + 1.5", False), ("upper(s)", False),
+                                              ("i / 2", False)])
+def test_which_set_values_skip_duckdb(text: str, arrow: bool) -> None:
+    assert (EVALUATOR._compiled_values(TABLE, {"m": text}) is not None) == arrow
+    assert EVALUATOR.evaluate(TABLE, {"m": text}).num_rows == TABLE.num_rows

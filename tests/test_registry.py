@@ -349,3 +349,38 @@ def test_delete_cache_decodes_each_file_once(tmp_path: Path) -> None:
     Path(path).unlink()
     with pytest.raises(CorruptFileError):
         list(small.events(fs, source, snapshot))
+
+
+def test_splits_of_a_bucket_share_one_registry(tmp_path: Path) -> None:
+    """After many small writes a bucket has many splits consulting the same delete files:
+    one registry serves them all, and reads equal the streaming merge's."""
+    import acidstore
+    from acidstore.read.registry import DeleteCache, load_registry
+    from acidstore.read.scan import Scan
+
+    with acidstore.connect(tmp_path / "wh") as wh:
+        t = wh.create_table("db.t", pa.schema([("id", pa.int64()), ("v", pa.int64())]))
+        t.insert(pa.table({"id": list(range(50)), "v": [0] * 50}))
+        for i in range(8):
+            t.update(f"id = {i} OR id = {20 + i}", {"v": "v + 1"})
+            t.delete(f"id = {40 + i}")
+        txns, write_ids = t.read_snapshot()
+        scan = t._scan(txns, write_ids, with_row_id=True)
+        splits = [split for _, split in scan.planned if split.deletes]
+        assert len(splits) > 8
+        cache = DeleteCache()
+        shared = [load_registry(wh.filesystem, s, write_ids, cache=cache) for s in splits]
+        # built once per superset met in scan order, not once per split
+        assert len({id(r) for r in shared}) <= 2 < len(splits)
+        own = [load_registry(wh.filesystem, s, write_ids) for s in splits]  # per split
+        for split, a, b in zip(splits, shared, own, strict=True):
+            assert a is not None and b is not None
+            keys = KeyArrays(np.full(60, split.min_write_id, np.int64),
+                             np.full(60, 536870912, np.int32), np.arange(60, dtype=np.int64))
+            assert (a.deleted(keys) == b.deleted(keys)).all()
+        vectorized = t.to_arrow(with_row_id=True).sort_by("id")
+        merged = Scan(wh.filesystem, [], write_ids, txns, schema=t.info.schema,
+                      partition_schema=t.info.partition_schema, with_row_id=True,
+                      planned=scan.planned, delete_event_limit=0).to_table().sort_by("id")
+        assert vectorized.equals(merged)
+        assert vectorized.num_rows == 42

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -209,6 +209,41 @@ class DeleteCache:
         self._held = 0
         self._max = max_events
         self._lock = threading.Lock()
+        #: registries by the delete files they hold, shared by the splits they serve
+        self._registries: dict[frozenset[str], DeleteRegistry] = {}
+        self._registered = 0
+
+    def registry(self, fs: pafs.FileSystem, sources: Sequence[DeleteSource],
+                 write_ids: ValidWriteIdList) -> DeleteRegistry | None:
+        """A registry holding every valid event of ``sources`` (and maybe more), shared by
+        the splits of a scan: after N small writes a bucket has N splits and N delete files,
+        and a registry per split made a scan O(N^2). A ROW__ID names one row of the table, so
+        an event can only ever match its own row: a registry built for a superset of a split's
+        delete files (the bucket's first split consults them all) answers the split exactly
+        as its own would, at the cost of a larger lookup. None once the shared registries
+        would hold more than ``max_events`` (the caller builds the split's own)."""
+        key = frozenset(source.path for source in sources)
+        built = self._registries.get(key) or next(
+            (r for held, r in list(self._registries.items()) if key <= held), None)
+        if built is not None:
+            return built
+        parts: list[KeyArrays] = []
+        total = 0
+        for source in sources:
+            for chunk in self.events(fs, source, write_ids):
+                total += len(chunk)
+                if self._registered + total > self._max:
+                    return None
+                parts.append(chunk)
+        built = DeleteRegistry(KeyArrays(
+            np.concatenate([p.write_id for p in parts] or [np.zeros(0, np.int64)]),
+            np.concatenate([p.bucket for p in parts] or [np.zeros(0, np.int32)]),
+            np.concatenate([p.row_id for p in parts] or [np.zeros(0, np.int64)])))
+        with self._lock:
+            if key not in self._registries and self._registered + total <= self._max:
+                self._registries[key] = built
+                self._registered += total
+        return built
 
     def events(self, fs: pafs.FileSystem, source: DeleteSource, write_ids: ValidWriteIdList
                ) -> Iterator[KeyArrays]:
@@ -232,6 +267,10 @@ def load_registry(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
                   ) -> DeleteRegistry | None:
     """Load a split's delete events; ``None`` when they exceed ``limit`` (use the merge).
     A ``cache`` (one per scan and snapshot) shares decoded delete files between splits."""
+    if cache is not None and len(split.deletes) > 1:
+        shared = cache.registry(fs, split.deletes, write_ids)
+        if shared is not None and len(shared) <= limit:
+            return shared
     parts: list[KeyArrays] = []
     total = 0
     for source in split.deletes:
