@@ -12,6 +12,9 @@ stray directories, fsck) see S3 listings as they see local ones.
 from __future__ import annotations
 
 import multiprocessing
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -37,6 +40,7 @@ from benchmarks.s3_server import S3Server
 from compaction import Cleaner, compact
 
 CONTEXT = multiprocessing.get_context("spawn")
+ROOT = Path(__file__).resolve().parent.parent
 TABLE = "shop.orders"
 SCHEMA = pa.schema([("id", pa.int64()), ("amount", pa.float64()), ("status", pa.string()),
                     ("dt", pa.string())])
@@ -271,3 +275,18 @@ def test_integrity_checks_see_s3_listings(wh: acidstore.Warehouse, s3_place: S3P
         t.to_arrow()
     fs.delete_dir(f"{t.location}/base_0000009")
     assert visible(t) == [(2, 2.0, "new", "a")]
+
+
+def test_the_command_line_on_s3(wh: acidstore.Warehouse, s3_place: S3Place) -> None:
+    t = new_table(wh)
+    t.insert(rows((1, 1.0, "new", "a"), (2, 2.0, "new", "b")))
+    env = {**os.environ, **s3_place.server.environ(),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    where = ["--warehouse", s3_place.uri, "--metastore", s3_place.metastore]
+    for command, shows in ((["tables"], f"{s3_place.root}/shop.db/orders"),
+                           (["read", TABLE], "2 row(s)"), (["fsck"], "0 finding(s)")):
+        done = subprocess.run([sys.executable, "-m", "acidstore.cli", command[0], *where,
+                               *command[1:]], env=env, capture_output=True, text=True,
+                              timeout=120, check=False)
+        assert done.returncode == 0, done.stderr
+        assert shows in done.stdout, done.stdout
