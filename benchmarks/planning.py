@@ -62,6 +62,8 @@ class Timing:
     partitions: float
     recorded: float
     select: float
+    #: S3 requests of one plan's listing and selection (None: local disk)
+    requests: int | None = None
 
     @property
     def total(self) -> float:
@@ -94,17 +96,24 @@ def _median(repeat: int, step: Callable[[], object]) -> float:
     return statistics.median(times)
 
 
-def measure(t: acidstore.Table, shape: Shape, store: str, repeat: int) -> Timing:
+def measure(t: acidstore.Table, shape: Shape, store: str, repeat: int,
+            requests: Callable[[], int] | None = None) -> Timing:
     fs = t.filesystem
     columns = t.info.partition_schema.names
     txns, write_ids = t.read_snapshot()
-    found = table_partitions(fs, t.location, columns)
     recorded = t.recorded_writes()
-    scan = Scan(fs, found, write_ids, txns, schema=t.info.schema,
-                partition_schema=t.info.partition_schema, recorded=recorded)
-    planned = len(scan.splits)
+
+    def plan() -> Scan:
+        found = table_partitions(fs, t.location, columns)
+        return Scan(fs, found, write_ids, txns, schema=t.info.schema,
+                    partition_schema=t.info.partition_schema, recorded=recorded)
+
+    before = requests() if requests is not None else 0
+    planned = len(plan().splits)
+    sent = requests() - before if requests is not None else None
     if planned != shape.files:
         raise RuntimeError(f"{shape.name}: planned {planned} files, built {shape.files}")
+    found = table_partitions(fs, t.location, columns)
     return Timing(
         shape, store,
         snapshot=_median(repeat, t.read_snapshot),
@@ -112,7 +121,8 @@ def measure(t: acidstore.Table, shape: Shape, store: str, repeat: int) -> Timing
         recorded=_median(repeat, t.recorded_writes),
         select=_median(repeat, lambda: Scan(
             fs, found, write_ids, txns, schema=t.info.schema,
-            partition_schema=t.info.partition_schema, recorded=recorded)))
+            partition_schema=t.info.partition_schema, recorded=recorded)),
+        requests=sent)
 
 
 def shapes(partitions: int, buckets: int, writes: int) -> list[Shape]:
@@ -156,20 +166,35 @@ def fit(timings: list[Timing]) -> Costs:
                  max(meta_write, 0.0), max(meta_file, 0.0))
 
 
+#: opens a fresh warehouse for one shape: (warehouse, S3 request counter or None)
+Opener = Callable[[str], tuple[acidstore.Warehouse, Callable[[], int] | None]]
+
+
 @contextmanager
-def stores(use_s3: bool) -> Iterator[list[tuple[str, str, dict[str, object]]]]:
-    """(name, warehouse location, connect options) of each store to measure."""
+def stores(use_s3: bool) -> Iterator[list[tuple[str, Opener]]]:
+    """The stores to measure. Every shape gets a warehouse (and, on S3, a bucket) of its own:
+    moto lists a bucket by scanning all its keys, so tables sharing one would slow each
+    other's listings, which real S3 does not."""
     with tempfile.TemporaryDirectory(prefix="acidstore-planning-") as tmp:
-        out: list[tuple[str, str, dict[str, object]]] = [
-            ("local", str(Path(tmp) / "local"),
-             {"metastore": f"sqlite:///{Path(tmp) / 'local.db'}"})]
-        server = None
-        if use_s3:
-            server = start_s3()
-            bucket = server.new_bucket()
-            out.append(("s3 (moto)", f"s3://{bucket}/wh",
-                        {"metastore": f"sqlite:///{Path(tmp) / 's3.db'}",
-                         "filesystem": server.filesystem()}))
+        root = Path(tmp)
+
+        def local(name: str) -> tuple[acidstore.Warehouse, Callable[[], int] | None]:
+            return acidstore.connect(root / "local" / name,
+                                     metastore=f"sqlite:///{root / f'local-{name}.db'}"), None
+
+        out: list[tuple[str, Opener]] = [("local", local)]
+        server = start_s3() if use_s3 else None
+        if server is not None:
+            log = server.log
+
+            def remote(name: str) -> tuple[acidstore.Warehouse, Callable[[], int] | None]:
+                wh = acidstore.connect(f"s3://{server.new_bucket()}/wh",
+                                       metastore=f"sqlite:///{root / f's3-{name}.db'}",
+                                       filesystem=server.filesystem())
+                # moto logs one line per request it answered
+                return wh, lambda: log.read_bytes().count(b'" 200 ')
+
+            out.append(("s3 (moto)", remote))
         try:
             yield out
         finally:
@@ -181,24 +206,26 @@ def run(partitions: int, buckets: int, writes: int, repeat: int, use_s3: bool = 
         ) -> dict[str, tuple[list[Timing], Costs]]:
     results: dict[str, tuple[list[Timing], Costs]] = {}
     with stores(use_s3) as places:
-        for store, location, options in places:
-            with acidstore.connect(location, **options) as wh:  # type: ignore[arg-type]
-                timings = [measure(build(wh, s), s, store, repeat)
-                           for s in shapes(partitions, buckets, writes)]
+        for store, opener in places:
+            timings = []
+            for shape in shapes(partitions, buckets, writes):
+                wh, requests = opener(shape.name)
+                with wh:
+                    timings.append(measure(build(wh, shape), shape, store, repeat, requests))
             results[store] = (timings, fit(timings))
     return results
 
 
 def report(results: dict[str, tuple[list[Timing], Costs]]) -> str:
     lines = ["store       shape             partitions  dirs   files  snapshot  partitions "
-             " recorded   select    total (ms)"]
+             " recorded   select    total (ms)  S3 requests"]
     for timings, _ in results.values():
         for t in timings:
             lines.append(
                 f"{t.store:<11} {t.shape.name:<17} {t.shape.partitions:>10} "
                 f"{t.shape.directories:>5} {t.shape.files:>7} {t.snapshot * 1e3:>9.1f} "
                 f"{t.partitions * 1e3:>11.1f} {t.recorded * 1e3:>9.1f} {t.select * 1e3:>8.1f} "
-                f"{t.total * 1e3:>9.1f}")
+                f"{t.total * 1e3:>9.1f}  {'' if t.requests is None else t.requests:>11}")
     lines.append("")
     lines.append("store       ms/partition  ms/directory  ms/file  metastore: ms/write  ms/file")
     for store, (_, c) in results.items():

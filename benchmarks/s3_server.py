@@ -11,7 +11,6 @@ fail, they are not skipped (``pip install -c constraints.txt -e ".[dev]"`` insta
 from __future__ import annotations
 
 import itertools
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,17 +22,13 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 
+from benchmarks.postgres_server import _free_port
+
 #: what the test clients sign with (moto checks nothing; real servers would)
 ACCESS_KEY = "acidstore-test"
 SECRET_KEY = "acidstore-test-secret"
 REGION = "us-east-1"
 _names = itertools.count()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass
