@@ -162,7 +162,8 @@ def fit(timings: list[Timing]) -> Costs:
     meta_file = (files.recorded - base.recorded) / (files.shape.files - base.shape.files)
     meta_write = (dirs.recorded - base.recorded) / (dirs.shape.directories
                                                     - base.shape.directories) - meta_file
-    return Costs(per_partition, max(per_directory, 0.0), max(per_file, 0.0),
+    # (small tables on a shared machine can fit a slightly negative cost: it is noise)
+    return Costs(max(per_partition, 0.0), max(per_directory, 0.0), max(per_file, 0.0),
                  max(meta_write, 0.0), max(meta_file, 0.0))
 
 
