@@ -61,6 +61,18 @@ class S3Server:
                 "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_DEFAULT_REGION": REGION,
                 "AWS_REGION": REGION, "AWS_EC2_METADATA_DISABLED": "true"}
 
+    def requests(self) -> list[str]:
+        """The request lines the server logged so far (one per request it answered). The
+        server logs a request just after answering it, so this waits until the log stops
+        growing: a count taken right after a client call includes that call."""
+        size = -1
+        while (current := self.log.stat().st_size) != size:
+            size = current
+            time.sleep(0.2)
+        return [line for line in self.log.read_text(errors="replace").splitlines()
+                if '" 200 ' in line or '" 204 ' in line or '" 206 ' in line
+                or '" 404 ' in line]
+
     def new_bucket(self) -> str:
         name = f"acidstore-{next(_names)}-{int(time.time() * 1000) % 10**9}"
         self.filesystem(allow_bucket_creation=True).create_dir(name)

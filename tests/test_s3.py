@@ -290,3 +290,22 @@ def test_the_command_line_on_s3(wh: acidstore.Warehouse, s3_place: S3Place) -> N
                               timeout=120, check=False)
         assert done.returncode == 0, done.stderr
         assert shows in done.stdout, done.stdout
+
+
+def test_a_partition_filter_lists_only_the_partitions_it_reads(
+        wh: acidstore.Warehouse, s3_place: S3Place) -> None:
+    t = new_table(wh)
+    t.insert(rows((1, 1.0, "new", "a"), (2, 2.0, "new", "b"), (3, 3.0, "new", "c")))
+    before = len(s3_place.server.requests())
+    assert visible(t, filter="dt = 'b'") == [(2, 2.0, "new", "b")]
+    listed = [line for line in s3_place.server.requests()[before:] if "list-type=2" in line]
+    assert listed and any("dt%3Db" in line for line in listed)
+    assert not [line for line in listed if "dt%3Da" in line or "dt%3Dc" in line], listed
+    # what is pruned is not checked either: a partition the filter excludes may be damaged
+    fs = s3_place.filesystem()
+    for info in fs.get_file_info(pafs.FileSelector(f"{t.location}/dt=c", recursive=True)):
+        if info.type == pafs.FileType.File and "bucket_" in info.base_name:
+            fs.delete_file(info.path)
+    assert visible(t, filter="dt = 'b'") == [(2, 2.0, "new", "b")]
+    with pytest.raises(MissingDataError, match="dt=c"):
+        t.to_arrow()
