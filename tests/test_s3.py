@@ -204,6 +204,11 @@ def test_a_write_killed_midway_leaves_nothing_a_reader_selects(s3_place: S3Place
         assert datetime.now(UTC).timestamp() < deadline, "the dead transaction never timed out"
         time.sleep(0.25)
         t.snapshot()  # a snapshot aborts transactions whose heartbeat timed out
+    # fsck sees its leftovers on the listing (a warning: no reader selects them)...
+    found = wh.fsck().to_pylist()
+    assert {(f["check"], f["severity"]) for f in found} == {("aborted_leftover", "warning")}
+    assert all("delta_0000002_0000002_0000" in f["path"] for f in found)
+    # ...and the cleaner removes them
     Cleaner(wh, retention_seconds=0).run()
     assert s3_place.objects() == keys_before
     assert wh.fsck().num_rows == 0
