@@ -37,6 +37,7 @@ __all__ = [
     "MergeCardinalityError",
     "MetadataChangedError",
     "MetastoreError",
+    "MetastoreRequiredError",
     "MetastoreVersionError",
     "NotEnoughHistoryError",
     "ReadOnlyWarehouseError",
@@ -100,6 +101,12 @@ class UnknownOptionError(InvalidInputError):
 
 class MergeCardinalityError(InvalidInputError):
     """A MERGE matched one target row with more than one source row; nothing was written."""
+
+
+class MetastoreRequiredError(InvalidInputError):
+    """A warehouse on object storage (``s3://...``) was opened without ``metastore=``: the
+    default SQLite file lives inside the warehouse directory, and SQLite needs a local file
+    with working locks, which a bucket is not."""
 
 
 class ReadOnlyWarehouseError(InvalidInputError):

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import contextlib
 import os
+import urllib.parse
 import uuid
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from acidstore.errors import InvalidInputError
+
 __all__ = [
     "Entry",
+    "is_object_store",
     "join",
     "list_dir",
     "list_files_recursive",
@@ -36,17 +40,67 @@ class Entry:
     size: int
 
 
+#: filesystems whose ``move`` is an atomic rename within a directory (object stores copy)
+_ATOMIC_RENAME = frozenset({"local", "hdfs"})
+#: URI schemes whose path on the filesystem is ``netloc/path`` (a bucket, then its keys)
+_BUCKET_SCHEMES = frozenset({"s3", "s3a", "gs", "gcs"})
+#: the pyarrow filesystem type each URI scheme names
+_SCHEME_TYPES = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "file": "local",
+                 "hdfs": "hdfs", "viewfs": "hdfs"}
+
+
+def _base(fs: pafs.FileSystem) -> pafs.FileSystem:
+    while isinstance(fs, pafs.SubTreeFileSystem):
+        fs = fs.base_fs
+    return fs
+
+
+def is_object_store(fs: pafs.FileSystem) -> bool:
+    """True for S3, GCS and other key-value stores: no atomic rename, no empty directories
+    (a "directory" is a key prefix, or a zero-byte marker object pyarrow keeps for it)."""
+    return _base(fs).type_name not in _ATOMIC_RENAME
+
+
+def _path_in_uri(text: str, filesystem: pafs.FileSystem) -> str:
+    """The path a URI names on ``filesystem`` (``s3://bucket/wh`` -> ``bucket/wh``), which
+    must be a filesystem of the URI's kind: an S3 URI on a local filesystem would write the
+    warehouse somewhere no other client looks."""
+    parsed = urllib.parse.urlsplit(text)
+    scheme = parsed.scheme.lower()
+    kind = _base(filesystem).type_name
+    if _SCHEME_TYPES.get(scheme) != kind or isinstance(filesystem, pafs.SubTreeFileSystem):
+        raise InvalidInputError(
+            f"{text!r} is a {scheme}:// URI but filesystem= is a {filesystem.type_name!r} "
+            "filesystem: pass the URI alone (pyarrow resolves it) or the path on the given "
+            "filesystem (for S3: 'bucket/path')")
+    if scheme in _BUCKET_SCHEMES:
+        return f"{parsed.netloc}{parsed.path}"
+    return parsed.path
+
+
 def resolve(path: str | os.PathLike[str], filesystem: pafs.FileSystem | None = None,
             ) -> tuple[pafs.FileSystem, str]:
     """Turn a user path (or URI) into a filesystem and a path on it, normalised without a
-    trailing slash. A local relative path becomes absolute so that names stay stable."""
+    trailing slash. A local relative path becomes absolute so that names stay stable.
+
+    With ``filesystem`` given, ``path`` is a path on it (``bucket/wh`` for S3) or a URI of
+    the same kind (``s3://bucket/wh``), whose scheme is dropped: the filesystem carries the
+    endpoint and credentials. Without it, pyarrow builds the filesystem from the URI (for
+    S3: region, endpoint and credentials from the environment, ``AWS_ENDPOINT_URL``,
+    ``AWS_ACCESS_KEY_ID`` ..., or the URI's query, ``?endpoint_override=host:port&scheme=http``).
+    """
     text = os.fspath(path)
     if filesystem is not None:
+        if "://" in text:
+            text = _path_in_uri(text, filesystem)
         return filesystem, text.rstrip("/") or "/"
     if "://" not in text:
         text = os.path.abspath(text)
         return pafs.LocalFileSystem(), text.rstrip("/") or "/"
-    fs, inner = pafs.FileSystem.from_uri(text)
+    try:
+        fs, inner = pafs.FileSystem.from_uri(text)
+    except (pa.ArrowInvalid, ValueError, OSError) as exc:
+        raise InvalidInputError(f"cannot open the filesystem of {text!r}: {exc}") from exc
     return fs, inner.rstrip("/") or "/"
 
 
@@ -98,14 +152,6 @@ def read_bytes(fs: pafs.FileSystem, path: str) -> bytes:
     return data
 
 
-#: filesystems whose ``move`` is an atomic rename within a directory (object stores copy)
-_ATOMIC_RENAME = frozenset({"local", "hdfs"})
-
-
-def _renames_atomically(fs: pafs.FileSystem) -> bool:
-    while isinstance(fs, pafs.SubTreeFileSystem):
-        fs = fs.base_fs
-    return fs.type_name in _ATOMIC_RENAME
 
 
 def write_bytes(fs: pafs.FileSystem, path: str, data: bytes | pa.Buffer) -> None:
@@ -120,7 +166,7 @@ def write_bytes(fs: pafs.FileSystem, path: str, data: bytes | pa.Buffer) -> None
     atomic by itself. A crashed writer may leave the hidden sibling behind, never ``path``
     partly written.
     """
-    if not _renames_atomically(fs):
+    if is_object_store(fs):
         with fs.open_output_stream(path) as stream:
             stream.write(data)
         return

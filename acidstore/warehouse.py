@@ -25,6 +25,7 @@ from acidstore.errors import (
     InvalidInputError,
     LocationNotEmptyError,
     MetastoreError,
+    MetastoreRequiredError,
     TableExistsError,
     TableNotFoundError,
     WarehouseNotFoundError,
@@ -65,7 +66,12 @@ class Warehouse:
                  filesystem: pafs.FileSystem | None = None,
                  heartbeat_interval: float = 150.0) -> None:
         self._fs, self.location = afs.resolve(location, filesystem)
-        self._fs.create_dir(self.location, recursive=True)
+        try:
+            self._fs.create_dir(self.location, recursive=True)
+        except OSError as exc:  # e.g. an S3 bucket that does not exist
+            raise WarehouseNotFoundError(
+                f"cannot create the warehouse directory {self.location}: {exc}",
+                path=self.location) from exc
         self._metastore = metastore
         self._heartbeat_interval = heartbeat_interval
 
@@ -349,13 +355,17 @@ def connect(location: str | os.PathLike[str], *, metastore: str | Metastore | No
     ``txn_timeout / 2`` seconds. ``create=False`` opens an existing warehouse only
     (``WarehouseNotFoundError`` otherwise, and nothing is created): what tools that inspect
     or maintain a warehouse want, so a typo in the path is an error, not a new warehouse."""
-    if not create:
-        _require_existing(location, metastore, filesystem)
     if metastore is None:
         fs, root = afs.resolve(location, filesystem)
         if not isinstance(fs, pafs.LocalFileSystem):
-            raise InvalidInputError(
-                "a remote warehouse needs an explicit metastore= (the SQLite file must be local)")
+            raise MetastoreRequiredError(
+                f"the warehouse {location} is on a {fs.type_name!r} filesystem: give "
+                "metastore='postgresql://user@host:5432/dbname' (shared by every client) or "
+                "'sqlite:////local/path.db' (one machine's clients only); the default SQLite "
+                "file inside the warehouse needs a local directory")
+    if not create:
+        _require_existing(location, metastore, filesystem)
+    if metastore is None:
         Path(root).mkdir(parents=True, exist_ok=True)
         _refuse_emptied_metastore(Path(root))
         store: Metastore = SqliteMetastore(Path(root) / DEFAULT_METASTORE_FILE,

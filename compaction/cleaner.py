@@ -272,7 +272,13 @@ def _remove_emptied_partitions(table: Table, metastore: Metastore, removed: list
     insert into a new partition that never committed made ``dt=c/`` for nothing). Only
     where no open transaction has registered a write to the partition, and only with a
     removal that fails on a non-empty directory (``os.rmdir``), so a writer creating its
-    delta there right now keeps it. Object stores have no empty directories to remove."""
+    delta there right now keeps it.
+
+    Object stores have no such removal: pyarrow keeps a zero-byte marker object for a
+    "directory" it created, and the only way it offers to drop one (``delete_dir``) deletes
+    every object under the prefix, so a writer's bucket file uploaded between our listing and
+    that call would be lost. There the marker stays: no object is under it, readers and fsck
+    read it as a partition with no rows, and the next insert into it uses it."""
     if not isinstance(table.filesystem, pafs.LocalFileSystem) or not removed:
         return
     database, name = table.name.split(".", 1)

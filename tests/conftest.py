@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+from s3_support import s3_server_fixture
+
+__all__ = ["s3_server_fixture"]  # the session's S3 server, as fixture ``s3_server``
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

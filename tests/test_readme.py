@@ -173,6 +173,13 @@ def test_documented_block_runs(chain: Chain, tmp_path: Path, monkeypatch: pytest
         # the PostgreSQL example reads its server's URL from there: the suite's own server
         monkeypatch.setenv("ACIDSTORE_METASTORE",
                            request.getfixturevalue("postgres_server").new_store())
+    if any("ACIDSTORE_BUCKET" in b.code for b in chain.blocks):
+        # the S3 example: a bucket of its own on the suite's S3 server, which the block
+        # reaches through the variables pyarrow reads (AWS_ENDPOINT_URL, credentials, region)
+        server = request.getfixturevalue("s3_server")
+        for name, value in server.environ().items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("ACIDSTORE_BUCKET", server.new_bucket())
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "argv", ["readme-block"])
     for block in chain.blocks:

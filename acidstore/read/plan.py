@@ -71,10 +71,10 @@ class Split:
     expected_rows: int | None = None
 
 
-def _bucket_files(fs: pafs.FileSystem, directory: str) -> list[tuple[str, int, int]]:
-    """(name, bucket id, size) of the non-empty bucket files of an ACID directory."""
+def _bucket_files(entries: list[afs.Entry]) -> list[tuple[str, int, int]]:
+    """(name, bucket id, size) of the bucket files of an ACID directory's listing."""
     out = []
-    for entry in afs.list_dir(fs, directory):
+    for entry in entries:
         if entry.is_dir or entry.name.endswith(FLUSH_LENGTH_SUFFIX):
             continue
         if is_bucket_file(entry.name):
@@ -86,9 +86,8 @@ def _non_empty(files: list[tuple[str, int, int]]) -> int:
     return sum(1 for _, _, size in files if size > 0)
 
 
-def _original_files(fs: pafs.FileSystem, directory: str) -> list[tuple[str, int]]:
-    return [(e.name, e.size) for e in afs.list_dir(fs, directory)
-            if not e.is_dir and is_original_file(e.name)]
+def _original_files(entries: list[afs.Entry]) -> list[tuple[str, int]]:
+    return [(e.name, e.size) for e in entries if not e.is_dir and is_original_file(e.name)]
 
 
 def _qualifies(delete: DeleteSource, split_min: int, split_stmt: int) -> bool:
@@ -112,6 +111,14 @@ class _Planner:
         #: committed write never leaves an empty one: a file truncated to 0 bytes would
         #: otherwise read as no rows, or bring deleted rows back)
         self.listed: dict[str, int] = {}
+        #: each directory's listing, taken once: a delta_x_x is searched for bucket files and
+        #: for LOAD DATA files, and on an object store every listing is a request
+        self._listings: dict[str, list[afs.Entry]] = {}
+
+    def _list(self, directory: str) -> list[afs.Entry]:
+        if directory not in self._listings:
+            self._listings[directory] = afs.list_dir(self.fs, directory)
+        return self._listings[directory]
 
     def _attach(self, split: Split) -> Split:
         chosen = tuple(d for d in self.deletes.get(split.bucket_id, ())
@@ -124,7 +131,7 @@ class _Planner:
         for name in self.state.delete_deltas:
             parsed = self.state.delta_info[name]
             directory = afs.join(self.root, name)
-            files = _bucket_files(self.fs, directory)
+            files = _bucket_files(self._list(directory))
             self.listed[name] = _non_empty(files)
             for file_name, bucket, size in files:
                 if size == 0:
@@ -137,7 +144,7 @@ class _Planner:
                   min_write_id: int) -> None:
         """LOAD DATA files (original names, no ACID columns) inside a base or delta_x_x."""
         groups: dict[int, list[tuple[str, int]]] = defaultdict(list)
-        for name, size in _original_files(self.fs, directory):
+        for name, size in _original_files(self._list(directory)):
             groups[ParsedOriginalFile.parse(name).bucket_id].append(
                 (afs.join(directory, name), size))
         self._synthetic(groups, write_id, statement_id, min_write_id, check_raw=True)
@@ -181,7 +188,7 @@ class _Planner:
             lo, hi, stmt = parsed.min_write_id, parsed.max_write_id, parsed.statement_id
             rows_valid = (self.write_ids.is_write_id_range_valid(lo, hi) == RangeResponse.ALL)
         streaming = parsed is not None and lo != hi and parsed.visibility_txn_id == 0
-        files = _bucket_files(self.fs, directory)
+        files = _bucket_files(self._list(directory))
         self.listed[name] = _non_empty(files)
         for file_name, bucket, size in files:
             path = afs.join(directory, file_name)

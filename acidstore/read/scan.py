@@ -145,8 +145,20 @@ class Scan:
             [pa.field(n, pa.string()) for n in part_names])
         # ``planned``: splits another process planned at the same snapshot (a Spark executor
         # reads what the driver planned, so both see exactly one snapshot's files)
-        self._splits = list(planned) if planned is not None else [
-            (p, s) for p in partitions for s in self._plan(p)]
+        self._splits = list(planned) if planned is not None else []
+        if planned is None and schema is not None:
+            # the schema is known, so a filter on partition columns prunes before planning:
+            # a partition it excludes is never listed (on an object store every listing is
+            # a request, and a table may have thousands of partitions)
+            self.table_schema = schema
+            self._resolve_columns(columns)
+            if filter is not None:
+                self._check_filter()
+            self._splits = [(p, s) for p in partitions if self._partition_matches(p)
+                            for s in self._plan(p)]
+            return
+        if planned is None:
+            self._splits = [(p, s) for p in partitions for s in self._plan(p)]
         self.table_schema = schema if schema is not None else self._infer_schema()
         self._resolve_columns(columns)
         if filter is not None:

@@ -20,10 +20,11 @@ from acidstore.errors import (
     TransactionStateError,
     WarehouseNotFoundError,
 )
+from acidstore.fs import resolve
 from acidstore.table import Table
 from acidstore.warehouse import DEFAULT_METASTORE_FILE, Warehouse, connect
 
-__all__ = ["Target", "heartbeat", "open_target", "target_of"]
+__all__ = ["Target", "heartbeat", "open_target", "table_path", "target_of"]
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,13 @@ def target_of(options: Mapping[str, str]) -> Target:
         raise InvalidInputError(
             f"table {value!r} needs the warehouse option: "
             f".option('warehouse', '/path/to/warehouse')")
-    return Target(warehouse, metastore, None, str(Path(value).absolute()))
+    return Target(warehouse, metastore, None, table_path(value))
+
+
+def table_path(path: str) -> str:
+    """A local path made absolute (Spark's Python workers may not share our cwd); a URI
+    (``s3://bucket/wh/db.db/t``) as it is."""
+    return path if "://" in path else str(Path(path).absolute())
 
 
 def _find_warehouse(path: Path) -> Path:
@@ -92,6 +99,8 @@ def open_target(target: Target) -> tuple[Warehouse, Table]:
             wh.close()
             raise
     assert target.path is not None
+    if "://" in target.path:
+        return _open_remote(target, target.path)
     path = Path(target.path)
     root = Path(target.warehouse) if target.warehouse else _find_warehouse(path)
     wh = connect(root, metastore=target.metastore, create=False)
@@ -102,6 +111,29 @@ def open_target(target: Target) -> tuple[Warehouse, Table]:
             return wh, table
     wh.close()
     raise TableNotFoundError(f"no acidstore table is located at {path} (warehouse {root})")
+
+
+def _open_remote(target: Target, uri: str) -> tuple[Warehouse, Table]:
+    """The table at a URI (``s3://bucket/wh/db.db/t``): its warehouse cannot be found by
+    walking up to a metastore file (object storage holds none), so it is named."""
+    if target.warehouse is None or target.metastore is None:
+        raise InvalidInputError(
+            f"the table at {uri} needs the warehouse and metastore options (a warehouse on "
+            "object storage keeps its catalogue in the metastore, not beside its tables)")
+    wh = connect(target.warehouse, metastore=target.metastore, create=False)
+    try:
+        _, wanted = resolve(uri, wh.filesystem)
+    except BaseException:
+        wh.close()
+        raise
+    for name in wh.tables():
+        table = wh.table(name)
+        if table.location == wanted:
+            return wh, table
+    wh.close()
+    raise TableNotFoundError(f"no acidstore table is located at {uri} "
+                             f"(warehouse {target.warehouse})")
+
 
 
 def heartbeat(target: Target, txn_id: int) -> None:

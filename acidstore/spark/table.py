@@ -28,7 +28,7 @@ from acidstore.orc.schema import ROW_ID_COLUMN
 from acidstore.spark.columns import column_sql
 from acidstore.spark.errors import spark_errors
 from acidstore.spark.jobs import group_buckets, run_job, run_units
-from acidstore.spark.locate import Target, open_target
+from acidstore.spark.locate import Target, open_target, table_path
 from acidstore.spark.native import native_read
 from acidstore.spark.reading import DEFAULT_LEASE_SECONDS
 from acidstore.spark.schema import spark_schema
@@ -117,10 +117,8 @@ class AcidTable:
     def forPath(cls, spark: SparkSession, path: str, *,  # noqa: N802
                 warehouse: str | None = None, metastore: str | None = None) -> AcidTable:
         """The table whose directory is ``path`` (its warehouse is found above it)."""
-        from pathlib import Path
-
         return cls(spark, Target(str(warehouse) if warehouse else None, metastore, None,
-                                 str(Path(path).absolute())))
+                                 table_path(str(path))))
 
     @contextmanager
     def _table(self, transaction: Transaction | None = None) -> Iterator[Table]:
