@@ -83,7 +83,7 @@ def test_unknown_write_options_are_refused(spark: SparkSession, wh: Warehouse) -
     t = three_writes(wh)
     rows = to_spark(spark, make_rows(range(20, 22)))
     register(spark)
-    for key in ("mergeSchema", "asOf"):  # a read option is no write option
+    for key in ("overwriteSchema", "asOf"):  # a read option is no write option
         writer = rows.write.format("acidstore").option("warehouse", str(wh.location))
         with pytest.raises(Exception) as bad:
             writer.option(key, "true").mode("append").save(TABLE)

@@ -3,7 +3,8 @@
 Each test starts a fresh Python process with a SparkSession of its own (the suite's shared one
 was made after ``acidstore.spark`` was imported, which is the order that always worked), with
 FutureWarning made an error in the driver and in Spark's Python workers (``PYTHONWARNINGS``
-reaches them): PySpark 4.3 warns so on pandas >= 3, which pyproject excludes.
+reaches them): PySpark 4.3 warns so on pandas >= 3, which pyproject excludes. Both also check
+that the session's reads left no snapshot lease once it stopped.
 """
 
 from __future__ import annotations
@@ -63,11 +64,14 @@ def test_import_before_the_session_registers_the_source(tmp_path: Path) -> None:
         rows = spark.createDataFrame([(3, "c")], "id bigint, dt string")
         rows.write.format("acidstore").option("warehouse", {str(location)!r}).mode(
             "append").save("db.t")
+        at = acidstore.spark.AcidTable.forName(spark, "db.t", warehouse={str(location)!r})
+        print("toDF", at.toDF().count())  # its lease is the driver's, until stop()
         spark.stop()
     """, only_package, tmp_path)
-    assert "ids [1, 2]" in out
+    assert "ids [1, 2]" in out and "toDF 3" in out
     with acidstore.connect(location) as wh:
         assert sorted(wh.table("db.t").to_arrow().column("id").to_pylist()) == [1, 2, 3]
+        assert wh.metastore.active_leases("db.t") == []  # every read's lease released
 
 
 @pytest.mark.slow
@@ -89,3 +93,5 @@ def test_spark_finds_the_source_with_nothing_imported(tmp_path: Path) -> None:
         spark.stop()
     """, ROOT, tmp_path)
     assert "ids [1, 2]" in out and "again 2" in out
+    with acidstore.connect(location) as wh:
+        assert wh.metastore.active_leases("db.t") == []

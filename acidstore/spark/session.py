@@ -32,9 +32,20 @@ _registered: weakref.WeakSet[SparkSession] = weakref.WeakSet()
 _MARK = "__acidstore_hook__"
 
 
+def _known(spark: SparkSession) -> bool:
+    """Whether ``spark`` has the source already (Spark found ``pyspark_acidstore``, or it
+    was registered): registering again would log that it replaced it."""
+    try:
+        manager = spark._jsparkSession.sessionState().dataSourceManager()
+        return bool(manager.dataSourceExists(AcidDataSource.name()))
+    except Exception:  # a session without that JVM API: register anyway
+        return False
+
+
 def register(spark: SparkSession) -> None:
     """Make ``format("acidstore")`` available on ``spark`` (idempotent, cheap)."""
-    spark.dataSource.register(AcidDataSource)
+    if not _known(spark):
+        spark.dataSource.register(AcidDataSource)
     _registered.add(spark)
 
 
