@@ -8,23 +8,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pytest
-from spark_support import TABLE, arrow_rows, make_rows, new_table, spark_rows
+from spark_support import TABLE, arrow_rows, make_rows, spark_rows, three_writes
 
-from acidstore import Table, Warehouse
+from acidstore import Warehouse
 from acidstore.errors import TableNotFoundError, UnsupportedOperationError
 from acidstore.spark import register_views
 from acidstore.spark.errors import typed_error
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-
-def three_writes(wh: Warehouse) -> Table:
-    t = new_table(wh)
-    t.insert(make_rows(range(6)))
-    t.delete("id < 2")
-    t.insert(make_rows(range(10, 12)))
-    return t
 
 
 def test_temporary_view_using_acidstore(spark: SparkSession, wh: Warehouse) -> None:
