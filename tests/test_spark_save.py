@@ -102,6 +102,14 @@ def test_overwrite_replaces_the_partitions_written_or_the_whole_table(
         writer(to_spark(spark, fresh), wh).mode("overwrite") \
             .option("partitionOverwriteMode", "all").save(TABLE)
     assert isinstance(typed_error(bad.value), InvalidInputError), bad.value
+    # a bucketed table takes AcidTable.insert's shuffle, with the same two modes
+    bucketed = new_table(wh, "db.b", buckets=2)
+    bucketed.insert(make_rows(range(6), dts=("a", "b", "c")))
+    writer(to_spark(spark, fresh), wh).mode("overwrite").save("db.b")
+    assert sorted(bucketed.to_arrow().column("id").to_pylist()) == [1, 2, 4, 5, 50, 51]
+    writer(to_spark(spark, fresh), wh).mode("overwrite") \
+        .option("partitionOverwriteMode", "STATIC").save("db.b")
+    assert arrow_rows(bucketed.to_arrow()) == arrow_rows(fresh)
 
 
 def test_merge_schema_adds_the_new_columns(spark: SparkSession, wh: Warehouse) -> None:

@@ -23,11 +23,12 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, cast
 
 import pyarrow as pa
 from pyspark import SparkContext
-from pyspark.sql import DataFrameWriter
+from pyspark.sql import DataFrame, DataFrameWriter
 from pyspark.sql.datasource import CaseInsensitiveDict
 
 from acidstore.errors import (
@@ -37,6 +38,7 @@ from acidstore.errors import (
     TableNotFoundError,
 )
 from acidstore.spark.locate import Target, open_target, target_of
+from acidstore.spark.reading import merge_schema, replaces_whole_table, write_app
 from acidstore.spark.schema import arrow_schema
 from acidstore.warehouse import connect
 
@@ -49,13 +51,13 @@ _MODES = {"ErrorIfExists": "errorifexists", "Ignore": "ignore", "Append": "appen
           "Overwrite": "overwrite"}
 
 
+@dataclass(frozen=True)
 class Layout:
     """The ``partitionBy``/``bucketBy`` a writer was given (empty: none)."""
 
-    def __init__(self, partition_by: list[str], bucket_by: list[str], buckets: int) -> None:
-        self.partition_by = partition_by
-        self.bucket_by = bucket_by
-        self.buckets = buckets
+    partition_by: list[str]
+    bucket_by: list[str]
+    buckets: int
 
     def given(self) -> bool:
         return bool(self.partition_by or self.bucket_by)
@@ -88,7 +90,8 @@ def _writer_state(writer: DataFrameWriter) -> tuple[str, str, dict[str, str], La
     return source, mode, options, layout
 
 
-def _check_layout(target: Target, layout: Layout) -> None:
+def _check_layout(target: Target, layout: Layout) -> Layout:
+    """The existing table's layout, after checking that ``layout`` repeats it."""
     wh, table = open_target(target)
     try:
         info = table.info
@@ -96,7 +99,7 @@ def _check_layout(target: Target, layout: Layout) -> None:
     finally:
         wh.close()
     if not layout.given():
-        return
+        return have
     same = [c.lower() for c in layout.partition_by] == [c.lower() for c in have.partition_by] \
         and (not layout.bucket_by or (
             [c.lower() for c in layout.bucket_by] == [c.lower() for c in have.bucket_by]
@@ -107,14 +110,15 @@ def _check_layout(target: Target, layout: Layout) -> None:
             f"{have.bucket_by} into {have.buckets} buckets; the write asks for partitionBy "
             f"{layout.partition_by} and bucketBy {layout.bucket_by} ({layout.buckets}): a "
             "table's layout cannot change (leave partitionBy/bucketBy out to write as it is)")
+    return have
 
 
 def prepare_table(target: Target, schema: pa.Schema, mode: str, layout: Layout
-                  ) -> tuple[str | None, bool]:
+                  ) -> tuple[str | None, bool, Layout]:
     """What a ``save`` in ``mode`` does: the mode to write with (None: nothing, ``ignore`` on
-    an existing table) and whether this call created the table."""
+    an existing table), whether this call created the table, and the table's layout."""
     try:
-        _check_layout(target, layout)
+        have = _check_layout(target, layout)
     except TableNotFoundError:
         if target.name is None:
             raise TableNotFoundError(
@@ -126,13 +130,13 @@ def prepare_table(target: Target, schema: pa.Schema, mode: str, layout: Layout
                 f"table {target.describe()} exists; df.write without .mode() creates a table "
                 "(Delta's default mode, errorifexists): use .mode('append') or "
                 ".mode('overwrite') to write into it")
-        return (None if mode == "ignore" else mode), False
+        return (None if mode == "ignore" else mode), False, have
     assert target.name is not None and target.warehouse is not None
     columns = pa.schema([field.with_nullable(True) for field in schema])
     with connect(target.warehouse, metastore=target.metastore, create=False) as wh:
         wh.create_table(target.name, columns, partition_by=layout.partition_by,
                         bucket_by=layout.bucket_by, buckets=layout.buckets)
-    return ("overwrite" if mode == "overwrite" else "append"), True
+    return "append", True, layout  # a new table: nothing to replace
 
 
 def _drop(target: Target) -> None:
@@ -148,8 +152,11 @@ def _save(writer: DataFrameWriter, path: str | None, original: Callable[..., Non
         options["path"] = path
     target = target_of(cast("Mapping[str, str]", CaseInsensitiveDict(options)))
     df = writer._df
-    write_mode, created = prepare_table(target, arrow_schema(df.schema), mode, layout)
+    write_mode, created, have = prepare_table(target, arrow_schema(df.schema), mode, layout)
     if write_mode is None:
+        return
+    if write_mode == "overwrite" and have.bucket_by:
+        _overwrite_bucketed(df, target, options)
         return
     fresh = df.write.format(FORMAT).options(**options).mode(write_mode)
     try:
@@ -158,6 +165,19 @@ def _save(writer: DataFrameWriter, path: str | None, original: Callable[..., Non
         if created:
             _drop(target)
         raise
+
+
+def _overwrite_bucketed(df: DataFrame, target: Target, options: Mapping[str, str]) -> None:
+    """An overwrite of a bucketed table, which Spark's writer cannot route (one task must write
+    each bucket of a ``base_w``): ``AcidTable.insert`` shuffles the rows by bucket first."""
+    from acidstore.spark.table import AcidTable
+
+    app = write_app(options)
+    static = replaces_whole_table(options)
+    AcidTable(df.sparkSession, target).insert(
+        df, overwrite=True, app_id=app.app_id if app else None,
+        version=app.version if app else None, merge_schema=merge_schema(options),
+        partition_overwrite_mode="static" if static else "dynamic")
 
 
 def hook_save() -> None:

@@ -117,9 +117,10 @@ def refuse_catalog_table(options: Mapping[str, str]) -> None:
             "acidstore.spark.register_views(spark, warehouse)")
     if not options:
         raise UnsupportedOperationError(
-            "format('acidstore') was given no options, which is how PySpark passes the reads "
-            "and writes of a table defined by CREATE TABLE ... USING acidstore (with a "
-            "column list): such a table cannot reach acidstore. Drop it and define a view: "
+            "format('acidstore') was given no options: name the table with .load('db.table') "
+            "or .save('db.table') and .option('warehouse', ...), or give its directory. A "
+            "table defined by CREATE TABLE ... USING acidstore (with a column list) reaches "
+            "the source this way and cannot be read or written; drop it and define a view: "
             f"{SQL_ACCESS}")
 
 

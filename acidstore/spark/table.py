@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -213,13 +213,17 @@ class AcidTable:
     def _statement(self, operation: str, clauses: tuple[Operation, ...],
                    changes: Callable[[Transaction, Table, WriteJob], DataFrame],
                    result: Callable[[Sequence[TaskOutput]], WriteResult],
-                   app: idempotent.AppWrite | None = None) -> WriteResult:
+                   app: idempotent.AppWrite | None = None, *, whole_table: bool = False
+                   ) -> WriteResult:
         wh, _ = open_target(self._target)
         try:
             with wh.transaction() as txn:
                 table = txn.table(self.name)
                 idempotent.claim(txn, table.name, app)
                 job = write_job(table, txn, clauses)
+                if whole_table:  # an overwrite empties the partitions it writes no rows to
+                    job = dataclasses.replace(job, emptied=tuple(
+                        wh.metastore.list_partitions(table.name)))
                 try:
                     with spark_errors(f"{operation} of {self.name}"):
                         outputs = run_job(changes(txn, table, job), job)
@@ -234,9 +238,12 @@ class AcidTable:
             wh.close()
 
     def insert(self, data: DataFrame, *, overwrite: bool = False, app_id: str | None = None,
-               version: int | None = None, merge_schema: bool = False) -> WriteResult:
+               version: int | None = None, merge_schema: bool = False,
+               partition_overwrite_mode: Literal["dynamic", "static"] = "dynamic"
+               ) -> WriteResult:
         """Append ``data`` (or, with ``overwrite``, replace the partitions it holds, the whole
-        table if unpartitioned), written by Spark's executors in one transaction. With
+        table if unpartitioned or with ``partition_overwrite_mode="static"``), written by
+        Spark's executors in one transaction. With
         ``app_id`` and ``version``, idempotent as ``Table.insert``: a version the table holds
         (or a lower one) runs no Spark job and returns a result that says ``skipped``. With
         ``merge_schema`` (Delta's ``mergeSchema``), columns of ``data`` the table lacks are
@@ -256,9 +263,13 @@ class AcidTable:
                 return group_buckets(data, job)
             return data
 
+        if partition_overwrite_mode not in ("dynamic", "static"):
+            raise InvalidInputError(f"partition_overwrite_mode={partition_overwrite_mode!r}: "
+                                    "use 'dynamic' or 'static'")
         return self._statement(operation, (operation,), changes, lambda outputs: WriteResult(
             0, None, operation, rows_inserted=_count(outputs, "rows_inserted"),
-            partitions=_partitions(outputs)), app)
+            partitions=_partitions(outputs)), app,
+            whole_table=overwrite and partition_overwrite_mode == "static")
 
     def _core_statement(self, kind: ChangeKind, condition: str | None = None,
                         assignments: Mapping[str, str] | None = None,
