@@ -6,8 +6,8 @@ PySpark tells a Python data source neither when a query ends nor when a DataFram
 So the ends are where the work is:
 
 - ``format("acidstore")`` reads: planning takes one lease per read task (the planning lease,
-  taken before anything was listed, is released once they exist). Each task renews its lease
-  when it starts (or, when an earlier action on the same DataFrame already released it, takes a
+  taken before anything was listed, is released once they exist). Each task checks its lease
+  when it starts (when an earlier action on the same DataFrame already released it, it takes a
   new one on the same snapshot: PySpark reuses a DataFrame's planned partitions) and releases
   it when it has read everything. A task that fails keeps its lease for Spark's retry; a task
   that never runs (``show()``/``limit`` read only some) keeps it until ``leaseSeconds`` pass.
@@ -25,12 +25,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from acidstore.errors import (
-    AcidStoreError,
-    MetastoreError,
-    TransactionStateError,
-    WarehouseNotFoundError,
-)
+from acidstore.errors import AcidStoreError, MetastoreError
 from acidstore.spark.locate import Target, open_target
 from acidstore.warehouse import Warehouse
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
@@ -87,9 +82,10 @@ def release_at_exit() -> None:
 
 
 def _reachable(target: Target) -> Warehouse | None:
+    """The target's warehouse, if this process can open it (an executor may not)."""
     try:
         wh, _ = open_target(target)
-    except (MetastoreError, WarehouseNotFoundError, OSError):
+    except (AcidStoreError, OSError):
         return None
     return wh
 
@@ -100,28 +96,22 @@ def task_lease(target: Target | None, table: str, lease: int | None,
                ) -> Iterator[None]:
     """Hold a read task's lease while the body reads (on an executor); release it when the
     body finished without an error. See the module docstring."""
-    if target is None or lease is None:
-        yield
-        return
-    wh = _reachable(target)
+    wh = None if target is None or lease is None else _reachable(target)
     if wh is None:
         yield
         return
     try:
         try:
-            wh.metastore.renew_lease(lease, ttl_seconds)
-        except TransactionStateError:  # released by an earlier action on this DataFrame
-            lease = wh.metastore.acquire_lease(table, snapshot[0], snapshot[1], ttl_seconds)
-    except (MetastoreError, OSError):
-        wh.close()
+            if lease not in {held.lease_id for held in wh.metastore.active_leases(table)}:
+                # released by an earlier action on this DataFrame (or expired): lease the
+                # same snapshot again while this task reads it
+                lease = wh.metastore.acquire_lease(table, snapshot[0], snapshot[1],
+                                                   ttl_seconds)
+        except (AcidStoreError, OSError):
+            lease = None  # out of reach now: read, and let the planned lease expire
         yield
-        return
-    wh.close()
-    yield
-    wh = _reachable(target)
-    if wh is not None:
-        try:
-            with contextlib.suppress(MetastoreError, OSError):
+        if lease is not None:
+            with contextlib.suppress(AcidStoreError, OSError):
                 wh.metastore.release_lease(lease)
-        finally:
-            wh.close()
+    finally:
+        wh.close()
