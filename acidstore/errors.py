@@ -48,6 +48,7 @@ __all__ = [
     "TransactionStateError",
     "WarehouseNotFoundError",
     "UnknownOptionError",
+    "UnsupportedOperationError",
     "MissingDataError",
     "StrayPathError",
     "WriteConflictError",
@@ -97,6 +98,13 @@ class UnknownOptionError(InvalidInputError):
     """An engine option (``spark.read``/``df.write`` ``.option(...)``) this source does not
     know: ignoring it would run something else than asked (Delta's ``versionAsOf`` on a source
     that ignores it reads the current rows), so it is refused, with the accepted names."""
+
+
+class UnsupportedOperationError(InvalidInputError):
+    """A request the engine cannot carry out as asked, refused where it is made (e.g. Spark
+    SQL's ``CREATE TABLE ... USING acidstore``: PySpark hands a Python data source a catalog
+    table's reads and writes without its options). Nothing was changed; the message names the
+    way that works."""
 
 
 class MergeCardinalityError(InvalidInputError):

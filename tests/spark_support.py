@@ -50,6 +50,15 @@ def new_table(wh: Warehouse, name: str = TABLE, *, partitioned: bool = True,
                            bucket_by=["id"] if buckets else [], buckets=buckets)
 
 
+def three_writes(wh: Warehouse) -> Table:
+    """Write ids 1..3: insert ids 0..5, delete ids 0 and 1, insert ids 10 and 11."""
+    t = new_table(wh)
+    t.insert(make_rows(range(6)))
+    t.delete("id < 2")
+    t.insert(make_rows(range(10, 12)))
+    return t
+
+
 def to_spark(spark: SparkSession, rows: pa.Table) -> DataFrame:
     """The same rows as a Spark DataFrame (Spark's types for the Arrow schema)."""
     return spark.createDataFrame(rows)

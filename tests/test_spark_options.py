@@ -9,9 +9,16 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 import pytest
-from spark_support import TABLE, arrow_rows, make_rows, new_table, spark_rows, to_spark
+from spark_support import (
+    TABLE,
+    arrow_rows,
+    make_rows,
+    spark_rows,
+    three_writes,
+    to_spark,
+)
 
-from acidstore import Table, Warehouse
+from acidstore import Warehouse
 from acidstore.errors import InvalidInputError, UnknownOptionError
 from acidstore.spark import AcidTable, register
 from acidstore.spark.errors import typed_error
@@ -19,14 +26,6 @@ from acidstore.spark.reading import READ_OPTIONS, read_options
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrameReader, SparkSession
-
-
-def three_writes(wh: Warehouse) -> Table:
-    t = new_table(wh)
-    t.insert(make_rows(range(6)))
-    t.delete("id < 2")
-    t.insert(make_rows(range(10, 12)))
-    return t
 
 
 def source(spark: SparkSession, wh: Warehouse) -> DataFrameReader:
@@ -83,7 +82,7 @@ def test_unknown_write_options_are_refused(spark: SparkSession, wh: Warehouse) -
     t = three_writes(wh)
     rows = to_spark(spark, make_rows(range(20, 22)))
     register(spark)
-    for key in ("mergeSchema", "asOf"):  # a read option is no write option
+    for key in ("overwriteSchema", "asOf"):  # a read option is no write option
         writer = rows.write.format("acidstore").option("warehouse", str(wh.location))
         with pytest.raises(Exception) as bad:
             writer.option(key, "true").mode("append").save(TABLE)

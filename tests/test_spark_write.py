@@ -9,6 +9,7 @@ aborted transactions after a failed Spark job, and no duplicates from a retried 
 
 from __future__ import annotations
 
+import inspect
 import re
 import warnings
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.orc as po
 import pytest
+from pyspark.sql import DataFrameWriter
 from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
 from spark_support import (
     TABLE,
@@ -50,6 +52,11 @@ def wh(tmp_path: Path) -> Iterator[Warehouse]:
 
 def spark_table(spark: SparkSession, t: Table) -> AcidTable:
     return AcidTable.forName(spark, t.name, warehouse=str(t.warehouse.location))
+
+
+def original_save(writer: DataFrameWriter, path: str) -> None:
+    """Spark's own ``DataFrameWriter.save``, without acidstore.spark's wrapper."""
+    inspect.unwrap(DataFrameWriter.save)(writer, path)
 
 
 def save(df: DataFrame, t: Table, mode: str) -> None:
@@ -170,13 +177,25 @@ def test_overwrite_replaces_the_partitions_written(spark: SparkSession,
     assert plain.to_arrow().num_rows == 0
     check_hive_layout(plain, partitioned=False)
 
-    # df.write cannot route each bucket to one task: refused, nothing written
+    # Spark's writer cannot route each bucket to one task: the data source refuses it, and
+    # the save wrapper of acidstore.spark (acidstore.spark.saving) takes AcidTable.insert's
+    # shuffle instead, with the files AcidTable.insert(overwrite=True) writes
     bucketed = new_table(wh, "db.bucketed", buckets=2)
+    bucketed.insert(make_rows(range(30, 34)))
     with pytest.raises(Exception) as refused:
-        save(to_spark(spark, start), bucketed, "overwrite")
+        original_save(to_spark(spark, start).write.format("acidstore").option(
+            "warehouse", str(wh.location)).mode("overwrite"), bucketed.name)
     assert isinstance(typed_error(refused.value), InvalidInputError)
-    assert bucketed.to_arrow().num_rows == 0
-    assert bucketed.history().num_rows == 0
+    assert bucketed.history().num_rows == 1
+    twin = new_table(wh, "db.twin", buckets=2)
+    twin.insert(make_rows(range(30, 34)))
+    save(to_spark(spark, start), bucketed, "overwrite")
+    spark_table(spark, twin).insert(to_spark(spark, start), overwrite=True)
+    assert arrow_rows(bucketed.to_arrow(with_row_id=True)) == \
+        arrow_rows(twin.to_arrow(with_row_id=True))
+    assert sorted(bucketed.to_arrow().column("id").to_pylist()) == sorted(
+        start.column("id").to_pylist())
+    check_hive_layout(bucketed, partitioned=True)
 
 
 def last_transaction_state(wh: Warehouse) -> str:

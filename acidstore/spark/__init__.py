@@ -1,19 +1,20 @@
 """acidstore on Spark (layer L5): ``AcidTable`` and the ``acidstore`` data source.
 
-Importing this module registers ``format("acidstore")`` on the active SparkSession, if there
-is one; ``AcidTable.forName`` / ``forPath`` register it on the session they are given.
+Importing this package makes ``format("acidstore")`` available on the active SparkSession and
+on every session ``SparkSession.builder.getOrCreate()`` returns afterwards, gives ``df.write``
+Delta's default mode and ``partitionBy``/``bucketBy`` on a first write, and releases the
+driver's snapshot leases when the session stops (``acidstore.spark.session``).
+``register(spark)`` registers the source on a session made some other way.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import SparkSession
-
 from acidstore.spark.merge import AcidMergeBuilder
-from acidstore.spark.source import AcidDataSource, register
+from acidstore.spark.session import install_hooks, register
+from acidstore.spark.source import AcidDataSource
 from acidstore.spark.table import AcidTable
+from acidstore.spark.views import register_views
 
-__all__ = ["AcidDataSource", "AcidMergeBuilder", "AcidTable", "register"]
+__all__ = ["AcidDataSource", "AcidMergeBuilder", "AcidTable", "register", "register_views"]
 
-_active = SparkSession.getActiveSession()
-if _active is not None:
-    register(_active)
+install_hooks()

@@ -26,13 +26,15 @@ from acidstore.errors import InvalidInputError, SchemaMismatchError, UnknownOpti
 from acidstore.orc.schema import ROW_ID_COLUMN, ROW_ID_TYPE
 from acidstore.read.plan import Split
 from acidstore.read.scan import PartitionDir, Reader, Scan
+from acidstore.spark.leases import task_lease
+from acidstore.spark.locate import Target
 from acidstore.spark.schema import arrow_schema, spark_schema, to_spark_batch
 from acidstore.table import Table
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = ["READ_OPTIONS", "WRITE_OPTIONS", "ReadOptions", "ReadTask", "check_options", "pack",
-           "plan_read", "read_options", "read_schema", "read_snapshot", "run_read",
-           "split_bytes", "write_app"]
+           "merge_schema", "plan_read", "read_options", "read_schema", "read_snapshot",
+           "replaces_whole_table", "run_read", "split_bytes", "write_app"]
 
 DEFAULT_PARTITION_BYTES = 128 << 20
 #: what opening a file costs, in bytes of reading (Spark's spark.sql.files.openCostInBytes)
@@ -88,8 +90,11 @@ TARGET_OPTIONS = ("path", "table", "warehouse", "metastore")
 READ_OPTIONS = (*TARGET_OPTIONS, "columns", "filter", "asOf", "versionAsOf", "timestampAsOf",
                 "withRowId", "reader", "maxPartitionBytes", "minPartitions", "leaseSeconds",
                 "snapshotTxns", "snapshotWriteIds")
-#: every write option: the target, and Delta's idempotent-write pair (``acidstore.idempotent``)
-WRITE_OPTIONS = (*TARGET_OPTIONS, "txnAppId", "txnVersion")
+#: every write option: the target, Delta's idempotent-write pair (``acidstore.idempotent``) and
+#: ``mergeSchema`` (add the DataFrame's new columns to the table first)
+#: and ``partitionOverwriteMode`` (what ``mode("overwrite")`` replaces)
+WRITE_OPTIONS = (*TARGET_OPTIONS, "txnAppId", "txnVersion", "mergeSchema",
+                 "partitionOverwriteMode")
 
 
 def check_options(options: Mapping[str, str], accepted: Sequence[str], what: str) -> None:
@@ -117,6 +122,24 @@ def write_app(options: Mapping[str, str]) -> idempotent.AppWrite | None:
         raise InvalidInputError(f"option txnVersion={text!r} is not a version (an integer "
                                 "from 0)")
     return idempotent.requested(app_id, int(text))
+
+
+def merge_schema(options: Mapping[str, str]) -> bool:
+    """The ``mergeSchema`` write option (Delta's name): add the DataFrame's columns the table
+    lacks before writing."""
+    return _flag(cast("Mapping[str, str]", CaseInsensitiveDict(options)), "mergeSchema")
+
+
+def replaces_whole_table(options: Mapping[str, str]) -> bool:
+    """``partitionOverwriteMode`` (Spark's and Delta's name): ``dynamic`` (the default, Hive's
+    INSERT OVERWRITE) replaces the partitions the DataFrame has rows for; ``static`` replaces
+    the whole table, emptying the other partitions too."""
+    options = cast("Mapping[str, str]", CaseInsensitiveDict(options))
+    value = options.get("partitionOverwriteMode", "dynamic").strip().lower()
+    if value not in ("dynamic", "static"):
+        raise InvalidInputError(f"option partitionOverwriteMode={value!r}: use 'dynamic' (the "
+                                "partitions written) or 'static' (the whole table)")
+    return value == "static"
 
 
 def _as_of(options: Mapping[str, str]) -> int | datetime | None:
@@ -201,6 +224,12 @@ class ReadTask:
     reader: Reader
     output: pa.Schema
     planned: tuple[tuple[PartitionDir, Split], ...]
+    #: the task's snapshot lease (``acidstore.spark.leases``): where its metastore is, the
+    #: table, the lease id and how long a renewal lasts; None for a pinned snapshot
+    target: Target | None = None
+    table: str = ""
+    lease: int | None = None
+    lease_seconds: float = DEFAULT_LEASE_SECONDS
 
 
 def _requested(table: Table, options: ReadOptions, requested: StructType) -> tuple[
@@ -280,6 +309,12 @@ def pack(items: Sequence[T], costs: Sequence[int], limit: int) -> list[list[T]]:
 
 def run_read(task: ReadTask) -> Iterator[pa.RecordBatch]:
     """Read one task's splits (on an executor) as Arrow batches in Spark's types."""
+    with task_lease(task.target, task.table, task.lease, (task.txns, task.write_ids),
+                    task.lease_seconds):
+        yield from _read_task(task)
+
+
+def _read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
     if not task.planned:
         return
     scan = Scan(task.filesystem, [], task.write_ids, task.txns, schema=task.schema,

@@ -13,14 +13,14 @@ whose pushed filters belonged to another query, so pushed filters could drop row
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 from pyspark import TaskContext
-from pyspark.sql import SparkSession
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
@@ -31,18 +31,22 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from acidstore import idempotent
-from acidstore.errors import InvalidInputError, SchemaMismatchError
+from acidstore.errors import InvalidInputError, SchemaMismatchError, UnsupportedOperationError
 from acidstore.metastore import Operation
 from acidstore.spark.locate import Target, heartbeat, open_target, target_of
 from acidstore.spark.reading import (
+    ReadOptions,
     ReadTask,
+    merge_schema,
     plan_read,
     read_options,
     read_schema,
     read_snapshot,
+    replaces_whole_table,
     run_read,
     write_app,
 )
+from acidstore.spark.schema import arrow_schema
 from acidstore.spark.writing import (
     TaskOutput,
     WriteJob,
@@ -51,10 +55,12 @@ from acidstore.spark.writing import (
     run_write,
     write_job,
 )
+from acidstore.table import Table
 from acidstore.transaction import Transaction
 from acidstore.writeids import ValidTxnList
 
-__all__ = ["AcidDataSource", "check_columns", "register"]
+__all__ = ["FORMAT", "SQL_ACCESS", "AcidDataSource", "add_new_columns", "check_columns",
+           "refuse_catalog_table"]
 
 FORMAT = "acidstore"
 
@@ -67,6 +73,7 @@ class AcidDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> StructType:
+        refuse_catalog_table(self.options)
         options = read_options(self.options)  # a bad option fails before anything is opened
         wh, table = open_target(target_of(self.options))
         try:
@@ -75,11 +82,46 @@ class AcidDataSource(DataSource):
             wh.close()
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        refuse_catalog_table(self.options)
         return AcidReader(dict(self.options), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
+        refuse_catalog_table(self.options)
         app = write_app(self.options)
-        return _open_writer(target_of(self.options), schema, overwrite, app)
+        target = target_of(self.options)
+        if merge_schema(self.options):
+            add_new_columns(target, schema)
+        return _open_writer(target, schema, overwrite, app,
+                            overwrite and replaces_whole_table(self.options))
+
+
+#: the table properties Spark adds when ``CREATE TABLE ... USING acidstore`` asks the source
+#: for its schema (the user's options come twice: as given and as ``option.<name>``)
+_CATALOG_PROPERTIES = ("provider", "owner")
+SQL_ACCESS = ("CREATE TEMPORARY VIEW name USING acidstore OPTIONS (warehouse '...', "
+              "table 'db.table' [, versionAsOf 'N'])")
+
+
+def refuse_catalog_table(options: Mapping[str, str]) -> None:
+    """Refuse a Spark SQL catalog table over the source where Spark defines it.
+
+    PySpark 4.3 gives a Python data source the options of ``CREATE TABLE ... USING`` only
+    while defining the table; its later reads and writes come with none, so the source could
+    not tell which acidstore table they mean. A temporary view defined with ``USING`` keeps
+    its options, and is the SQL access that works (README, "Spark SQL")."""
+    if any(key.lower() in _CATALOG_PROPERTIES for key in options):
+        raise UnsupportedOperationError(
+            "CREATE TABLE ... USING acidstore is not supported: PySpark passes a Python data "
+            "source's reads and writes of a catalog table without its options, so no query "
+            f"of it could find the acidstore table. Define a view instead: {SQL_ACCESS}, or "
+            "acidstore.spark.register_views(spark, warehouse)")
+    if not options:
+        raise UnsupportedOperationError(
+            "format('acidstore') was given no options: name the table with .load('db.table') "
+            "or .save('db.table') and .option('warehouse', ...), or give its directory. A "
+            "table defined by CREATE TABLE ... USING acidstore (with a column list) reaches "
+            "the source this way and cannot be read or written; drop it and define a view: "
+            f"{SQL_ACCESS}")
 
 
 class _ReadPartition(InputPartition):
@@ -97,17 +139,14 @@ class AcidReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         options = read_options(self._options)
-        wh, table = open_target(target_of(self._options))
+        target = target_of(self._options)
+        wh, table = open_target(target)
         try:
-            if options.snapshot is None:
-                # leased before planning, so nothing planned can be cleaned away; the lease
-                # outlives this worker (Spark may run the plan any time later), so it
-                # expires instead of being released (option leaseSeconds)
-                txns, write_ids, _ = table.leased_snapshot(
-                    options.as_of, ttl_seconds=options.lease_seconds)
+            if options.snapshot is not None:  # pinned: its owner holds the lease
+                tasks, _ = plan_read(table, options, self._schema,
+                                     read_snapshot(table, options))
             else:
-                txns, write_ids = read_snapshot(table, options)
-            tasks, _ = plan_read(table, options, self._schema, (txns, write_ids))
+                tasks = _leased_tasks(target, table, options, self._schema)
         finally:
             wh.close()
         return [_ReadPartition(task) for task in tasks]
@@ -115,6 +154,31 @@ class AcidReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         task: ReadTask = partition.value
         yield from run_read(task)
+
+
+def _leased_tasks(target: Target, table: Table, options: ReadOptions, schema: StructType
+                  ) -> list[ReadTask]:
+    """Plan a fresh snapshot's read tasks, each with a lease of its own that the task releases
+    when it has read (``acidstore.spark.leases``). The snapshot is leased before anything is
+    listed, so nothing planned can be cleaned away; that planning lease goes once the tasks'
+    leases hold the snapshot."""
+    metastore = table.warehouse.metastore
+    ttl = options.lease_seconds
+    txns, write_ids, planning = table.leased_snapshot(options.as_of, ttl_seconds=ttl)
+    taken: list[int] = []
+    try:
+        tasks, _ = plan_read(table, options, schema, (txns, write_ids))
+        for _ in tasks:
+            taken.append(metastore.acquire_lease(table.name, txns, write_ids, ttl))
+    except BaseException:
+        for lease in taken:
+            metastore.release_lease(lease)
+        raise
+    finally:
+        metastore.release_lease(planning)
+    return [dataclasses.replace(task, target=target, table=table.name, lease=lease,
+                                lease_seconds=ttl) for task, lease in zip(tasks, taken,
+                                                                           strict=True)]
 
 
 class _Message(WriterCommitMessage):
@@ -132,11 +196,30 @@ def check_columns(table_schema: pa.Schema, schema: StructType, where: str) -> No
     if unknown or missing:
         raise SchemaMismatchError(
             f"the DataFrame does not match {where}: unknown column(s) {unknown}, missing "
-            f"column(s) {missing} (the table has {table_schema.names})")
+            f"column(s) {missing} (the table has {table_schema.names})"
+            + ("; the write option mergeSchema=true adds the unknown columns to the table"
+               if unknown else ""))
+
+
+def add_new_columns(target: Target, schema: StructType) -> list[str]:
+    """``mergeSchema``: add the columns of ``schema`` that the table lacks (any case), nullable
+    and in the DataFrame's order, through ``Table.add_columns`` (so writers that planned
+    against the old schema fail with MetadataChangedError). Returns their names."""
+    wh, table = open_target(target)
+    try:
+        have = {name.lower() for name in table.schema.names}
+        new = [field for field in schema.fields if field.name.lower() not in have]
+        if new:
+            table.add_columns(pa.schema([f.with_nullable(True) for f in arrow_schema(
+                StructType(new))]))
+        return [field.name for field in new]
+    finally:
+        wh.close()
 
 
 def _open_writer(target: Target, schema: StructType, overwrite: bool,
-                 app: idempotent.AppWrite | None) -> DataSourceArrowWriter:
+                 app: idempotent.AppWrite | None, whole_table: bool = False
+                 ) -> DataSourceArrowWriter:
     wh, table = open_target(target)
     try:
         check_columns(table.schema, schema, table.name)
@@ -151,6 +234,9 @@ def _open_writer(target: Target, schema: StructType, overwrite: bool,
         try:
             idempotent.claim(txn, table.name, app)
             job = write_job(table, txn, (operation,))
+            if whole_table:
+                job = dataclasses.replace(job, emptied=tuple(
+                    wh.metastore.list_partitions(table.name)))
         except BaseException:
             txn.abort("planning the Spark write failed")
             raise
@@ -233,9 +319,4 @@ def _kept_alive(batches: Iterator[pa.RecordBatch], beat: Callable[[], None]
             beat()
             last = time.monotonic()
         yield batch
-
-
-def register(spark: SparkSession) -> None:
-    """Make ``format("acidstore")`` available on ``spark`` (idempotent)."""
-    spark.dataSource.register(AcidDataSource)
 

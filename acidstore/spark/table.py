@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -25,6 +25,7 @@ from acidstore.errors import InvalidInputError, required_condition
 from acidstore.expressions import check_sandboxed
 from acidstore.metastore import Operation
 from acidstore.orc.schema import ROW_ID_COLUMN
+from acidstore.spark import leases
 from acidstore.spark.columns import column_sql
 from acidstore.spark.errors import spark_errors
 from acidstore.spark.jobs import group_buckets, run_job, run_units
@@ -32,8 +33,9 @@ from acidstore.spark.locate import Target, open_target, table_path
 from acidstore.spark.native import native_read
 from acidstore.spark.reading import DEFAULT_LEASE_SECONDS
 from acidstore.spark.schema import spark_schema
+from acidstore.spark.session import register
 from acidstore.spark.settle import settled_jobs
-from acidstore.spark.source import FORMAT, check_columns, register
+from acidstore.spark.source import FORMAT, add_new_columns, check_columns
 from acidstore.spark.writing import (
     DELETE_COLUMN,
     INSERT_COLUMN,
@@ -154,8 +156,8 @@ class AcidTable:
         embedded engine evaluates; partitions it rules out are never opened), the acidstore
         data source reads them in Python workers."""
         with spark_errors(f"read of {self.name}"), self._table() as table:
-            # leased before anything is listed; the lease expires like a Python-source
-            # read's (``leaseSeconds``), since Spark may run the plan any time later
+            # leased before anything is listed and held by this process (Spark may run the
+            # plan any time later): released when the session stops, else it expires
             txns, write_ids, lease = table.leased_snapshot(
                 as_of, ttl_seconds=DEFAULT_LEASE_SECONDS)
             try:
@@ -164,6 +166,7 @@ class AcidTable:
             except BaseException:
                 table.warehouse.metastore.release_lease(lease)
                 raise
+            leases.hold(self._target, lease)  # released at spark.stop() or process exit
         if df is None:
             options = {"snapshotTxns": str(txns), "snapshotWriteIds": str(write_ids)}
             if columns is not None:
@@ -209,13 +212,17 @@ class AcidTable:
     def _statement(self, operation: str, clauses: tuple[Operation, ...],
                    changes: Callable[[Transaction, Table, WriteJob], DataFrame],
                    result: Callable[[Sequence[TaskOutput]], WriteResult],
-                   app: idempotent.AppWrite | None = None) -> WriteResult:
+                   app: idempotent.AppWrite | None = None, *, whole_table: bool = False
+                   ) -> WriteResult:
         wh, _ = open_target(self._target)
         try:
             with wh.transaction() as txn:
                 table = txn.table(self.name)
                 idempotent.claim(txn, table.name, app)
                 job = write_job(table, txn, clauses)
+                if whole_table:  # an overwrite empties the partitions it writes no rows to
+                    job = dataclasses.replace(job, emptied=tuple(
+                        wh.metastore.list_partitions(table.name)))
                 try:
                     with settled_jobs(self._spark, f"{operation} of {self.name}"), \
                             spark_errors(f"{operation} of {self.name}"):
@@ -231,12 +238,19 @@ class AcidTable:
             wh.close()
 
     def insert(self, data: DataFrame, *, overwrite: bool = False, app_id: str | None = None,
-               version: int | None = None) -> WriteResult:
+               version: int | None = None, merge_schema: bool = False,
+               partition_overwrite_mode: Literal["dynamic", "static"] = "dynamic"
+               ) -> WriteResult:
         """Append ``data`` (or, with ``overwrite``, replace the partitions it holds, the whole
-        table if unpartitioned), written by Spark's executors in one transaction. With
+        table if unpartitioned or with ``partition_overwrite_mode="static"``), written by
+        Spark's executors in one transaction. With
         ``app_id`` and ``version``, idempotent as ``Table.insert``: a version the table holds
-        (or a lower one) runs no Spark job and returns a result that says ``skipped``."""
+        (or a lower one) runs no Spark job and returns a result that says ``skipped``. With
+        ``merge_schema`` (Delta's ``mergeSchema``), columns of ``data`` the table lacks are
+        added to it first (``Table.add_columns``: rows written before read them as NULL)."""
         app = idempotent.requested(app_id, version)
+        if merge_schema:
+            add_new_columns(self._target, data.schema)
         operation: Operation = "overwrite" if overwrite else "insert"
         with self._table() as table:
             check_columns(table.schema, data.schema, table.name)
@@ -249,9 +263,13 @@ class AcidTable:
                 return group_buckets(data, job)
             return data
 
+        if partition_overwrite_mode not in ("dynamic", "static"):
+            raise InvalidInputError(f"partition_overwrite_mode={partition_overwrite_mode!r}: "
+                                    "use 'dynamic' or 'static'")
         return self._statement(operation, (operation,), changes, lambda outputs: WriteResult(
             0, None, operation, rows_inserted=_count(outputs, "rows_inserted"),
-            partitions=_partitions(outputs)), app)
+            partitions=_partitions(outputs)), app,
+            whole_table=overwrite and partition_overwrite_mode == "static")
 
     def _core_statement(self, kind: ChangeKind, condition: str | None = None,
                         assignments: Mapping[str, str] | None = None,

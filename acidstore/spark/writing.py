@@ -69,6 +69,9 @@ class WriteJob:
     reads: bool = False
     #: the table's metadata version the job planned against (checked at commit)
     metadata_version: int | None = None
+    #: an overwrite of the whole table (``partitionOverwriteMode=static``): the partitions it
+    #: empties unless the job writes rows into them
+    emptied: tuple[str, ...] = ()
 
     @property
     def staging(self) -> str:
@@ -285,17 +288,23 @@ def publish(txn: Transaction, job: WriteJob, outputs: Sequence[TaskOutput]
     """Move the successful attempts' files into the table and register them with ``txn``
     (on the driver). The caller commits; on any error it aborts, which removes them."""
     merged = _merged(outputs)
-    if "overwrite" in job.clauses and not job.partition_schema.names and ("", "overwrite") \
-            not in merged:
-        # an empty INSERT OVERWRITE of an unpartitioned table still replaces its rows
-        written = write_inserts(job.filesystem, afs.join(job.staging, "empty"), "",
-                                job.schema.empty_table(), np.zeros(0, np.int32),
-                                write_id=job.write_id, statement_id=0, schema=job.schema,
-                                kind="base", compression=job.compression)
-        assert written is not None
-        outputs = [*outputs, TaskOutput(-1, -1, afs.join(job.staging, "empty"), -1)]
-        merged[("", "overwrite")] = PartitionOutput("", "overwrite", (written.path,), 0, 0,
-                                                    len(written.files), written.bytes)
+    if "overwrite" in job.clauses:
+        # an INSERT OVERWRITE of an unpartitioned table replaces its rows even when it writes
+        # none, and one of a whole partitioned table empties the partitions it writes none to
+        emptied = [p for p in (job.emptied if job.partition_schema.names else [""])
+                   if (p, "overwrite") not in merged]
+        root = afs.join(job.staging, "empty")
+        for partition in emptied:
+            written = write_inserts(job.filesystem, root, partition, job.schema.empty_table(),
+                                    np.zeros(0, np.int32), write_id=job.write_id,
+                                    statement_id=0, schema=job.schema, kind="base",
+                                    compression=job.compression)
+            assert written is not None
+            merged[(partition, "overwrite")] = PartitionOutput(
+                partition, "overwrite", (written.path,), 0, 0, len(written.files),
+                written.bytes)
+        if emptied:
+            outputs = [*outputs, TaskOutput(-1, -1, root, -1)]
     components = []
     for (partition, operation), part in sorted(merged.items()):
         component = WriteComponent(job.table, partition, operation, job.write_id,
