@@ -21,6 +21,7 @@ from s3_support import S3Place
 import acidstore
 from acidstore.spark import AcidTable, register
 from acidstore.spark.reading import plan_read, read_options, read_schema
+from acidstore.spark.source import AcidDataSource
 from benchmarks.postgres_server import PostgresServer
 from benchmarks.s3_server import SECRET_KEY, S3Server
 
@@ -42,6 +43,11 @@ def s3_place(s3_server: S3Server, postgres_server: PostgresServer, spark: SparkS
     workers = spark.sparkContext.environment
     saved = {name: workers.get(name) for name in environ}
     workers.update(environ)
+    # Spark runs a source it found itself (``pyspark_acidstore``) in planner processes with
+    # the JVM's own environment, fixed when the suite's session started, before this server
+    # existed; a user exports the AWS variables before starting Spark. A source registered
+    # at run time is planned with the session's worker environment, set just above.
+    spark.dataSource.register(AcidDataSource)
     try:
         yield S3Place(s3_server, s3_server.new_bucket(), postgres_server.new_store())
     finally:
