@@ -45,7 +45,9 @@ __all__ = [
     "RowKey",
     "STATS_KEY",
     "WrittenFile",
+    "acid_metadata",
     "check_compression",
+    "check_event_schema",
     "compression_codec",
     "format_key_index",
     "parse_acid_stats",
@@ -288,16 +290,31 @@ def _stripe_row_counts(data: pa.Buffer) -> list[int]:
     return [orc.read_stripe(i, columns=[OPERATION]).num_rows for i in range(orc.nstripes)]
 
 
+def check_event_schema(schema: pa.Schema) -> None:
+    """Refuse anything but the ACID event columns, in Hive's order."""
+    if tuple(schema.names) != ACID_FIELDS:
+        raise ValueError(f"events must have the ACID event schema, got {schema.names}")
+
+
+def acid_metadata(stripe_keys: Sequence[RowKey], stats: AcidStats) -> dict[str, bytes]:
+    """Hive's ACID user metadata of an event file: per-stripe last keys and event counts."""
+    return {
+        KEY_INDEX_KEY: format_key_index(stripe_keys).encode(),
+        STATS_KEY: f"{stats.inserts},{stats.updates},{stats.deletes}".encode(),
+        ACID_VERSION_KEY: ACID_VERSION,
+    }
+
+
 def write_event_file(fs: pafs.FileSystem, path: str, events: pa.Table, *,
                      compression: str = DEFAULT_COMPRESSION,
                      stripe_size: int = DELTA_STRIPE_SIZE) -> WrittenFile:
     """Write ACID events (already in key order) with Hive's ACID user metadata.
 
     The key index gets one entry per stripe, the last key of that stripe, which is what lets a
-    reader bound the delete events it needs for a stripe range.
+    reader bound the delete events it needs for a stripe range. (A compactor's output, as
+    large as a bucket, goes through the streaming ``orc.stream.EventFileWriter`` instead.)
     """
-    if tuple(events.schema.names) != ACID_FIELDS:
-        raise ValueError(f"events must have the ACID event schema, got {events.schema.names}")
+    check_event_schema(events.schema)
     sink = pa.BufferOutputStream()
     try:
         po.write_table(events, sink, compression=compression, stripe_size=stripe_size)
@@ -314,13 +331,8 @@ def write_event_file(fs: pafs.FileSystem, path: str, events: pa.Table, *,
         if count:
             keys.append((int(owid[end - 1]), int(bucket[end - 1]), int(row_id[end - 1])))
     ops = events.column(OPERATION)
-    stats = ",".join(str(pc.sum(pc.equal(ops, op)).as_py() or 0) for op in (INSERT, UPDATE, DELETE))
-    metadata = {
-        KEY_INDEX_KEY: format_key_index(keys).encode(),
-        STATS_KEY: stats.encode(),
-        ACID_VERSION_KEY: ACID_VERSION,
-    }
-    data = add_user_metadata(buffer.to_pybytes(), metadata, path=path)
+    stats = AcidStats(*(pc.sum(pc.equal(ops, op)).as_py() or 0 for op in (INSERT, UPDATE, DELETE)))
+    data = add_user_metadata(buffer.to_pybytes(), acid_metadata(keys, stats), path=path)
     write_bytes(fs, path, data)
     last = keys[-1] if keys else None
     return WrittenFile(path=path, size=len(data), rows=events.num_rows, last_key=last)
