@@ -5,7 +5,8 @@ one) are each sorted by key, and its output must be sorted by the same key. Rath
 concatenating a bucket and sorting it, the merge keeps one decoded batch per input: each
 round takes, from every input, the events up to the smallest "last key of the current batch"
 among them (so at least one input finishes its batch), orders just those, and hands them on.
-Events held at once are at most one batch per input, whatever the size of the bucket.
+Events held at once are at most one batch per input, whatever the size of the bucket (plus,
+for a key repeated across an input's batches, the rest of its repeats).
 
 Equal keys keep the order of their inputs (then of their positions in an input), as the
 stable sort of the concatenated inputs did. An input that is not sorted raises DataError:
@@ -90,30 +91,52 @@ class _Cursor:
         assert self.current is not None and self._previous is not None
         return self._previous
 
-    def take_upto(self, bound: Key) -> Keyed | None:
-        """Consume the events of the current batch with key ≤ ``bound`` (a prefix)."""
+    def _take(self, stop: int) -> Keyed | None:
+        """Consume the current batch up to row ``stop``."""
         current = self.current
         assert current is not None
-        n = current.batch.num_rows
-        stop = bisect.bisect_right(range(n), bound, lo=self.offset, key=current.key)
         if stop == self.offset:
             return None
         part = current.slice(self.offset, stop)
-        if stop == n:
+        if stop == current.batch.num_rows:
             self._advance()
         else:
             self.offset = stop
         return part
 
+    def take_below(self, bound: Key) -> Keyed | None:
+        """Consume the events of the current batch with key < ``bound`` (a prefix)."""
+        current = self.current
+        assert current is not None
+        return self._take(bisect.bisect_left(range(current.batch.num_rows), bound,
+                                             lo=self.offset, key=current.key))
 
-def _ordered(parts: list[Keyed]) -> pa.Table:
-    """The events of several sorted parts in key order (ties in the order of the parts)."""
-    table = pa.Table.from_batches([p.batch for p in parts])
-    if len(parts) == 1:
+    def take_equal(self, bound: Key) -> list[Keyed]:
+        """Consume every event with key == ``bound`` that comes next, across batches."""
+        parts: list[Keyed] = []
+        while self.current is not None:
+            current = self.current
+            part = self._take(bisect.bisect_right(range(current.batch.num_rows), bound,
+                                                  lo=self.offset, key=current.key))
+            if part is None:
+                break
+            parts.append(part)
+            if self.current is current:  # stopped inside the batch: no more equal keys
+                break
+        return parts
+
+
+def _ordered(below: list[Keyed], equal: list[Keyed]) -> pa.Table:
+    """``below`` (sorted parts) in key order, ties in the order of the parts, then ``equal``
+    (parts whose keys all equal one key above them) as they are."""
+    table = pa.Table.from_batches([p.batch for p in below + equal],
+                                  schema=(below or equal)[0].batch.schema)
+    if len(below) <= 1:
         return table
-    columns = [np.concatenate([p.keys[i] for p in parts]) for i in range(len(parts[0].keys))]
+    columns = [np.concatenate([p.keys[i] for p in below]) for i in range(len(below[0].keys))]
     order = np.lexsort(columns[::-1])  # stable: equal keys stay in concatenation order
-    return table.take(pa.array(order))
+    taken = np.concatenate([order, np.arange(len(order), table.num_rows)])
+    return table.take(pa.array(taken))
 
 
 def merge_sorted(sources: Sequence[Iterable[Keyed]], names: Sequence[str]) -> Iterator[pa.Table]:
@@ -123,7 +146,12 @@ def merge_sorted(sources: Sequence[Iterable[Keyed]], names: Sequence[str]) -> It
                for rank, (source, name) in enumerate(zip(sources, names, strict=True))]
     cursors = [c for c in cursors if c.current is not None]
     while cursors:
+        # Every input whose current batch ends at ``bound`` finishes that batch this round.
+        # Events below it are merged; events equal to it are taken input by input (also
+        # from the next batches of an input whose batch ended with it), so equal keys keep
+        # the order of their inputs.
         bound = min(c.last for c in cursors)
-        parts = [part for c in cursors if (part := c.take_upto(bound)) is not None]
+        below = [part for c in cursors if (part := c.take_below(bound)) is not None]
+        equal = [part for c in cursors for part in c.take_equal(bound)]
         cursors = [c for c in cursors if c.current is not None]
-        yield _ordered(parts)
+        yield _ordered(below, equal)
