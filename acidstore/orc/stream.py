@@ -38,7 +38,15 @@ from acidstore.orc.io import (
     acid_metadata,
     check_event_schema,
 )
-from acidstore.orc.schema import BUCKET, OPERATION, ORIGINAL_TRANSACTION, ROW_ID
+from acidstore.orc.schema import (
+    BUCKET,
+    DELETE,
+    INSERT,
+    OPERATION,
+    ORIGINAL_TRANSACTION,
+    ROW_ID,
+    UPDATE,
+)
 
 __all__ = ["DEFAULT_BATCH_ROWS", "EventFileWriter"]
 
@@ -154,7 +162,8 @@ class EventFileWriter:
             self._last = chunk.slice(n - 1)
             if self._sink.position > max(before, _MAGIC_LENGTH):  # the add ended a stripe
                 self._end_stripe()
-            self._ops += np.bincount(chunk.column(OPERATION).to_numpy(), minlength=3)[:3]
+            ops = chunk.column(OPERATION).to_numpy()
+            self._ops += [np.count_nonzero(ops == op) for op in (INSERT, UPDATE, DELETE)]
 
     def _end_stripe(self) -> None:
         last = self._last
@@ -171,6 +180,8 @@ class EventFileWriter:
             raise ValueError(f"{self.path}: the writer is {self._state}")
         try:
             try:
+                if not self.rows:  # pyarrow starts the file at the first write
+                    self._orc.write(self.schema.empty_table())
                 self._orc.close()
             except (pa.ArrowException, ValueError) as exc:
                 raise CorruptFileError(f"cannot encode ORC: {exc}", path=self.path) from exc
