@@ -278,7 +278,7 @@ def test_major_writes_the_plain_readers_rows_in_row_id_order(busy: Table) -> Non
 
 def _largest_stripe(path: str) -> int:
     orc = OrcFile(LOCAL, path)
-    return max(orc.read_stripe(i, orc.physical_columns([ROW_ID], [])).num_rows
+    return max(int(orc.read_stripe(i, orc.physical_columns([ROW_ID], [])).num_rows)
                for i in range(orc.nstripes))
 
 
