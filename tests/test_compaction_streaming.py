@@ -26,7 +26,6 @@ import pyarrow.orc as po
 import pytest
 from compaction_support import aborted_write, make_rows, new_table
 
-import acidstore
 from acidstore import Table, Warehouse
 from acidstore.errors import DataError
 from acidstore.orc.io import OrcFile, parse_acid_stats, write_event_file
@@ -172,13 +171,6 @@ def test_merge_sorted_refuses_an_unsorted_input() -> None:
 # --- whole compactions -------------------------------------------------------------------------
 
 DELTAS, ROWS = 24, 150
-
-
-@pytest.fixture
-def wh(tmp_path: Path) -> Iterator[Warehouse]:
-    warehouse = acidstore.connect(tmp_path / "wh")
-    yield warehouse
-    warehouse.close()
 
 
 @pytest.fixture
