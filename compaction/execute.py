@@ -3,10 +3,11 @@
 Output files are written into the compaction's ``_v<txn>`` directories, which no reader uses
 until that transaction commits, so a unit can be re-run or abandoned at any time.
 
-A unit streams: its inputs are read stripe by stripe, merged in key order by
-``streams.merge_sorted`` (every input is already sorted) and written batch by batch with
-``orc.stream.EventFileWriter``. Events held at once are one decoded stripe per input plus the
-stripe being written, however large the bucket.
+A unit streams: its inputs are decoded in batches of ``batch_rows`` rows (not whole stripes:
+a base's stripe can hold a whole bucket), merged in key order by ``streams.merge_sorted``
+(every input is already sorted) and written batch by batch with ``orc.stream.EventFileWriter``.
+Events held at once are one batch per input plus the stripe being written, however large the
+bucket.
 
 - Major: one input per split (a base, insert delta or original file, its deletes applied by
   the vectorized reader); surviving rows keep their ROW__IDs, in ROW__ID order.
@@ -88,13 +89,14 @@ def _conformed_rows(row: pa.Array, schema: pa.Schema) -> pa.StructArray:
                                       mask=row.is_null() if row.null_count else None)
 
 
-def _file_events(unit: BucketWork, source: EventFile, target: pa.Schema) -> Iterator[Keyed]:
-    """The valid events of one delta file, stripe by stripe, keyed in Hive's merger order
+def _file_events(unit: BucketWork, source: EventFile, target: pa.Schema, batch_rows: int
+                 ) -> Iterator[Keyed]:
+    """The valid events of one delta file, batch by batch, keyed in Hive's merger order
     (currentTransaction descending, hence negated). Events of aborted (or unresolved) write
     ids are dropped."""
     orc = OrcFile(unit.filesystem, source.path, logical_length=source.logical_length)
     columns = orc.physical_columns(list(ACID_FIELDS[:5]), None)
-    for raw in orc.stripes(columns):
+    for raw in orc.batches(columns, batch_rows):
         batch = raw.rename_columns(list(ACID_FIELDS))
         current = batch.column(CURRENT_TRANSACTION).to_numpy()
         keep = valid_write_id_mask(np.asarray(current, dtype=np.int64), unit.write_ids)
@@ -112,12 +114,12 @@ def _file_events(unit: BucketWork, source: EventFile, target: pa.Schema) -> Iter
         yield Keyed(pa.RecordBatch.from_arrays(arrays, schema=target), keys)
 
 
-def _split_events(unit: BucketWork, split: Split, cache: DeleteCache, target: pa.Schema
-                  ) -> Iterator[Keyed]:
+def _split_events(unit: BucketWork, split: Split, cache: DeleteCache, target: pa.Schema,
+                  batch_rows: int) -> Iterator[Keyed]:
     """The surviving rows of one split (its deletes applied) as insert events that keep
-    their ROW__IDs, stripe by stripe."""
+    their ROW__IDs, batch by batch."""
     for decoded in read_split(unit.filesystem, split, unit.write_ids, None, with_row_id=True,
-                              cache=cache):
+                              cache=cache, batch_rows=batch_rows):
         yield _as_inserts(decoded, unit.schema, target)
 
 
@@ -158,8 +160,8 @@ def _write(unit: BucketWork, directory_name: str, merged: Iterable[pa.Table], st
 def _major(unit: BucketWork, batch_rows: int) -> BucketOutput:
     target = event_schema(unit.schema)
     cache = DeleteCache()  # the splits of a bucket share its delete files
-    merged = merge_sorted([_split_events(unit, split, cache, target) for split in unit.splits],
-                          [split.path for split in unit.splits])
+    merged = merge_sorted([_split_events(unit, split, cache, target, batch_rows)
+                           for split in unit.splits], [split.path for split in unit.splits])
     written, largest = _write(unit, unit.outputs[0], merged, BASE_STRIPE_SIZE, batch_rows)
     if written is None:  # every row of the bucket was deleted
         return BucketOutput(unit.bucket_id, (), 0, largest)
@@ -171,8 +173,8 @@ def _minor(unit: BucketWork, batch_rows: int) -> BucketOutput:
     files: list[WrittenFile] = []
     largest = 0
     for sources, directory in ((unit.inserts, unit.outputs[0]), (unit.deletes, unit.outputs[1])):
-        merged = merge_sorted([_file_events(unit, source, target) for source in sources],
-                              [source.path for source in sources])
+        merged = merge_sorted([_file_events(unit, source, target, batch_rows)
+                               for source in sources], [source.path for source in sources])
         written, most = _write(unit, directory, merged, DELTA_STRIPE_SIZE, batch_rows)
         largest = max(largest, most)
         if written is not None:
@@ -182,5 +184,5 @@ def _minor(unit: BucketWork, batch_rows: int) -> BucketOutput:
 
 def run_bucket(unit: BucketWork, batch_rows: int = DEFAULT_BATCH_ROWS) -> BucketOutput:
     """Produce one bucket's output files (the output directories must exist).
-    ``batch_rows``: the most rows handed to the ORC writer at once."""
+    ``batch_rows``: the most rows decoded from an input, or handed to the writer, at once."""
     return _major(unit, batch_rows) if unit.kind == "major" else _minor(unit, batch_rows)

@@ -27,7 +27,7 @@ import pytest
 from compaction_support import aborted_write, make_rows, new_table
 
 from acidstore import Table, Warehouse
-from acidstore.errors import DataError
+from acidstore.errors import CorruptFileError, DataError
 from acidstore.orc.io import OrcFile, parse_acid_stats, write_event_file
 from acidstore.orc.schema import (
     ACID_FIELDS,
@@ -38,6 +38,7 @@ from acidstore.orc.schema import (
     event_schema,
 )
 from acidstore.orc.stream import EventFileWriter
+from acidstore.read.source import split_batches
 from compaction import compact
 from compaction.execute import prepare_outputs, run_bucket
 from compaction.plan import BucketWork, plan_partition_compaction
@@ -276,15 +277,49 @@ def _largest_stripe(path: str) -> int:
 
 @pytest.mark.parametrize("kind", ["minor", "major"])
 def test_a_unit_holds_a_few_batches_not_its_bucket(busy: Table, kind: str) -> None:
-    """A merged round holds at most one stripe of each input. Beyond that: the insert inputs
-    (one stripe of at most 150 rows each) never overlap in keys, so a round holds one of
-    them; the delete inputs all overlap but hold fewer than 300 events in all. The old
-    compactor held the whole bucket (> 3,000 events) at once."""
+    """Inputs are decoded 64 rows at a time, and a merged round holds at most one such batch
+    per input. The insert inputs never overlap in keys, so a round holds one of them; the
+    delete inputs (at most 5) all overlap. The old compactor held the whole bucket
+    (> 3,000 events) at once."""
     work, _ = _plan(busy, kind)
     prepare_outputs(work)
     unit = work[0]
-    inputs = [s.path for s in unit.splits] + [f.path for f in unit.inserts + unit.deletes]
     output = run_bucket(unit, batch_rows=64)
     assert output.rows > 3_000
-    assert 0 < output.largest_batch <= sum(_largest_stripe(p) for p in inputs)
-    assert output.largest_batch <= 2 * ROWS
+    assert 0 < output.largest_batch <= 64 * max(1, len(unit.deletes))
+    assert output.largest_batch <= 64 * 5
+
+
+def test_batches_of_rows_decode_what_stripes_decode(busy: Table, tmp_path: Path) -> None:
+    """The compactor reads row batches (``batch_rows``) where readers read stripes: the same
+    rows, ROW__IDs and columns, also for a subset of the row's fields and for a file read up
+    to a logical length (a streaming delta's side file)."""
+    work, _ = _plan(busy, "major")
+    for split in work[0].splits:
+        for positions in (None, [0, 2]):
+            by_stripe = list(split_batches(LOCAL, split, work[0].write_ids, positions,
+                                           need_keys=True))
+            by_rows = list(split_batches(LOCAL, split, work[0].write_ids, positions,
+                                         need_keys=True, batch_rows=7))
+            assert max(b.num_rows for b in by_rows) <= 7
+            for name in ("write_id", "bucket", "row_id"):
+                assert np.array_equal(
+                    np.concatenate([getattr(b.keys, name) for b in by_stripe]),
+                    np.concatenate([getattr(b.keys, name) for b in by_rows]))
+            assert pa.chunked_array([b.row for b in by_stripe]).equals(
+                pa.chunked_array([b.row for b in by_rows]))
+    events = _events(5_000)
+    path = str(tmp_path / "bucket_00000")
+    write_event_file(LOCAL, path, events, stripe_size=64 * 1024)
+    size = os.path.getsize(path)
+    with open(path, "ab") as f:
+        f.write(b"half-flushed bytes past the logical length")
+    orc = OrcFile(LOCAL, path, logical_length=size)
+    columns = orc.physical_columns([ROW_ID], [1])
+    stripes = pa.Table.from_batches(list(orc.stripes(columns)))
+    batches = list(orc.batches(columns, 999))
+    assert max(b.num_rows for b in batches) == 999
+    assert pa.Table.from_batches(batches).equals(stripes)
+    assert stripes.column("row").type == pa.struct([USER.field("s")])
+    with pytest.raises(CorruptFileError, match="bucket_00000"):
+        list(OrcFile(LOCAL, path).batches(columns, 999))  # the bytes past it are not ORC

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 import pyarrow.orc as po
 
@@ -162,10 +163,13 @@ class OrcFile:
     def __init__(self, fs: pafs.FileSystem, path: str, *, logical_length: int | None = None
                  ) -> None:
         self.path = path
+        self._fs = fs
+        self._prefix: pa.Buffer | None = None  # the readable bytes of a file still streamed
         try:
             if logical_length is not None:
                 with fs.open_input_file(path) as handle:
-                    source: pa.NativeFile = pa.BufferReader(handle.read_at(logical_length, 0))
+                    self._prefix = pa.py_buffer(handle.read_at(logical_length, 0))
+                source: pa.NativeFile = pa.BufferReader(self._prefix)
             else:
                 source = fs.open_input_file(path)
             self._orc = po.ORCFile(source)
@@ -248,6 +252,30 @@ class OrcFile:
         for index in range(self.nstripes):
             yield self.read_stripe(index, columns)
 
+    def batches(self, columns: Sequence[str], batch_rows: int) -> Iterator[pa.RecordBatch]:
+        """Decode the whole file in batches of at most ``batch_rows`` rows (same columns as
+        ``read_stripe``). Memory is bounded by the batch, where ``stripes`` holds a decoded
+        stripe, and a base's stripe can hold a whole bucket."""
+        tops: dict[str, list[str] | None] = {}  # top-level column -> its fields (None: all)
+        for column in columns:
+            top, _, field = column.partition(".")
+            if not field:
+                tops[top] = None
+            elif tops.get(top, []) is not None:
+                tops.setdefault(top, []).append(field)  # type: ignore[union-attr]
+        source = self._prefix if self._prefix is not None else self.path
+        try:
+            fragment = pads.OrcFileFormat().make_fragment(
+                source, filesystem=None if self._prefix is not None else self._fs)
+            scanner = pads.Scanner.from_fragment(fragment, columns=list(tops),
+                                                 batch_size=batch_rows, use_threads=False,
+                                                 batch_readahead=1, fragment_readahead=1)
+            for batch in scanner.to_batches():
+                if batch.num_rows:
+                    yield _select_fields(batch, tops)
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise CorruptFileError(f"cannot decode: {exc}", path=self.path) from exc
+
     def read(self, columns: Sequence[str]) -> pa.Table:
         """Decode the whole file with the given physical columns."""
         try:
@@ -262,6 +290,26 @@ class OrcFile:
             return batch
         back = {phys: canon for canon, phys in self._acid_names.items()}
         return batch.rename_columns([back.get(n, n) for n in batch.schema.names])
+
+
+def _select_fields(batch: pa.RecordBatch, tops: Mapping[str, list[str] | None]
+                   ) -> pa.RecordBatch:
+    """Keep only the requested fields of struct columns read whole (``row.a`` -> ``row``
+    with field ``a``), in the file's order, as a stripe read of those paths returns them."""
+    if all(fields is None for fields in tops.values()):
+        return batch
+    arrays = []
+    for name, fields in tops.items():
+        column = batch.column(name)
+        if fields is not None:
+            struct: pa.StructArray = column
+            names = [struct.type.field(i).name for i in range(struct.type.num_fields)]
+            keep = sorted({names.index(f) for f in fields})
+            column = pa.StructArray.from_arrays(
+                [struct.field(i) for i in keep], fields=[struct.type.field(i) for i in keep],
+                mask=struct.is_null() if struct.null_count else None)
+        arrays.append(column)
+    return pa.RecordBatch.from_arrays(arrays, names=list(tops))
 
 
 def write_orc_file(fs: pafs.FileSystem, path: str, table: pa.Table, *,
