@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 import pyarrow.orc as po
 
@@ -263,6 +262,8 @@ class OrcFile:
                 tops[top] = None
             elif tops.get(top, []) is not None:
                 tops.setdefault(top, []).append(field)  # type: ignore[union-attr]
+        import pyarrow.dataset as pads  # a second to import: only compactions need it
+
         source = self._prefix if self._prefix is not None else self.path
         try:
             fragment = pads.OrcFileFormat().make_fragment(
