@@ -2,26 +2,31 @@
 
 Output files are written into the compaction's ``_v<txn>`` directories, which no reader uses
 until that transaction commits, so a unit can be re-run or abandoned at any time.
+
+A unit streams: its inputs are decoded in batches of ``batch_rows`` rows (not whole stripes:
+a base's stripe can hold a whole bucket), merged in key order by ``streams.merge_sorted``
+(every input is already sorted) and written batch by batch with ``orc.stream.EventFileWriter``.
+Events held at once are one batch per input plus the stripe being written, however large the
+bucket.
+
+- Major: one input per split (a base, insert delta or original file, its deletes applied by
+  the vectorized reader); surviving rows keep their ROW__IDs, in ROW__ID order.
+- Minor: one input per insert or delete event file; every valid event is kept as it is, in
+  Hive's merger order (originalTransaction, bucket, rowId ascending, currentTransaction
+  descending), inserts and deletes into their two outputs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from acidstore import fs as afs
 from acidstore.layout import METADATA_FILE, MetadataAcid, bucket_file_name
-from acidstore.orc.io import (
-    BASE_STRIPE_SIZE,
-    DELTA_STRIPE_SIZE,
-    OrcFile,
-    WrittenFile,
-    write_event_file,
-)
+from acidstore.orc.io import BASE_STRIPE_SIZE, DELTA_STRIPE_SIZE, OrcFile, WrittenFile
 from acidstore.orc.schema import (
     ACID_FIELDS,
     BUCKET,
@@ -30,23 +35,30 @@ from acidstore.orc.schema import (
     ORIGINAL_TRANSACTION,
     ROW,
     ROW_ID,
-    ROW_ID_COLUMN,
     event_schema,
 )
-from acidstore.read.scan import PartitionDir, Scan
+from acidstore.orc.stream import DEFAULT_BATCH_ROWS, EventFileWriter
+from acidstore.read.keys import valid_write_id_mask
+from acidstore.read.plan import Split
+from acidstore.read.registry import DeleteCache
+from acidstore.read.source import SplitBatch
+from acidstore.read.vectorized import read_split
 from acidstore.write.files import prepare_directory
 from compaction.plan import BucketWork, EventFile
+from compaction.streams import Keyed, merge_sorted
 
 __all__ = ["BucketOutput", "prepare_outputs", "run_bucket"]
 
 
 @dataclass(frozen=True)
 class BucketOutput:
-    """What one unit wrote."""
+    """What one unit wrote. ``largest_batch``: the most events it held at once between
+    reading and writing (one merged round), which stays bounded as buckets grow."""
 
     bucket_id: int
     files: tuple[WrittenFile, ...]
     rows: int
+    largest_batch: int = 0
 
 
 def prepare_outputs(work: Sequence[BucketWork]) -> None:
@@ -65,13 +77,6 @@ def prepare_outputs(work: Sequence[BucketWork]) -> None:
                                 MetadataAcid(data_format="compacted").to_json().encode())
 
 
-def _sorted_by_key(events: pa.Table) -> pa.Table:
-    order = pc.sort_indices(events, sort_keys=[(ORIGINAL_TRANSACTION, "ascending"),
-                                               (BUCKET, "ascending"), (ROW_ID, "ascending"),
-                                               (CURRENT_TRANSACTION, "descending")])
-    return events.take(order)
-
-
 def _conformed_rows(row: pa.Array, schema: pa.Schema) -> pa.StructArray:
     """A file's ``row`` struct in the table's current columns, matched by position (Hive's
     ``_colN`` names) with nulls for columns added after the file was written."""
@@ -80,68 +85,104 @@ def _conformed_rows(row: pa.Array, schema: pa.Schema) -> pa.StructArray:
     n = len(row)
     arrays = [row.field(i).cast(f.type) if i < row.type.num_fields else pa.nulls(n, f.type)
               for i, f in enumerate(schema)]
-    return pa.StructArray.from_arrays(arrays, fields=list(schema), mask=row.is_null())
+    return pa.StructArray.from_arrays(arrays, fields=list(schema),
+                                      mask=row.is_null() if row.null_count else None)
 
 
-def _read_events(unit: BucketWork, files: Sequence[EventFile]) -> pa.Table:
-    """Every valid event of ``files``: events of aborted (or unresolved) write ids dropped."""
-    target = event_schema(unit.schema)
-    parts = []
-    for source in files:
-        orc = OrcFile(unit.filesystem, source.path, logical_length=source.logical_length)
-        table = orc.read(orc.physical_columns(list(ACID_FIELDS[:5]), None))
-        table = table.rename_columns(list(ACID_FIELDS))
-        unique, inverse = np.unique(table.column(CURRENT_TRANSACTION).to_numpy(),
-                                    return_inverse=True)
-        valid = np.array([unit.write_ids.is_write_id_valid(int(w)) for w in unique], dtype=bool)
-        keep = valid[inverse]
+def _file_events(unit: BucketWork, source: EventFile, target: pa.Schema, batch_rows: int
+                 ) -> Iterator[Keyed]:
+    """The valid events of one delta file, batch by batch, keyed in Hive's merger order
+    (currentTransaction descending, hence negated). Events of aborted (or unresolved) write
+    ids are dropped."""
+    orc = OrcFile(unit.filesystem, source.path, logical_length=source.logical_length)
+    columns = orc.physical_columns(list(ACID_FIELDS[:5]), None)
+    for raw in orc.batches(columns, batch_rows):
+        batch = raw.rename_columns(list(ACID_FIELDS))
+        current = batch.column(CURRENT_TRANSACTION).to_numpy()
+        keep = valid_write_id_mask(np.asarray(current, dtype=np.int64), unit.write_ids)
         if not keep.all():
-            table = table.filter(pa.array(keep))
-        columns = [table.column(i).cast(target.field(i).type) for i in range(5)]
-        columns.append(_conformed_rows(table.column(ROW), unit.schema))
-        parts.append(pa.Table.from_arrays(columns, schema=target))
-    if not parts:
-        return target.empty_table()
-    return _sorted_by_key(pa.concat_tables(parts))
+            batch = batch.filter(pa.array(keep))
+            current = current[keep]
+        if not batch.num_rows:
+            continue
+        arrays = [batch.column(i).cast(target.field(i).type) for i in range(5)]
+        arrays.append(_conformed_rows(batch.column(ROW), unit.schema))
+        keys = (np.asarray(batch.column(ORIGINAL_TRANSACTION).to_numpy(), dtype=np.int64),
+                np.asarray(batch.column(BUCKET).to_numpy(), dtype=np.int32),
+                np.asarray(batch.column(ROW_ID).to_numpy(), dtype=np.int64),
+                -np.asarray(current, dtype=np.int64))
+        yield Keyed(pa.RecordBatch.from_arrays(arrays, schema=target), keys)
 
 
-def _write(unit: BucketWork, directory_name: str, events: pa.Table, stripe: int
-           ) -> WrittenFile:
+def _split_events(unit: BucketWork, split: Split, cache: DeleteCache, target: pa.Schema,
+                  batch_rows: int) -> Iterator[Keyed]:
+    """The surviving rows of one split (its deletes applied) as insert events that keep
+    their ROW__IDs, batch by batch."""
+    for decoded in read_split(unit.filesystem, split, unit.write_ids, None, with_row_id=True,
+                              cache=cache, batch_rows=batch_rows):
+        yield _as_inserts(decoded, unit.schema, target)
+
+
+def _as_inserts(decoded: SplitBatch, schema: pa.Schema, target: pa.Schema) -> Keyed:
+    keys = decoded.keys
+    assert keys is not None and decoded.row is not None
+    n = decoded.num_rows
+    write_id = pa.array(keys.write_id, pa.int64())
+    batch = pa.RecordBatch.from_arrays([
+        pa.array(np.full(n, INSERT, np.int32)), write_id, pa.array(keys.bucket, pa.int32()),
+        pa.array(keys.row_id, pa.int64()), write_id, _conformed_rows(decoded.row, schema),
+    ], schema=target)
+    return Keyed(batch, (keys.write_id, keys.bucket, keys.row_id))
+
+
+def _write(unit: BucketWork, directory_name: str, merged: Iterable[pa.Table], stripe: int,
+           batch_rows: int) -> tuple[WrittenFile | None, int]:
+    """Write merged events into ``directory_name``'s bucket file (none when there are no
+    events); also returns the most events of one merged batch."""
     path = afs.join(unit.partition_dir, directory_name, bucket_file_name(unit.bucket_id))
-    return write_event_file(unit.filesystem, path, events, compression=unit.compression,
-                            stripe_size=stripe)
+    writer: EventFileWriter | None = None
+    largest = 0
+    try:
+        for events in merged:
+            largest = max(largest, events.num_rows)
+            if writer is None:
+                writer = EventFileWriter(unit.filesystem, path, events.schema,
+                                         compression=unit.compression, stripe_size=stripe,
+                                         batch_rows=batch_rows)
+            writer.write(events)
+        return (writer.close() if writer is not None else None), largest
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        raise
 
 
-def _major(unit: BucketWork) -> BucketOutput:
-    scan = Scan(unit.filesystem, [], unit.write_ids, unit.txns, schema=unit.schema,
-                partition_schema=pa.schema([]), with_row_id=True, threads=1,
-                planned=[(PartitionDir(unit.partition_dir), s) for s in unit.splits])
-    rows = scan.to_table()
-    ids = rows.column(ROW_ID_COLUMN).combine_chunks()
-    n = rows.num_rows
-    events = pa.Table.from_arrays([
-        pa.array(np.full(n, INSERT, np.int32)), ids.field("writeid"), ids.field("bucketid"),
-        ids.field("rowid"), ids.field("writeid"),
-        pa.StructArray.from_arrays([rows.column(f.name).combine_chunks() for f in unit.schema],
-                                   fields=list(unit.schema)),
-    ], schema=event_schema(unit.schema))
-    if n == 0:  # every row of the bucket was deleted
-        return BucketOutput(unit.bucket_id, (), 0)
-    written = _write(unit, unit.outputs[0], _sorted_by_key(events), BASE_STRIPE_SIZE)
-    return BucketOutput(unit.bucket_id, (written,), n)
+def _major(unit: BucketWork, batch_rows: int) -> BucketOutput:
+    target = event_schema(unit.schema)
+    cache = DeleteCache()  # the splits of a bucket share its delete files
+    merged = merge_sorted([_split_events(unit, split, cache, target, batch_rows)
+                           for split in unit.splits], [split.path for split in unit.splits])
+    written, largest = _write(unit, unit.outputs[0], merged, BASE_STRIPE_SIZE, batch_rows)
+    if written is None:  # every row of the bucket was deleted
+        return BucketOutput(unit.bucket_id, (), 0, largest)
+    return BucketOutput(unit.bucket_id, (written,), written.rows, largest)
 
 
-def _minor(unit: BucketWork) -> BucketOutput:
-    files = []
-    rows = 0
-    for events, directory in ((_read_events(unit, unit.inserts), unit.outputs[0]),
-                              (_read_events(unit, unit.deletes), unit.outputs[1])):
-        if events.num_rows:
-            files.append(_write(unit, directory, events, DELTA_STRIPE_SIZE))
-            rows += events.num_rows
-    return BucketOutput(unit.bucket_id, tuple(files), rows)
+def _minor(unit: BucketWork, batch_rows: int) -> BucketOutput:
+    target = event_schema(unit.schema)
+    files: list[WrittenFile] = []
+    largest = 0
+    for sources, directory in ((unit.inserts, unit.outputs[0]), (unit.deletes, unit.outputs[1])):
+        merged = merge_sorted([_file_events(unit, source, target, batch_rows)
+                               for source in sources], [source.path for source in sources])
+        written, most = _write(unit, directory, merged, DELTA_STRIPE_SIZE, batch_rows)
+        largest = max(largest, most)
+        if written is not None:
+            files.append(written)
+    return BucketOutput(unit.bucket_id, tuple(files), sum(f.rows for f in files), largest)
 
 
-def run_bucket(unit: BucketWork) -> BucketOutput:
-    """Produce one bucket's output files (the output directories must exist)."""
-    return _major(unit) if unit.kind == "major" else _minor(unit)
+def run_bucket(unit: BucketWork, batch_rows: int = DEFAULT_BATCH_ROWS) -> BucketOutput:
+    """Produce one bucket's output files (the output directories must exist).
+    ``batch_rows``: the most rows decoded from an input, or handed to the writer, at once."""
+    return _major(unit, batch_rows) if unit.kind == "major" else _minor(unit, batch_rows)

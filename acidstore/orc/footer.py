@@ -23,7 +23,7 @@ from collections.abc import Mapping
 
 from acidstore.errors import CorruptFileError
 
-__all__ = ["add_user_metadata"]
+__all__ = ["POSTSCRIPT_TAIL", "add_user_metadata", "metadata_tail"]
 
 _MAGIC = b"ORC"
 _FOOTER_METADATA_FIELD = 5
@@ -112,16 +112,27 @@ def _as_stream(payload: bytes, compressed: bool, block_size: int) -> bytes:
     return bytes(out)
 
 
-def add_user_metadata(data: bytes, items: Mapping[str, bytes], *, path: str = "<buffer>") -> bytes:
-    """Return the ORC file ``data`` with ``items`` added to its user metadata."""
-    if not items:
-        return data
+#: an ORC file's last bytes that always hold its whole postscript and the postscript's length
+POSTSCRIPT_TAIL = 256
+
+
+def metadata_tail(tail: bytes, items: Mapping[str, bytes], *, path: str = "<buffer>"
+                  ) -> tuple[int, bytes]:
+    """What replaces the end of an ORC file to add ``items`` to its user metadata.
+
+    ``tail`` is the file's last bytes (at least the postscript and its length byte: the last
+    ``POSTSCRIPT_TAIL`` bytes always do). Returns how many trailing bytes to drop and the
+    bytes to write in their place; everything before them is kept as written, which is what
+    lets a streaming writer send the file on as it is produced and hold back only its tail.
+    """
     try:
-        if len(data) < 4 or data[:3] != _MAGIC:
-            raise ValueError("missing ORC header")
-        ps_length = data[-1]
-        ps_start = len(data) - 1 - ps_length
-        fields = _fields(data[ps_start:-1])
+        if not tail:
+            raise ValueError("empty file")
+        ps_length = tail[-1]
+        ps_start = len(tail) - 1 - ps_length
+        if ps_start < 0:
+            raise ValueError("truncated postscript")
+        fields = _fields(tail[ps_start:-1])
         values = {number: value for number, _, value, _ in fields}
         footer_length = values.get(_PS_FOOTER_LENGTH)
         compression = values.get(_PS_COMPRESSION, _COMPRESSION_NONE)
@@ -142,4 +153,14 @@ def add_user_metadata(data: bytes, items: Mapping[str, bytes], *, path: str = "<
             postscript += raw
     if len(postscript) > 255:
         raise CorruptFileError("ORC postscript grew beyond 255 bytes", path=path)
-    return data[:ps_start] + extra + bytes(postscript) + bytes([len(postscript)])
+    return ps_length + 1, extra + bytes(postscript) + bytes([len(postscript)])
+
+
+def add_user_metadata(data: bytes, items: Mapping[str, bytes], *, path: str = "<buffer>") -> bytes:
+    """Return the ORC file ``data`` with ``items`` added to its user metadata."""
+    if not items:
+        return data
+    if len(data) < 4 or data[:3] != _MAGIC:
+        raise CorruptFileError("cannot add ORC user metadata: missing ORC header", path=path)
+    drop, replacement = metadata_tail(data[-POSTSCRIPT_TAIL:], items, path=path)
+    return data[:len(data) - drop] + replacement

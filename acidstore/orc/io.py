@@ -45,7 +45,9 @@ __all__ = [
     "RowKey",
     "STATS_KEY",
     "WrittenFile",
+    "acid_metadata",
     "check_compression",
+    "check_event_schema",
     "compression_codec",
     "format_key_index",
     "parse_acid_stats",
@@ -160,10 +162,13 @@ class OrcFile:
     def __init__(self, fs: pafs.FileSystem, path: str, *, logical_length: int | None = None
                  ) -> None:
         self.path = path
+        self._fs = fs
+        self._prefix: pa.Buffer | None = None  # the readable bytes of a file still streamed
         try:
             if logical_length is not None:
                 with fs.open_input_file(path) as handle:
-                    source: pa.NativeFile = pa.BufferReader(handle.read_at(logical_length, 0))
+                    self._prefix = pa.py_buffer(handle.read_at(logical_length, 0))
+                source: pa.NativeFile = pa.BufferReader(self._prefix)
             else:
                 source = fs.open_input_file(path)
             self._orc = po.ORCFile(source)
@@ -246,6 +251,32 @@ class OrcFile:
         for index in range(self.nstripes):
             yield self.read_stripe(index, columns)
 
+    def batches(self, columns: Sequence[str], batch_rows: int) -> Iterator[pa.RecordBatch]:
+        """Decode the whole file in batches of at most ``batch_rows`` rows (same columns as
+        ``read_stripe``). Memory is bounded by the batch, where ``stripes`` holds a decoded
+        stripe, and a base's stripe can hold a whole bucket."""
+        tops: dict[str, list[str] | None] = {}  # top-level column -> its fields (None: all)
+        for column in columns:
+            top, _, field = column.partition(".")
+            if not field:
+                tops[top] = None
+            elif tops.get(top, []) is not None:
+                tops.setdefault(top, []).append(field)  # type: ignore[union-attr]
+        import pyarrow.dataset as pads  # a second to import: only compactions need it
+
+        source = self._prefix if self._prefix is not None else self.path
+        try:
+            fragment = pads.OrcFileFormat().make_fragment(
+                source, filesystem=None if self._prefix is not None else self._fs)
+            scanner = pads.Scanner.from_fragment(fragment, columns=list(tops),
+                                                 batch_size=batch_rows, use_threads=False,
+                                                 batch_readahead=1, fragment_readahead=1)
+            for batch in scanner.to_batches():
+                if batch.num_rows:
+                    yield _select_fields(batch, tops)
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise CorruptFileError(f"cannot decode: {exc}", path=self.path) from exc
+
     def read(self, columns: Sequence[str]) -> pa.Table:
         """Decode the whole file with the given physical columns."""
         try:
@@ -260,6 +291,26 @@ class OrcFile:
             return batch
         back = {phys: canon for canon, phys in self._acid_names.items()}
         return batch.rename_columns([back.get(n, n) for n in batch.schema.names])
+
+
+def _select_fields(batch: pa.RecordBatch, tops: Mapping[str, list[str] | None]
+                   ) -> pa.RecordBatch:
+    """Keep only the requested fields of struct columns read whole (``row.a`` -> ``row``
+    with field ``a``), in the file's order, as a stripe read of those paths returns them."""
+    if all(fields is None for fields in tops.values()):
+        return batch
+    arrays = []
+    for name, fields in tops.items():
+        column = batch.column(name)
+        if fields is not None:
+            struct: pa.StructArray = column
+            names = [struct.type.field(i).name for i in range(struct.type.num_fields)]
+            keep = sorted({names.index(f) for f in fields})
+            column = pa.StructArray.from_arrays(
+                [struct.field(i) for i in keep], fields=[struct.type.field(i) for i in keep],
+                mask=struct.is_null() if struct.null_count else None)
+        arrays.append(column)
+    return pa.RecordBatch.from_arrays(arrays, names=list(tops))
 
 
 def write_orc_file(fs: pafs.FileSystem, path: str, table: pa.Table, *,
@@ -288,16 +339,31 @@ def _stripe_row_counts(data: pa.Buffer) -> list[int]:
     return [orc.read_stripe(i, columns=[OPERATION]).num_rows for i in range(orc.nstripes)]
 
 
+def check_event_schema(schema: pa.Schema) -> None:
+    """Refuse anything but the ACID event columns, in Hive's order."""
+    if tuple(schema.names) != ACID_FIELDS:
+        raise ValueError(f"events must have the ACID event schema, got {schema.names}")
+
+
+def acid_metadata(stripe_keys: Sequence[RowKey], stats: AcidStats) -> dict[str, bytes]:
+    """Hive's ACID user metadata of an event file: per-stripe last keys and event counts."""
+    return {
+        KEY_INDEX_KEY: format_key_index(stripe_keys).encode(),
+        STATS_KEY: f"{stats.inserts},{stats.updates},{stats.deletes}".encode(),
+        ACID_VERSION_KEY: ACID_VERSION,
+    }
+
+
 def write_event_file(fs: pafs.FileSystem, path: str, events: pa.Table, *,
                      compression: str = DEFAULT_COMPRESSION,
                      stripe_size: int = DELTA_STRIPE_SIZE) -> WrittenFile:
     """Write ACID events (already in key order) with Hive's ACID user metadata.
 
     The key index gets one entry per stripe, the last key of that stripe, which is what lets a
-    reader bound the delete events it needs for a stripe range.
+    reader bound the delete events it needs for a stripe range. (A compactor's output, as
+    large as a bucket, goes through the streaming ``orc.stream.EventFileWriter`` instead.)
     """
-    if tuple(events.schema.names) != ACID_FIELDS:
-        raise ValueError(f"events must have the ACID event schema, got {events.schema.names}")
+    check_event_schema(events.schema)
     sink = pa.BufferOutputStream()
     try:
         po.write_table(events, sink, compression=compression, stripe_size=stripe_size)
@@ -314,13 +380,8 @@ def write_event_file(fs: pafs.FileSystem, path: str, events: pa.Table, *,
         if count:
             keys.append((int(owid[end - 1]), int(bucket[end - 1]), int(row_id[end - 1])))
     ops = events.column(OPERATION)
-    stats = ",".join(str(pc.sum(pc.equal(ops, op)).as_py() or 0) for op in (INSERT, UPDATE, DELETE))
-    metadata = {
-        KEY_INDEX_KEY: format_key_index(keys).encode(),
-        STATS_KEY: stats.encode(),
-        ACID_VERSION_KEY: ACID_VERSION,
-    }
-    data = add_user_metadata(buffer.to_pybytes(), metadata, path=path)
+    stats = AcidStats(*(pc.sum(pc.equal(ops, op)).as_py() or 0 for op in (INSERT, UPDATE, DELETE)))
+    data = add_user_metadata(buffer.to_pybytes(), acid_metadata(keys, stats), path=path)
     write_bytes(fs, path, data)
     last = keys[-1] if keys else None
     return WrittenFile(path=path, size=len(data), rows=events.num_rows, last_key=last)

@@ -92,8 +92,10 @@ def surviving(rows: KeyArrays, deletes: KeyArrays) -> Bool:
 
 
 def merge_split(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList,
-                positions: Sequence[int] | None, *, with_row_id: bool) -> Iterator[SplitBatch]:
-    """Visible rows of ``split`` in file order, merged with its delete events as they stream."""
+                positions: Sequence[int] | None, *, with_row_id: bool,
+                batch_rows: int | None = None) -> Iterator[SplitBatch]:
+    """Visible rows of ``split`` in file order, merged with its delete events as they stream
+    (``batch_rows``: see ``split_batches``)."""
     del with_row_id  # keys are always decoded here; the caller decides whether to show them
     lo, hi = split.min_write_id, split.max_write_id
     streams = [
@@ -105,7 +107,8 @@ def merge_split(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList,
         if stream.head is not None:
             heap.append((stream.head, index))
     heapq.heapify(heap)
-    for decoded in split_batches(fs, split, write_ids, positions, need_keys=True):
+    for decoded in split_batches(fs, split, write_ids, positions, need_keys=True,
+                                 batch_rows=batch_rows):
         assert decoded.keys is not None
         batch = decoded
         bound = decoded.keys.last()

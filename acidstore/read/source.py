@@ -88,10 +88,12 @@ def _struct(column: pa.Array | pa.ChunkedArray) -> pa.StructArray:
 
 def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList,
                   positions: Sequence[int] | None, *, need_keys: bool,
-                  probe: Probe | None = None) -> Iterator[SplitBatch]:
+                  probe: Probe | None = None, batch_rows: int | None = None
+                  ) -> Iterator[SplitBatch]:
     """Decode ``split``; ``positions`` are the table positions of the user fields wanted
     (None = all). With ``need_keys`` every batch carries its ROW__IDs. ``probe``: skip the
-    stripes where no row can pass the read's filter."""
+    stripes where no row can pass the read's filter. ``batch_rows``: decode batches of at
+    most that many rows instead of whole stripes (a compactor's bounded memory; no probe)."""
     orc = OrcFile(fs, split.path, logical_length=split.logical_length)
     if split.expected_rows is not None and orc.nrows != split.expected_rows:
         raise DataError(f"holds {orc.nrows} events, but the compaction that wrote it recorded "
@@ -102,7 +104,7 @@ def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
     if split.synthetic is not None:
         if orc.is_acid:
             raise CorruptFileError("expected a file without ACID columns", path=split.path)
-        yield from _synthetic_batches(orc, split, wanted, need_keys)
+        yield from _synthetic_batches(orc, split, wanted, need_keys, batch_rows)
         return
     if not orc.is_acid:
         raise CorruptFileError("a bucket file in an ACID directory has no ACID event schema",
@@ -114,15 +116,18 @@ def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
     if not acid and not wanted:
         acid = [OPERATION]  # something cheap, only to learn the row count
     columns = orc.physical_columns(acid, wanted)
+    if batch_rows is not None:
+        probe = None
     probed = [p for p in probe.positions if p < width] if probe is not None else []
     if probe is not None and (not probed or not set(probed) < set(wanted)):
         probe = None  # nothing saved: the probe would decode what the read decodes anyway
     rest = [p for p in wanted if p not in probed]
     rest_columns = orc.physical_columns(acid, rest)
     previous: RowKey | None = None
-    for stripe in range(orc.nstripes):
+    for stripe, raw in _decoded(orc, columns, batch_rows, probe is None):
         if probe is None:
-            batch = orc.canonical(orc.read_stripe(stripe, columns))
+            assert raw is not None
+            batch = orc.canonical(raw)
         else:
             first = _probed(orc, stripe, probed, probe)
             if first is None:
@@ -146,6 +151,18 @@ def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
                 out = out.filter(valid)
         if out.num_rows:
             yield out
+
+
+def _decoded(orc: OrcFile, columns: list[str], batch_rows: int | None, decode: bool
+             ) -> Iterator[tuple[int, pa.RecordBatch | None]]:
+    """(stripe, its decoded rows) per stripe, or (-1, rows) per batch of ``batch_rows``;
+    without ``decode`` only the stripe numbers (a probe decodes them itself)."""
+    if batch_rows is not None:
+        for batch in orc.batches(columns, batch_rows):
+            yield -1, batch
+        return
+    for stripe in range(orc.nstripes):
+        yield stripe, orc.read_stripe(stripe, columns) if decode else None
 
 
 def _probed(orc: OrcFile, stripe: int, positions: list[int], probe: Probe
@@ -176,15 +193,15 @@ def _with_row(batch: pa.RecordBatch, row: pa.StructArray) -> pa.RecordBatch:
     return batch.set_column(index, pa.field(ROW, row.type), row)
 
 
-def _synthetic_batches(orc: OrcFile, split: Split, wanted: list[int], need_keys: bool
-                       ) -> Iterator[SplitBatch]:
+def _synthetic_batches(orc: OrcFile, split: Split, wanted: list[int], need_keys: bool,
+                       batch_rows: int | None) -> Iterator[SplitBatch]:
     """Rows of an original/raw file with the ROW__IDs Hive would assign them."""
     assert split.synthetic is not None
     synthetic = split.synthetic
     columns = orc.physical_columns([], wanted or [0])
     offset = synthetic.row_offset
-    for stripe in range(orc.nstripes):
-        batch = orc.read_stripe(stripe, columns)
+    for _, batch in _decoded(orc, columns, batch_rows, True):
+        assert batch is not None
         n = batch.num_rows
         if n == 0:
             continue

@@ -24,18 +24,21 @@ __all__ = ["read_split"]
 def read_split(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList,
                positions: Sequence[int] | None, *, with_row_id: bool,
                delete_event_limit: int = DEFAULT_DELETE_EVENT_LIMIT,
-               cache: DeleteCache | None = None, probe: Probe | None = None
-               ) -> Iterator[SplitBatch]:
+               cache: DeleteCache | None = None, probe: Probe | None = None,
+               batch_rows: int | None = None) -> Iterator[SplitBatch]:
     """Visible rows of ``split`` in file order, as decoded batches (``probe``: stripes whose
-    rows cannot pass the read's filter are skipped, see ``Probe``)."""
+    rows cannot pass the read's filter are skipped, see ``Probe``; ``batch_rows``: batches
+    of at most that many rows rather than stripes, see ``split_batches``)."""
     registry = load_registry(fs, split, write_ids, limit=delete_event_limit, cache=cache) \
         if split.deletes else None
     if split.deletes and registry is None:
-        yield from merge_split(fs, split, write_ids, positions, with_row_id=with_row_id)
+        yield from merge_split(fs, split, write_ids, positions, with_row_id=with_row_id,
+                               batch_rows=batch_rows)
         return
     apply = registry is not None and len(registry) > 0
     for decoded in split_batches(fs, split, write_ids, positions,
-                                 need_keys=apply or with_row_id, probe=probe):
+                                 need_keys=apply or with_row_id, probe=probe,
+                                 batch_rows=batch_rows):
         batch = decoded
         if not apply:
             yield batch
