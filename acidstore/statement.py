@@ -42,9 +42,10 @@ from acidstore.write.conform import conform, split_partitions
 from acidstore.write.files import WrittenDirectory, write_deletes, write_inserts
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
-__all__ = ["ChangeKind", "ChangeUnit", "Executor", "StatementTarget", "UnitOutcome",
-           "Changes", "cast_value", "plan_inserts", "plan_units", "planned_directories",
-           "row_ids", "run_unit", "run_units", "scan_unit", "write_changes"]
+__all__ = ["ChangeKind", "ChangeUnit", "Changes", "Executor", "StatementTarget", "UnitOutcome",
+           "cast_value", "partition_inserts", "plan_inserts", "plan_units",
+           "planned_directories", "row_ids", "run_unit", "run_units", "scan_unit",
+           "write_changes"]
 
 ChangeKind = Literal["delete", "update", "merge", "insert"]
 
@@ -142,6 +143,20 @@ def plan_inserts(target: StatementTarget, rows: pa.Table, *, txns: ValidTxnList,
     return [ChangeUnit(target, "insert", part.path, txns, write_ids, write_id, statement, None,
                        (), (), rows=part.rows.select(target.schema.names))
             for part in split_partitions(conformed, list(target.partition_schema.names))]
+
+
+def partition_inserts(target: StatementTarget, partitions: pa.Table, *, txns: ValidTxnList,
+                      write_ids: ValidWriteIdList, write_id: int, statement: int
+                      ) -> list[ChangeUnit]:
+    """The "insert" units ``plan_inserts`` gives rows of these partitions, without the rows:
+    ``partitions`` holds the partition columns only, one row per partition (an engine that
+    computes the rows in its tasks registers the units' directories first)."""
+    where = f"MERGE insert into {target.name}"
+    conformed = conform(partitions.select(target.partition_schema.names),
+                        target.partition_schema, where=where)
+    return [ChangeUnit(target, "insert", part.path, txns, write_ids, write_id, statement, None,
+                       (), ()) for part in split_partitions(
+                           conformed, list(target.partition_schema.names))]
 
 
 def planned_directories(units: Sequence[ChangeUnit]) -> dict[str, tuple[str, ...]]:

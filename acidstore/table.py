@@ -48,6 +48,7 @@ from acidstore.statement import (
     UnitOutcome,
     bucket_of_rows,
     by_partition,
+    partition_inserts,
     plan_inserts,
     plan_units,
     planned_directories,
@@ -498,15 +499,18 @@ class Table:
             evaluator.close()
         return self.plan_insert_units(txn, rows)
 
-    def plan_insert_units(self, txn: Transaction, rows: pa.Table) -> list[ChangeUnit]:
+    def plan_insert_units(self, txn: Transaction, rows: pa.Table, *,
+                          partitions_only: bool = False) -> list[ChangeUnit]:
         """The "insert" units for ``rows`` (every column, partition ones included), one per
         partition, with the statement id after the statement's others, their directories
-        registered. An engine that computes the rows elsewhere passes one row per partition
-        and plans the same units again where the rows are (``plan_inserts``)."""
+        registered. ``partitions_only``: ``rows`` holds just the partition columns, one row
+        per partition, for an engine that computes the rows elsewhere and plans the same
+        units again where they are (``plan_inserts``); the units then carry no rows."""
         if not rows.num_rows:
             return []
+        plan = partition_inserts if partitions_only else plan_inserts
         write_id = txn.write_id(self.name)
-        return self._register(txn, plan_inserts(
+        return self._register(txn, plan(
             self.statement_target(), rows, txns=txn.snapshot,
             write_ids=txn.write_ids(self.name), write_id=write_id,
             statement=txn.next_statement_id(self.name)))

@@ -140,3 +140,26 @@ def test_a_row_matched_twice_in_one_unit_fails_the_job(pair: Pair) -> None:
     assert table_files(pair.spark) == files  # the aborted transaction's files are gone
     assert pair.spark.history().num_rows == 1
     pair.check_same()
+
+
+def test_inserts_into_a_table_with_not_null_columns(spark: SparkSession, tmp_path: Path,
+                                                    shuffled: list[int]) -> None:
+    """The driver plans the insert units from partition values alone: a NOT NULL column
+    must not make that planning fail (it once conformed a row of NULLs)."""
+    import acidstore
+    from acidstore.spark import AcidTable
+
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False),
+                        pa.field("name", pa.string()), pa.field("dt", pa.string())])
+    with acidstore.connect(tmp_path / "wh") as wh:
+        t = wh.create_table("db.n", schema, partition_by=["dt"])
+        t.insert(pa.table({"id": [1, 2], "name": ["a", "b"], "dt": ["x", "y"]}, schema=schema))
+        src = spark.createDataFrame([(2, "B", "y"), (3, "c", "z")], "id long, name string, "
+                                    "dt string")
+        got = AcidTable.forName(spark, "db.n", warehouse=str(wh.location)).alias("t") \
+            .merge(src.alias("s"), "t.id = s.id").whenMatchedUpdate(set={"name": "s.name"}) \
+            .whenNotMatchedInsertAll().execute()
+        assert (got.rows_updated, got.rows_inserted) == (1, 1)
+        assert sorted(t.to_arrow().to_pylist(), key=lambda r: r["id"]) == [
+            {"id": 1, "name": "a", "dt": "x"}, {"id": 2, "name": "B", "dt": "y"},
+            {"id": 3, "name": "c", "dt": "z"}]

@@ -205,11 +205,10 @@ def _write_inserts(txn: Transaction, table: Table, rows: DataFrame, parts: list[
         pa.table({}) if rows.isEmpty() else pa.table({"__one": [1]}))
     if not present.num_rows:
         return [], []
-    # one row per partition plans the units (their directories registered now, before any
-    # task writes); the tasks plan the same units over their real rows
-    sample = pa.table({f.name: present.column(f.name) if f.name in parts
-                       else pa.nulls(present.num_rows, f.type) for f in full})
-    planned = {u.partition: u for u in table.plan_insert_units(txn, sample)}
+    # the partitions plan the units (their directories registered now, before any task
+    # writes); the tasks plan the same units over their real rows
+    planned = {u.partition: u for u in table.plan_insert_units(
+        txn, present.select(parts), partitions_only=True)}
     first = next(iter(planned.values()))
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
