@@ -20,6 +20,7 @@ from acidstore.errors import (
     TransactionStateError,
     WarehouseNotFoundError,
 )
+from acidstore.metastore.task_guard import permit_in_task
 from acidstore.table import Table
 from acidstore.warehouse import DEFAULT_METASTORE_FILE, Warehouse, connect
 
@@ -111,6 +112,8 @@ def heartbeat(target: Target, txn_id: int) -> None:
     and commits in short-lived workers), so its tasks do. An executor that cannot see the
     metastore (a SQLite file on the driver's disk) skips this rather than creating a new one.
     A transaction that is no longer open fails the task: its files could never be published.
+    This is the one place a task may open the metastore (``permit_in_task``); anywhere else
+    in a task, opening one raises ``MetastoreInTaskError``.
     """
     if target.metastore is None:
         root = Path(target.warehouse) if target.warehouse else None
@@ -121,15 +124,17 @@ def heartbeat(target: Target, txn_id: int) -> None:
                 return
         if root is None or not (root / DEFAULT_METASTORE_FILE).is_file():
             return
-    try:
-        wh = connect(target.warehouse or str(root), metastore=target.metastore, create=False)
-    except (MetastoreError, WarehouseNotFoundError, OSError):
-        return
-    try:
-        wh.metastore.heartbeat(txn_id)
-    except (TransactionAbortedError, TransactionStateError):
-        raise
-    except (MetastoreError, OSError):
-        return
-    finally:
-        wh.close()
+    with permit_in_task("the heartbeat of a df.write transaction"):
+        try:
+            wh = connect(target.warehouse or str(root), metastore=target.metastore,
+                         create=False)
+        except (MetastoreError, WarehouseNotFoundError, OSError):
+            return
+        try:
+            wh.metastore.heartbeat(txn_id)
+        except (TransactionAbortedError, TransactionStateError):
+            raise
+        except (MetastoreError, OSError):
+            return
+        finally:
+            wh.close()
