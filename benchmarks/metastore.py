@@ -5,10 +5,15 @@
 
 Each writer is a process of its own with its own metastore handle (as separate programs are)
 and its own table (BENCHMARKS.md: "8 writers on different tables"). A cycle is a writer's whole
-metastore traffic for one insert: open a txn, allocate a write id, record the component, commit.
+metastore traffic for one insert, measured two ways side by side in one run:
+- ``4 calls``: open a txn, allocate a write id, record the component, commit (four durable
+  metastore transactions: what an insert cost before ``open_transaction(writes=...)``, and
+  still what a write inside an explicit transaction costs);
+- ``2 calls``: open with the planned write (allocation and record in the open's metastore
+  transaction), commit: what ``Table.insert`` outside an explicit transaction does now.
 After the run every table's history must hold exactly the write ids 1..n its writer committed
 (zero lost or duplicated). The throwaway PostgreSQL server keeps the default durability (fsync
-and synchronous commit on); SQLite runs with the library's settings (WAL).
+and synchronous commit on); SQLite runs with the library's settings (WAL, synchronous FULL).
 """
 
 from __future__ import annotations
@@ -19,19 +24,22 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 
 from acidstore.metastore import (
     Metastore,
     NewTable,
+    PlannedWrite,
     PostgresMetastore,
     SqliteMetastore,
     WriteComponent,
 )
 
 Spec = tuple[str, str]  # ("sqlite", path) | ("postgresql", url)
+Cycle = Literal["4 calls", "2 calls"]
+CYCLES: tuple[Cycle, ...] = ("4 calls", "2 calls")
 
 
 def _open(spec: Spec) -> Metastore:
@@ -39,32 +47,39 @@ def _open(spec: Spec) -> Metastore:
     return SqliteMetastore(target) if kind == "sqlite" else PostgresMetastore(target)
 
 
-def _writer(spec: Spec, worker: int, seconds: float, barrier: Any, out: Any) -> None:
+def _writer(spec: Spec, worker: int, seconds: float, cycle: Cycle, barrier: Any,
+            out: Any) -> None:
     store = _open(spec)
     table = f"default.m1_{worker}"
     store.create_table(NewTable("default", f"m1_{worker}", pa.schema([("id", pa.int64())]),
                                 pa.schema([]), (), 0, {}, f"/m1/{worker}"))
+    planned = [PlannedWrite(table, ("",), "insert")]
     barrier.wait(timeout=120)
     done: list[int] = []
     start = time.perf_counter()
     while time.perf_counter() - start < seconds:
-        txn = store.open_transaction(user="m1", host="bench").txn_id
-        write_id = store.allocate_write_id(txn, table)
+        if cycle == "2 calls":
+            opened = store.open_transaction(user="m1", host="bench", writes=planned)
+            txn, write_id = opened.txn_id, opened.write_ids[table]
+        else:
+            txn = store.open_transaction(user="m1", host="bench").txn_id
+            write_id = store.allocate_write_id(txn, table)
         component = WriteComponent(table, "", "insert", write_id,
                                    (f"delta_{write_id:07d}_{write_id:07d}_0000",),
                                    rows_inserted=1, files=1, bytes=100)
-        store.record_write(txn, component)
+        if cycle == "4 calls":
+            store.record_write(txn, component)
         store.commit(txn, [component])
         done.append(write_id)
     out.put((worker, time.perf_counter() - start, done))
     store.close()
 
 
-def run(spec: Spec, writers: int, seconds: float) -> float:
+def run(spec: Spec, writers: int, seconds: float, cycle: Cycle = "2 calls") -> float:
     """Commits per second of ``writers`` processes together; checks the write ids."""
     context = multiprocessing.get_context("spawn")
     barrier, out = context.Barrier(writers), context.Queue()
-    procs = [context.Process(target=_writer, args=(spec, w, seconds, barrier, out))
+    procs = [context.Process(target=_writer, args=(spec, w, seconds, cycle, barrier, out))
              for w in range(writers)]
     for proc in procs:
         proc.start()
@@ -84,21 +99,26 @@ def run(spec: Spec, writers: int, seconds: float) -> float:
 
 
 def measure_all(postgresql: str | None, seconds: float, writers: tuple[int, ...] = (1, 8)
-                ) -> dict[tuple[str, int], float]:
-    """``{(backend, writers): commits/s}``, each run on a fresh store."""
+                ) -> dict[tuple[str, int, Cycle], float]:
+    """``{(backend, writers, cycle): commits/s}``, each run on a fresh store; the two cycles
+    alternate run by run, so a load that comes and goes on a shared machine hits both."""
     server = None
     if postgresql is None:
         from benchmarks.postgres_server import start
 
         server = start(durable=True)
-    results: dict[tuple[str, int], float] = {}
+    results: dict[tuple[str, int, Cycle], float] = {}
     try:
         with tempfile.TemporaryDirectory() as scratch:
             for n in writers:
-                path = Path(scratch) / f"m1-{n}.db"
-                results[("sqlite", n)] = run(("sqlite", str(path)), n, seconds)
-                url = postgresql or server.new_store()  # type: ignore[union-attr]
-                results[("postgresql", n)] = run(("postgresql", url), n, seconds)
+                for cycle in CYCLES:
+                    path = Path(scratch) / f"m1-{n}-{cycle[0]}.db"
+                    results[("sqlite", n, cycle)] = run(("sqlite", str(path)), n, seconds,
+                                                        cycle)
+                for cycle in CYCLES:
+                    url = postgresql or server.new_store()  # type: ignore[union-attr]
+                    results[("postgresql", n, cycle)] = run(("postgresql", url), n, seconds,
+                                                            cycle)
     finally:
         if server is not None:
             server.stop()
@@ -112,16 +132,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     args = parser.parse_args(argv)
     results = measure_all(args.postgresql, args.seconds)
-    sqlite_one = results[("sqlite", 1)]
-    print(f"M1 on {os.cpu_count()} cores, {args.seconds:.0f} s per run "
-          "(cycle: open, allocate, record, commit)")
-    print("| backend | writers | commits/s | target |")
-    print("|---|---|---|---|")
-    for (backend, n), rate in results.items():
+    print(f"M1 on {os.cpu_count()} cores, {args.seconds:.0f} s per run")
+    print("| backend | writers | 4 calls (commits/s) | 2 calls (commits/s) | ratio | target |")
+    print("|---|---|---|---|---|---|")
+    sqlite_one = results[("sqlite", 1, "2 calls")]
+    for backend, n in dict.fromkeys((b, w) for b, w, _ in results):
+        before, after = results[(backend, n, "4 calls")], results[(backend, n, "2 calls")]
         target = ">= 500" if (backend, n) == ("sqlite", 1) else \
             f">= {3 * sqlite_one:.0f} (3x SQLite 1 writer)" if (backend, n) == ("postgresql", 8) \
             else "-"
-        print(f"| {backend} | {n} | {rate:.0f} | {target} |")
+        print(f"| {backend} | {n} | {before:.0f} | {after:.0f} | {after / before:.2f}x | "
+              f"{target} |")
 
 
 if __name__ == "__main__":
