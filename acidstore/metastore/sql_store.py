@@ -163,6 +163,9 @@ class SqlMetastore(SqlBase):
             raise InvalidInputError(f"writes must be PlannedWrite values, got {planned!r}")
         if planned and kind != "default":
             raise InvalidInputError("a compaction transaction allocates no write id")
+        if len({w.table for w in planned}) < len(planned) or any(
+                len(set(w.partitions)) < len(w.partitions) for w in planned):
+            raise InvalidInputError(f"planned writes name a table or partition twice: {planned}")
 
         def body(conn: Session, now: int) -> TxnInfo:
             txn_id = txns.next_sequence(conn, "txn")
@@ -179,9 +182,9 @@ class SqlMetastore(SqlBase):
             for plan in planned:
                 row = self._table_row(conn, plan.table)
                 full_name = f"{row['db_name']}.{row['name']}"
-                write_id = txns.allocate_write_id(conn, txn_id, row["table_id"], full_name)
-                for component in plan.components(write_id):
-                    txns.record_write(conn, txn_id, component, now)
+                write_id = txns.allocate_write_id(conn, txn_id, row["table_id"], full_name,
+                                                  fresh=True)
+                txns.record_planned(conn, txn_id, row, plan.components(write_id), now)
                 write_ids[full_name] = write_id
             info = self._txn_info(conn.execute("SELECT * FROM txns WHERE txn_id = ?",
                                                (txn_id,)).fetchone())
