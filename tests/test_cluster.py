@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -104,6 +105,14 @@ def _stop(processes: list[subprocess.Popen[bytes]]) -> None:
         process.wait(timeout=10)
 
 
+def _tied_to_this_process(command: list[str]) -> list[str]:
+    """``command`` under ``setpriv --pdeathsig TERM`` where util-linux has it: SIGTERM when the
+    test process dies, even by SIGKILL, so no master or worker outlives a killed run (their
+    executors exit when their worker goes away). The fixture stops them in any other case."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", "--", *command] if setpriv else command
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     root = tmp_path_factory.mktemp("spark-cluster")
@@ -123,7 +132,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     try:
         for name, command in zip(names, commands, strict=True):
             with open(root / f"{name}.log", "wb") as log:
-                processes.append(subprocess.Popen(command, env=env, stdout=log,
+                processes.append(subprocess.Popen(_tied_to_this_process(command), env=env,
+                                                  stdout=log,
                                                   stderr=subprocess.STDOUT,
                                                   start_new_session=True))
         started = Cluster(url, root, processes)
