@@ -5,7 +5,8 @@
 
 Each writer is a process of its own with its own metastore handle (as separate programs are)
 and its own table (BENCHMARKS.md: "8 writers on different tables"). A cycle is a writer's whole
-metastore traffic for one insert, measured two ways side by side in one run:
+metastore traffic for one insert, measured two ways side by side, the writers switching
+between them every half second throughout one run:
 - ``4 calls``: open a txn, allocate a write id, record the component, commit (four durable
   metastore transactions: what an insert cost before ``open_transaction(writes=...)``, and
   still what a write inside an explicit transaction costs);
@@ -47,17 +48,23 @@ def _open(spec: Spec) -> Metastore:
     return SqliteMetastore(target) if kind == "sqlite" else PostgresMetastore(target)
 
 
-def _writer(spec: Spec, worker: int, seconds: float, cycle: Cycle, barrier: Any,
+def _writer(spec: Spec, worker: int, seconds: float, slot: float, barrier: Any,
             out: Any) -> None:
+    """Commit cycles for ``seconds``, switching between the two kinds every ``slot`` seconds
+    (all writers in step, from the barrier on): a disk whose fsync time drifts, as a shared
+    machine's does, then slows both kinds alike instead of whichever ran at the time."""
     store = _open(spec)
     table = f"default.m1_{worker}"
     store.create_table(NewTable("default", f"m1_{worker}", pa.schema([("id", pa.int64())]),
                                 pa.schema([]), (), 0, {}, f"/m1/{worker}"))
     planned = [PlannedWrite(table, ("",), "insert")]
-    barrier.wait(timeout=120)
+    spent = dict.fromkeys(CYCLES, 0.0)
+    commits = dict.fromkeys(CYCLES, 0)
     done: list[int] = []
+    barrier.wait(timeout=120)
     start = time.perf_counter()
-    while time.perf_counter() - start < seconds:
+    while (began := time.perf_counter()) - start < seconds:
+        cycle = CYCLES[int((began - start) / slot) % len(CYCLES)]
         if cycle == "2 calls":
             opened = store.open_transaction(user="m1", host="bench", writes=planned)
             txn, write_id = opened.txn_id, opened.write_ids[table]
@@ -71,15 +78,18 @@ def _writer(spec: Spec, worker: int, seconds: float, cycle: Cycle, barrier: Any,
             store.record_write(txn, component)
         store.commit(txn, [component])
         done.append(write_id)
-    out.put((worker, time.perf_counter() - start, done))
+        spent[cycle] += time.perf_counter() - began
+        commits[cycle] += 1
+    out.put((worker, spent, commits, done))
     store.close()
 
 
-def run(spec: Spec, writers: int, seconds: float, cycle: Cycle = "2 calls") -> float:
-    """Commits per second of ``writers`` processes together; checks the write ids."""
+def run(spec: Spec, writers: int, seconds: float, slot: float = 0.5) -> dict[Cycle, float]:
+    """Commits per second of ``writers`` processes together, per cycle (each cycle's commits
+    over the mean time a writer spent in it); checks the write ids."""
     context = multiprocessing.get_context("spawn")
     barrier, out = context.Barrier(writers), context.Queue()
-    procs = [context.Process(target=_writer, args=(spec, w, seconds, cycle, barrier, out))
+    procs = [context.Process(target=_writer, args=(spec, w, seconds, slot, barrier, out))
              for w in range(writers)]
     for proc in procs:
         proc.start()
@@ -88,20 +98,23 @@ def run(spec: Spec, writers: int, seconds: float, cycle: Cycle = "2 calls") -> f
         proc.join(timeout=60)
     store = _open(spec)
     try:
-        for worker, _, done in reports:
+        for worker, _, _, done in reports:
             history = [e.write_id for e in store.history(f"m1_{worker}")]
             if not done or done != list(range(1, len(done) + 1)) or history != done:
                 raise AssertionError(f"writer {worker}: write ids lost or duplicated")
     finally:
         store.close()
-    elapsed = max(took for _, took, _ in reports)
-    return float(sum(len(done) for _, _, done in reports) / elapsed)
+    rates: dict[Cycle, float] = {}
+    for cycle in CYCLES:
+        time_in = sum(spent[cycle] for _, spent, _, _ in reports) / writers
+        total = sum(commits[cycle] for _, _, commits, _ in reports)
+        rates[cycle] = total / time_in if time_in else 0.0
+    return rates
 
 
 def measure_all(postgresql: str | None, seconds: float, writers: tuple[int, ...] = (1, 8)
                 ) -> dict[tuple[str, int, Cycle], float]:
-    """``{(backend, writers, cycle): commits/s}``, each run on a fresh store; the two cycles
-    alternate run by run, so a load that comes and goes on a shared machine hits both."""
+    """``{(backend, writers, cycle): commits/s}``, each run on a fresh store."""
     server = None
     if postgresql is None:
         from benchmarks.postgres_server import start
@@ -111,14 +124,12 @@ def measure_all(postgresql: str | None, seconds: float, writers: tuple[int, ...]
     try:
         with tempfile.TemporaryDirectory() as scratch:
             for n in writers:
-                for cycle in CYCLES:
-                    path = Path(scratch) / f"m1-{n}-{cycle[0]}.db"
-                    results[("sqlite", n, cycle)] = run(("sqlite", str(path)), n, seconds,
-                                                        cycle)
-                for cycle in CYCLES:
-                    url = postgresql or server.new_store()  # type: ignore[union-attr]
-                    results[("postgresql", n, cycle)] = run(("postgresql", url), n, seconds,
-                                                            cycle)
+                path = Path(scratch) / f"m1-{n}.db"
+                for cycle, rate in run(("sqlite", str(path)), n, seconds).items():
+                    results[("sqlite", n, cycle)] = rate
+                url = postgresql or server.new_store()  # type: ignore[union-attr]
+                for cycle, rate in run(("postgresql", url), n, seconds).items():
+                    results[("postgresql", n, cycle)] = rate
     finally:
         if server is not None:
             server.stop()
@@ -132,7 +143,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     args = parser.parse_args(argv)
     results = measure_all(args.postgresql, args.seconds)
-    print(f"M1 on {os.cpu_count()} cores, {args.seconds:.0f} s per run")
+    print(f"M1 on {os.cpu_count()} cores, {args.seconds:.0f} s per run (the two cycles "
+          "alternating every 0.5 s)")
     print("| backend | writers | 4 calls (commits/s) | 2 calls (commits/s) | ratio | target |")
     print("|---|---|---|---|---|---|")
     sqlite_one = results[("sqlite", 1, "2 calls")]
