@@ -221,6 +221,15 @@ def test_concurrent_inserts_never_conflict(warehouse: tuple[Place, Warehouse, Ta
 # --- a writer dies -------------------------------------------------------------------------------
 
 
+def _await_timeout_abort(wh: Warehouse, t: Table, txn: int, timeout: float) -> None:
+    """Take snapshots until the metastore aborts the dead ``txn`` for want of heartbeats."""
+    deadline = time.monotonic() + 4 * timeout
+    while states(wh)[txn] == "open" and time.monotonic() < deadline:
+        time.sleep(0.25)
+        t.snapshot()
+    assert states(wh)[txn] == "aborted"
+
+
 def test_killed_writer_leaves_nothing_and_is_aborted_after_the_timeout(place: Place) -> None:
     timeout = 4.0
     location = place
@@ -262,11 +271,7 @@ def test_killed_writer_leaves_nothing_and_is_aborted_after_the_timeout(place: Pl
 
     # once its heartbeat is older than the timeout, the next call that takes a snapshot
     # aborts it (with its locks), and its write id stays invisible as an aborted one
-    deadline = time.monotonic() + 4 * timeout
-    while states(wh)[dead_txn] == "open" and time.monotonic() < deadline:
-        time.sleep(0.25)
-        t.snapshot()
-    assert states(wh)[dead_txn] == "aborted"
+    _await_timeout_abort(wh, t, dead_txn, timeout)
     assert dead_write_id in t.snapshot().aborted_write_ids
     assert dead_txn not in wh.show_locks().column("txn_id").to_pylist()
     assert visible(t) == after
@@ -303,11 +308,7 @@ def test_a_single_insert_killed_before_its_commit_leaves_a_record_to_clean(
                      if p.name == delta)
     assert written == [f"dt=d/{delta}", f"dt=new/{delta}"]
     assert visible(t) == before
-    deadline = time.monotonic() + 4 * timeout
-    while states(wh)[dead_txn] == "open" and time.monotonic() < deadline:
-        time.sleep(0.25)
-        t.snapshot()
-    assert states(wh)[dead_txn] == "aborted"
+    _await_timeout_abort(wh, t, dead_txn, timeout)
     recorded = {d for c in wh.metastore.aborted_components(TABLE) for d in c.directories}
     assert set(written) == recorded
     Cleaner(wh, retention_seconds=0).run()
