@@ -37,6 +37,7 @@ __all__ = [
     "MergeCardinalityError",
     "MetadataChangedError",
     "MetastoreError",
+    "MetastoreInTaskError",
     "MetastoreRequiredError",
     "MetastoreVersionError",
     "NotEnoughHistoryError",
@@ -244,6 +245,14 @@ class TransactionStateError(AcidStoreError):
 
 class MetastoreError(AcidStoreError):
     """The metastore failed or holds inconsistent state."""
+
+
+class MetastoreInTaskError(AcidStoreError):
+    """A metastore was opened inside a Spark task (on an executor). Only the driver talks to
+    the metastore: executors get everything they need (snapshots, write ids, file lists) from
+    the driver's plan, so a task that opens one is a bug in acidstore or in the caller's UDF,
+    and on a cluster it would put one metastore connection per task on the server. Not a
+    ``MetastoreError``: the metastore did not fail, and handlers of those must not hide it."""
 
 
 class MetastoreVersionError(MetastoreError):

@@ -33,7 +33,7 @@ from acidstore.errors import (
 )
 from acidstore.expressions import Predicate, SqlEvaluator
 from acidstore.layout import base_name, delta_name
-from acidstore.metastore import Metastore, Operation, TableInfo, WriteComponent
+from acidstore.metastore import Metastore, Operation, PlannedWrite, TableInfo, WriteComponent
 from acidstore.metastore.conflicts import IsolationLevel, isolation_level
 from acidstore.orc.io import compression_codec
 from acidstore.read.keys import KeyArrays
@@ -56,7 +56,13 @@ from acidstore.statement import (
 )
 from acidstore.statement_merge import MergeSpec, not_matched_rows
 from acidstore.time_travel import hidden_compactions, past_snapshot
-from acidstore.write.conform import conform, refuse_zone_drop, split_partitions, to_arrow_table
+from acidstore.write.conform import (
+    PartitionData,
+    conform,
+    refuse_zone_drop,
+    split_partitions,
+    to_arrow_table,
+)
 from acidstore.write.files import WrittenDirectory, write_inserts
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
@@ -306,8 +312,10 @@ class Table:
 
     # --- writes --------------------------------------------------------------------------------
 
-    def _run(self, body: Callable[[Transaction], WriteResult]) -> WriteResult:
-        """Run ``body(txn)`` in this table's transaction, or in a new one that commits."""
+    def _run(self, body: Callable[[Transaction], WriteResult],
+             writes: Sequence[PlannedWrite] = ()) -> WriteResult:
+        """Run ``body(txn)`` in this table's transaction, or in a new one that commits (and
+        opens with ``writes``, the INSERT it starts with, if known)."""
         self._check_exists()  # and take the table's current metadata
         if self._txn is not None:
             try:
@@ -316,7 +324,7 @@ class Table:
                 self._txn.fail(exc)
                 raise
             return result
-        with self._warehouse.transaction() as txn:
+        with self._warehouse.transaction(writes=writes) as txn:
             result = body(txn)
         return dataclasses.replace(result, committed=not result.skipped)
 
@@ -354,9 +362,14 @@ class Table:
     def _write_once(self, data: Any, operation: Operation, app_id: str | None,
                     version: int | None) -> WriteResult:
         rows, app = self._conformed(data), idempotent.requested(app_id, version)
-        return idempotent.write_once(self._warehouse.metastore, self.name, app, operation,
-                                     run=self._run,
-                                     write=lambda t: self._write_rows(t, rows, operation))
+        parts = split_partitions(rows, self.info.partition_schema.names)
+        # known before the transaction opens: a new transaction allocates and records it
+        planned = PlannedWrite(self.name, tuple(p.path for p in parts),
+                               "overwrite" if operation == "overwrite" else "insert")
+        return idempotent.write_once(
+            self._warehouse.metastore, self.name, app, operation,
+            run=lambda body: self._run(body, writes=(planned,)),
+            write=lambda t: self._write_rows(t, rows, operation, parts))
 
     def delete(self, predicate: Predicate) -> WriteResult:
         """Delete the rows matching ``predicate`` (SQL string or pyarrow expression;
@@ -433,13 +446,12 @@ class Table:
                               bytes=sum(w.bytes for w in done),
                               metadata_version=self.info.metadata_version)
 
-    def _write_rows(self, txn: Transaction, rows: pa.Table, operation: Operation
-                    ) -> WriteResult:
+    def _write_rows(self, txn: Transaction, rows: pa.Table, operation: Operation,
+                    parts: Sequence[PartitionData]) -> WriteResult:
         write_id = txn.write_id(self.name)
         statement = txn.next_statement_id(self.name)
         kind: Literal["base", "delta"] = "base" if operation == "overwrite" else "delta"
         user = [f.name for f in self.info.schema]
-        parts = split_partitions(rows, self.info.partition_schema.names)
         names = []
         for part in parts:
             name = base_name(write_id) if kind == "base" else delta_name(write_id, write_id,

@@ -43,6 +43,7 @@ from acidstore.metastore import (
     CommittedWrite,
     CompactionOutput,
     Metastore,
+    PlannedWrite,
     TxnKind,
     WriteComponent,
 )
@@ -92,14 +93,20 @@ class Transaction:
 
     def __init__(self, warehouse: _WarehouseLike, *, heartbeat_interval: float | None,
                  attach: tuple[int, ValidTxnList] | None = None,
-                 kind: TxnKind = "default") -> None:
+                 kind: TxnKind = "default", writes: Sequence[PlannedWrite] = ()) -> None:
         self._warehouse = warehouse
         self._metastore = warehouse.metastore
+        #: write ids and records the open already made (``writes``): not asked for again
+        self._allocated: dict[str, int] = {}
+        self._recorded: list[WriteComponent] = []
         if attach is None:
             info = self._metastore.open_transaction(user=_user(), host=socket.gethostname(),
-                                                    kind=kind)
+                                                    kind=kind, writes=writes)
             self.txn_id: int = info.txn_id
             self.snapshot: ValidTxnList = info.snapshot
+            self._allocated = dict(info.write_ids)
+            self._recorded = [c for w in writes
+                              for c in w.components(info.write_ids[w.table])]
         else:
             self.txn_id, self.snapshot = attach
         self._state: State = "open"
@@ -216,6 +223,9 @@ class Transaction:
 
     def write_id(self, table: str) -> int:
         self._check_open()
+        allocated = self._allocated.get(table.lower())
+        if allocated is not None:
+            return allocated
         return self._metastore.allocate_write_id(self.txn_id, table)
 
     def next_statement_id(self, table: str) -> int:
@@ -245,7 +255,10 @@ class Transaction:
         refused = self.overwrote(component.table, component.partition, component.write_id)
         if refused is not None:
             raise InvalidInputError(refused)
-        self._metastore.record_write(self.txn_id, component)
+        if component in self._recorded:
+            self._recorded.remove(component)  # recorded by the open (``writes``)
+        else:
+            self._metastore.record_write(self.txn_id, component)
         self._planned.append(component)
 
     def write_app_version(self, table: str, app_id: str, version: int) -> None:

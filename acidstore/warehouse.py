@@ -32,7 +32,14 @@ from acidstore.errors import (
 )
 from acidstore.frames import schema_of
 from acidstore.fsck import fsck
-from acidstore.metastore import Metastore, NewTable, SqliteMetastore, TableInfo, TxnKind
+from acidstore.metastore import (
+    Metastore,
+    NewTable,
+    PlannedWrite,
+    SqliteMetastore,
+    TableInfo,
+    TxnKind,
+)
 from acidstore.metastore.conflicts import isolation_level
 from acidstore.metastore.postgres import PostgresMetastore
 from acidstore.metastore.validate import is_absolute_location
@@ -248,10 +255,15 @@ class Warehouse:
 
     # --- transactions ----------------------------------------------------------------------------
 
-    def transaction(self, *, kind: TxnKind = "default") -> Transaction:
+    def transaction(self, *, kind: TxnKind = "default",
+                    writes: Sequence[PlannedWrite] = ()) -> Transaction:
         """A new transaction; ``with wh.transaction() as txn:`` commits on a clean exit.
-        Compactors open theirs with ``kind="compaction"`` (they allocate no write id)."""
-        return Transaction(self, heartbeat_interval=self._heartbeat_interval, kind=kind)
+        Compactors open theirs with ``kind="compaction"`` (they allocate no write id).
+        ``writes``: the INSERTs the transaction starts with, when they are known up front
+        (their write ids are allocated and directories recorded as it opens, which saves
+        two metastore round trips; see ``Metastore.open_transaction``)."""
+        return Transaction(self, heartbeat_interval=self._heartbeat_interval, kind=kind,
+                           writes=writes)
 
     def show_transactions(self) -> pa.Table:
         rows = self._metastore.show_transactions()

@@ -165,3 +165,38 @@ def insert_or_overwrite_loop(location: Place, worker: int, table: str, overwrite
         queue.put(("ok", worker, log))
     except BaseException:
         _report_error(worker, barrier, queue)
+
+
+def die_before_single_insert_commits(location: Place, txn_timeout: float, queue: Any) -> None:
+    """``t.insert`` outside an explicit transaction (its open allocates and records the write),
+    dying when the commit starts, after every file is written; reports the txn id, write id
+    and how many separate allocate/record calls the insert made (the open makes both)."""
+    from acidstore.metastore.sql_store import SqlMetastore
+    from acidstore.transaction import Transaction
+
+    calls = {"allocate_write_id": 0, "record_write": 0}
+    for name in calls:
+        real = getattr(SqlMetastore, name)
+
+        def counted(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
+            calls[_name] += 1
+            return _real(*args, **kwargs)
+
+        setattr(SqlMetastore, name, counted)
+
+    def die(txn: Transaction) -> None:
+        write_id = txn.write_id(TABLE)
+        queue.put(("ok", 0, (txn.txn_id, write_id, dict(calls))))
+        time.sleep(0.2)  # let the queue's feeder thread flush the report
+        os._exit(17)
+
+    try:
+        wh = connect(location, txn_timeout=txn_timeout)
+        Transaction.commit = die  # type: ignore[method-assign,assignment]
+        wh.table(TABLE).insert(pa.table({"id": pa.array([900, 901], pa.int64()),
+                                         "name": ["ghost", "ghost"],
+                                         "salary": pa.array([1, 2], pa.int64()),
+                                         "dt": ["d", "new"]}))
+    except BaseException:
+        queue.put(("error", 0, traceback.format_exc()))
+    os._exit(18)

@@ -1,14 +1,16 @@
-"""Smoke test of benchmark M1 (``benchmarks.metastore``): two writer processes for half a
-second on each backend; ``run`` itself fails if a write id was lost or duplicated."""
+"""Smoke test of benchmark M1 (``benchmarks.metastore``): two writer processes for a
+second on each backend, alternating the two cycles; ``run`` itself fails if a write id was lost or
+duplicated."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.metastore import run
+from benchmarks.metastore import CYCLES, run
 from benchmarks.postgres_server import PostgresServer
 
 
 def test_m1_runs_on_both_backends(tmp_path: Path, postgres_server: PostgresServer) -> None:
-    assert run(("sqlite", str(tmp_path / "m1.db")), 2, 0.5) > 0
-    assert run(("postgresql", postgres_server.new_store()), 2, 0.5) > 0
+    for spec in [("sqlite", str(tmp_path / "m1.db")), ("postgresql", postgres_server.new_store())]:
+        rates = run(spec, 2, 1.0, slot=0.25)
+        assert set(rates) == set(CYCLES) and all(rate > 0 for rate in rates.values())

@@ -42,7 +42,13 @@ from acidstore.errors import (
     TransactionAbortedError,
     TransactionStateError,
 )
-from acidstore.metastore import Metastore, NewTable, SqliteMetastore
+from acidstore.metastore import (
+    Metastore,
+    NewTable,
+    PlannedWrite,
+    SqliteMetastore,
+    WriteComponent,
+)
 from acidstore.metastore.sql_schema import SCHEMA_VERSION
 
 # --- catalog ----------------------------------------------------------------------------------
@@ -315,6 +321,54 @@ def test_write_ids_are_per_table_contiguous_and_reused_within_a_txn(
     assert got == [1, 2, 1, 3, 2, 2]
     with pytest.raises(TableNotFoundError):
         metastore.allocate_write_id(t1, "missing")
+
+
+def test_open_with_planned_writes_allocates_and_records_in_the_open(
+        metastore: Metastore) -> None:
+    """One call does what open, allocate_write_id and record_write do one after another:
+    the same write ids (contiguous with other allocations), the same recorded components
+    (locks shown; listed for cleaning if the txn aborts), and the commit is unchanged."""
+    metastore.create_table(new_table("p", partition_by=("dt",)))
+    metastore.create_table(new_table("u"))
+    first = begin(metastore)
+    assert metastore.allocate_write_id(first, "p") == 1
+    opened = metastore.open_transaction(user="tester", host="localhost", writes=[
+        PlannedWrite("P", ("dt=1", "dt=2"), "insert"), PlannedWrite("default.u", ("",),
+                                                                    "overwrite")])
+    assert opened.write_ids == {"default.p": 2, "default.u": 1}
+    assert metastore.allocate_write_id(opened.txn_id, "p") == 2  # the same, reused
+    assert opened.snapshot == metastore.valid_txns(opened.txn_id)
+    assert [(lk.table, lk.partition, lk.lock_type) for lk in metastore.show_locks()] == [
+        ("p", "dt=1", "shared_write"), ("p", "dt=2", "shared_write"), ("u", None, "exclusive")]
+    plan = PlannedWrite("p", ("dt=1",), "insert")
+    assert plan.components(2) == [WriteComponent("default.p", "dt=1", "insert", 2,
+                                                 ("dt=1/delta_0000002_0000002_0000",))]
+    assert PlannedWrite("u", ("",), "overwrite").components(1)[0].directories == (
+        "base_0000001",)
+    metastore.abort(opened.txn_id)
+    assert sorted(c.directories[0] for c in metastore.aborted_components("p")) == [
+        "dt=1/delta_0000002_0000002_0000", "dt=2/delta_0000002_0000002_0000"]
+    again = metastore.open_transaction(user="tester", host="localhost",
+                                       writes=[PlannedWrite("p", ("dt=3",), "insert")])
+    metastore.commit(again.txn_id, [component(3, table="p", partition="dt=3", rows_inserted=5)])
+    assert [(h.write_id, h.rows_inserted) for h in metastore.history("p")] == [(3, 5)]
+
+
+def test_planned_writes_are_checked_and_a_refused_open_leaves_nothing(
+        metastore: Metastore) -> None:
+    metastore.create_table(new_table("p", partition_by=("dt",)))
+    before = metastore.valid_txns()
+    for writes, error in [([PlannedWrite("missing", ("",), "insert")], TableNotFoundError),
+                          ([PlannedWrite("p", ("",), "insert")], InvalidInputError),
+                          (["p"], InvalidInputError)]:
+        with pytest.raises(error):
+            metastore.open_transaction(user="tester", host="localhost",
+                                       writes=writes)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError):
+        metastore.open_transaction(user="tester", host="localhost", kind="compaction",
+                                   writes=[PlannedWrite("p", ("dt=1",), "insert")])
+    assert metastore.valid_txns() == before and metastore.show_transactions() == []
+    assert metastore.allocate_write_id(begin(metastore), "p") == 1
 
 
 def test_allocation_is_refused_for_finished_txns(metastore: Metastore) -> None:

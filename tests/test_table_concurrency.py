@@ -33,6 +33,7 @@ from table_workers import (
     Place,
     change_then_commit,
     connect,
+    die_before_single_insert_commits,
     die_mid_transaction,
     increment_with_retries,
     insert_batches,
@@ -41,6 +42,7 @@ from table_workers import (
 import acidstore
 from acidstore import Table, Warehouse
 from acidstore.write.bucketing import bucket_ids
+from compaction import Cleaner
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string()),
                     pa.field("salary", pa.int64()), pa.field("dt", pa.string())])
@@ -219,6 +221,15 @@ def test_concurrent_inserts_never_conflict(warehouse: tuple[Place, Warehouse, Ta
 # --- a writer dies -------------------------------------------------------------------------------
 
 
+def _await_timeout_abort(wh: Warehouse, t: Table, txn: int, timeout: float) -> None:
+    """Take snapshots until the metastore aborts the dead ``txn`` for want of heartbeats."""
+    deadline = time.monotonic() + 4 * timeout
+    while states(wh)[txn] == "open" and time.monotonic() < deadline:
+        time.sleep(0.25)
+        t.snapshot()
+    assert states(wh)[txn] == "aborted"
+
+
 def test_killed_writer_leaves_nothing_and_is_aborted_after_the_timeout(place: Place) -> None:
     timeout = 4.0
     location = place
@@ -260,11 +271,7 @@ def test_killed_writer_leaves_nothing_and_is_aborted_after_the_timeout(place: Pl
 
     # once its heartbeat is older than the timeout, the next call that takes a snapshot
     # aborts it (with its locks), and its write id stays invisible as an aborted one
-    deadline = time.monotonic() + 4 * timeout
-    while states(wh)[dead_txn] == "open" and time.monotonic() < deadline:
-        time.sleep(0.25)
-        t.snapshot()
-    assert states(wh)[dead_txn] == "aborted"
+    _await_timeout_abort(wh, t, dead_txn, timeout)
     assert dead_write_id in t.snapshot().aborted_write_ids
     assert dead_txn not in wh.show_locks().column("txn_id").to_pylist()
     assert visible(t) == after
@@ -273,3 +280,39 @@ def test_killed_writer_leaves_nothing_and_is_aborted_after_the_timeout(place: Pl
     assert set(written) <= recorded
     wh.close()
     assert os.path.isdir(t.location)
+
+
+def test_a_single_insert_killed_before_its_commit_leaves_a_record_to_clean(
+        place: Place) -> None:
+    """A single-statement insert records its directories in the open of its transaction
+    (``open_transaction(writes=...)``), not in calls of its own: killed after writing its
+    files, it must still leave the cleaner a record of every directory, a new partition's
+    included, and nothing visible."""
+    timeout = 3.0
+    wh = connect(place, txn_timeout=timeout)
+    t = wh.create_table(TABLE, SCHEMA, partition_by=["dt"], bucket_by=["id"], buckets=4)
+    t.insert(pa.Table.from_pylist(SEED, schema=SCHEMA))
+    before = visible(t)
+    reports = CONTEXT.Queue()
+    child = CONTEXT.Process(target=die_before_single_insert_commits,
+                            args=(place, timeout, reports))
+    child.start()
+    status, _, payload = reports.get(timeout=60)
+    assert status == "ok", payload
+    dead_txn, write_id, calls = payload
+    child.join(timeout=30)
+    assert child.exitcode == 17
+    assert calls == {"allocate_write_id": 0, "record_write": 0}  # the open did both
+    delta = f"delta_{write_id:07d}_{write_id:07d}_0000"
+    written = sorted(str(p.relative_to(t.location)) for p in Path(t.location).glob("*/*")
+                     if p.name == delta)
+    assert written == [f"dt=d/{delta}", f"dt=new/{delta}"]
+    assert visible(t) == before
+    _await_timeout_abort(wh, t, dead_txn, timeout)
+    recorded = {d for c in wh.metastore.aborted_components(TABLE) for d in c.directories}
+    assert set(written) == recorded
+    Cleaner(wh, retention_seconds=0).run()
+    assert not (Path(t.location) / "dt=new").exists()
+    assert not (Path(t.location) / "dt=d" / delta).exists()
+    assert visible(t) == before
+    wh.close()

@@ -49,6 +49,7 @@ from acidstore.metastore.sql_schema import (
     stored_schema_version,
 )
 from acidstore.metastore.sql_store import SqlMetastore
+from acidstore.metastore.task_guard import refuse_in_spark_task
 
 __all__ = ["PostgresMetastore"]
 
@@ -131,6 +132,7 @@ class PostgresMetastore(SqlMetastore):
         session: _Session | None = getattr(self._local, "session", None)
         if session is not None and self._local.pid == os.getpid() and not session.conn.closed:
             return session
+        refuse_in_spark_task(self._where)
         conn = connect(self._url, self._where, connect_timeout=self._connect_timeout,
                        lock_timeout=self._busy)
         self._track(conn)

@@ -20,6 +20,8 @@ from typing import Literal, Protocol, runtime_checkable
 
 import pyarrow as pa
 
+from acidstore.fs import join
+from acidstore.layout import base_name, delta_name
 from acidstore.metastore.queue import (
     CompactionCommit,
     CompactionInfo,
@@ -40,6 +42,7 @@ __all__ = [
     "Metastore",
     "NewTable",
     "Operation",
+    "PlannedWrite",
     "TableInfo",
     "TxnInfo",
     "TxnKind",
@@ -128,6 +131,36 @@ class TxnInfo:
     last_heartbeat: datetime
     finished: datetime | None
     snapshot: ValidTxnList
+    #: table -> write id allocated when the transaction opened (``open_transaction(writes=)``);
+    #: empty in every other answer (``show_transactions`` lists transactions, not write ids)
+    write_ids: dict[str, int] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class PlannedWrite:
+    """A write a transaction knows when it opens: the first statement (statement id 0) of an
+    INSERT (``delta_w_w_0000``) or INSERT OVERWRITE (``base_w``) into ``partitions`` of
+    ``table``. ``open_transaction(writes=...)`` allocates its write id and records its
+    directories in the open's own metastore transaction (see ``open_transaction``)."""
+
+    table: str
+    partitions: tuple[str, ...]
+    operation: Literal["insert", "overwrite"]
+
+    def __post_init__(self) -> None:
+        from acidstore.metastore.validate import split_table_name  # it imports this module
+
+        object.__setattr__(self, "table", ".".join(split_table_name(self.table)))
+        object.__setattr__(self, "partitions", tuple(self.partitions))
+
+    def components(self, write_id: int) -> list[WriteComponent]:
+        """The components ``record_write`` would record for it, one per partition: the
+        directories its writer names (``Table`` writes exactly these)."""
+        name = base_name(write_id) if self.operation == "overwrite" else delta_name(
+            write_id, write_id, 0)
+        return [WriteComponent(self.table, partition, self.operation, write_id,
+                               (join(partition, name) if partition else name,))
+                for partition in self.partitions]
 
 
 @dataclass(frozen=True)
@@ -322,8 +355,12 @@ class Metastore(Protocol):
 
     # --- transactions -------------------------------------------------------------------------
 
-    def open_transaction(self, *, user: str, host: str, kind: TxnKind = "default") -> TxnInfo:
-        """Allocate a global txn id and record its snapshot (§6.5)."""
+    def open_transaction(self, *, user: str, host: str, kind: TxnKind = "default",
+                         writes: Sequence[PlannedWrite] = ()) -> TxnInfo:
+        """Allocate a global txn id and record its snapshot (§6.5). ``writes``: also allocate
+        the write id of each planned write's table and record its directories, as
+        ``allocate_write_id`` and ``record_write`` would right after, in the same durable
+        metastore transaction (``TxnInfo.write_ids`` holds the ids)."""
         ...
 
     def heartbeat(self, txn_id: int) -> None:

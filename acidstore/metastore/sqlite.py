@@ -45,6 +45,7 @@ from acidstore.metastore.sql_schema import (
     stored_schema_version,
 )
 from acidstore.metastore.sql_store import SqlMetastore
+from acidstore.metastore.task_guard import refuse_in_spark_task
 
 __all__ = ["SqliteMetastore"]
 
@@ -120,6 +121,7 @@ class SqliteMetastore(SqlMetastore):
         conn: _Connection | None = getattr(self._local, "conn", None)
         if conn is not None and self._local.pid == os.getpid():
             return conn
+        refuse_in_spark_task(self._path)
         if self.read_only:
             conn = sqlite3.connect(_read_only_uri(self._path), uri=True, timeout=self._busy,
                                    isolation_level=None, check_same_thread=False,

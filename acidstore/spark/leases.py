@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from acidstore.errors import AcidStoreError, MetastoreError
+from acidstore.metastore.task_guard import permit_in_task
 from acidstore.spark.locate import Target, open_target
 from acidstore.warehouse import Warehouse
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
@@ -84,7 +85,8 @@ def release_at_exit() -> None:
 def _reachable(target: Target) -> Warehouse | None:
     """The target's warehouse, if this process can open it (an executor may not)."""
     try:
-        wh, _ = open_target(target)
+        with permit_in_task("a read task's snapshot lease"):
+            wh, _ = open_target(target)
     except (AcidStoreError, OSError):
         return None
     return wh

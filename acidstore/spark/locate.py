@@ -21,6 +21,7 @@ from acidstore.errors import (
     WarehouseNotFoundError,
 )
 from acidstore.fs import resolve
+from acidstore.metastore.task_guard import permit_in_task
 from acidstore.table import Table
 from acidstore.warehouse import DEFAULT_METASTORE_FILE, Warehouse, connect
 
@@ -143,6 +144,9 @@ def heartbeat(target: Target, txn_id: int) -> None:
     and commits in short-lived workers), so its tasks do. An executor that cannot see the
     metastore (a SQLite file on the driver's disk) skips this rather than creating a new one.
     A transaction that is no longer open fails the task: its files could never be published.
+    One of the two places a task may open the metastore (``permit_in_task``; the other is a
+    read task's lease, ``spark/leases.py``); anywhere else
+    in a task, opening one raises ``MetastoreInTaskError``.
     """
     if target.metastore is None:
         root = Path(target.warehouse) if target.warehouse else None
@@ -153,15 +157,17 @@ def heartbeat(target: Target, txn_id: int) -> None:
                 return
         if root is None or not (root / DEFAULT_METASTORE_FILE).is_file():
             return
-    try:
-        wh = connect(target.warehouse or str(root), metastore=target.metastore, create=False)
-    except (MetastoreError, WarehouseNotFoundError, OSError):
-        return
-    try:
-        wh.metastore.heartbeat(txn_id)
-    except (TransactionAbortedError, TransactionStateError):
-        raise
-    except (MetastoreError, OSError):
-        return
-    finally:
-        wh.close()
+    with permit_in_task("the heartbeat of a df.write transaction"):
+        try:
+            wh = connect(target.warehouse or str(root), metastore=target.metastore,
+                         create=False)
+        except (MetastoreError, WarehouseNotFoundError, OSError):
+            return
+        try:
+            wh.metastore.heartbeat(txn_id)
+        except (TransactionAbortedError, TransactionStateError):
+            raise
+        except (MetastoreError, OSError):
+            return
+        finally:
+            wh.close()
