@@ -33,7 +33,7 @@ TARGETS: dict[str, tuple[str, str]] = {
     "commit returned": ("acidstore.transaction:Transaction", "commit"),
     "compaction planned": ("compaction.compactor", "plan_partition_compaction"),
     "output directories made": ("compaction.compactor", "prepare_outputs"),
-    "compacted bucket file": ("compaction.execute", "write_event_file"),
+    "compacted bucket file": ("compaction.execute", "_write"),
     "queue record": ("acidstore.metastore:SqliteMetastore", "record_compaction"),
     "queue entry compacted": ("acidstore.metastore:SqliteMetastore", "compaction_compacted"),
     "queue entry claimed": ("acidstore.metastore:SqliteMetastore", "claim_compaction"),
