@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import duckdb
 import pyarrow as pa
@@ -188,17 +188,9 @@ class SqlEvaluator:
         DuckDB."""
         columns: dict[str, pa.ChunkedArray] = {}
         for name, text in expressions.items():
-            key = (text, tuple(table.column_names))
-            if key not in self._compiled:
-                self._compiled[key] = compile_predicate(text, table.column_names)
-            compiled = self._compiled[key]
-            if compiled is None:
-                return None
-            try:
-                value = compiled(table)
-            except (pa.ArrowException, NeedsDuckDBError, TypeError):
-                return None
-            if pa.types.is_floating(value.type) or pa.types.is_decimal(value.type):
+            value = self._run_compiled(table, text)
+            if value is None or pa.types.is_floating(value.type) or \
+                    pa.types.is_decimal(value.type):
                 return None
             if isinstance(value, pa.Scalar):
                 value = pa.repeat(value, table.num_rows)
@@ -206,18 +198,23 @@ class SqlEvaluator:
                 else pa.chunked_array([value], type=value.type)
         return pa.table(columns)
 
-    def _compiled_mask(self, table: pa.Table, predicate: str) -> pa.BooleanArray | None:
-        key = (predicate, tuple(table.column_names))
+    def _run_compiled(self, table: pa.Table, text: str) -> Any:
+        """``text`` computed by Arrow over ``table`` (an Array or Scalar), compiled once per
+        column list; None outside the compiled subset or where Arrow refuses."""
+        key = (text, tuple(table.column_names))
         if key not in self._compiled:
-            self._compiled[key] = compile_predicate(predicate, table.column_names)
+            self._compiled[key] = compile_predicate(text, table.column_names)
         compiled = self._compiled[key]
         if compiled is None:
             return None
         try:
-            result = compiled(table)
+            return compiled(table)
         except (pa.ArrowException, NeedsDuckDBError, TypeError):
             return None
-        if not pa.types.is_boolean(result.type):
+
+    def _compiled_mask(self, table: pa.Table, predicate: str) -> pa.BooleanArray | None:
+        result = self._run_compiled(table, predicate)
+        if result is None or not pa.types.is_boolean(result.type):
             return None
         if isinstance(result, pa.Scalar):
             result = pa.repeat(result, table.num_rows)

@@ -36,7 +36,7 @@ from acidstore.layout import base_name, delta_name
 from acidstore.metastore import Metastore, Operation, PlannedWrite, TableInfo, WriteComponent
 from acidstore.metastore.conflicts import IsolationLevel, isolation_level
 from acidstore.orc.io import compression_codec
-from acidstore.read.keys import KeyArrays
+from acidstore.publish import operation_of, publish_change
 from acidstore.read.recorded import RecordedWrites
 from acidstore.read.scan import Scan, table_partitions
 from acidstore.results import WriteResult
@@ -47,7 +47,6 @@ from acidstore.statement import (
     StatementTarget,
     UnitOutcome,
     bucket_of_rows,
-    by_partition,
     partition_inserts,
     plan_inserts,
     plan_units,
@@ -535,7 +534,7 @@ class Table:
         write_id = units[0].write_id
         for partition, directories in planned_directories(units).items():
             if txn.overwrote(self.name, partition, write_id) is None:
-                txn.will_write(WriteComponent(self.name, partition, _operation(units[0].kind),
+                txn.will_write(WriteComponent(self.name, partition, operation_of(units[0].kind),
                                               write_id, directories))
         return [dataclasses.replace(u, refuse=txn.overwrote(self.name, u.partition, write_id))
                 for u in units]
@@ -543,65 +542,8 @@ class Table:
     def publish_change(self, txn: Transaction, kind: ChangeKind, units: Sequence[ChangeUnit],
                        outcomes: Sequence[UnitOutcome], *, source_rows: int = 0
                        ) -> WriteResult:
-        """Register the units' outcomes with ``txn``: per partition, one component per kind
-        of change (a MERGE's updates, deletes and inserts each show in history), the deleted
-        ROW__IDs travelling with the first for the commit's conflict check."""
-        # the write id the statement took (a committed no-op version when nothing matched)
-        write_id = units[0].write_id if units else None
-        matched = by_partition([o for u, o in zip(units, outcomes, strict=True)
-                                if u.kind != "insert"])
-        inserted = by_partition([o for u, o in zip(units, outcomes, strict=True)
-                                 if u.kind == "insert"])
-        updated = deleted = 0
-        for partition, done in matched.items():
-            assert write_id is not None
-            # each update writes one delete event and one new row; the other delete events
-            # are deletes (a DELETE, or a MERGE's WHEN MATCHED DELETE)
-            new_rows = done.rows_inserted if kind != "delete" else 0
-            updated, deleted = updated + new_rows, deleted + done.rows_deleted - new_rows
-            keys: KeyArrays | None = done.deleted
-            if new_rows:
-                txn.wrote(self._changed(partition, "update", write_id, done.directories,
-                                        inserted=new_rows, deleted=new_rows, files_of=done),
-                          keys)
-                keys = None
-            if done.rows_deleted > new_rows:
-                dirs = tuple(d for d in done.directories if "delete_delta_" in d)
-                txn.wrote(self._changed(partition, "delete", write_id, dirs, inserted=0,
-                                        deleted=done.rows_deleted - new_rows,
-                                        files_of=done if keys is not None else None), keys)
-        for partition, done in inserted.items():
-            assert write_id is not None
-            txn.wrote(self._changed(partition, "insert", write_id, done.directories,
-                                    inserted=done.rows_inserted, deleted=0, files_of=done))
-        if self.isolation_level == "Serializable" and write_id is not None:
-            # partitions the statement read but changed nothing in: under Serializable an
-            # append there after its snapshot is a row its WHERE/ON might have matched
-            for partition in sorted({u.partition for u in units} - {*matched, *inserted}):
-                txn.wrote(self._changed(partition, _operation(kind), write_id, (), inserted=0,
-                                        deleted=0, files_of=None))
-        parts = tuple(sorted({*matched, *inserted}))
-        if kind != "merge":
-            return WriteResult(txn.txn_id, write_id, kind, partitions=parts,
-                               rows_deleted=deleted, rows_updated=updated)
-        added = sum(o.rows_inserted for o in inserted.values())
-        metrics = {"num_source_rows": source_rows, "num_target_rows_updated": updated,
-                   "num_target_rows_deleted": deleted, "num_target_rows_inserted": added}
-        return WriteResult(txn.txn_id, write_id, "merge", rows_inserted=added,
-                           rows_updated=updated, rows_deleted=deleted, partitions=parts,
-                           metrics=metrics)
-
-    def _changed(self, partition: str, operation: Operation, write_id: int,
-                 directories: tuple[str, ...], *, inserted: int, deleted: int,
-                 files_of: UnitOutcome | None) -> WriteComponent:
-        """A component; ``files_of`` None when another component of the same directories
-        already counts their files and bytes."""
-        return WriteComponent(self.name, partition, operation, write_id, directories,
-                              rows_inserted=inserted, rows_deleted=deleted,
-                              files=files_of.files if files_of else 0,
-                              bytes=files_of.bytes if files_of else 0,
-                              read=self.isolation_level == "Serializable",
-                              metadata_version=self.info.metadata_version)
+        """Register the units' outcomes with ``txn`` (``acidstore.publish``)."""
+        return publish_change(self, txn, kind, units, outcomes, source_rows=source_rows)
 
     def run_statement(self, txn: Transaction, kind: ChangeKind, *,
                       predicate: Predicate | None = None,
@@ -624,11 +566,6 @@ class Table:
     def _update(self, txn: Transaction, predicate: Predicate, assignments: dict[str, str]
                 ) -> WriteResult:
         return self.run_statement(txn, "update", predicate=predicate, assignments=assignments)
-
-
-def _operation(kind: ChangeKind) -> Operation:
-    """The metastore's operation for units of ``kind`` (a MERGE's may update)."""
-    return "update" if kind == "merge" else kind
 
 
 def _release_lease(metastore: Metastore, lease: int) -> None:

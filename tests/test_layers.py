@@ -36,6 +36,7 @@ LAYERS: dict[str, int] = {
     "acidstore.merge": 4,
     "acidstore.fsck": 4,
     "acidstore.adopt": 4,
+    "acidstore.publish": 4,
     "acidstore.expressions": 2,
     "acidstore.arrow_sql": 2,
     "acidstore.spark": 5,

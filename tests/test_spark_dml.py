@@ -207,15 +207,18 @@ def test_merge_cardinality_violation_writes_nothing(pair: Pair) -> None:
     pair.check_same()
 
 
+#: matched rows 0..9 for every WHEN MATCHED clause, unmatched 100..107 for the inserts
+EVERY_CLAUSE_SOURCE = pa.Table.from_pylist(
+    [{"id": i, "name": f"s{i}", "amount": amount, "dt": "z"} for i, amount in
+     [(0, -5), (1, 500), (2, -1), (3, 1), (4, 400), (5, 0), (6, 7), (7, 71), (8, -8), (9, 90)]]
+    + [{"id": i, "name": f"new{i}", "amount": i - 104, "dt": "c" if i % 2 else None}
+       for i in range(100, 108)], schema=START.schema)
+
+
 def test_merge_every_clause_first_match_wins(pair: Pair) -> None:
     # matched rows: 0..9; amount < 0 -> delete (even when the update condition holds too),
     # amount > t.amount -> update, else update all; unmatched 100..107: inserts by condition
-    src = pa.Table.from_pylist(
-        [{"id": i, "name": f"s{i}", "amount": amount, "dt": "z"} for i, amount in
-         [(0, -5), (1, 500), (2, -1), (3, 1), (4, 400), (5, 0), (6, 7), (7, 71), (8, -8),
-          (9, 90)]]
-        + [{"id": i, "name": f"new{i}", "amount": i - 104, "dt": "c" if i % 2 else None}
-           for i in range(100, 108)], schema=START.schema)
+    src = EVERY_CLAUSE_SOURCE
     clauses_spark = (
         pair.at.alias("t").merge(pair.source(src).alias("s"), "t.id = s.id")
         .whenMatchedDelete(condition="s.amount < 0")

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 from spark_support import make_rows, table_files
 from test_spark_dml import (  # noqa: F401  (re-collected here, on the shuffled path)
-    START,
+    EVERY_CLAUSE_SOURCE,
     Pair,
     counts,
     make_pair,
@@ -60,12 +60,7 @@ def pair(spark: SparkSession, tmp_path: Path, shuffled: list[int]) -> Iterator[P
 def test_every_clause_first_match_wins(pair: Pair) -> None:
     # test_spark_dml's test of the same name, in SQL strings only (its Columns that have no
     # SQL form take Spark's DataFrame MERGE, not the shuffle)
-    src = pa.Table.from_pylist(
-        [{"id": i, "name": f"s{i}", "amount": amount, "dt": "z"} for i, amount in
-         [(0, -5), (1, 500), (2, -1), (3, 1), (4, 400), (5, 0), (6, 7), (7, 71), (8, -8),
-          (9, 90)]]
-        + [{"id": i, "name": f"new{i}", "amount": i - 104, "dt": "c" if i % 2 else None}
-           for i in range(100, 108)], schema=START.schema)
+    src = EVERY_CLAUSE_SOURCE
     inserted = {"id": "s.id", "amount": "s.amount * 10", "dt": "'pos'"}
     got = pair.at.alias("t").merge(pair.source(src).alias("s"), "t.id = s.id") \
         .whenMatchedDelete(condition="s.amount < 0") \

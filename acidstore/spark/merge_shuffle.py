@@ -85,8 +85,10 @@ def shuffled_merge(spark: SparkSession, txn: Transaction, table: Table, spec: Me
     names = merge_columns(spec, target.full_schema.names)
     shape = _Shape(tuple(source.columns), tuple(names))
     keys = _target_keys(spark, units, names, target.full_schema)
+    # Spark cannot size the keys (a Python map over unit numbers looks tiny) and would
+    # broadcast all of a large table's keys to every task: a shuffled hash join instead
     aliased_source, aliased_keys = source.alias(spec.source_alias), keys.alias(
-        spec.target_alias)
+        spec.target_alias).hint("shuffle_hash")
     joined = aliased_source.join(aliased_keys, on=on,
                                  how="left" if spec.not_matched else "inner").select(
         *[aliased_source[n].alias(f"__s{i}") for i, n in enumerate(shape.source)],

@@ -25,7 +25,7 @@ from acidstore.errors import InvalidInputError, required_condition
 from acidstore.expressions import check_sandboxed
 from acidstore.metastore import Operation
 from acidstore.orc.schema import ROW_ID_COLUMN
-from acidstore.spark import leases
+from acidstore.spark import leases, merge_shuffle
 from acidstore.spark.columns import column_sql
 from acidstore.spark.errors import spark_errors
 from acidstore.spark.jobs import group_buckets, run_job, run_units
@@ -279,36 +279,32 @@ class AcidTable:
         the columns the statement needs and writing its buckets' files), and only counts,
         directories, deleted ROW__IDs (and a MERGE's matched source rows) come back to
         commit. No table data enters the JVM."""
-        wh, _ = open_target(self._target)
-        try:
-            with wh.transaction() as txn:
-                table = txn.table(self.name)
-                with settled_jobs(self._spark, f"{kind.upper()} of {self.name}"), \
-                        spark_errors(f"{kind.upper()} of {self.name}"):
-                    result = table.run_statement(
-                        txn, kind, predicate=condition, assignments=assignments, merge=merge,
-                        run=lambda units: run_units(self._spark, units))
-            return dataclasses.replace(result, committed=True)
-        finally:
-            wh.close()
+        return self._committed(f"{kind.upper()} of {self.name}", lambda txn, table: (
+            table.run_statement(txn, kind, predicate=condition, assignments=assignments,
+                                merge=merge, run=lambda units: run_units(self._spark, units))))
 
     def _shuffled_merge(self, spec: MergeSpec, source: DataFrame, on: Column) -> WriteResult:
-        """A MERGE whose source is too large to broadcast: planned, published and committed
-        as ``_core_statement`` does, the join done by Spark (``merge_shuffle``)."""
-        from acidstore.spark.merge_shuffle import shuffled_merge
+        """A MERGE whose source is too large to broadcast: planned and published as
+        ``_core_statement`` does, the join done by Spark (``merge_shuffle``)."""
+        def body(txn: Transaction, table: Table) -> WriteResult:
+            count = source.count()
+            planned = table.plan_change(txn, "merge", None, merge=spec)
+            units, outcomes = merge_shuffle.shuffled_merge(
+                self._spark, txn, table, spec, source=source, on=on, units=planned)
+            return table.publish_change(txn, "merge", units, outcomes, source_rows=count)
 
+        return self._committed(f"MERGE into {self.name}", body)
+
+    def _committed(self, what: str, body: Callable[[Transaction, Table], WriteResult]
+                   ) -> WriteResult:
+        """``body`` in a transaction of its own, committed when it returns: its Spark jobs
+        end before a failure aborts the transaction (``settle``), Spark's errors typed."""
         wh, _ = open_target(self._target)
         try:
             with wh.transaction() as txn:
                 table = txn.table(self.name)
-                with settled_jobs(self._spark, f"MERGE into {self.name}"), \
-                        spark_errors(f"MERGE into {self.name}"):
-                    count = source.count()
-                    planned = table.plan_change(txn, "merge", None, merge=spec)
-                    units, outcomes = shuffled_merge(self._spark, txn, table, spec,
-                                                     source=source, on=on, units=planned)
-                    result = table.publish_change(txn, "merge", units, outcomes,
-                                                  source_rows=count)
+                with settled_jobs(self._spark, what), spark_errors(what):
+                    result = body(txn, table)
             return dataclasses.replace(result, committed=True)
         finally:
             wh.close()
