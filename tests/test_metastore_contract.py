@@ -12,11 +12,9 @@ snapshot), §12.1 (write-id allocation), §14 (timeouts).
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from dataclasses import replace
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -36,7 +34,6 @@ from metastore_support import (
 from acidstore.errors import (
     InvalidInputError,
     MetadataChangedError,
-    MetastoreError,
     TableExistsError,
     TableNotFoundError,
     TransactionAbortedError,
@@ -46,10 +43,8 @@ from acidstore.metastore import (
     Metastore,
     NewTable,
     PlannedWrite,
-    SqliteMetastore,
     WriteComponent,
 )
-from acidstore.metastore.sql_schema import SCHEMA_VERSION
 
 # --- catalog ----------------------------------------------------------------------------------
 
@@ -579,75 +574,3 @@ def test_leases_live_until_released_or_expired(metastore: Metastore) -> None:
         metastore.acquire_lease("t", snapshot, write_ids, ttl_seconds=0)
     with pytest.raises(TableNotFoundError):
         metastore.acquire_lease("missing", snapshot, write_ids, ttl_seconds=1)
-
-
-# --- SQLite specifics -------------------------------------------------------------------------
-
-
-def test_sqlite_uses_wal_and_a_versioned_schema(tmp_path: Path) -> None:
-    path = tmp_path / "ms.db"
-    SqliteMetastore(path).close()
-    with sqlite3.connect(path) as raw:
-        assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert raw.execute("SELECT value FROM meta WHERE name = 'schema_version'"
-                           ).fetchone()[0] == str(SCHEMA_VERSION)
-        raw.execute("UPDATE meta SET value = '99' WHERE name = 'schema_version'")
-    with pytest.raises(MetastoreError, match="schema version 99"):
-        SqliteMetastore(path)
-
-
-def test_sqlite_upgrades_a_version_1_file_in_place(tmp_path: Path) -> None:
-    """Version 2 added the compaction queue (3 a column of it): a version-1 warehouse keeps
-    working."""
-    path = tmp_path / "ms.db"
-    SqliteMetastore(path).close()
-    with sqlite3.connect(path) as raw:
-        raw.execute("DROP TABLE compactions")
-        raw.execute("ALTER TABLE tables DROP COLUMN metadata_version")
-        raw.execute("UPDATE meta SET value = '1' WHERE name = 'schema_version'")
-    store = SqliteMetastore(path)
-    assert store.show_compactions() == []
-    store.close()
-    with sqlite3.connect(path) as raw:
-        assert raw.execute("SELECT value FROM meta WHERE name = 'schema_version'"
-                           ).fetchone()[0] == str(SCHEMA_VERSION)
-
-
-def test_sqlite_version_3_locations_become_relative_to_the_warehouse_root(
-        tmp_path: Path) -> None:
-    """Up to version 3 a warehouse stored ``<root>/<db>.db/<table>``; version 4 keeps
-    ``<db>.db/<table>``, so a copied warehouse resolves its tables against its own root.
-    Other locations (placed elsewhere through the metastore) stay as they were."""
-    path = tmp_path / "ms.db"
-    with SqliteMetastore(path) as store:
-        store.create_table(new_table("my_t", "sales", location="/old/wh/sales.db/my_t"))
-        store.create_table(new_table("u", location="/elsewhere/u_data"))
-        store.create_table(new_table("v", location="/old/wh/default.db/xv"))
-    with sqlite3.connect(path) as raw:
-        raw.execute("ALTER TABLE tables DROP COLUMN metadata_version")
-        raw.execute("UPDATE meta SET value = '3' WHERE name = 'schema_version'")
-    with SqliteMetastore(path) as store:
-        assert [store.get_table(t).location for t in ("sales.my_t", "u", "v")] == [
-            "sales.db/my_t", "/elsewhere/u_data", "/old/wh/default.db/xv"]
-
-
-def test_sqlite_refuses_memory_databases_and_closed_handles(tmp_path: Path) -> None:
-    with pytest.raises(InvalidInputError):
-        SqliteMetastore(":memory:")
-    with pytest.raises(InvalidInputError):
-        SqliteMetastore(tmp_path / "x.db", timeout_seconds=0)
-    store = SqliteMetastore(tmp_path / "ms.db")
-    store.close()
-    with pytest.raises(MetastoreError, match="closed"):
-        store.list_tables()
-
-
-def test_sqlite_state_survives_reopening(tmp_path: Path) -> None:
-    path = tmp_path / "ms.db"
-    with SqliteMetastore(path) as store:
-        store.create_table(new_table())
-        txn = begin(store)
-        store.commit(txn, [write(store, txn, "insert")])
-    with SqliteMetastore(path) as again:
-        assert [e.write_id for e in again.history("t")] == [1]
-        assert again.allocate_write_id(begin(again), "t") == 2
