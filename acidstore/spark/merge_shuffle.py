@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
+import re
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -25,6 +26,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import StorageLevel
+from pyspark.broadcast import Broadcast
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
 
@@ -47,9 +49,11 @@ from acidstore.table import Table
 from acidstore.transaction import Transaction
 from acidstore.write.conform import conform
 
-__all__ = ["shuffled_merge"]
+__all__ = ["MAX_SEMI_JOIN_KEYS", "equality_key", "shuffled_merge"]
 
 _UNIT, _W, _B, _R = "__acid_unit", "__acid_w", "__acid_b", "__acid_r"
+#: most distinct source join keys broadcast for the semi-join (beyond: every target key joins)
+MAX_SEMI_JOIN_KEYS = 20_000_000
 _OUTPUT = "output"
 
 
@@ -84,7 +88,8 @@ def shuffled_merge(spark: SparkSession, txn: Transaction, table: Table, spec: Me
     target = table.statement_target()
     names = merge_columns(spec, target.full_schema.names)
     shape = _Shape(tuple(source.columns), tuple(names))
-    keys = _target_keys(spark, units, names, target.full_schema)
+    keys = _target_keys(spark, units, names, target.full_schema,
+                        _semi_join(spark, spec, source, target.full_schema))
     # Spark cannot size the keys (a Python map over unit numbers looks tiny) and would
     # broadcast all of a large table's keys to every task: a shuffled hash join instead
     aliased_source, aliased_keys = source.alias(spec.source_alias), keys.alias(
@@ -107,10 +112,69 @@ def _slots(spark: SparkSession, count: int) -> int:
     return max(1, min(count, spark.sparkContext.defaultParallelism))
 
 
+@dataclasses.dataclass(frozen=True)
+class _SemiJoin:
+    """The target column of an equality in the ON condition, and the source's distinct
+    values of the other side, broadcast: a target row without one of them matches nothing."""
+
+    column: str
+    values: Broadcast[pa.Array]
+
+
+_EQUALITY = re.compile(r"^\s*(\w+)\s*\.\s*(\w+)\s*=\s*(\w+)\s*\.\s*(\w+)\s*$")
+
+
+def equality_key(spec: MergeSpec, target: Sequence[str], source: Sequence[str]
+                 ) -> tuple[str, str] | None:
+    """(target column, source column) of a ``t.a = s.b`` term of an ON condition that is a
+    plain AND of terms (no parentheses, quotes or OR, where a term could hide in an OR)."""
+    text = spec.condition
+    if any(c in text for c in "()'\"`") or re.search(r"\bOR\b", text, re.IGNORECASE):
+        return None
+    by_alias = {spec.target_alias.lower(): {n.lower(): n for n in target},
+                spec.source_alias.lower(): {n.lower(): n for n in source}}
+    for term in re.split(r"\s+AND\s+", text, flags=re.IGNORECASE):
+        found = _EQUALITY.match(term)
+        if found is None:
+            continue
+        a, x, b, y = (g.lower() for g in found.groups())
+        sides = {a: x, b: y}
+        t, s = spec.target_alias.lower(), spec.source_alias.lower()
+        if a != b and t in sides and s in sides and sides[t] in by_alias[t] and \
+                sides[s] in by_alias[s]:
+            return by_alias[t][sides[t]], by_alias[s][sides[s]]
+    return None
+
+
+def _semi_join(spark: SparkSession, spec: MergeSpec, source: DataFrame, full: pa.Schema
+               ) -> _SemiJoin | None:
+    """The source's distinct join keys, when the ON condition equates a target column with a
+    source column of the same kind of type and the keys are few enough to broadcast
+    (``MAX_SEMI_JOIN_KEYS``): the units then send only target rows that can match into
+    Spark's join, not the whole table's keys."""
+    key = equality_key(spec, full.names, source.columns)
+    if key is None:
+        return None
+    target_type = full.field(key[0]).type
+    values = source.select(F.col(f"`{key[1]}`")).where(F.col(f"`{key[1]}`").isNotNull()) \
+        .distinct().limit(MAX_SEMI_JOIN_KEYS + 1).toArrow().column(0).combine_chunks()
+    same = values.type.equals(target_type) or (
+        pa.types.is_integer(values.type) and pa.types.is_integer(target_type)) or (
+        pa.types.is_string(values.type) and pa.types.is_string(target_type))
+    if len(values) > MAX_SEMI_JOIN_KEYS or not same:
+        return None
+    try:
+        values = values.cast(target_type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None  # a source key no target value can equal: the join finds that out
+    return _SemiJoin(key[0], spark.sparkContext.broadcast(values))
+
+
 def _target_keys(spark: SparkSession, units: Sequence[ChangeUnit], names: Sequence[str],
-                 full: pa.Schema) -> DataFrame:
+                 full: pa.Schema, semi: _SemiJoin | None) -> DataFrame:
     """One row per target row: the columns the MERGE names, its unit and its ROW__ID,
-    decoded unit by unit in the workers (no other column is read)."""
+    decoded unit by unit in the workers (no other column is read); with ``semi``, only the
+    rows whose join key the source has."""
     schema = spark_schema(pa.schema([*(full.field(n) for n in names),
                                      pa.field(_UNIT, pa.int32()), pa.field(_W, pa.int64()),
                                      pa.field(_B, pa.int32()), pa.field(_R, pa.int64())]))
@@ -118,9 +182,14 @@ def _target_keys(spark: SparkSession, units: Sequence[ChangeUnit], names: Sequen
     plan = list(units)
 
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        wanted = semi.values.value if semi is not None else None
         for batch in batches:
             for index in batch.column("id").to_pylist():
-                for part in scan_unit(plan[index], list(names)):
+                for decoded in scan_unit(plan[index], list(names)):
+                    part = decoded if semi is None else decoded.filter(
+                        pc.is_in(decoded.column(semi.column), value_set=wanted))
+                    if not part.num_rows:
+                        continue
                     keys = row_ids([part])
                     columns = [*(part.column(n) for n in names),
                                pa.array(np.full(part.num_rows, index, np.int32)),
