@@ -176,6 +176,11 @@ def directory_delete_keys(fs: pafs.FileSystem, directory: str) -> KeyArrays:
         columns = orc.physical_columns(DELETE_COLUMNS[:3], [])
         parts.extend(key_arrays(orc.canonical(orc.read_stripe(i, columns)))
                      for i in range(orc.nstripes))
+    return _joined(parts)
+
+
+def _joined(parts: list[KeyArrays]) -> KeyArrays:
+    """The ROW__IDs of ``parts`` as one KeyArrays (empty, typed, for no parts)."""
     if not parts:
         return KeyArrays(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int64))
     return KeyArrays(np.concatenate([p.write_id for p in parts]),
@@ -235,10 +240,7 @@ class DeleteCache:
                 if self._registered + total > self._max:
                     return None
                 parts.append(chunk)
-        built = DeleteRegistry(KeyArrays(
-            np.concatenate([p.write_id for p in parts] or [np.zeros(0, np.int64)]),
-            np.concatenate([p.bucket for p in parts] or [np.zeros(0, np.int32)]),
-            np.concatenate([p.row_id for p in parts] or [np.zeros(0, np.int64)])))
+        built = DeleteRegistry(_joined(parts))
         with self._lock:
             if key not in self._registries and self._registered + total <= self._max:
                 self._registries[key] = built
@@ -283,11 +285,4 @@ def load_registry(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
                 return None
             if len(keys):
                 parts.append(keys)
-    if not parts:
-        return DeleteRegistry(KeyArrays(np.zeros(0, np.int64), np.zeros(0, np.int32),
-                                        np.zeros(0, np.int64)))
-    return DeleteRegistry(KeyArrays(
-        np.concatenate([p.write_id for p in parts]),
-        np.concatenate([p.bucket for p in parts]),
-        np.concatenate([p.row_id for p in parts]),
-    ))
+    return DeleteRegistry(_joined(parts))
