@@ -188,9 +188,10 @@ def _schema(fs: pafs.FileSystem, found: list[_Found], partition_by: list[str],
 
 def _check_values(found: list[_Found], full: pa.Schema, partition_by: list[str]) -> None:
     """Every partition directory's value converts to its column's type."""
-    for item in found:
-        for column, value in zip(partition_by, item.values, strict=True):
-            field = full.field(full.get_field_index(_named(full, column)))
+    first_of = {item.values: item for item in reversed(found)}  # one check per partition
+    for values, item in first_of.items():
+        for column, value in zip(partition_by, values, strict=True):
+            field = full.field(_named(full, column))
             try:
                 pa.array([value], pa.string()).cast(field.type)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
