@@ -23,12 +23,13 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from acidstore import changes as change_feed
-from acidstore import frames, idempotent, schema_evolution
+from acidstore import frames, idempotent, maintenance, schema_evolution
 from acidstore import fs as afs
 from acidstore.errors import (
     AcidStoreError,
     InvalidInputError,
     TableNotFoundError,
+    UnsupportedOperationError,
     required_condition,
 )
 from acidstore.expressions import Predicate, SqlEvaluator
@@ -292,6 +293,33 @@ class Table:
         ``_change_type`` (insert, delete, update_preimage, update_postimage), ``_write_id``,
         ``_commit_time`` and ``row__id``. See ``acidstore.changes`` for the rules."""
         return change_feed.changes(self, start_write_id, end_write_id)
+
+    # --- maintenance: the compaction package's compactors and cleaner, for this table ---------
+
+    def optimize(self, kind: Literal["minor", "major"] = "major", *,
+                 partition: str | Mapping[str, str | None] | None = None,
+                 engine: str = "local", spark: Any = None) -> maintenance.OptimizeOutcome:
+        """Compact now (Delta's ``optimize()``): ``compaction.compact(self, kind, ...)``.
+        Major by default, as Delta's rewrites into fewer files; returns its
+        ``CompactionResult``. The replaced directories stay readable until ``vacuum()``."""
+        self._outside_transaction("optimize")
+        return maintenance.maintenance().optimize(self, kind, partition, engine, spark)
+
+    def vacuum(self, retention_seconds: float = 300.0) -> maintenance.VacuumOutcome:
+        """Delete what compactions and overwrites replaced and what aborted writes left
+        (Delta's ``vacuum()``): one ``compaction.Cleaner`` pass over this table only. Files a
+        live reader or a time travel within ``retention_seconds`` may still need are kept;
+        returns its ``CleanerReport`` (``removed``, ``kept_for_readers``)."""
+        self._outside_transaction("vacuum")
+        return maintenance.maintenance().vacuum(self, retention_seconds)
+
+    def _outside_transaction(self, operation: str) -> None:
+        """Compaction and cleaning run their own transactions, never a caller's."""
+        if self._txn is not None:
+            raise UnsupportedOperationError(
+                f"{operation}() of {self.name} cannot run inside a transaction: call it on "
+                f"wh.table({self.name!r}) outside `with wh.transaction()`")
+        self._check_exists()
 
     def history(self) -> pa.Table:
         """One row per committed write id."""

@@ -129,9 +129,13 @@ class Cleaner:
     """One pass: ``Cleaner(wh).run()``; the scheduled job repeats it."""
 
     def __init__(self, warehouse: Warehouse, *,
-                 retention_seconds: float = DEFAULT_RETENTION_SECONDS) -> None:
+                 retention_seconds: float = DEFAULT_RETENTION_SECONDS,
+                 tables: Iterable[str] | None = None) -> None:
+        """``tables`` limits the pass to those tables (``Table.vacuum()``); the queue
+        entries of other tables, and of dropped ones, are then left for a full pass."""
         self._wh = warehouse
         self._retention = timedelta(seconds=retention_seconds)
+        self._only = None if tables is None else {warehouse.table(t).name for t in tables}
 
     def run(self) -> CleanerReport:
         report = CleanerReport()
@@ -141,13 +145,15 @@ class Cleaner:
         # the listing, so a clean partition really holds nothing that compaction replaced
         ready = metastore.compactions_ready_for_cleaning()
         left: set[tuple[str, str]] = set()  # (table, partition) still holding obsolete dirs
-        for name in self._wh.tables():
+        for name in self._wh.tables() if self._only is None else sorted(self._only):
             try:
                 table = self._wh.table(name)
             except TableNotFoundError:  # dropped meanwhile: its files went with it
                 continue
             self._clean_table(table, now, report, left)
         for entry in ready:
+            if self._only is not None and entry.table not in self._only:
+                continue
             if (entry.table, entry.partition) in left:
                 report.waiting.append(entry.compaction_id)
             else:  # also a dropped table's, or a partition gone

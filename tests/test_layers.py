@@ -37,6 +37,7 @@ LAYERS: dict[str, int] = {
     "acidstore.fsck": 4,
     "acidstore.adopt": 4,
     "acidstore.publish": 4,
+    "acidstore.maintenance": 4,
     "acidstore.expressions": 2,
     "acidstore.arrow_sql": 2,
     "acidstore.spark": 5,
