@@ -299,22 +299,19 @@ class Table:
     def optimize(self, kind: Literal["minor", "major"] = "major", *,
                  partition: str | Mapping[str, str | None] | None = None,
                  engine: str = "local", spark: Any = None) -> maintenance.OptimizeOutcome:
-        """Compact now (Delta's ``optimize()``): ``compaction.compact(self, kind, ...)``.
-        Major by default, as Delta's rewrites into fewer files; returns its
-        ``CompactionResult``. The replaced directories stay readable until ``vacuum()``."""
+        """Delta's ``optimize()``: ``compaction.compact(self, kind, ...)`` now (major by
+        default, as Delta rewrites into fewer files). What it replaced stays until vacuum."""
         self._outside_transaction("optimize")
         return maintenance.maintenance().optimize(self, kind, partition, engine, spark)
 
     def vacuum(self, retention_seconds: float = 300.0) -> maintenance.VacuumOutcome:
-        """Delete what compactions and overwrites replaced and what aborted writes left
-        (Delta's ``vacuum()``): one ``compaction.Cleaner`` pass over this table only. Files a
-        live reader or a time travel within ``retention_seconds`` may still need are kept;
-        returns its ``CleanerReport`` (``removed``, ``kept_for_readers``)."""
+        """Delta's ``vacuum()``: a ``compaction.Cleaner`` pass over this table only; what a
+        live reader or a time travel within ``retention_seconds`` may need is kept."""
         self._outside_transaction("vacuum")
         return maintenance.maintenance().vacuum(self, retention_seconds)
 
     def _outside_transaction(self, operation: str) -> None:
-        """Compaction and cleaning run their own transactions, never a caller's."""
+        """Compaction and cleaning commit their own transactions, never a caller's."""
         if self._txn is not None:
             raise UnsupportedOperationError(
                 f"{operation}() of {self.name} cannot run inside a transaction: call it on "
