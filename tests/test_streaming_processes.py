@@ -18,7 +18,7 @@ from process_support import CONTEXT, run_spawned
 from streaming_workers import APP, ROWS, TABLE, ingest, writer_or_reader
 from table_workers import Place, connect
 
-from acidstore.layout import parse_directory
+from acidstore.layout import ParsedDelta, parse_directory
 from compaction import Cleaner
 
 SCHEMA = pa.schema([("id", pa.int64()), ("payload", pa.string())])
@@ -88,7 +88,7 @@ def test_a_writer_killed_mid_batch_resumes_exactly_once(place: Place, tmp_path: 
         _wait_for(timed_out, "the killed writer's transactions to time out")
         Cleaner(wh, retention_seconds=0).run()
         committed = {h["write_id"] for h in t.history().to_pylist()}
-        on_disk = {parse_directory(n).max_write_id for n in os.listdir(t.location)
+        on_disk = {_max_write_id(n) for n in os.listdir(t.location)
                    if n.startswith("delta_")}
         assert on_disk == committed
         assert wh.fsck().num_rows == 0
@@ -113,7 +113,13 @@ def test_readers_beside_the_writer_see_whole_committed_transactions_only(
         # 14 aborted by the writer (versions 0, 3, ..., 39), the rest unused at close
         assert len(aborted) >= 14
         committed = {h["write_id"] for h in t.history().to_pylist()}
-        on_disk = {parse_directory(n).max_write_id for n in os.listdir(t.location)
+        on_disk = {_max_write_id(n) for n in os.listdir(t.location)
                    if n.startswith("delta_")}
         assert on_disk == committed  # an aborted transaction wrote no file at all
 
+
+
+def _max_write_id(name: str) -> int:
+    parsed = parse_directory(name)
+    assert isinstance(parsed, ParsedDelta)
+    return parsed.max_write_id
