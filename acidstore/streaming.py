@@ -41,6 +41,7 @@ from acidstore.errors import (
     TransactionStateError,
 )
 from acidstore.metastore import PlannedWrite, TxnInfo
+from acidstore.metastore.protocol import MAX_OPEN_BATCH
 from acidstore.metastore.validate import check_app_version
 from acidstore.partitions import partition_path
 from acidstore.results import WriteResult
@@ -61,8 +62,8 @@ class StreamingConnection:
                  batch_size: int = 10, partition: Mapping[str, str | None] | None = None,
                  heartbeat_interval: float) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not (
-                1 <= batch_size <= 1000):
-            raise InvalidInputError(f"batch_size must be an int from 1 to 1000 "
+                1 <= batch_size <= MAX_OPEN_BATCH):
+            raise InvalidInputError(f"batch_size must be an int from 1 to {MAX_OPEN_BATCH} "
                                     f"(hive.txn.max.open.batch), got {batch_size!r}")
         if app_id is not None:
             app_id = check_app_version(app_id, 0)[0]

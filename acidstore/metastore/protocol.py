@@ -31,6 +31,7 @@ from acidstore.metastore.queue import (
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = [
+    "MAX_OPEN_BATCH",
     "AppVersion",
     "CommitCheck",
     "CommitInfo",
@@ -49,6 +50,9 @@ __all__ = [
     "TxnState",
     "WriteComponent",
 ]
+
+#: the most transactions one batch opens (Hive's ``hive.txn.max.open.batch``)
+MAX_OPEN_BATCH = 1000
 
 TxnState = Literal["open", "committed", "aborted"]
 TxnKind = Literal["default", "compaction"]

@@ -19,6 +19,7 @@ from acidstore.errors import InvalidInputError, TableExistsError, TransactionSta
 from acidstore.metastore import sql_apps as apps
 from acidstore.metastore import sql_txn as txns
 from acidstore.metastore.protocol import (
+    MAX_OPEN_BATCH,
     AppVersion,
     CommitCheck,
     CommitInfo,
@@ -45,10 +46,7 @@ from acidstore.metastore.validate import (
 )
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
-__all__ = ["MAX_OPEN_BATCH", "SqlMetastore"]
-
-#: the most transactions one batch opens (Hive's ``hive.txn.max.open.batch``)
-MAX_OPEN_BATCH = 1000
+__all__ = ["SqlMetastore"]
 
 
 def _checked_open(kind: TxnKind, user: str, host: str, writes: Sequence[PlannedWrite]
