@@ -7,6 +7,7 @@ writer) are in ``test_streaming_processes.py``."""
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -165,6 +166,22 @@ def test_misuse_is_refused_with_typed_errors(wh: acidstore.Warehouse) -> None:
         conn.begin()
     assert wh.table("db.ev").to_arrow().num_rows == 0
     assert set(wh.show_transactions().column("state").to_pylist()) == {"aborted"}
+
+
+def test_the_batch_heartbeat_keeps_its_unused_transactions_alive(tmp_path: str) -> None:
+    """A 1 s timeout (heartbeats every 0.5 s, one call for the whole batch): the batch's
+    transactions outlive twice the timeout and still commit."""
+    with acidstore.connect(tmp_path, txn_timeout=1.0) as wh:
+        t = wh.create_table("db.ev", SCHEMA)
+        with wh.streaming_connection("db.ev", batch_size=3) as conn:
+            for i in range(3):
+                conn.begin()
+                conn.write(rows(10 * i))
+                if i == 1:
+                    time.sleep(2.0)  # an open one and an unused one wait past the timeout
+                    wh.metastore.valid_txns()  # a snapshot reaps what timed out
+                conn.commit()
+        assert ids_of(t) == sorted(10 * i + k for i in range(3) for k in range(3))
 
 
 def test_scheduled_compaction_keeps_the_delta_count_bounded(tmp_path: str) -> None:
