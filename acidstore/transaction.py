@@ -44,6 +44,7 @@ from acidstore.metastore import (
     CompactionOutput,
     Metastore,
     PlannedWrite,
+    TxnInfo,
     TxnKind,
     WriteComponent,
 )
@@ -55,7 +56,7 @@ from acidstore.writeids import ValidTxnList, ValidWriteIdList
 if TYPE_CHECKING:
     from acidstore.table import Table
 
-__all__ = ["Transaction"]
+__all__ = ["Transaction", "current_user"]
 
 # "unknown": the metastore could not say whether the commit landed; the files stay
 State = Literal["open", "committed", "aborted", "unknown"]
@@ -100,7 +101,8 @@ class Transaction:
         self._allocated: dict[str, int] = {}
         self._recorded: list[WriteComponent] = []
         if attach is None:
-            info = self._metastore.open_transaction(user=_user(), host=socket.gethostname(),
+            info = self._metastore.open_transaction(user=current_user(),
+                                                    host=socket.gethostname(),
                                                     kind=kind, writes=writes)
             self.txn_id: int = info.txn_id
             self.snapshot: ValidTxnList = info.snapshot
@@ -131,6 +133,18 @@ class Transaction:
         process that attaches only commits or aborts.
         """
         return cls(warehouse, heartbeat_interval=None, attach=(txn_id, snapshot))
+
+    @classmethod
+    def of_batch(cls, warehouse: _WarehouseLike, opened: TxnInfo,
+                 writes: Sequence[PlannedWrite] = ()) -> Transaction:
+        """A transaction of a streaming batch, opened with ``writes`` by
+        ``Metastore.open_transaction_batch``: its write ids and recorded directories are
+        known, and no heartbeat thread runs here (the batch heartbeats its open
+        transactions together, in one metastore call)."""
+        txn = cls(warehouse, heartbeat_interval=None, attach=(opened.txn_id, opened.snapshot))
+        txn._allocated = dict(opened.write_ids)
+        txn._recorded = [c for w in writes for c in w.components(opened.write_ids[w.table])]
+        return txn
 
     # --- the public face -----------------------------------------------------------------------
 
@@ -477,7 +491,8 @@ def _remove_quietly(fs: pafs.FileSystem, path: str) -> None:
         fs.delete_dir(path)
 
 
-def _user() -> str:
+def current_user() -> str:
+    """Who opens transactions (shown by ``show_transactions``), as Hive records it."""
     try:
         return getpass.getuser()
     except (KeyError, OSError):

@@ -45,6 +45,7 @@ from acidstore.metastore.postgres import PostgresMetastore
 from acidstore.metastore.validate import is_absolute_location
 from acidstore.orc.io import check_compression
 from acidstore.orc.schema import RESERVED_PREFIX, ROW_ID_COLUMN
+from acidstore.streaming import StreamingConnection
 from acidstore.table import Table
 from acidstore.transaction import Transaction
 from acidstore.write.bucketing import check_bucketable
@@ -264,6 +265,18 @@ class Warehouse:
         two metastore round trips; see ``Metastore.open_transaction``)."""
         return Transaction(self, heartbeat_interval=self._heartbeat_interval, kind=kind,
                            writes=writes)
+
+    def streaming_connection(self, table: str, *, app_id: str | None = None,
+                             batch_size: int = 10,
+                             partition: Mapping[str, str | None] | None = None
+                             ) -> StreamingConnection:
+        """A writer of many small transactions into ``table`` (README "Streaming ingest"):
+        transactions are opened ``batch_size`` at a time in one metastore call and
+        heartbeated together; with ``app_id``, each commit carries a version and is
+        exactly-once. ``partition``: the one partition every row goes to."""
+        return StreamingConnection(self, table, app_id=app_id, batch_size=batch_size,
+                                   partition=partition,
+                                   heartbeat_interval=self._heartbeat_interval)
 
     def show_transactions(self) -> pa.Table:
         rows = self._metastore.show_transactions()

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks import data, workloads_compact, workloads_spark, workloads_write
+from benchmarks import data, workloads_compact, workloads_ingest, workloads_spark, workloads_write
 from benchmarks.harness import Measurement, measure
 from benchmarks.report import Row, render
 from benchmarks.states import prepare_compacted, prepare_spark, prepare_write
@@ -141,6 +141,14 @@ def run(rows: int, workdir: Path, repeat: int, stripe_mb: int, only: set[str] | 
               ("W8", lambda: results.extend(workloads_compact.w8(
                   mc, mc("limit_scan", limit_dir=plain_states()["limit_after"], threads=2)))),
               ("S3", lambda: results.extend(workloads_compact.s3(ms)))]
+    def w11() -> None:
+        txns = workloads_ingest.transactions(rows)
+        paths = workloads_ingest.prepare_ingest(workdir / f"ingest-{txns}", txns,
+                                                stripe_mb << 20)
+        results.extend(workloads_ingest.w11(
+            lambda task, **args: measure(task, {**paths, **args}, repeat=repeat), txns, paths))
+
+    cases.append(("W11", w11))
     for name, fn in cases:
         if want(name):
             fn()

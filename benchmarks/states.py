@@ -42,7 +42,7 @@ from benchmarks.tasks_write import (
 from compaction import Cleaner, compact
 
 
-def _write_arrow(table: pa.Table, path: Path) -> None:
+def write_arrow(table: pa.Table, path: Path) -> None:
     with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
 
@@ -83,8 +83,8 @@ def prepare_write(root: Path, rows: int) -> dict[str, Any]:
         root.mkdir(parents=True)
         table = data.generate(rows)
         source = data.merge_source(table)
-        _write_arrow(table, root / "source.arrow")
-        _write_arrow(source, root / "merge_source.arrow")
+        write_arrow(table, root / "source.arrow")
+        write_arrow(source, root / "merge_source.arrow")
         target, files = _calibrated_delta_load(table, root / "delta_loaded")
         with acidstore.connect(root / "acid_loaded") as wh:
             acid_load(acid_create(wh), table)

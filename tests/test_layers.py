@@ -28,6 +28,7 @@ LAYERS: dict[str, int] = {
     "acidstore.table": 4,
     "acidstore.results": 4,
     "acidstore.idempotent": 4,
+    "acidstore.streaming": 4,
     "acidstore.time_travel": 4,
     "acidstore.frames": 4,
     "acidstore.changes": 4,

@@ -31,6 +31,7 @@ from acidstore.metastore.queue import (
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = [
+    "MAX_OPEN_BATCH",
     "AppVersion",
     "CommitCheck",
     "CommitInfo",
@@ -49,6 +50,9 @@ __all__ = [
     "TxnState",
     "WriteComponent",
 ]
+
+#: the most transactions one batch opens (Hive's ``hive.txn.max.open.batch``)
+MAX_OPEN_BATCH = 1000
 
 TxnState = Literal["open", "committed", "aborted"]
 TxnKind = Literal["default", "compaction"]
@@ -365,6 +369,22 @@ class Metastore(Protocol):
 
     def heartbeat(self, txn_id: int) -> None:
         """Keep an open transaction alive past the timeout."""
+        ...
+
+    def open_transaction_batch(self, count: int, *, user: str, host: str,
+                               writes: Sequence[PlannedWrite] = ()) -> list[TxnInfo]:
+        """Open ``count`` (1 to 1000, Hive's ``hive.txn.max.open.batch``) transactions in
+        one durable metastore transaction, in txn id order, each as ``open_transaction(
+        writes=writes)`` opens one: Hive's ``openTxns`` for a streaming transaction batch.
+        Each planned table's write ids are contiguous across the batch (one allocation,
+        as Hive's ``allocateTableWriteIds`` for a batch); each txn's snapshot lists the
+        batch's earlier txns as open."""
+        ...
+
+    def heartbeat_batch(self, txn_ids: Sequence[int]) -> list[int]:
+        """Heartbeat every open txn of ``txn_ids`` in one metastore transaction (Hive's
+        ``heartbeatTxnRange``); returns, sorted, the ids that are not open (aborted by the
+        timeout or otherwise, committed, unknown): those are left as they are."""
         ...
 
     def allocate_write_id(self, txn_id: int, table: str) -> int:

@@ -19,6 +19,7 @@ from acidstore.errors import InvalidInputError, TableExistsError, TransactionSta
 from acidstore.metastore import sql_apps as apps
 from acidstore.metastore import sql_txn as txns
 from acidstore.metastore.protocol import (
+    MAX_OPEN_BATCH,
     AppVersion,
     CommitCheck,
     CommitInfo,
@@ -46,6 +47,24 @@ from acidstore.metastore.validate import (
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = ["SqlMetastore"]
+
+
+def _checked_open(kind: TxnKind, user: str, host: str, writes: Sequence[PlannedWrite]
+                  ) -> list[PlannedWrite]:
+    """The planned writes of an open, refused before the metastore is touched when the
+    open is malformed."""
+    check_kind(kind)
+    if not isinstance(user, str) or not isinstance(host, str):
+        raise InvalidInputError("user and host must be strings")
+    planned = list(writes)
+    if any(not isinstance(w, PlannedWrite) for w in planned):
+        raise InvalidInputError(f"writes must be PlannedWrite values, got {planned!r}")
+    if planned and kind != "default":
+        raise InvalidInputError("a compaction transaction allocates no write id")
+    if len({w.table for w in planned}) < len(planned) or any(
+            len(set(w.partitions)) < len(w.partitions) for w in planned):
+        raise InvalidInputError(f"planned writes name a table or partition twice: {planned}")
+    return planned
 
 
 class SqlMetastore(SqlBase):
@@ -155,44 +174,56 @@ class SqlMetastore(SqlBase):
         still leaves a record of what to clean); the commit is unchanged. Holding the
         ``txn`` lock for a few more statements costs PostgreSQL's opens far less than the
         two round trips and flushes it saves."""
-        check_kind(kind)
-        if not isinstance(user, str) or not isinstance(host, str):
-            raise InvalidInputError("user and host must be strings")
-        planned = list(writes)
-        if any(not isinstance(w, PlannedWrite) for w in planned):
-            raise InvalidInputError(f"writes must be PlannedWrite values, got {planned!r}")
-        if planned and kind != "default":
-            raise InvalidInputError("a compaction transaction allocates no write id")
-        if len({w.table for w in planned}) < len(planned) or any(
-                len(set(w.partitions)) < len(w.partitions) for w in planned):
-            raise InvalidInputError(f"planned writes name a table or partition twice: {planned}")
-
-        def body(conn: Session, now: int) -> TxnInfo:
-            txn_id = txns.next_sequence(conn, "txn")
-            snapshot = txns.take_snapshot(conn)
-            # Commits numbered up to here are in the snapshot; a later number is a commit this
-            # txn cannot see, i.e. one it overlaps with (the conflict check of §12.2).
-            seen_commits = txns.peek_sequence(conn, "commit") - 1
-            conn.execute(
-                "INSERT INTO txns (txn_id, state, kind, user_name, host, started, "
-                "last_heartbeat, snapshot, snapshot_commit_seq) "
-                "VALUES (?, 'open', ?, ?, ?, ?, ?, ?, ?)",
-                (txn_id, kind, user, host, now, now, str(snapshot), seen_commits))
-            write_ids: dict[str, int] = {}
-            for plan in planned:
-                row = self._table_row(conn, plan.table)
-                full_name = f"{row['db_name']}.{row['name']}"
-                write_id = txns.allocate_write_id(conn, txn_id, row["table_id"], full_name,
-                                                  fresh=True)
-                txns.record_planned(conn, txn_id, row, plan.components(write_id), now)
-                write_ids[full_name] = write_id
-            info = self._txn_info(conn.execute("SELECT * FROM txns WHERE txn_id = ?",
-                                               (txn_id,)).fetchone())
-            return dataclasses.replace(info, write_ids=write_ids)
-
+        planned = _checked_open(kind, user, host, writes)
         # consistent: the snapshot and the commit counter must come from one view of the
         # database, or a commit landing between the two reads would escape the conflict check
+        return self._write(lambda conn, now: self._open_one(conn, now, kind, user=user,
+                                                            host=host, planned=planned),
+                           locks=("txn",), consistent=True)
+
+    def open_transaction_batch(self, count: int, *, user: str, host: str,
+                               writes: Sequence[PlannedWrite] = ()) -> list[TxnInfo]:
+        """See the protocol. Each txn is opened exactly as ``open_transaction`` opens one,
+        one after another inside this one metastore transaction: so each snapshot lists the
+        batch's earlier txns as open (a snapshot taken once for all would see them as
+        committed), and a table's write ids come out contiguous, since the first allocation
+        holds the table's counter row (PostgreSQL) or the database (SQLite) until the batch
+        is durable."""
+        if isinstance(count, bool) or not isinstance(count, int) or not (
+                1 <= count <= MAX_OPEN_BATCH):
+            raise InvalidInputError(f"a transaction batch opens 1 to {MAX_OPEN_BATCH} "
+                                    f"transactions (hive.txn.max.open.batch), got {count!r}")
+        planned = _checked_open("default", user, host, writes)
+
+        def body(conn: Session, now: int) -> list[TxnInfo]:
+            return [self._open_one(conn, now, "default", user=user, host=host, planned=planned)
+                    for _ in range(count)]
+
         return self._write(body, locks=("txn",), consistent=True)
+
+    def _open_one(self, conn: Session, now: int, kind: TxnKind, *, user: str, host: str,
+                  planned: Sequence[PlannedWrite]) -> TxnInfo:
+        txn_id = txns.next_sequence(conn, "txn")
+        snapshot = txns.take_snapshot(conn)
+        # Commits numbered up to here are in the snapshot; a later number is a commit this
+        # txn cannot see, i.e. one it overlaps with (the conflict check of §12.2).
+        seen_commits = txns.peek_sequence(conn, "commit") - 1
+        conn.execute(
+            "INSERT INTO txns (txn_id, state, kind, user_name, host, started, "
+            "last_heartbeat, snapshot, snapshot_commit_seq) "
+            "VALUES (?, 'open', ?, ?, ?, ?, ?, ?, ?)",
+            (txn_id, kind, user, host, now, now, str(snapshot), seen_commits))
+        write_ids: dict[str, int] = {}
+        for plan in planned:
+            row = self._table_row(conn, plan.table)
+            full_name = f"{row['db_name']}.{row['name']}"
+            write_id = txns.allocate_write_id(conn, txn_id, row["table_id"], full_name,
+                                              fresh=True)
+            txns.record_planned(conn, txn_id, row, plan.components(write_id), now)
+            write_ids[full_name] = write_id
+        info = self._txn_info(conn.execute("SELECT * FROM txns WHERE txn_id = ?",
+                                           (txn_id,)).fetchone())
+        return dataclasses.replace(info, write_ids=write_ids)
 
     def heartbeat(self, txn_id: int) -> None:
         def body(conn: Session, now: int) -> None:
@@ -200,6 +231,26 @@ class SqlMetastore(SqlBase):
             conn.execute("UPDATE txns SET last_heartbeat = ? WHERE txn_id = ?", (now, txn_id))
 
         self._write(body)
+
+    def heartbeat_batch(self, txn_ids: Sequence[int]) -> list[int]:
+        ids = sorted(set(txn_ids))
+        if any(isinstance(i, bool) or not isinstance(i, int) for i in ids):
+            raise InvalidInputError(f"txn ids must be ints, got {list(txn_ids)!r}")
+
+        def body(conn: Session, now: int) -> list[int]:
+            dialect = conn.dialect
+            # the open ones, row-locked as a single heartbeat locks its txn (a commit, an
+            # abort and a heartbeat of one txn never interleave)
+            alive = {int(r[0]) for r in conn.execute(
+                f"SELECT txn_id FROM txns WHERE {dialect.in_list('txn_id')} AND "
+                "state = 'open' ORDER BY txn_id" + dialect.row_lock,
+                (dialect.list_parameter(ids),))}
+            conn.execute(f"UPDATE txns SET last_heartbeat = ? WHERE "
+                         f"{dialect.in_list('txn_id')} AND state = 'open'",
+                         (now, dialect.list_parameter(sorted(alive))))
+            return [i for i in ids if i not in alive]
+
+        return self._write(body) if ids else []
 
     def allocate_write_id(self, txn_id: int, table: str) -> int:
         def body(conn: Session, _now: int) -> int:
