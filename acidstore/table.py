@@ -62,7 +62,7 @@ from acidstore.write.conform import (
     split_partitions,
     to_arrow_table,
 )
-from acidstore.write.files import WrittenDirectory, write_inserts
+from acidstore.write.files import INSERT_THREADS, WrittenDirectory, write_inserts
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 if TYPE_CHECKING:
@@ -461,7 +461,7 @@ class Table:
             written = write_inserts(self._warehouse.filesystem, self.location, part.path, data,
                                     self._buckets(data), write_id=write_id,
                                     statement_id=statement, schema=self.info.schema, kind=kind,
-                                    compression=self.compression)
+                                    compression=self.compression, threads=INSERT_THREADS)
             txn.wrote(self._component(part.path, operation, write_id, [written],
                                       inserted=data.num_rows))
             names.append(part.path)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks import data, workloads_compact, workloads_spark, workloads_write
+from benchmarks import data, workloads_compact, workloads_small, workloads_spark, workloads_write
 from benchmarks.harness import Measurement, measure
 from benchmarks.report import Row, render
 from benchmarks.states import prepare_compacted, prepare_spark, prepare_write
@@ -69,6 +69,9 @@ def run(rows: int, workdir: Path, repeat: int, stripe_mb: int, only: set[str] | 
         ("W2", lambda: results.extend(workloads_write.w2(mw))),
         ("W3", lambda: results.extend(workloads_write.w3(mw))),
         ("W4", lambda: results.extend(workloads_write.w4(mw))),
+        ("W12", lambda: results.extend(workloads_small.w12(
+            lambda task, **args: measure(task, {"scratch": str(workdir / "w12"), **args},
+                                         repeat=repeat, warmup=0)))),
     ]
 
     def w5() -> None:
