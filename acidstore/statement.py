@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from acidstore import fs as afs
+from acidstore.arrow_sql import equality_literals
 from acidstore.errors import InvalidInputError
 from acidstore.expressions import Predicate, SqlEvaluator
 from acidstore.layout import delta_name
@@ -37,15 +38,15 @@ from acidstore.read.keys import KeyArrays
 from acidstore.read.plan import Split
 from acidstore.read.scan import PartitionDir, Scan
 from acidstore.statement_merge import MergeSpec, match, merge_columns, merged_rows, needs_old_rows
-from acidstore.write.bucketing import bucket_ids
+from acidstore.write.bucketing import bucket_ids, buckets_of_values
 from acidstore.write.conform import conform, split_partitions
 from acidstore.write.files import WrittenDirectory, write_deletes, write_inserts
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = ["ChangeKind", "ChangeUnit", "Changes", "Executor", "StatementTarget", "UnitOutcome",
            "cast_value", "partition_inserts", "plan_inserts", "plan_units",
-           "planned_directories", "row_ids", "run_unit", "run_units", "scan_unit",
-           "write_changes"]
+           "planned_directories", "pruned_to_buckets", "row_ids", "run_unit", "run_units",
+           "scan_unit", "write_changes"]
 
 ChangeKind = Literal["delete", "update", "merge", "insert"]
 
@@ -115,16 +116,37 @@ class UnitOutcome:
     matched_source: npt.NDArray[np.int64] | None = None
 
 
+def pruned_to_buckets(target: StatementTarget, planned: Sequence[tuple[PartitionDir, Split]],
+                      predicate: Predicate | None) -> list[tuple[PartitionDir, Split]]:
+    """The splits of ``planned`` that can hold a row ``predicate`` is true for, by bucket: in
+    a bucketed table a row is in the bucket its bucket columns hash to (every writer puts it
+    there), so a predicate that pins them (``id = 7``, ``id IN (1, 2)``, ANDed with anything)
+    needs only those buckets' files; a one-row UPDATE or DELETE of a table of ten buckets
+    reads one. Original files (adopted, pre-ACID) need not follow the hash: where there is
+    one, nothing is pruned."""
+    if not isinstance(predicate, str) or not target.bucket_by or target.buckets <= 0 or \
+            any(split.synthetic is not None for _, split in planned):
+        return list(planned)
+    fields = [target.schema.field(name) for name in target.bucket_by]
+    wanted = buckets_of_values(equality_literals(predicate), fields, target.buckets)
+    if wanted is None:
+        return list(planned)
+    return [(p, s) for p, s in planned if s.bucket_id in wanted]
+
+
 def plan_units(target: StatementTarget, scan: Scan, kind: ChangeKind, *, write_id: int,
                statement: int, predicate: Predicate | None,
                assignments: Mapping[str, str] | None = None,
-               merge: MergeSpec | None = None) -> list[ChangeUnit]:
+               merge: MergeSpec | None = None,
+               planned: Sequence[tuple[PartitionDir, Split]] | None = None
+               ) -> list[ChangeUnit]:
     """The units of one statement over the splits ``scan`` planned (partitions its predicate
-    rules out are already gone), in partition then bucket order. ``statement`` is the id of
-    the delete events; an UPDATE's or MERGE's new rows take the next one."""
+    rules out are already gone), or over ``planned`` (some of them: ``pruned_to_buckets``), in
+    partition then bucket order. ``statement`` is the id of the delete events; an UPDATE's or
+    MERGE's new rows take the next one."""
     by_bucket = bool(target.bucket_by) and target.buckets > 0
     groups: dict[tuple[str, int], list[tuple[PartitionDir, Split]]] = defaultdict(list)
-    for partition, split in scan.planned:
+    for partition, split in (scan.planned if planned is None else planned):
         key = (afs.relative(target.location, partition.path),
                split.bucket_id if by_bucket else 0)
         groups[key].append((partition, split))

@@ -51,6 +51,7 @@ from acidstore.statement import (
     plan_inserts,
     plan_units,
     planned_directories,
+    pruned_to_buckets,
     run_units,
 )
 from acidstore.statement_merge import MergeSpec, not_matched_rows
@@ -486,15 +487,17 @@ class Table:
         no write id taken, when no file can hold a matching row."""
         scan = self._scan(txn.snapshot, txn.write_ids(self.name), columns=[],
                           filter=predicate, with_row_id=True)
-        if not scan.planned:
+        target = self.statement_target()
+        planned = pruned_to_buckets(target, scan.planned, predicate)
+        if not planned:
             return []
         write_id = txn.write_id(self.name)
         statement = txn.next_statement_id(self.name)
         if kind != "delete":
             txn.next_statement_id(self.name)  # the new rows' (Hive 4: delete events s, rows s+1)
         return self._register(txn, plan_units(
-            self.statement_target(), scan, kind, write_id=write_id, statement=statement,
-            predicate=predicate, assignments=assignments, merge=merge))
+            target, scan, kind, write_id=write_id, statement=statement,
+            predicate=predicate, assignments=assignments, merge=merge, planned=planned))
 
     def plan_merge_inserts(self, txn: Transaction, spec: MergeSpec,
                            outcomes: Sequence[UnitOutcome]) -> list[ChangeUnit]:
