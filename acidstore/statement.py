@@ -309,9 +309,11 @@ def _changes(unit: ChangeUnit, evaluator: SqlEvaluator) -> Changes | None:
     return Changes(row_ids(batches), None) if batches else None
 
 
-def run_unit(unit: ChangeUnit, evaluator: SqlEvaluator | None = None) -> UnitOutcome:
+def run_unit(unit: ChangeUnit, evaluator: SqlEvaluator | None = None, *,
+             threads: int = 1) -> UnitOutcome:
     """Execute one unit: find its rows (a DELETE decodes only the predicate's columns and the
-    ROW__ID), then write their delete events and new rows."""
+    ROW__ID), then write their delete events and new rows (``threads``: for the bucket files
+    of the new rows, as ``write_changes``)."""
     own = evaluator is None
     evaluator = evaluator or SqlEvaluator()
     try:
@@ -319,12 +321,14 @@ def run_unit(unit: ChangeUnit, evaluator: SqlEvaluator | None = None) -> UnitOut
     finally:
         if own:
             evaluator.close()
-    return write_changes(unit, changes)
+    return write_changes(unit, changes, threads=threads)
 
 
-def write_changes(unit: ChangeUnit, changes: Changes | None) -> UnitOutcome:
+def write_changes(unit: ChangeUnit, changes: Changes | None, *, threads: int = 1
+                  ) -> UnitOutcome:
     """Write what one unit found: its delete events and new rows, with the unit's statement
-    ids (every engine's way to find the changes ends here)."""
+    ids (every engine's way to find the changes ends here). ``threads`` encode the new rows'
+    bucket files (a MERGE's "insert" unit writes every bucket of its partition)."""
     if changes is None:
         return _empty(unit.partition)
     touched = len(changes.deleted) or (changes.inserted is not None
@@ -343,7 +347,7 @@ def write_changes(unit: ChangeUnit, changes: Changes | None) -> UnitOutcome:
             target.filesystem, target.location, unit.partition, new.select(target.schema.names),
             bucket_of_rows(target, new), write_id=unit.write_id,
             statement_id=unit.insert_statement, schema=target.schema,
-            compression=target.compression))
+            compression=target.compression, threads=threads))
     done = [w for w in written if w is not None]
     return UnitOutcome(unit.partition, tuple(w.path for w in done), len(keys),
                        new.num_rows if new is not None else 0,
@@ -360,13 +364,15 @@ def run_units(units: Sequence[ChangeUnit], threads: int | None = None) -> list[U
     pyarrow and DuckDB release the GIL while they decode, evaluate and encode), sharing one
     SQL evaluator; outcomes in unit order. The embedded engine's executor, and each Spark
     task's over its share of the units (there with one thread: Spark runs a task per core)."""
-    workers = max(1, min(len(units), threads or min(4, os.cpu_count() or 1)))
+    budget = threads or min(4, os.cpu_count() or 1)
+    workers = max(1, min(len(units), budget))
+    inner = max(1, budget // max(1, len(units)))  # threads left over, for each unit's files
     evaluator = SqlEvaluator()
     try:
         if workers == 1:
-            return [run_unit(unit, evaluator) for unit in units]
+            return [run_unit(unit, evaluator, threads=inner) for unit in units]
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(lambda unit: run_unit(unit, evaluator), units))
+            return list(pool.map(lambda unit: run_unit(unit, evaluator, threads=inner), units))
     finally:
         evaluator.close()
 
