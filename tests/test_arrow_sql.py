@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -142,3 +144,22 @@ def test_set_values_computed_by_arrow_equal_duckdb(text: str) -> None:
 def test_which_set_values_skip_duckdb(text: str, arrow: bool) -> None:
     assert (EVALUATOR._compiled_values(TABLE, {"m": text}) is not None) == arrow
     assert EVALUATOR.evaluate(TABLE, {"m": text}).num_rows == TABLE.num_rows
+
+
+@pytest.mark.parametrize("kind", [pa.int8(), pa.int16(), pa.int32(), pa.int64()])
+@pytest.mark.parametrize("divisor", [1, 2, 7, -3, 100, 2**40])
+def test_remainder_by_a_constant_equals_the_checked_kernels(kind: pa.DataType,
+                                                            divisor: int) -> None:
+    """The numpy fast path of ``column % constant`` against Arrow's divide/multiply/subtract
+    (which DuckDB's answers are held to above), nulls and chunks included."""
+    info = np.iinfo(kind.to_pandas_dtype())
+    values = [info.min, info.min + 1, -7, -1, 0, None, 1, 5, 99, info.max]
+    column = pa.chunked_array([pa.array(values[:4], kind), pa.array(values[4:], kind)])
+    table = pa.table({"x": column})
+    compiled = compile_predicate(f"x % {divisor}", ["x"])
+    assert compiled is not None
+    fast = compiled(table)
+    b = pa.scalar(divisor, pa.int64())
+    slow = pc.subtract_checked(column, pc.multiply_checked(pc.divide_checked(column, b), b))
+    assert fast.type == slow.type == pa.int64()
+    assert fast.to_pylist() == slow.to_pylist()
