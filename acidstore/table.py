@@ -488,7 +488,11 @@ class Table:
         scan = self._scan(txn.snapshot, txn.write_ids(self.name), columns=[],
                           filter=predicate, with_row_id=True)
         target = self.statement_target()
-        planned = pruned_to_buckets(target, scan.planned, predicate)
+        # under Serializable every partition a statement read is a conflict scope (a later
+        # append there could be a phantom), so it reads them whole; pruning buckets could
+        # leave a partition unread
+        planned = pruned_to_buckets(target, scan.planned, predicate) \
+            if self.isolation_level != "Serializable" else list(scan.planned)
         if not planned:
             return []
         write_id = txn.write_id(self.name)
