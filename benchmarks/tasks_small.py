@@ -214,3 +214,53 @@ def _final_rows(engine: str, root: Path) -> int:
 
 
 SMALL_TASKS = {"small_txn": small_txn}
+
+
+def pile_up(args: dict[str, Any]) -> dict[str, Any]:
+    """W12's pile-up: ``ops`` one-row UPDATEs in one process on a fresh 1,000-row table, with
+    a scheduled-compaction pass (``compaction.scheduler.run_once``, retention 0) after every
+    ``every`` UPDATEs (0: never; acidstore only; the pass is not in any UPDATE's latency).
+    Reports the median latency of the first and of the last 20 UPDATEs, and the table's
+    directories (acidstore) or log entries (delta-rs) left at the end."""
+    engine, ops, every = args["engine"], int(args.get("ops", 200)), int(args.get("every", 0))
+    scratch = Path(args["scratch"])
+    scratch.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="w12-", dir=scratch) as tmp:
+        root = Path(tmp) / "t"
+        _create(engine, root)
+        run, _, _ = (_acid_ops if engine == "acid" else _delta_ops)(root)
+        compact: Callable[[], object] | None = None
+        if engine == "acid" and every:
+            import acidstore
+            from compaction.scheduler import run_once
+
+            wh = acidstore.connect(root)
+
+            def compact() -> object:
+                return run_once(wh, retention_seconds=0)
+        latencies = []
+        for i, key in enumerate(_ids("update", 0, 1, ops)):
+            if compact is not None and i and i % every == 0:
+                compact()
+            start = time.perf_counter()
+            run("update", key)
+            latencies.append(time.perf_counter() - start)
+        left = _directories(root) if engine == "acid" else \
+            sum(1 for _ in (root / "_delta_log").glob("*.json"))
+    first = statistics.median(latencies[:20]) * 1e3
+    last = statistics.median(latencies[-20:]) * 1e3
+    return {"seconds": last / 1e3, "rows": ops, "first20_median_ms": first,
+            "last20_median_ms": last, "left": left}
+
+
+def _directories(root: Path) -> int:
+    """The ACID directories in the W12 table of the warehouse at ``root``."""
+    import acidstore
+    from benchmarks.tasks_write import TABLE
+
+    with acidstore.connect(root) as wh:
+        location = Path(wh.table(TABLE).location)
+    return sum(1 for p in location.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+
+
+SMALL_TASKS["pile_up"] = pile_up

@@ -47,3 +47,19 @@ def w12(m: Measure, ops: int = 40) -> list[Row]:
                     f"delta-rs ({_tail(peer)})", peer,
                     "<= 20 ms, <= 1.0x" if procs == 1 else "<= 1.0x"))
     return rows
+
+
+def w12_pile_up(m: Measure, ops: int = 200, every: int = 20) -> list[Row]:
+    """``ops`` one-row UPDATEs in one process: the last 20's median latency, without and with
+    a scheduled-compaction pass every ``every`` UPDATEs, beside delta-rs's."""
+    peer = m("pile_up", engine="delta", ops=ops)
+    rows = []
+    for each in (0, every):
+        ours = m("pile_up", engine="acid", ops=ops, every=each)
+        how = f"a compaction pass every {each}" if each else "no compaction"
+        rows.append(Row(
+            "W12", f"{ops} one-row UPDATEs, 1 proc, {how}: last 20 (first 20 "
+            f"{ours.extra['first20_median_ms']:.0f} ms; {ours.extra['left']} directories left)",
+            ours, f"delta-rs last 20 (first 20 {peer.extra['first20_median_ms']:.0f} ms; "
+            f"{peer.extra['left']} log entries)", peer, "flat"))
+    return rows

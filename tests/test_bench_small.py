@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.harness import Measurement
-from benchmarks.tasks_small import OPS, small_txn
+from benchmarks.tasks_small import OPS, pile_up, small_txn
 from benchmarks.workloads_small import w12
 
 
@@ -40,3 +40,12 @@ def test_w12_rows_show_each_operation_beside_delta_rs() -> None:
     first = rows[0]
     assert "UPDATE" in first.what and first.ours.seconds == pytest.approx(0.01)
     assert first.peer is not None and first.peer.seconds == pytest.approx(0.02)
+
+
+@pytest.mark.parametrize(("engine", "every"), [("acid", 0), ("acid", 10), ("delta", 0)])
+def test_w12_pile_up(tmp_path: Path, engine: str, every: int) -> None:
+    out = pile_up({"engine": engine, "ops": 25, "every": every, "scratch": str(tmp_path)})
+    assert out["rows"] == 25 and out["first20_median_ms"] > 0 and out["last20_median_ms"] > 0
+    if engine == "acid":
+        # 25 UPDATEs write 50 deltas beside the insert; compaction folds them
+        assert out["left"] == 51 if not every else out["left"] < 51, out["left"]
