@@ -127,8 +127,12 @@ def pruned_to_buckets(target: StatementTarget, planned: Sequence[tuple[Partition
     if not isinstance(predicate, str) or not target.bucket_by or target.buckets <= 0 or \
             any(split.synthetic is not None for _, split in planned):
         return list(planned)
-    fields = [target.schema.field(name) for name in target.bucket_by]
-    wanted = buckets_of_values(equality_literals(predicate), fields, target.buckets)
+    by_lower = {f.name.lower(): f for f in target.schema}
+    fields = [by_lower.get(name.lower()) for name in target.bucket_by]
+    if any(f is None for f in fields):
+        return list(planned)
+    wanted = buckets_of_values(equality_literals(predicate),
+                               [f for f in fields if f is not None], target.buckets)
     if wanted is None:
         return list(planned)
     return [(p, s) for p, s in planned if s.bucket_id in wanted]
