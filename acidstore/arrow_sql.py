@@ -19,10 +19,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["Compiled", "NeedsDuckDBError", "compile_predicate"]
+__all__ = ["Compiled", "NeedsDuckDBError", "compile_predicate", "equality_literals",
+           "integer_literals_only"]
 
 Value: TypeAlias = Any  # an Arrow Array, ChunkedArray or Scalar (pyarrow ships no stubs)
 Compiled: TypeAlias = Callable[[pa.Table], Value]
@@ -261,10 +263,35 @@ def _modulo(left: Compiled, right: Compiled) -> Compiled:
         a, b = left(t), right(t)
         if not (pa.types.is_integer(a.type) and pa.types.is_integer(b.type)):
             raise NeedsDuckDBError("%")
+        fast = _remainder_by_constant(a, b)
+        if fast is not None:
+            return fast
         quotient = pc.call_function("divide_checked", [a, b])
         return pc.call_function("subtract_checked", [
             a, pc.call_function("multiply_checked", [quotient, b])])
     return run
+
+
+def _remainder_by_constant(a: Value, b: Value) -> Value | None:
+    """``a % b`` for a signed integer column and a constant other than 0 and -1, with numpy's
+    ``fmod`` (C's remainder: the sign of the dividend, as SQL's): one pass instead of Arrow's
+    checked divide, multiply and subtract (``id % 100 = 3`` over a million rows: 2 ms instead
+    of 6). The result is int64, the type the Arrow kernels give a column with an int64
+    literal; anything else (a column divisor, an unsigned or narrower literal) returns None."""
+    if not isinstance(b, pa.Scalar) or not b.is_valid or b.type != pa.int64() or \
+            isinstance(a, pa.Scalar) or not pa.types.is_signed_integer(a.type):
+        return None
+    divisor = int(b.as_py())
+    if divisor in (0, -1):  # division by zero is DuckDB's to report; -1 can overflow
+        return None
+    chunks = a.chunks if isinstance(a, pa.ChunkedArray) else [a]
+    out = []
+    for chunk in chunks:
+        values = chunk.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        out.append(pa.array(np.fmod(values, np.int64(divisor)),
+                            mask=chunk.is_null().to_numpy(zero_copy_only=False)
+                            if chunk.null_count else None))
+    return pa.chunked_array(out, type=pa.int64()) if isinstance(a, pa.ChunkedArray) else out[0]
 
 
 def compile_predicate(text: str, column_names: list[str]) -> Compiled | None:
@@ -274,3 +301,97 @@ def compile_predicate(text: str, column_names: list[str]) -> Compiled | None:
         return _Parser(_tokens(text), columns).parse()
     except (_UnsupportedError, ValueError, OverflowError, pa.ArrowException):
         return None
+
+
+def equality_literals(text: str) -> dict[str, list[pa.Scalar]]:
+    """Columns (lower-cased names) that ``text`` pins to literals: for each top-level AND
+    conjunct of the form ``col = literal``, ``literal = col`` or ``col IN (literals)``, the
+    values a matching row's column can hold (several conjuncts on one column: their common
+    values). A row the predicate is true for holds one of these values, whatever the other
+    conjuncts say, so a writer may skip the buckets these values do not hash to. Anything
+    else (an OR at top level, a conjunct of another form, text outside the subset) pins
+    nothing: the result is then empty or omits that column, which is always safe."""
+    try:
+        tokens = _tokens(text)
+    except _UnsupportedError:
+        return {}
+    conjuncts: list[list[_Tok]] = [[]]
+    depth, between = 0, False
+    for tok in tokens:
+        if tok.kind == "op" and tok.text in "()":
+            depth += 1 if tok.text == "(" else -1
+        elif depth == 0 and tok.kind == "kw" and tok.text == "OR":
+            return {}
+        elif depth == 0 and tok.kind == "kw" and tok.text == "BETWEEN":
+            between = True
+        elif depth == 0 and tok.kind == "kw" and tok.text == "AND":
+            if between:
+                between = False
+            else:
+                conjuncts.append([])
+                continue
+        conjuncts[-1].append(tok)
+    if depth != 0:
+        return {}
+    pinned: dict[str, list[pa.Scalar]] = {}
+    for conjunct in conjuncts:
+        found = _pinned(conjunct)
+        if found is None:
+            continue
+        name, values = found
+        if name in pinned:  # id = 1 AND id IN (1, 2): only 1
+            keep = {(v.type, v.as_py()) for v in values}
+            values = [v for v in pinned[name] if (v.type, v.as_py()) in keep]
+        pinned[name] = values
+    return pinned
+
+
+def _pinned(conjunct: list[_Tok]) -> tuple[str, list[pa.Scalar]] | None:
+    """(column, literals) of one ``col = lit``, ``lit = col`` or ``col IN (lits)``."""
+    def column(tok: _Tok) -> str | None:
+        if tok.kind == "qid":
+            return tok.text[1:-1].replace('""', '"').lower()
+        return tok.text.lower() if tok.kind == "id" else None
+
+    def literal(toks: list[_Tok]) -> pa.Scalar | None:
+        if not toks or toks[0].kind not in ("num", "str", "op"):
+            return None
+        try:
+            parser = _Parser(toks, {})
+            value = parser._literal()
+        except (_UnsupportedError, ValueError, OverflowError, pa.ArrowException):
+            return None
+        return value if parser._i == len(toks) and value.is_valid else None
+
+    if len(conjunct) >= 3 and conjunct[1].kind == "op" and conjunct[1].text == "=" and \
+            column(conjunct[0]) is not None:
+        name, value = column(conjunct[0]), literal(conjunct[2:])
+        return (name, [value]) if name is not None and value is not None else None
+    if len(conjunct) >= 3 and conjunct[-2].kind == "op" and conjunct[-2].text == "=":
+        name, value = column(conjunct[-1]), literal(conjunct[:-2])
+        return (name, [value]) if name is not None and value is not None else None
+    if len(conjunct) >= 5 and conjunct[1].kind == "kw" and conjunct[1].text == "IN" and \
+            conjunct[2].text == "(" and conjunct[-1].text == ")":
+        name = column(conjunct[0])
+        items: list[list[_Tok]] = [[]]
+        for tok in conjunct[3:-1]:
+            if tok.kind == "op" and tok.text == ",":
+                items.append([])
+            else:
+                items[-1].append(tok)
+        values = [literal(item) for item in items]
+        if name is None or any(v is None for v in values):
+            return None
+        return name, [v for v in values if v is not None]
+    return None
+
+
+def integer_literals_only(text: str) -> bool:
+    """Whether every number literal of ``text`` is an integer of magnitude below 2**53 (one a
+    double holds exactly), and ``text`` is in the compiled subset's syntax."""
+    try:
+        tokens = _tokens(text)
+    except _UnsupportedError:
+        return False
+    return all(not any(c in t.text for c in ".eE") and int(t.text) < 2**53
+               for t in tokens if t.kind == "num")

@@ -16,7 +16,12 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from acidstore.arrow_sql import Compiled, NeedsDuckDBError, compile_predicate
+from acidstore.arrow_sql import (
+    Compiled,
+    NeedsDuckDBError,
+    compile_predicate,
+    integer_literals_only,
+)
 from acidstore.errors import InvalidExpressionError
 
 __all__ = ["Predicate", "SqlEvaluator", "check_expression", "check_sandboxed", "quote",
@@ -182,15 +187,17 @@ class SqlEvaluator:
                          ) -> pa.Table | None:
         """The expressions computed by Arrow when all are in the compiled subset, so that a
         small UPDATE (``v = v + 1``) never opens DuckDB (a connection costs ~30 ms, more than
-        the rest of such a statement). Only results that are not floating point or decimal:
-        there DuckDB's literal types (``1.5`` is a DECIMAL) and Arrow's (a double) could round
-        differently once cast to the column; those, and anything Arrow refuses, go to
-        DuckDB."""
+        the rest of such a statement). Decimal results go to DuckDB, and floating point ones
+        except where both compute the same IEEE double operations (``_same_doubles``): with a
+        fractional literal DuckDB's literal types (``1.5`` is a DECIMAL) and Arrow's (a
+        double) could round differently once cast to the column. Those, and anything Arrow
+        refuses, go to DuckDB."""
         columns: dict[str, pa.ChunkedArray] = {}
         for name, text in expressions.items():
             value = self._run_compiled(table, text)
-            if value is None or pa.types.is_floating(value.type) or \
-                    pa.types.is_decimal(value.type):
+            if value is None or pa.types.is_decimal(value.type) or (
+                    pa.types.is_floating(value.type)
+                    and not _same_doubles(table, text, value)):
                 return None
             if isinstance(value, pa.Scalar):
                 value = pa.repeat(value, table.num_rows)
@@ -270,3 +277,22 @@ def _expression_mask(table: pa.Table, expression: pc.Expression) -> pa.BooleanAr
     filled: pa.ChunkedArray = pc.fill_null(column, False)
     out: pa.BooleanArray = filled.combine_chunks()
     return out
+
+
+def _same_doubles(table: pa.Table, text: str, value: Any) -> bool:
+    """Whether Arrow's floating-point ``value`` of ``text`` is DuckDB's to the bit: a double
+    computed from double and integer columns and integer literals (``v1 + 1``, ``v * 2 - c``)
+    is the same sequence of IEEE double operations in both (the integers convert exactly
+    below 2**53, which ``integer_literals_only`` requires of literals). A FLOAT column, a
+    fractional literal, or a result that is not finite (DuckDB raises on a double overflow
+    where Arrow gives infinity) leaves it to DuckDB."""
+    if not pa.types.is_float64(value.type) or not integer_literals_only(text):
+        return False
+    for name in referenced_columns(text, table.column_names):
+        kind = table.schema.field(name).type
+        if not (pa.types.is_float64(kind) or pa.types.is_integer(kind)):
+            return False
+    finite = pc.is_finite(value)
+    if isinstance(finite, pa.Scalar):
+        return finite.as_py() is not False
+    return bool(pc.all(finite).as_py() is not False)

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from acidstore import fs as afs
+from acidstore.arrow_sql import equality_literals
 from acidstore.errors import InvalidInputError
 from acidstore.expressions import Predicate, SqlEvaluator
 from acidstore.layout import delta_name
@@ -37,15 +38,15 @@ from acidstore.read.keys import KeyArrays
 from acidstore.read.plan import Split
 from acidstore.read.scan import PartitionDir, Scan
 from acidstore.statement_merge import MergeSpec, match, merge_columns, merged_rows, needs_old_rows
-from acidstore.write.bucketing import bucket_ids
+from acidstore.write.bucketing import bucket_ids, buckets_of_values
 from acidstore.write.conform import conform, split_partitions
 from acidstore.write.files import WrittenDirectory, write_deletes, write_inserts
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = ["ChangeKind", "ChangeUnit", "Changes", "Executor", "StatementTarget", "UnitOutcome",
            "cast_value", "partition_inserts", "plan_inserts", "plan_units",
-           "planned_directories", "row_ids", "run_unit", "run_units", "scan_unit",
-           "write_changes"]
+           "planned_directories", "pruned_to_buckets", "row_ids", "run_unit", "run_units",
+           "scan_unit", "write_changes"]
 
 ChangeKind = Literal["delete", "update", "merge", "insert"]
 
@@ -115,16 +116,41 @@ class UnitOutcome:
     matched_source: npt.NDArray[np.int64] | None = None
 
 
+def pruned_to_buckets(target: StatementTarget, planned: Sequence[tuple[PartitionDir, Split]],
+                      predicate: Predicate | None) -> list[tuple[PartitionDir, Split]]:
+    """The splits of ``planned`` that can hold a row ``predicate`` is true for, by bucket: in
+    a bucketed table a row is in the bucket its bucket columns hash to (every writer puts it
+    there), so a predicate that pins them (``id = 7``, ``id IN (1, 2)``, ANDed with anything)
+    needs only those buckets' files; a one-row UPDATE or DELETE of a table of ten buckets
+    reads one. Original files (adopted, pre-ACID) need not follow the hash: where there is
+    one, nothing is pruned."""
+    if not isinstance(predicate, str) or not target.bucket_by or target.buckets <= 0 or \
+            any(split.synthetic is not None for _, split in planned):
+        return list(planned)
+    by_lower = {f.name.lower(): f for f in target.schema}
+    fields = [by_lower.get(name.lower()) for name in target.bucket_by]
+    if any(f is None for f in fields):
+        return list(planned)
+    wanted = buckets_of_values(equality_literals(predicate),
+                               [f for f in fields if f is not None], target.buckets)
+    if wanted is None:
+        return list(planned)
+    return [(p, s) for p, s in planned if s.bucket_id in wanted]
+
+
 def plan_units(target: StatementTarget, scan: Scan, kind: ChangeKind, *, write_id: int,
                statement: int, predicate: Predicate | None,
                assignments: Mapping[str, str] | None = None,
-               merge: MergeSpec | None = None) -> list[ChangeUnit]:
+               merge: MergeSpec | None = None,
+               planned: Sequence[tuple[PartitionDir, Split]] | None = None
+               ) -> list[ChangeUnit]:
     """The units of one statement over the splits ``scan`` planned (partitions its predicate
-    rules out are already gone), in partition then bucket order. ``statement`` is the id of
-    the delete events; an UPDATE's or MERGE's new rows take the next one."""
+    rules out are already gone), or over ``planned`` (some of them: ``pruned_to_buckets``), in
+    partition then bucket order. ``statement`` is the id of the delete events; an UPDATE's or
+    MERGE's new rows take the next one."""
     by_bucket = bool(target.bucket_by) and target.buckets > 0
     groups: dict[tuple[str, int], list[tuple[PartitionDir, Split]]] = defaultdict(list)
-    for partition, split in scan.planned:
+    for partition, split in (scan.planned if planned is None else planned):
         key = (afs.relative(target.location, partition.path),
                split.bucket_id if by_bucket else 0)
         groups[key].append((partition, split))
@@ -287,9 +313,11 @@ def _changes(unit: ChangeUnit, evaluator: SqlEvaluator) -> Changes | None:
     return Changes(row_ids(batches), None) if batches else None
 
 
-def run_unit(unit: ChangeUnit, evaluator: SqlEvaluator | None = None) -> UnitOutcome:
+def run_unit(unit: ChangeUnit, evaluator: SqlEvaluator | None = None, *,
+             threads: int = 1) -> UnitOutcome:
     """Execute one unit: find its rows (a DELETE decodes only the predicate's columns and the
-    ROW__ID), then write their delete events and new rows."""
+    ROW__ID), then write their delete events and new rows (``threads``: for the bucket files
+    of the new rows, as ``write_changes``)."""
     own = evaluator is None
     evaluator = evaluator or SqlEvaluator()
     try:
@@ -297,12 +325,14 @@ def run_unit(unit: ChangeUnit, evaluator: SqlEvaluator | None = None) -> UnitOut
     finally:
         if own:
             evaluator.close()
-    return write_changes(unit, changes)
+    return write_changes(unit, changes, threads=threads)
 
 
-def write_changes(unit: ChangeUnit, changes: Changes | None) -> UnitOutcome:
+def write_changes(unit: ChangeUnit, changes: Changes | None, *, threads: int = 1
+                  ) -> UnitOutcome:
     """Write what one unit found: its delete events and new rows, with the unit's statement
-    ids (every engine's way to find the changes ends here)."""
+    ids (every engine's way to find the changes ends here). ``threads`` encode the new rows'
+    bucket files (a MERGE's "insert" unit writes every bucket of its partition)."""
     if changes is None:
         return _empty(unit.partition)
     touched = len(changes.deleted) or (changes.inserted is not None
@@ -321,7 +351,7 @@ def write_changes(unit: ChangeUnit, changes: Changes | None) -> UnitOutcome:
             target.filesystem, target.location, unit.partition, new.select(target.schema.names),
             bucket_of_rows(target, new), write_id=unit.write_id,
             statement_id=unit.insert_statement, schema=target.schema,
-            compression=target.compression))
+            compression=target.compression, threads=threads))
     done = [w for w in written if w is not None]
     return UnitOutcome(unit.partition, tuple(w.path for w in done), len(keys),
                        new.num_rows if new is not None else 0,
@@ -338,13 +368,15 @@ def run_units(units: Sequence[ChangeUnit], threads: int | None = None) -> list[U
     pyarrow and DuckDB release the GIL while they decode, evaluate and encode), sharing one
     SQL evaluator; outcomes in unit order. The embedded engine's executor, and each Spark
     task's over its share of the units (there with one thread: Spark runs a task per core)."""
-    workers = max(1, min(len(units), threads or min(4, os.cpu_count() or 1)))
+    budget = threads or min(4, os.cpu_count() or 1)
+    workers = max(1, min(len(units), budget))
+    inner = max(1, budget // max(1, len(units)))  # threads left over, for each unit's files
     evaluator = SqlEvaluator()
     try:
         if workers == 1:
-            return [run_unit(unit, evaluator) for unit in units]
+            return [run_unit(unit, evaluator, threads=inner) for unit in units]
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(lambda unit: run_unit(unit, evaluator), units))
+            return list(pool.map(lambda unit: run_unit(unit, evaluator, threads=inner), units))
     finally:
         evaluator.close()
 

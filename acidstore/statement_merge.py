@@ -16,6 +16,7 @@ of INSERT clauses the one after. Each kind's bucket files are then written by ex
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -135,7 +136,17 @@ def match(spec: MergeSpec, target: pa.Table, user: Sequence[str], where: str,
           evaluator: SqlEvaluator) -> MergeMatch:
     """Join ``target`` (one unit's rows, the columns it decoded, in scan order) to the source
     and choose each matched row's clause; a target row matched by more than one source row
-    raises MergeCardinalityError (Hive's cardinality check)."""
+    raises MergeCardinalityError (Hive's cardinality check). The common MERGE (``ON t.a =
+    s.b``, WHEN MATCHED without a condition, SET to source columns) joins in Arrow
+    (``_key_match``); the rest in DuckDB."""
+    fast = _key_match(spec, target, user, where)
+    if fast is not None:
+        return fast
+    return _duckdb_match(spec, target, user, where, evaluator)
+
+
+def _duckdb_match(spec: MergeSpec, target: pa.Table, user: Sequence[str], where: str,
+                  evaluator: SqlEvaluator) -> MergeMatch:
     s, t = spec.source_alias, spec.target_alias
     numbered = target.append_column("__acid_pos", pa.array(
         np.arange(target.num_rows, dtype=np.int64)))
@@ -163,6 +174,102 @@ def match(spec: MergeSpec, target: pa.Table, user: Sequence[str], where: str,
                       picked.select(set_names),
                       np.asarray(joined.column(SOURCE_INDEX).to_numpy(zero_copy_only=False),
                                  np.int64))
+
+
+_NAME = r'(?:"(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_]*)'
+
+
+def _named(text: str, alias: str, columns: Sequence[str]) -> str | None:
+    """The column of ``columns`` that ``text`` is a plain reference to, qualified by
+    ``alias`` (``s.id``, ``s."Id"``); None for anything else."""
+    found = re.fullmatch(rf"\s*({_NAME})\s*\.\s*({_NAME})\s*", text)
+    if found is None or _unquote(found.group(1)).lower() != alias.lower():
+        return None
+    wanted = _unquote(found.group(2)).lower()
+    return next((c for c in columns if c.lower() == wanted), None)
+
+
+def _unquote(name: str) -> str:
+    return name[1:-1].replace('""', '"') if name.startswith('"') else name
+
+
+def _join_keys(spec: MergeSpec, target: pa.Table) -> tuple[pa.Array, pa.Array] | None:
+    """The target's and the source's key columns of an ``ON t.a = s.b`` MERGE, as arrays of
+    one type where SQL's equality is Arrow's (integers as int64, strings as large strings);
+    None for any other condition or types."""
+    sides = spec.condition.split("=")
+    if len(sides) != 2:
+        return None
+    names = [c for c in spec.source.column_names if c != SOURCE_INDEX]
+    t_key = s_key = None
+    for left, right in (sides, sides[::-1]):
+        t_key = _named(left, spec.target_alias, target.column_names)
+        s_key = _named(right, spec.source_alias, names)
+        if t_key is not None and s_key is not None:
+            break
+    if t_key is None or s_key is None:
+        return None
+    arrays = []
+    for column in (target.column(t_key), spec.source.column(s_key)):
+        kind = column.type
+        if pa.types.is_integer(kind):
+            wanted = pa.int64()
+        elif pa.types.is_string(kind) or pa.types.is_large_string(kind):
+            wanted = pa.large_string()
+        else:
+            return None
+        try:
+            arrays.append(column.cast(wanted).combine_chunks())
+        except (pa.ArrowInvalid, OverflowError):
+            return None
+    if pa.types.is_integer(arrays[0].type) != pa.types.is_integer(arrays[1].type):
+        return None
+    return arrays[0], arrays[1]
+
+
+def _key_match(spec: MergeSpec, target: pa.Table, user: Sequence[str], where: str
+               ) -> MergeMatch | None:
+    """``_duckdb_match``'s answer computed with Arrow's hash lookups, for a MERGE ``ON t.a =
+    s.b`` (integer or string keys) whose first WHEN MATCHED clause has no condition (so it
+    takes every matched row) and, if an UPDATE, sets columns to source columns as they are
+    (``UPDATE SET *`` or ``SET x = s.y``); None otherwise. NULL keys match nothing, as in SQL.
+    A DuckDB join costs a connection cursor and a plan per unit, which made a MERGE of a 1%
+    source slower than its delta-rs peer."""
+    clause = spec.matched[0] if spec.matched else None
+    if clause is not None and clause.condition is not None:
+        return None
+    takes: dict[str, str] = {}
+    if clause is not None and clause.kind == "update":
+        names = [c for c in spec.source.column_names if c != SOURCE_INDEX]
+        for name, text in _set_values(spec, clause, user).items():
+            column = _named(text, spec.source_alias, names)
+            if column is None:
+                return None
+            takes[f"__u0_{name}"] = column
+    keys = _join_keys(spec, target)
+    if keys is None:
+        return None
+    target_keys, source_keys = keys
+    # each target row's first matching source row (nulls never match)
+    found = pc.index_in(target_keys, value_set=source_keys, skip_nulls=True)
+    positions = np.flatnonzero(found.is_valid().to_numpy(zero_copy_only=False)) \
+        if clause is not None else np.zeros(0, np.int64)
+    # source rows that match some target row, duplicates included (all the join's pairs)
+    hit = pc.is_in(source_keys, value_set=target_keys, skip_nulls=True)
+    matched = np.flatnonzero(hit.to_numpy(zero_copy_only=False))
+    if clause is not None and len(matched) > len(
+            np.unique(source_keys.take(pa.array(matched)).to_numpy(zero_copy_only=False))):
+        raise MergeCardinalityError(
+            f"{where}: a target row matched more than one source row (cardinality violation); "
+            "nothing was written")
+    rows = pa.array(found.take(pa.array(positions)).to_numpy(zero_copy_only=False)
+                    .astype(np.int64))
+    values = pa.table({alias: spec.source.column(column).take(rows)
+                       for alias, column in takes.items()}) if takes else \
+        pa.table({"_": pa.nulls(len(rows))}).drop_columns(["_"])
+    index = np.asarray(spec.source.column(SOURCE_INDEX).to_numpy(), np.int64)
+    return MergeMatch(positions.astype(np.int64), np.zeros(len(positions), np.int32), values,
+                      index[matched])
 
 
 def merged_rows(spec: MergeSpec, found: MergeMatch, old: pa.Table | None, schema: pa.Schema,
@@ -205,6 +312,9 @@ def not_matched_rows(spec: MergeSpec, matched_source: npt.NDArray[np.int64],
         return full_schema.empty_table()
     index = spec.source.column(SOURCE_INDEX)
     left = spec.source.filter(pc.invert(pc.is_in(index, pa.array(matched_source))))
+    taken = _source_columns(spec, spec.not_matched[0], full_schema.names)
+    if taken is not None:  # INSERT * (or of source columns as they are), no condition
+        return pa.table({name: left.column(column) for name, column in taken.items()})
     s, t = spec.source_alias, spec.target_alias
     offset = len(spec.matched)
     pieces = [f"{_case(spec.not_matched, offset)} AS {_CLAUSE}"]
@@ -228,6 +338,26 @@ def not_matched_rows(spec: MergeSpec, matched_source: npt.NDArray[np.int64],
     if not parts:
         return full_schema.empty_table()
     return pa.concat_tables(parts, promote_options="permissive")
+
+
+def _source_columns(spec: MergeSpec, clause: MergeClause, names: Sequence[str]
+                    ) -> dict[str, str] | None:
+    """Column -> the source column it takes as it is, for a clause without a condition that
+    gives every one of ``names`` a plain source column (``INSERT *``, ``SET x = s.y``); None
+    otherwise (then DuckDB evaluates the clause)."""
+    if clause.condition is not None:
+        return None
+    sources = [c for c in spec.source.column_names if c != SOURCE_INDEX]
+    given = {n.lower(): v for n, v in clause.values or ()}
+    out = {}
+    for name in names:
+        text = given.get(name.lower()) if clause.values is not None \
+            else spec.source_column(name)
+        column = _named(text, spec.source_alias, sources) if text is not None else None
+        if column is None:
+            return None
+        out[name] = column
+    return out
 
 
 def clause_values(values: Mapping[str, str] | None) -> tuple[tuple[str, str], ...] | None:

@@ -52,6 +52,7 @@ from acidstore.statement import (
     plan_inserts,
     plan_units,
     planned_directories,
+    pruned_to_buckets,
     run_units,
 )
 from acidstore.statement_merge import MergeSpec, not_matched_rows
@@ -63,7 +64,7 @@ from acidstore.write.conform import (
     split_partitions,
     to_arrow_table,
 )
-from acidstore.write.files import WrittenDirectory, write_inserts
+from acidstore.write.files import INSERT_THREADS, WrittenDirectory, write_inserts
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 if TYPE_CHECKING:
@@ -486,7 +487,7 @@ class Table:
             written = write_inserts(self._warehouse.filesystem, self.location, part.path, data,
                                     self._buckets(data), write_id=write_id,
                                     statement_id=statement, schema=self.info.schema, kind=kind,
-                                    compression=self.compression)
+                                    compression=self.compression, threads=INSERT_THREADS)
             txn.wrote(self._component(part.path, operation, write_id, [written],
                                       inserted=data.num_rows))
             names.append(part.path)
@@ -511,15 +512,21 @@ class Table:
         no write id taken, when no file can hold a matching row."""
         scan = self._scan(txn.snapshot, txn.write_ids(self.name), columns=[],
                           filter=predicate, with_row_id=True)
-        if not scan.planned:
+        target = self.statement_target()
+        # under Serializable every partition a statement read is a conflict scope (a later
+        # append there could be a phantom), so it reads them whole; pruning buckets could
+        # leave a partition unread
+        planned = pruned_to_buckets(target, scan.planned, predicate) \
+            if self.isolation_level != "Serializable" else list(scan.planned)
+        if not planned:
             return []
         write_id = txn.write_id(self.name)
         statement = txn.next_statement_id(self.name)
         if kind != "delete":
             txn.next_statement_id(self.name)  # the new rows' (Hive 4: delete events s, rows s+1)
         return self._register(txn, plan_units(
-            self.statement_target(), scan, kind, write_id=write_id, statement=statement,
-            predicate=predicate, assignments=assignments, merge=merge))
+            target, scan, kind, write_id=write_id, statement=statement,
+            predicate=predicate, assignments=assignments, merge=merge, planned=planned))
 
     def plan_merge_inserts(self, txn: Transaction, spec: MergeSpec,
                            outcomes: Sequence[UnitOutcome]) -> list[ChangeUnit]:

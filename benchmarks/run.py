@@ -16,7 +16,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks import data, workloads_compact, workloads_ingest, workloads_spark, workloads_write
+from benchmarks import (
+    data,
+    workloads_compact,
+    workloads_ingest,
+    workloads_small,
+    workloads_spark,
+    workloads_write,
+)
 from benchmarks.harness import Measurement, measure
 from benchmarks.report import Row, render
 from benchmarks.states import prepare_compacted, prepare_spark, prepare_write
@@ -63,12 +70,19 @@ def run(rows: int, workdir: Path, repeat: int, stripe_mb: int, only: set[str] | 
         write_info("scratch")
         return measure(task, {**write, **args}, repeat=repeat)
 
+    def w12(task: str, **args: Any) -> Measurement:
+        """A W12 task (it builds its own 1,000-row table): no warm-up child."""
+        return measure(task, {"scratch": str(workdir / "w12"), **args}, repeat=repeat,
+                       warmup=0)
+
     cases: list[tuple[str, Callable[[], None]]] = [
         ("W1", lambda: results.extend(workloads_write.w1(mw, stripe_mb << 20,
                                                          write_info("delta_files")))),
         ("W2", lambda: results.extend(workloads_write.w2(mw))),
         ("W3", lambda: results.extend(workloads_write.w3(mw))),
         ("W4", lambda: results.extend(workloads_write.w4(mw))),
+        ("W12", lambda: results.extend(workloads_small.w12(w12) + workloads_small.w12_pile_up(
+            w12))),
     ]
 
     def w5() -> None:

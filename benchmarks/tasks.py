@@ -27,6 +27,7 @@ from acidstore.read.registry import load_registry
 from acidstore.writeids import ValidWriteIdList
 from benchmarks.tasks_compact import COMPACT_TASKS
 from benchmarks.tasks_ingest import INGEST_TASKS
+from benchmarks.tasks_small import SMALL_TASKS
 from benchmarks.tasks_write import WRITE_TASKS, Task
 
 
@@ -98,7 +99,7 @@ TASKS: dict[str, Task] = {
     "noop": noop, "limit_scan": limit_scan, "acid_scan": acid_scan,
     "registry_bytes": registry_bytes, **WRITE_TASKS,
     **{name: _spark_task(name) for name in ("spark_scan", "spark_change", "spark_compact")},
-    **COMPACT_TASKS, **INGEST_TASKS,
+    **COMPACT_TASKS, **INGEST_TASKS, **SMALL_TASKS,
 }
 
 def peak_rss_mb() -> float:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,12 +20,15 @@ TABLE = pa.table({
     "f": pa.array([0.5, -1.25, 3.0, None, 0.0, -0.0, 1e9, 2.5], pa.float64()),
     "s": pa.array(["a", "b", None, "", "ab", "B", "a'b", "z"]),
     "b": pa.array([True, False, None, True, False, True, None, False]),
+    "g": pa.array([0.1, 1.5, None, -2.0, 3.25, 0.0, 1e30, 7.0], pa.float32()),
+    "h": pa.array([1e300, 0.1, None, 1e-300, -1e300, 2.0, 0.3, float("inf")], pa.float64()),
 })
 EVALUATOR = SqlEvaluator()
 
 numbers = st.sampled_from(["i", "j", "f", "0", "1", "-3", "2.5", "NULL", "(i + j)", "(j * 2)",
                            "(f - 1)", "-j", "(i % 7)", "(-i % 3)", "(i % j)", "(j % -2)",
-                           "(f % 2)"])
+                           "(f % 2)", "(f + 1)", "(f * 3 - i)", "(h * 10)", "(h + j)",
+                           "(g + 1)", "(f + 0.1)", "(" + " * ".join(["f"] * 35) + ")"])  # overflows
 strings = st.sampled_from(["s", "'a'", "'b'", "''", "'a''b'", "NULL"])
 comparisons = st.sampled_from(["=", "<>", "!=", "<", "<=", ">", ">="])
 
@@ -130,9 +135,31 @@ def test_set_values_computed_by_arrow_equal_duckdb(text: str) -> None:
 
 
 @pytest.mark.parametrize(("text", "arrow"), [("i + 1", True), ("s", True), ("'x'", True),
-                                              ("j * 2 - i", True), ("f + 1", False),
+                                              ("j * 2 - i", True), ("f + 1", True),
+                                              ("f * 2 - j", True), ("f + 0.5", False),
+                                              ("f + 1e0", False), ("g + 1", False),
+                                              ("h * 10", False), ("h + 1", False),
                                               ("i + 1.5", False), ("upper(s)", False),
                                               ("i / 2", False)])
 def test_which_set_values_skip_duckdb(text: str, arrow: bool) -> None:
     assert (EVALUATOR._compiled_values(TABLE, {"m": text}) is not None) == arrow
     assert EVALUATOR.evaluate(TABLE, {"m": text}).num_rows == TABLE.num_rows
+
+
+@pytest.mark.parametrize("kind", [pa.int8(), pa.int16(), pa.int32(), pa.int64()])
+@pytest.mark.parametrize("divisor", [1, 2, 7, -3, 100, 2**40])
+def test_remainder_by_a_constant_equals_the_checked_kernels(kind: pa.DataType,
+                                                            divisor: int) -> None:
+    """The numpy fast path of ``column % constant`` against Arrow's divide/multiply/subtract
+    (which DuckDB's answers are held to above), nulls and chunks included."""
+    info = np.iinfo(kind.to_pandas_dtype())
+    values = [info.min, info.min + 1, -7, -1, 0, None, 1, 5, 99, info.max]
+    column = pa.chunked_array([pa.array(values[:4], kind), pa.array(values[4:], kind)])
+    table = pa.table({"x": column})
+    compiled = compile_predicate(f"x % {divisor}", ["x"])
+    assert compiled is not None
+    fast = compiled(table)
+    b = pa.scalar(divisor, pa.int64())
+    slow = pc.subtract_checked(column, pc.multiply_checked(pc.divide_checked(column, b), b))
+    assert fast.type == slow.type == pa.int64()
+    assert fast.to_pylist() == slow.to_pylist()

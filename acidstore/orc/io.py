@@ -335,7 +335,11 @@ def write_orc_file(fs: pafs.FileSystem, path: str, table: pa.Table, *,
 
 
 def _stripe_row_counts(data: pa.Buffer) -> list[int]:
+    """Rows per stripe of an encoded file; a one-stripe file (every small delta) holds all
+    its rows in that stripe, so only files of several stripes are decoded to count them."""
     orc = po.ORCFile(pa.BufferReader(data))
+    if orc.nstripes <= 1:
+        return [orc.nrows] if orc.nstripes else []
     return [orc.read_stripe(i, columns=[OPERATION]).num_rows for i in range(orc.nstripes)]
 
 

@@ -16,7 +16,7 @@ tail holds bytes >= 0x80 hash differently from textbook Murmur3. We hash as Hive
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -25,7 +25,8 @@ import pyarrow.compute as pc
 
 from acidstore.errors import InvalidInputError
 
-__all__ = ["SEED", "bucket_ids", "check_bucketable", "murmur3_32", "row_hashes"]
+__all__ = ["SEED", "bucket_ids", "buckets_of_values", "check_bucketable", "murmur3_32",
+           "row_hashes"]
 
 SEED = 104729
 U32 = npt.NDArray[np.uint32]
@@ -161,3 +162,53 @@ def bucket_ids(table: pa.Table, columns: Sequence[str], buckets: int) -> npt.NDA
     hashes = row_hashes(table, columns) & np.uint32(0x7FFFFFFF)
     out: npt.NDArray[np.int32] = (hashes % np.uint32(buckets)).astype(np.int32)
     return out
+
+
+#: at most this many value combinations are hashed to find a statement's buckets
+MAX_PINNED_COMBINATIONS = 1024
+
+
+def buckets_of_values(pinned: Mapping[str, Sequence[pa.Scalar]], columns: Sequence[pa.Field],
+                      buckets: int) -> set[int] | None:
+    """The buckets a row can be in when each bucket column (``columns``) holds one of its
+    ``pinned`` values (keyed by lower-cased name), or None when that does not narrow it: a
+    bucket column not pinned, a value of another kind than its column (only integers for
+    integer columns and strings for string columns are taken: there SQL's equality is the
+    value's equality, so the value hashes as the row's does), or too many combinations."""
+    values: list[list[pa.Scalar]] = []
+    for field in columns:
+        given = pinned.get(field.name.lower())
+        if not given:
+            return None
+        t = field.type
+        if pa.types.is_integer(t):
+            if not all(pa.types.is_integer(v.type) for v in given):
+                return None
+        elif pa.types.is_string(t) or pa.types.is_large_string(t):
+            if not all(pa.types.is_string(v.type) for v in given):
+                return None
+        else:
+            return None
+        # a value outside the column's range matches no row (and has no bucket)
+        fits = [v for v in given if _fits(v, t)]
+        values.append(fits)
+    combinations = 1
+    for options in values:
+        combinations *= len(options)
+    if combinations > MAX_PINNED_COMBINATIONS:
+        return None
+    if combinations == 0:
+        return set()
+    grids = np.meshgrid(*[np.arange(len(options)) for options in values], indexing="ij")
+    table = pa.table({field.name: pa.array([options[int(i)].as_py() for i in grid.ravel()],
+                                           field.type)
+                      for field, options, grid in zip(columns, values, grids, strict=True)})
+    return {int(b) for b in bucket_ids(table, [f.name for f in columns], buckets)}
+
+
+def _fits(value: pa.Scalar, target: pa.DataType) -> bool:
+    try:
+        value.cast(target)
+    except (pa.ArrowInvalid, OverflowError):
+        return False
+    return True

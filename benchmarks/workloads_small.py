@@ -1,0 +1,65 @@
+"""Rows of W12: one-row UPDATE, DELETE and INSERT latency on a 1,000-row table.
+
+Each task run reports every operation's median and p99 (``benchmarks.tasks_small``); a row
+shows one operation's median in the seconds columns, with the p99, the median of the last ten
+operations (how latency grows as deltas pile up) and the retries in its text. Target: median
+at most 20 ms in one process, and no slower than delta-rs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from benchmarks.harness import Measurement
+from benchmarks.report import Row
+from benchmarks.tasks_small import OPS
+
+Measure = Callable[..., Measurement]
+
+
+def _op(run: Measurement, op: str) -> Measurement:
+    """One operation's figures of a task run, as a measurement of its median latency."""
+    extra = {k.removeprefix(f"{op}_"): v for k, v in run.extra.items() if k.startswith(op)}
+    return Measurement(float(extra["median_ms"]) / 1e3, 1, run.peak_rss_mb, extra)
+
+
+def _tail(m: Measurement) -> str:
+    return (f"p99 {m.extra['p99_ms']:.0f} ms, last 10 {m.extra['last10_median_ms']:.0f} ms, "
+            f"{m.extra['retries']} retries")
+
+
+def w12(m: Measure, ops: int = 40) -> list[Row]:
+    rows: list[Row] = []
+    for procs in (1, 8):
+        delta = m("small_txn", engine="delta", procs=procs, ops=ops)
+        runs = {False: m("small_txn", engine="acid", procs=procs, ops=ops),
+                True: m("small_txn", engine="acid", procs=procs, ops=ops, compaction=True)}
+        for op in OPS:
+            peer = _op(delta, op)
+            for compacting, run in runs.items():
+                ours = _op(run, op)
+                how = "scheduled compaction running" if compacting else "no compaction"
+                note = (f"{run.extra['compactions']} compactions in "
+                        f"{run.extra['scheduler_passes']} passes" if compacting else "")
+                rows.append(Row(
+                    "W12", f"one-row {op.upper()}, {ops} ops, {procs} proc, {how} "
+                    f"({_tail(ours)}{'; ' + note if note else ''})", ours,
+                    f"delta-rs ({_tail(peer)})", peer,
+                    "<= 20 ms, <= 1.0x" if procs == 1 else "<= 1.0x"))
+    return rows
+
+
+def w12_pile_up(m: Measure, ops: int = 200, every: int = 20) -> list[Row]:
+    """``ops`` one-row UPDATEs in one process: the last 20's median latency, without and with
+    a scheduled-compaction pass every ``every`` UPDATEs, beside delta-rs's."""
+    peer = m("pile_up", engine="delta", ops=ops)
+    rows = []
+    for each in (0, every):
+        ours = m("pile_up", engine="acid", ops=ops, every=each)
+        how = f"a compaction pass every {each}" if each else "no compaction"
+        rows.append(Row(
+            "W12", f"{ops} one-row UPDATEs, 1 proc, {how}: last 20 (first 20 "
+            f"{ours.extra['first20_median_ms']:.0f} ms; {ours.extra['left']} directories left)",
+            ours, f"delta-rs last 20 (first 20 {peer.extra['first20_median_ms']:.0f} ms; "
+            f"{peer.extra['left']} log entries)", peer, "flat"))
+    return rows

@@ -1,0 +1,103 @@
+"""The bulk insert's fast paths against their plain forms: bucket files encoded on several
+threads are the bytes one thread writes; the radix grouping of rows by bucket is the plain
+per-bucket selection; a one-stripe file's stripe row count read from its footer is the count a
+decode finds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.orc as po
+import pytest
+
+from acidstore.orc.io import OrcFile, _stripe_row_counts, write_event_file
+from acidstore.orc.schema import OPERATION
+from acidstore.write.bucketing import bucket_ids
+from acidstore.write.files import _groups, insert_events, write_inserts
+
+SCHEMA = pa.schema([("id", pa.int64()), ("s", pa.string()), ("v", pa.float64())])
+
+
+def _rows(n: int, seed: int = 7) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    strings = [None if i % 13 == 0 else f"s{rng.integers(0, 10**6)}" for i in range(n)]
+    return pa.table({"id": np.arange(n, dtype=np.int64) * 7919 % 100_003,
+                     "s": pa.array(strings, pa.string()),
+                     "v": rng.random(n)}, schema=SCHEMA)
+
+
+def _user_rows(orc: OrcFile) -> pa.Table:
+    row = orc.read(["row"]).column("row").combine_chunks()
+    return pa.Table.from_struct_array(row).cast(SCHEMA)
+
+
+@pytest.mark.parametrize("kind", ["delta", "base"])
+def test_threaded_bucket_files_are_the_bytes_one_thread_writes(tmp_path: Path,
+                                                                kind: str) -> None:
+    fs = pafs.LocalFileSystem()
+    rows = _rows(20_000)
+    buckets = bucket_ids(rows, ["id"], 8)
+    written = {}
+    for threads in (1, 3):
+        root = tmp_path / f"t{threads}"
+        out = write_inserts(fs, str(root), "", rows, buckets, write_id=3, statement_id=2,
+                            schema=SCHEMA, kind=kind,  # type: ignore[arg-type]
+                            threads=threads, stripe_size=64 << 10)
+        assert out is not None and out.rows == rows.num_rows
+        written[threads] = {Path(f.path).name: (Path(f.path).read_bytes(), f.rows, f.last_key)
+                            for f in out.files}
+    assert len(written[1]) == 8
+    assert written[1] == written[3]
+    # and what was written is each bucket's rows, in input order
+    for name, (_, count, _) in written[1].items():
+        bucket = int(name.split("_")[1])
+        expected = rows.filter(pa.array(buckets == bucket))
+        got = OrcFile(fs, str(tmp_path / "t1" / ("base_0000003" if kind == "base" else
+                                                  "delta_0000003_0000003_0002") / name))
+        assert _user_rows(got).equals(expected)
+        assert count == expected.num_rows
+
+
+def test_one_bucket_of_every_row_is_written_without_a_gather(tmp_path: Path) -> None:
+    fs = pafs.LocalFileSystem()
+    rows = _rows(1000)
+    out = write_inserts(fs, str(tmp_path), "", rows, np.full(1000, 5, np.int32), write_id=1,
+                        statement_id=0, schema=SCHEMA)
+    assert out is not None and [Path(f.path).name for f in out.files] == ["bucket_00005"]
+    assert _user_rows(OrcFile(fs, out.files[0].path)).equals(rows)
+
+
+@pytest.mark.parametrize("high", [1, 2, 10, 255, 256, 4096, 65_535, 65_536, 1 << 20])
+def test_grouping_by_bucket_matches_a_plain_selection(high: int) -> None:
+    rng = np.random.default_rng(high)
+    buckets = rng.integers(0, high, 5000).astype(np.int32)
+    groups = _groups(buckets)
+    expected = {int(b): np.flatnonzero(buckets == b) for b in np.unique(buckets)}
+    assert list(groups) == sorted(expected)
+    for bucket, index in groups.items():
+        assert index.dtype == np.int64
+        np.testing.assert_array_equal(index, expected[bucket])
+
+
+def test_stripe_row_counts_from_the_footer_match_a_decode(tmp_path: Path) -> None:
+    rows = _rows(30_000)
+    events = insert_events(rows, 1, 536870912, SCHEMA)
+    for stripe_size in (64 << 10, 64 << 20):  # many stripes, then one
+        sink = pa.BufferOutputStream()
+        po.write_table(events, sink, compression="zstd", stripe_size=stripe_size)
+        data = sink.getvalue()
+        orc = po.ORCFile(pa.BufferReader(data))
+        decoded = [orc.read_stripe(i, columns=[OPERATION]).num_rows
+                   for i in range(orc.nstripes)]
+        assert _stripe_row_counts(data) == decoded
+        path = tmp_path / f"bucket_{stripe_size}"
+        written = write_event_file(pafs.LocalFileSystem(), str(path), events,
+                                   stripe_size=stripe_size)
+        index = OrcFile(pafs.LocalFileSystem(), str(path)).key_index
+        assert index is not None and len(index) == len(decoded)
+        assert [k[2] for k in index] == list(np.cumsum(decoded) - 1)
+        assert written.last_key == index[-1]
+    assert len(decoded) == 1
