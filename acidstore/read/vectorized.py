@@ -46,7 +46,7 @@ def read_split(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList,
         assert registry is not None and batch.keys is not None
         deleted = registry.deleted(batch.keys)
         if not with_row_id:
-            batch = SplitBatch(batch.num_rows, batch.positions, batch.row, None)
+            batch = SplitBatch(batch.num_rows, batch.positions, batch.row, None, batch.filtered)
         if not deleted.any():
             yield batch
         elif not deleted.all():
