@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pytest
 from acidfiles import (
+    SCHEMA,
     bucket_property,
     delete_events,
     events_table,
@@ -27,7 +28,7 @@ from acidfiles import (
 )
 from hypothesis import given
 from hypothesis import strategies as st
-from test_read_model import SCHEMA, History, histories, read_both, write_history
+from test_read_model import History, histories, read_both, write_history
 
 import acidstore
 import acidstore.read.source as source
