@@ -80,6 +80,13 @@ class DeleteRegistry:
     def __len__(self) -> int:
         return len(self._row_ids)
 
+    def touches(self, low: int, high: int) -> bool:
+        """Whether any event names a row written by write ids ``low..high`` (a split's
+        rows carry originalWriteIds in its directory's range: if none does, the split's
+        ROW__IDs need not even be decoded)."""
+        at = int(np.searchsorted(self._run_write_id, low, "left"))
+        return at < len(self._run_write_id) and int(self._run_write_id[at]) <= high
+
     @property
     def nbytes(self) -> int:
         """Resident size of the registry's arrays."""
