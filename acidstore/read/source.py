@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
-from acidstore.errors import CorruptFileError, DataError
+from acidstore.errors import CorruptFileError, DataError, InvalidExpressionError
 from acidstore.orc.io import OrcFile, RowKey
 from acidstore.orc.schema import (
     BUCKET,
@@ -161,8 +161,8 @@ def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
         else:
             assert probe is not None
             first = _probed(orc, stripe, probed)
-            keep = probe.mask(SplitBatch(len(first), tuple(probed), first, None))
-            if len(first) == 0 or not pc.any(keep).as_py():
+            keep = _mask(probe, SplitBatch(len(first), tuple(probed), first, None))
+            if len(first) == 0 or (keep is not None and not pc.any(keep).as_py()):
                 continue  # no row of the stripe can pass: its other columns stay encoded
             batch = orc.canonical(orc.read_stripe(stripe, rest_columns))
             batch = _with_row(batch, _joined(first, probed, _struct(batch.column(ROW)), rest,
@@ -177,8 +177,8 @@ def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
             previous = keys.last()
         row = _struct(batch.column(ROW)) if wanted else None
         out = SplitBatch(batch.num_rows, tuple(wanted), row, keys)
-        if probe is not None and keep is None:
-            keep = probe.mask(out)
+        if probe is not None and not two_phase:
+            keep = _mask(probe, out)
         # the filter first, then (in the caller) the delete events: only rows that pass are
         # looked up in the delete registry, and a batch filtered here is not filtered again
         passing = np.ones(out.num_rows, dtype=np.bool_) if keep is None \
@@ -187,10 +187,21 @@ def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
             passing &= valid_write_id_mask(current_write_ids(batch), write_ids)
         if not passing.all():
             out = out.filter(passing)
-        if probe is not None:
+        if keep is not None:
             out = dataclasses.replace(out, filtered=True)
         if out.num_rows:
             yield out
+
+
+def _mask(probe: Probe, batch: SplitBatch) -> pa.BooleanArray | None:
+    """The rows of ``batch`` that pass the probe's filter, or None when evaluating it fails:
+    the batch may hold rows a later step drops (of aborted write ids, deleted), so the filter
+    is left to run where only visible rows remain, and fails there only if one of them makes
+    it fail (as it did before it was pushed down)."""
+    try:
+        return probe.mask(batch)
+    except InvalidExpressionError:
+        return None
 
 
 def _decoded(orc: OrcFile, columns: list[str], batch_rows: int | None, decode: bool,
