@@ -128,7 +128,7 @@ def rows_of(points: Sequence[Point]) -> list[Row]:
     return out
 
 
-def plot(points: Sequence[Point], rows: int, path: Path) -> None:
+def plot_points(points: Sequence[Point], rows: int, path: Path) -> None:
     """Scan seconds against deltas: acidstore as is and compacted, the limit, delta-rs."""
     import matplotlib
 

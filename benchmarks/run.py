@@ -16,7 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks import data, deltas, workloads_compact, workloads_spark, workloads_write
+from benchmarks import data, workloads_compact, workloads_spark, workloads_write
+from benchmarks.deltas import measure_points, plot_points, prepare_deltas, rows_of
 from benchmarks.harness import Measurement, measure
 from benchmarks.report import Row, render
 from benchmarks.states import prepare_compacted, prepare_spark, prepare_write
@@ -136,11 +137,11 @@ def run(rows: int, workdir: Path, repeat: int, stripe_mb: int, only: set[str] | 
 
     def plot() -> None:
         """PLOT: scan time against 1..100 deltas, compacted or not (``benchmarks.deltas``)."""
-        states = deltas.prepare_deltas(workdir / f"rows-{rows}-deltas", rows, stripe_mb << 20)
-        points = deltas.measure_points(
+        states = prepare_deltas(workdir / f"rows-{rows}-deltas", rows, stripe_mb << 20)
+        points = measure_points(
             lambda task, **args: measure(task, args, repeat=repeat), Path(states["root"]))
-        results.extend(deltas.rows_of(points))
-        deltas.plot(points, rows, out / "scan-vs-deltas.png")
+        results.extend(rows_of(points))
+        plot_points(points, rows, out / "scan-vs-deltas.png")
 
     cases += [("W5", w5), ("W6", w6), ("W9", w9), ("W10", w10), ("PLOT", plot),
               ("S1", lambda: results.extend(workloads_spark.s1(ms))),

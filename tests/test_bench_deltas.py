@@ -51,5 +51,5 @@ def test_points_hold_the_same_rows_everywhere_and_the_figure_is_written(tmp_path
     assert [r.ratio() for r in deltas.rows_of([point])] == ["4.00x", "2.00x", "1.00x"]
     figure = tmp_path / "out" / "scan-vs-deltas.png"
     later = deltas.Point(4, *(Measurement(s, ROWS, 100.0) for s in (0.5, 0.1, 0.1, 0.2)))
-    deltas.plot([point, later], ROWS, figure)
+    deltas.plot_points([point, later], ROWS, figure)
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
