@@ -23,8 +23,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["Compiled", "NeedsDuckDBError", "compile_predicate", "equality_literals",
-           "integer_literals_only"]
+__all__ = ["Compiled", "NeedsDuckDBError", "Range", "compile_predicate", "equality_literals",
+           "integer_literals_only", "integer_ranges"]
 
 Value: TypeAlias = Any  # an Arrow Array, ChunkedArray or Scalar (pyarrow ships no stubs)
 Compiled: TypeAlias = Callable[[pa.Table], Value]
@@ -315,23 +315,8 @@ def equality_literals(text: str) -> dict[str, list[pa.Scalar]]:
         tokens = _tokens(text)
     except _UnsupportedError:
         return {}
-    conjuncts: list[list[_Tok]] = [[]]
-    depth, between = 0, False
-    for tok in tokens:
-        if tok.kind == "op" and tok.text in "()":
-            depth += 1 if tok.text == "(" else -1
-        elif depth == 0 and tok.kind == "kw" and tok.text == "OR":
-            return {}
-        elif depth == 0 and tok.kind == "kw" and tok.text == "BETWEEN":
-            between = True
-        elif depth == 0 and tok.kind == "kw" and tok.text == "AND":
-            if between:
-                between = False
-            else:
-                conjuncts.append([])
-                continue
-        conjuncts[-1].append(tok)
-    if depth != 0:
+    conjuncts = _conjuncts(tokens)
+    if conjuncts is None:
         return {}
     pinned: dict[str, list[pa.Scalar]] = {}
     for conjunct in conjuncts:
@@ -395,3 +380,139 @@ def integer_literals_only(text: str) -> bool:
         return False
     return all(not any(c in t.text for c in ".eE") and int(t.text) < 2**53
                for t in tokens if t.kind == "num")
+
+
+#: an inclusive range of integers; None is unbounded on that side
+Range: TypeAlias = tuple[int | None, int | None]
+_FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "="}
+
+
+def _range_of(op: str, value: int) -> Range:
+    """The values ``x`` with ``x <op> value``."""
+    return {"<": (None, value - 1), "<=": (None, value), ">": (value + 1, None),
+            ">=": (value, None)}.get(op, (value, value))
+
+
+def integer_ranges(text: str, column_names: list[str]) -> dict[str, list[Range]]:
+    """For a predicate that is an AND of terms, the integer ranges each column's value must
+    fall in for a row to pass, from the terms of the forms ``col <op> n`` (``n <op> col``),
+    ``col BETWEEN n AND m`` and ``col IN (n, ...)`` with integer literals (the ranges of a
+    column named in several terms are intersected). Other terms are left out, which only
+    makes the answer looser; a predicate with OR or a parenthesis other than an IN list, or
+    outside the tokens this module reads, gives ``{}``. Statistics use it to skip stripes.
+    """
+    columns = {n.lower(): n for n in column_names}
+    try:
+        tokens = _tokens(text)
+    except _UnsupportedError:
+        return {}
+    terms = _conjuncts(tokens)
+    if terms is None or any(t.kind == "kw" and t.text == "OR" for t in tokens) or \
+            not _only_in_lists(tokens):
+        return {}
+    out: dict[str, list[Range]] = {}
+    for term in terms:
+        found = _term_ranges(term, columns)
+        if found is not None:
+            name, ranges = found
+            out[name] = _intersect(out[name], ranges) if name in out else ranges
+    return out
+
+
+def _only_in_lists(tokens: list[_Tok]) -> bool:
+    """Parentheses appear only as the list of an IN."""
+    for i, tok in enumerate(tokens):
+        if tok.kind == "op" and tok.text == "(" and not (i and tokens[i - 1].text == "IN"):
+            return False
+    return True
+
+
+def _conjuncts(tokens: list[_Tok]) -> list[list[_Tok]] | None:
+    """The tokens split at each top-level AND (not the AND of a BETWEEN); None when an OR
+    joins them at top level or the parentheses do not balance (no conjunct then pins
+    anything)."""
+    conjuncts: list[list[_Tok]] = [[]]
+    depth, between = 0, False
+    for tok in tokens:
+        if tok.kind == "op" and tok.text in "()":
+            depth += 1 if tok.text == "(" else -1
+        elif depth == 0 and tok.kind == "kw" and tok.text == "OR":
+            return None
+        elif depth == 0 and tok.kind == "kw" and tok.text == "BETWEEN":
+            between = True
+        elif depth == 0 and tok.kind == "kw" and tok.text == "AND":
+            if between:
+                between = False
+            else:
+                conjuncts.append([])
+                continue
+        conjuncts[-1].append(tok)
+    return conjuncts if depth == 0 else None
+
+
+def _integer(tokens: list[_Tok], at: int) -> tuple[int, int] | None:
+    """An integer literal (with an optional minus) at ``at``, and the index after it."""
+    sign = 1
+    if at < len(tokens) and tokens[at].kind == "op" and tokens[at].text == "-":
+        sign, at = -1, at + 1
+    if at < len(tokens) and tokens[at].kind == "num" and tokens[at].text.isdigit():
+        return sign * int(tokens[at].text), at + 1
+    return None
+
+
+def _column(tok: _Tok, columns: dict[str, str]) -> str | None:
+    if tok.kind == "id":
+        return columns.get(tok.text.lower())
+    if tok.kind == "qid":
+        name = tok.text[1:-1].replace('""', '"')
+        return columns.get(name.lower())
+    return None
+
+
+def _term_ranges(term: list[_Tok], columns: dict[str, str]) -> tuple[str, list[Range]] | None:
+    if len(term) < 3:
+        return None
+    name = _column(term[0], columns)
+    if name is not None and term[1].kind == "op" and term[1].text in _FLIPPED:
+        value = _integer(term, 2)
+        if value is not None and value[1] == len(term):
+            return name, [_range_of(term[1].text, value[0])]
+    last = _column(term[-1], columns)
+    if last is not None and term[-2].kind == "op" and term[-2].text in _FLIPPED:
+        value = _integer(term, 0)
+        if value is not None and value[1] == len(term) - 2:
+            return last, [_range_of(_FLIPPED[term[-2].text], value[0])]
+    if name is not None and term[1].kind == "kw" and term[1].text == "BETWEEN":
+        low = _integer(term, 2)
+        if low is not None and low[1] < len(term) and term[low[1]].text == "AND":
+            high = _integer(term, low[1] + 1)
+            if high is not None and high[1] == len(term):
+                return name, [(low[0], high[0])]
+    if name is not None and term[1].kind == "kw" and term[1].text == "IN" and \
+            term[2].text == "(" and term[-1].text == ")":
+        values: list[Range] = []
+        at = 3
+        while at < len(term) - 1:
+            value = _integer(term, at)
+            if value is None:
+                return None
+            values.append((value[0], value[0]))
+            at = value[1]
+            if term[at].text == ",":
+                at += 1
+            elif at != len(term) - 1:
+                return None
+        return name, values
+    return None
+
+
+def _intersect(a: list[Range], b: list[Range]) -> list[Range]:
+    """The ranges of values in both ``a`` and ``b``."""
+    out: list[Range] = []
+    for lo1, hi1 in a:
+        for lo2, hi2 in b:
+            lo = lo1 if lo2 is None else lo2 if lo1 is None else max(lo1, lo2)
+            hi = hi1 if hi2 is None else hi2 if hi1 is None else min(hi1, hi2)
+            if lo is None or hi is None or lo <= hi:
+                out.append((lo, hi))
+    return out

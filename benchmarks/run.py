@@ -24,6 +24,7 @@ from benchmarks import (
     workloads_spark,
     workloads_write,
 )
+from benchmarks.deltas import measure_points, plot_points, prepare_deltas, rows_of
 from benchmarks.harness import Measurement, measure
 from benchmarks.report import Row, render
 from benchmarks.states import prepare_compacted, prepare_spark, prepare_write
@@ -46,8 +47,8 @@ def prepare(workdir: Path, rows: int, stripe_size: int) -> dict[str, Any]:
             "deleted": int(done.read_text())}
 
 
-def run(rows: int, workdir: Path, repeat: int, stripe_mb: int, only: set[str] | None
-        ) -> tuple[list[Row], dict[str, Any]]:
+def run(rows: int, workdir: Path, repeat: int, stripe_mb: int, only: set[str] | None,
+        out: Path = Path("benchmarks/out")) -> tuple[list[Row], dict[str, Any]]:
     paths = prepare(workdir, rows, stripe_mb << 20)
     baseline = measure("noop", {}, repeat=1, warmup=0)
     results: list[Row] = []
@@ -148,7 +149,15 @@ def run(rows: int, workdir: Path, repeat: int, stripe_mb: int, only: set[str] | 
                   **prepare_compacted(Path(write_info("scratch")).parent)}
         return measure(task, {**write, **states, **args}, repeat=repeat)
 
-    cases += [("W5", w5), ("W6", w6), ("W9", w9), ("W10", w10),
+    def plot() -> None:
+        """PLOT: scan time against 1..100 deltas, compacted or not (``benchmarks.deltas``)."""
+        states = prepare_deltas(workdir / f"rows-{rows}-deltas", rows, stripe_mb << 20)
+        points = measure_points(
+            lambda task, **args: measure(task, args, repeat=repeat), Path(states["root"]))
+        results.extend(rows_of(points))
+        plot_points(points, rows, out / "scan-vs-deltas.png")
+
+    cases += [("W5", w5), ("W6", w6), ("W9", w9), ("W10", w10), ("PLOT", plot),
               ("S1", lambda: results.extend(workloads_spark.s1(ms))),
               ("S2", lambda: results.extend(workloads_spark.s2(ms))),
               ("W7", lambda: results.extend(workloads_compact.w7(mc))),
@@ -182,7 +191,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     only = {w.strip().upper() for w in args.workloads.split(",") if w.strip()} or None
     start = time.perf_counter()
-    results, info = run(args.rows, args.workdir, args.repeat, args.stripe_mb, only)
+    results, info = run(args.rows, args.workdir, args.repeat, args.stripe_mb, only, args.out)
     text = render(args.rows, results, info, time.perf_counter() - start)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"results-{args.rows}.md").write_text(text + "\n")

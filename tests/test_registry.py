@@ -384,3 +384,12 @@ def test_splits_of_a_bucket_share_one_registry(tmp_path: Path) -> None:
                       planned=scan.planned, delete_event_limit=0).to_table().sort_by("id")
         assert vectorized.equals(merged)
         assert vectorized.num_rows == 42
+
+
+@given(st.lists(st.tuples(st.integers(0, 12), st.integers(0, 2), st.integers(0, 50)),
+                max_size=20), st.integers(0, 14), st.integers(0, 14))
+def test_touches_says_whether_an_event_names_a_write_id_in_range(
+        deletes: list[tuple[int, int, int]], low: int, high: int) -> None:
+    """A split whose write ids no event names skips decoding its ROW__IDs."""
+    registry = DeleteRegistry(arrays(deletes))
+    assert registry.touches(low, high) == any(low <= w <= high for w, _, _ in deletes)

@@ -36,6 +36,7 @@ from acidstore.orc.schema import (
     UPDATE,
     acid_field_names,
 )
+from acidstore.orc.stats import IntegerStats, column_ids, stripe_integer_stats
 
 __all__ = [
     "ACID_VERSION_KEY",
@@ -237,10 +238,42 @@ class OrcFile:
                         if i < row_type.num_fields)
         return cols
 
+    def stripe_statistics(self, row_fields: Sequence[int]
+                          ) -> list[dict[int, IntegerStats]] | None:
+        """Per stripe, the statistics of the user fields at ``row_fields`` (integer fields of
+        this file; the keys are those positions), or None when the file has none to read."""
+        reader = self._orc.reader
+        try:
+            length = reader.stripe_statistics_length()
+            start = reader.file_length() - 1 - reader.file_postscript_length() \
+                - reader.file_footer_length() - length
+            if length <= 0 or start < 0:
+                return None
+            if self._prefix is not None:
+                metadata = self._prefix.slice(start, length).to_pybytes()
+            else:
+                with self._fs.open_input_file(self.path) as handle:
+                    metadata = handle.read_at(length, start)
+        except (pa.ArrowException, OSError, ValueError):
+            return None
+        row_type = self.row_type
+        ids = column_ids(pa.schema(list(row_type)))
+        if self._acid_names is not None:
+            row_id = column_ids(self.schema)[ACID_FIELDS.index(ROW)]
+            ids = [row_id + i for i in ids]
+        wanted = {ids[p]: p for p in row_fields if p < row_type.num_fields}
+        stats = stripe_integer_stats(metadata, reader.compression(), self.nstripes,
+                                     list(wanted))
+        if stats is None:
+            return None
+        return [{wanted[c]: s for c, s in stripe.items()} for stripe in stats]
+
     def read_stripe(self, index: int, columns: Sequence[str]) -> pa.RecordBatch:
         """Decode one stripe with the given physical columns (as from ``physical_columns``)."""
         try:
-            batch: pa.RecordBatch = self._orc.read_stripe(index, columns=list(columns))
+            # the reader itself: ``ORCFile.read_stripe`` rebuilds the file's schema on every
+            # call (to resolve integer columns, which are never passed here)
+            batch: pa.RecordBatch = self._orc.reader.read_stripe(index, columns=list(columns))
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise CorruptFileError(f"cannot decode stripe {index}: {exc}", path=self.path
                                    ) from exc

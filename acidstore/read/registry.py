@@ -34,7 +34,7 @@ from acidstore.read.keys import (
     valid_write_id_mask,
 )
 from acidstore.read.plan import DeleteSource, Split
-from acidstore.writeids import ValidWriteIdList
+from acidstore.writeids import RangeResponse, ValidWriteIdList
 
 __all__ = [
     "DEFAULT_DELETE_EVENT_LIMIT",
@@ -79,6 +79,13 @@ class DeleteRegistry:
 
     def __len__(self) -> int:
         return len(self._row_ids)
+
+    def touches(self, low: int, high: int) -> bool:
+        """Whether any event names a row written by write ids ``low..high`` (a split's
+        rows carry originalWriteIds in its directory's range: if none does, the split's
+        ROW__IDs need not even be decoded)."""
+        at = int(np.searchsorted(self._run_write_id, low, "left"))
+        return at < len(self._run_write_id) and int(self._run_write_id[at]) <= high
 
     @property
     def nbytes(self) -> int:
@@ -151,7 +158,11 @@ def delete_events(fs: pafs.FileSystem, source: DeleteSource, write_ids: ValidWri
     orc = OrcFile(fs, source.path)
     if not orc.is_acid:
         raise CorruptFileError("delete delta file has no ACID event schema", path=source.path)
-    columns = orc.physical_columns(DELETE_COLUMNS, [])
+    # a directory whose write ids are all valid holds only valid events: its
+    # currentTransaction column need not be decoded (a quarter of a delete file's columns)
+    partial = write_ids.is_write_id_range_valid(
+        source.min_write_id, source.max_write_id) != RangeResponse.ALL
+    columns = orc.physical_columns(DELETE_COLUMNS if partial else DELETE_COLUMNS[:3], [])
     previous: RowKey | None = None
     for stripe in range(orc.nstripes):
         batch = orc.canonical(orc.read_stripe(stripe, columns))
@@ -161,6 +172,9 @@ def delete_events(fs: pafs.FileSystem, source: DeleteSource, write_ids: ValidWri
         check_bucket(keys.bucket, source.bucket_id, source.path)
         check_key_order(keys, previous, source.path, strict=False)
         previous = keys.last()
+        if not partial:
+            yield keys
+            continue
         valid = valid_write_id_mask(current_write_ids(batch), write_ids)
         yield keys if bool(valid.all()) else keys.take(valid)
 

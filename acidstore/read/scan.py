@@ -8,6 +8,7 @@ column, and running splits in parallel. Both readers plug in through one functio
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -15,7 +16,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from acidstore import fs as afs
@@ -26,6 +26,7 @@ from acidstore.layout import is_acid_directory_name, is_hidden
 from acidstore.orc.io import OrcFile
 from acidstore.orc.schema import ROW_ID_COLUMN, ROW_ID_TYPE, cast_to
 from acidstore.partitions import parse_partition_path
+from acidstore.read.bounds import stripe_bounds
 from acidstore.read.merge import merge_split
 from acidstore.read.plan import Split, plan_partition
 from acidstore.read.recorded import RecordedWrites, check_recorded, with_recorded_rows
@@ -214,6 +215,8 @@ class Scan:
                               for n in wanted]
         self._filter_only_partitions = bool(filter_names) and all(
             _column_index(table, n) is None for n in filter_names) and self._filter is not None
+        self._bounds = stripe_bounds(self._filter, table) \
+            if isinstance(self._filter, str) and not self._filter_only_partitions else None
 
     def _check_filter(self) -> None:
         """Evaluate the filter once over no rows, so that a predicate that does not parse,
@@ -234,9 +237,10 @@ class Scan:
 
     # --- output --------------------------------------------------------------------------------
 
-    @property
+    @functools.cached_property
     def schema(self) -> pa.Schema:
-        """The schema of what the scan returns."""
+        """The schema of what the scan returns (fixed once the columns are resolved; every
+        batch is assembled with it)."""
         fields = []
         for name in self._output_names:
             index = _column_index(self.table_schema, name)
@@ -296,11 +300,11 @@ class Scan:
                 not self._filter_positions:
             return None
 
-        def matches(batch: SplitBatch) -> bool:
+        def mask(batch: SplitBatch) -> pa.BooleanArray:
             columns = self._columns(partition, split, batch, self._filter_positions)
-            return bool(pc.any(self._filter_mask(columns, batch.num_rows)).as_py())
+            return self._filter_mask(columns, batch.num_rows)
 
-        return Probe(self._filter_positions, matches)
+        return Probe(self._filter_positions, mask, self._bounds)
 
     def _assemble(self, partition: PartitionDir, split: Split, batch: SplitBatch
                   ) -> pa.RecordBatch | None:
@@ -317,7 +321,8 @@ class Scan:
             result = pa.RecordBatch.from_arrays(out, schema=self.schema)
         else:  # columns=[]: no columns, but the rows still count
             result = pa.RecordBatch.from_arrays([pa.nulls(n, pa.int8())], names=["_"]).select([])
-        if self._filter is not None and not self._filter_only_partitions:
+        if self._filter is not None and not self._filter_only_partitions and \
+                not batch.filtered:
             result = result.filter(self._filter_mask(columns, n))
         return result if result.num_rows else None
 

@@ -8,14 +8,16 @@ when needed, as Hive's ``hive.optimize.acid.meta.columns`` does.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
-from acidstore.errors import CorruptFileError, DataError
+from acidstore.errors import CorruptFileError, DataError, InvalidExpressionError
 from acidstore.orc.io import OrcFile, RowKey
 from acidstore.orc.schema import (
     BUCKET,
@@ -25,6 +27,7 @@ from acidstore.orc.schema import (
     ROW,
     ROW_ID,
 )
+from acidstore.read.bounds import StripeBounds, stripes_without_match
 from acidstore.read.keys import (
     KeyArrays,
     check_bucket,
@@ -36,7 +39,12 @@ from acidstore.read.keys import (
 from acidstore.read.plan import Split
 from acidstore.writeids import ValidWriteIdList
 
-__all__ = ["Probe", "SplitBatch", "split_batches"]
+__all__ = ["PROBE_MIN_ROWS", "Probe", "SplitBatch", "split_batches"]
+
+#: the average stripe size (rows) from which a probe pays: each stripe read has a fixed cost
+#: (about 0.1-0.3 ms in pyarrow, whatever the rows), so a file of small stripes (an UPDATE's
+#: few hundred rows per bucket) is cheaper to decode whole in one read than in two
+PROBE_MIN_ROWS = 4096
 
 
 @dataclass(frozen=True)
@@ -48,14 +56,18 @@ class SplitBatch:
     positions: tuple[int, ...]
     row: pa.StructArray | None
     keys: KeyArrays | None
+    #: the read's filter (``Probe``) was applied: these rows pass it
+    filtered: bool = False
 
     def filter(self, keep: np.ndarray) -> SplitBatch:
         """Keep the rows where ``keep`` is true."""
         return SplitBatch(
             int(np.count_nonzero(keep)),
             self.positions,
-            self.row.filter(pa.array(keep, type=pa.bool_())) if self.row is not None else None,
+            _filtered(self.row, pa.array(keep, type=pa.bool_())) if self.row is not None
+            else None,
             self.keys.take(keep) if self.keys is not None else None,
+            self.filtered,
         )
 
     def columns(self) -> dict[int, pa.Array]:
@@ -68,15 +80,27 @@ class SplitBatch:
         return dict(zip(self.positions, children, strict=True))
 
 
+def _filtered(row: pa.StructArray, keep: pa.BooleanArray) -> pa.StructArray:
+    """``row.filter(keep)``, field by field when no row is NULL: Arrow's struct filter
+    computes the selection again for every child, twice the time of filtering the children."""
+    if row.null_count:
+        return row.filter(keep)
+    fields = [row.field(i).filter(keep) for i in range(row.type.num_fields)]
+    return pa.StructArray.from_arrays(fields, fields=list(row.type))
+
+
 @dataclass(frozen=True)
 class Probe:
-    """Late materialisation for a filtered read: decode a stripe's filter columns
-    (``positions``) first and skip the stripe, without decoding the rest, when ``matches``
-    says none of its rows can pass (it sees the rows before delete events are applied, so
-    a row it rejects could only have been rejected later too)."""
+    """A read's filter pushed into decoding. ``mask`` says which rows of a batch (its fields
+    at ``positions`` at least) pass; NULL is "no". Stripes whose statistics prove that no
+    row passes (``bounds``, see ``StripeBounds``) are not decoded at all; in a large stripe
+    the filter's columns are decoded first and the rest only where a row passes; and rows
+    are filtered before delete events are looked up. All of it sees rows before delete
+    events apply, so a row it rejects could only have been rejected later too."""
 
     positions: tuple[int, ...]
-    matches: Callable[[SplitBatch], bool]
+    mask: Callable[[SplitBatch], pa.BooleanArray]
+    bounds: StripeBounds | None = None
 
 
 def _struct(column: pa.Array | pa.ChunkedArray) -> pa.StructArray:
@@ -119,18 +143,26 @@ def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
     if batch_rows is not None:
         probe = None
     probed = [p for p in probe.positions if p < width] if probe is not None else []
-    if probe is not None and (not probed or not set(probed) < set(wanted)):
-        probe = None  # nothing saved: the probe would decode what the read decodes anyway
+    # two reads per stripe (the filter's columns, then the rest where a row passes) save
+    # decoding when the filter's columns are fewer than the read's and stripes are large
+    two_phase = probe is not None and bool(probed) and set(probed) < set(wanted) and \
+        orc.nrows >= PROBE_MIN_ROWS * orc.nstripes
+    # statistics cost a read of the file's metadata section: worth it for a large file only
+    skipped = stripes_without_match(orc, probe, width) \
+        if probe is not None and orc.nrows >= PROBE_MIN_ROWS else frozenset()
     rest = [p for p in wanted if p not in probed]
     rest_columns = orc.physical_columns(acid, rest)
     previous: RowKey | None = None
-    for stripe, raw in _decoded(orc, columns, batch_rows, probe is None):
-        if probe is None:
+    for stripe, raw in _decoded(orc, columns, batch_rows, not two_phase, skipped):
+        keep: pa.BooleanArray | None = None
+        if not two_phase:
             assert raw is not None
             batch = orc.canonical(raw)
         else:
-            first = _probed(orc, stripe, probed, probe)
-            if first is None:
+            assert probe is not None
+            first = _probed(orc, stripe, probed)
+            keep = _mask(probe, SplitBatch(len(first), tuple(probed), first, None))
+            if len(first) == 0 or (keep is not None and not pc.any(keep).as_py()):
                 continue  # no row of the stripe can pass: its other columns stay encoded
             batch = orc.canonical(orc.read_stripe(stripe, rest_columns))
             batch = _with_row(batch, _joined(first, probed, _struct(batch.column(ROW)), rest,
@@ -145,35 +177,52 @@ def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
             previous = keys.last()
         row = _struct(batch.column(ROW)) if wanted else None
         out = SplitBatch(batch.num_rows, tuple(wanted), row, keys)
+        if probe is not None and not two_phase:
+            keep = _mask(probe, out)
+        # the filter first, then (in the caller) the delete events: only rows that pass are
+        # looked up in the delete registry, and a batch filtered here is not filtered again
+        passing = np.ones(out.num_rows, dtype=np.bool_) if keep is None \
+            else pc.fill_null(keep, False).to_numpy(zero_copy_only=False)
         if check_rows:
-            valid = valid_write_id_mask(current_write_ids(batch), write_ids)
-            if not bool(valid.all()):
-                out = out.filter(valid)
+            passing &= valid_write_id_mask(current_write_ids(batch), write_ids)
+        if not passing.all():
+            out = out.filter(passing)
+        if keep is not None:
+            out = dataclasses.replace(out, filtered=True)
         if out.num_rows:
             yield out
 
 
-def _decoded(orc: OrcFile, columns: list[str], batch_rows: int | None, decode: bool
+def _mask(probe: Probe, batch: SplitBatch) -> pa.BooleanArray | None:
+    """The rows of ``batch`` that pass the probe's filter, or None when evaluating it fails:
+    the batch may hold rows a later step drops (of aborted write ids, deleted), so the filter
+    is left to run where only visible rows remain, and fails there only if one of them makes
+    it fail (as it did before it was pushed down)."""
+    try:
+        return probe.mask(batch)
+    except InvalidExpressionError:
+        return None
+
+
+def _decoded(orc: OrcFile, columns: list[str], batch_rows: int | None, decode: bool,
+             skipped: frozenset[int] = frozenset()
              ) -> Iterator[tuple[int, pa.RecordBatch | None]]:
-    """(stripe, its decoded rows) per stripe, or (-1, rows) per batch of ``batch_rows``;
-    without ``decode`` only the stripe numbers (a probe decodes them itself)."""
+    """(stripe, its decoded rows) per stripe but the ``skipped`` ones, or (-1, rows) per
+    batch of ``batch_rows``; without ``decode`` only the stripe numbers (a probe decodes them
+    itself)."""
     if batch_rows is not None:
         for batch in orc.batches(columns, batch_rows):
             yield -1, batch
         return
     for stripe in range(orc.nstripes):
-        yield stripe, orc.read_stripe(stripe, columns) if decode else None
+        if stripe not in skipped:
+            yield stripe, orc.read_stripe(stripe, columns) if decode else None
 
 
-def _probed(orc: OrcFile, stripe: int, positions: list[int], probe: Probe
-            ) -> pa.StructArray | None:
-    """The stripe's probed fields, or None when none of its rows can pass."""
+def _probed(orc: OrcFile, stripe: int, positions: list[int]) -> pa.StructArray:
+    """The stripe's fields at ``positions`` (the filter's)."""
     batch = orc.canonical(orc.read_stripe(stripe, orc.physical_columns([], positions)))
-    if batch.num_rows == 0:
-        return None
-    row = _struct(batch.column(ROW))
-    return row if probe.matches(SplitBatch(batch.num_rows, tuple(positions), row, None)) \
-        else None
+    return _struct(batch.column(ROW))
 
 
 def _joined(first: pa.StructArray, first_positions: list[int], second: pa.StructArray,

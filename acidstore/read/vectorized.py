@@ -35,7 +35,7 @@ def read_split(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList,
         yield from merge_split(fs, split, write_ids, positions, with_row_id=with_row_id,
                                batch_rows=batch_rows)
         return
-    apply = registry is not None and len(registry) > 0
+    apply = registry is not None and registry.touches(split.min_write_id, split.max_write_id)
     for decoded in split_batches(fs, split, write_ids, positions,
                                  need_keys=apply or with_row_id, probe=probe,
                                  batch_rows=batch_rows):
@@ -46,7 +46,7 @@ def read_split(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList,
         assert registry is not None and batch.keys is not None
         deleted = registry.deleted(batch.keys)
         if not with_row_id:
-            batch = SplitBatch(batch.num_rows, batch.positions, batch.row, None)
+            batch = SplitBatch(batch.num_rows, batch.positions, batch.row, None, batch.filtered)
         if not deleted.any():
             yield batch
         elif not deleted.all():
