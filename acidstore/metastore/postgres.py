@@ -31,7 +31,9 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from acidstore.errors import InvalidInputError, MetastoreError
+from acidstore.metastore import postgres_functions as functions
 from acidstore.metastore import sql_txn as txns
+from acidstore.metastore.postgres_calls import CatalogEntry, commit_arguments, open_plans
 from acidstore.metastore.postgres_connect import (
     Connection,
     connect,
@@ -40,16 +42,29 @@ from acidstore.metastore.postgres_connect import (
     is_retryable,
     psycopg_error,
 )
+from acidstore.metastore.protocol import (
+    CommitCheck,
+    CommitInfo,
+    CompactionOutput,
+    PlannedWrite,
+    TxnInfo,
+    TxnKind,
+    WriteComponent,
+)
 from acidstore.metastore.sql import POSTGRES, Cursor, Dialect, Session
 from acidstore.metastore.sql_base import LOCK_ORDER, Lock, positive_seconds
 from acidstore.metastore.sql_schema import (
     SCHEMA_VERSION,
+    decode_schema,
     ensure_schema,
+    from_micros,
     now_micros,
     stored_schema_version,
 )
 from acidstore.metastore.sql_store import SqlMetastore
 from acidstore.metastore.task_guard import refuse_in_spark_task
+from acidstore.metastore.validate import split_table_name
+from acidstore.writeids import ValidTxnList
 
 __all__ = ["PostgresMetastore"]
 
@@ -59,6 +74,10 @@ _ATTEMPTS = 30
 #: any constant: the key of the advisory lock that serializes schema creation and migration
 _SCHEMA_LOCK_KEY = 0x61636964  # "acid"
 _NOW = "SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::bigint"
+#: unique_violation: a late open whose id was filled as a dead gap (postgres_functions)
+_TAKEN = "23505"
+#: raised by acid_open_v8 when a cached catalog entry no longer names its table
+_STALE_CATALOG = "AS001"
 
 
 @functools.lru_cache(maxsize=512)
@@ -117,6 +136,7 @@ class PostgresMetastore(SqlMetastore):
         self._connect_timeout = positive_seconds(connect_timeout_seconds,
                                                  "connect_timeout_seconds")
         self._start_connections()
+        self._catalog: dict[str, CatalogEntry] = {}
         self._ensure_schema(self._session())
 
     def __repr__(self) -> str:
@@ -148,7 +168,8 @@ class PostgresMetastore(SqlMetastore):
         def current() -> bool:
             return stored_schema_version(session, self._where) == SCHEMA_VERSION and all(
                 session.execute(POSTGRES.table_exists, (f"lock_{lock}",)).fetchone()
-                for lock in LOCK_ORDER)
+                for lock in LOCK_ORDER) and bool(
+                session.execute(functions.FUNCTIONS_PRESENT).fetchone())
 
         if self._transaction(session, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
                              current):
@@ -159,6 +180,7 @@ class PostgresMetastore(SqlMetastore):
             ensure_schema(session, self._where)
             for lock in LOCK_ORDER:
                 session.execute(f"CREATE TABLE IF NOT EXISTS lock_{lock} ()")
+            functions.install(session)
 
         self._transaction(session, "BEGIN", body)
 
@@ -231,3 +253,103 @@ class PostgresMetastore(SqlMetastore):
             return body(session)
         return self._transaction(session, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
                                  lambda: body(session))
+
+    # --- the hot calls: one statement each (postgres_functions) -------------------------------
+
+    def _call(self, sql: str, parameters: Sequence[Any], *,
+              also_retry: frozenset[str] = frozenset(),
+              unmapped: frozenset[str] = frozenset()) -> Any:
+        """One statement in its own transaction (autocommit): one round trip. Retried like a
+        ``_write`` on serialization failures and deadlocks, and on ``also_retry`` SQLSTATEs;
+        an ``unmapped`` SQLSTATE reaches the caller as the driver raised it. Returns the
+        statement's first row (None if it has none)."""
+        session = self._session()
+        if in_transaction(session.conn):
+            raise MetastoreError("metastore writes cannot nest (e.g. from a commit check)")
+        for attempt in range(_ATTEMPTS):
+            try:
+                return session.execute(sql, parameters).fetchone()
+            except Exception as exc:
+                sqlstate = getattr(exc, "sqlstate", None)
+                if sqlstate in unmapped:
+                    raise
+                if (is_retryable(exc) or sqlstate in also_retry) and attempt < _ATTEMPTS - 1:
+                    time.sleep(random.uniform(0, 0.002 * 2 ** min(attempt, 6)))
+                    continue
+                mapped = psycopg_error(exc, self._where)
+                if mapped is exc:
+                    raise
+                raise mapped from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _entry(self, name: str) -> CatalogEntry:
+        """The table's catalog entry, from the cache or read (``TableNotFoundError``)."""
+        key = ".".join(split_table_name(name))
+        entry = self._catalog.get(key)
+        if entry is None:
+            row = self._read(lambda conn: self._table_row(conn, key))
+            entry = CatalogEntry(int(row["table_id"]), row["db_name"], row["name"], tuple(
+                c.lower() for c in decode_schema(row["partition_schema"]).names))
+            self._catalog[key] = entry
+        return entry
+
+    def open_transaction(self, *, user: str, host: str, kind: TxnKind = "default",
+                         writes: Sequence[PlannedWrite] = ()) -> TxnInfo:
+        """One call of ``acid_open_v8``: the id, the snapshot, the row and the planned writes
+        in one statement, with no global lock (see ``postgres_functions`` for why the
+        snapshot stays correct)."""
+        planned = self._open_arguments(user, host, kind, writes)
+        for attempt in range(2):
+            plans = open_plans([(plan, self._entry(plan.table)) for plan in planned])
+            now = self._clock(self._session())
+            try:
+                row = self._call(
+                    "SELECT txn_id, snapshot, write_ids FROM acid_open_v8(?, ?, ?, ?, ?, ?, "
+                    "?::jsonb)", (kind, user, host, now, now - self._timeout_micros,
+                                  functions.GAP_TIMEOUT_MICROS, plans),
+                    also_retry=frozenset({_TAKEN}), unmapped=frozenset({_STALE_CATALOG}))
+            except Exception as exc:
+                if attempt:
+                    raise psycopg_error(exc, self._where) from exc
+                self._catalog.clear()  # a table was dropped or replaced: read it again
+                continue
+            started = from_micros(now)
+            return TxnInfo(int(row[0]), "open", kind, user, host, started, started, None,
+                           ValidTxnList.parse(row[1]),
+                           write_ids={k: int(v) for k, v in row[2].items()})
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def heartbeat(self, txn_id: int) -> None:
+        """One statement when the txn is open and alive; otherwise the general path, which
+        reaps a timed-out txn and says what is wrong."""
+        if not isinstance(txn_id, bool) and isinstance(txn_id, int):
+            now = self._clock(self._session())
+            row = self._call("SELECT acid_heartbeat_v8(?, ?, ?)",
+                             (txn_id, now, now - self._timeout_micros))
+            if row[0]:
+                return
+        super().heartbeat(txn_id)
+
+    def commit(self, txn_id: int, components: Sequence[WriteComponent], *,
+               check: CommitCheck | None = None,
+               outputs: Sequence[CompactionOutput] = ()) -> CommitInfo:
+        """A plain insert's commit is one ``acid_commit_v8`` statement; anything else, and
+        anything that function declines, takes the general path (``sql_txn.commit_txn``).
+        ``check`` only ever sees overlapping writes, which plain inserts never have."""
+        offered = list(components)
+        arguments = None
+        if not outputs and not isinstance(txn_id, bool) and isinstance(txn_id, int):
+            with contextlib.suppress(Exception):  # an unknown table: the general path says so
+                for component in offered:
+                    if isinstance(component, WriteComponent):
+                        self._entry(component.table)
+            arguments = commit_arguments(offered, self._catalog)
+        if arguments is not None:
+            now = self._clock(self._session())
+            row = self._call("SELECT commit_seq, write_ids FROM acid_commit_v8(?, ?, ?, "
+                             "?::jsonb, ?::jsonb)",
+                             (txn_id, now, now - self._timeout_micros, *arguments))
+            if row is not None:
+                return CommitInfo(txn_id, int(row[0]), from_micros(now),
+                                  {k: int(v) for k, v in row[1].items()})
+        return super().commit(txn_id, offered, check=check, outputs=outputs)

@@ -145,16 +145,10 @@ class SqlMetastore(SqlBase):
             None if finished is None else from_micros(finished),
             ValidTxnList.parse(row["snapshot"]))
 
-    def open_transaction(self, *, user: str, host: str, kind: TxnKind = "default",
-                         writes: Sequence[PlannedWrite] = ()) -> TxnInfo:
-        """See the protocol. ``writes`` saves a single-statement insert two of its four
-        durable metastore transactions (open, allocate, record, commit): each is a WAL flush
-        (an fsync) on either backend, and those flushes are what a commit cycle costs. This
-        weakens nothing: the allocation and the record become durable together with the
-        open, before ``open_transaction`` returns, so before any file is written (a crash
-        still leaves a record of what to clean); the commit is unchanged. Holding the
-        ``txn`` lock for a few more statements costs PostgreSQL's opens far less than the
-        two round trips and flushes it saves."""
+    @staticmethod
+    def _open_arguments(user: str, host: str, kind: TxnKind,
+                        writes: Sequence[PlannedWrite]) -> list[PlannedWrite]:
+        """``open_transaction``'s arguments checked; the planned writes as a list."""
         check_kind(kind)
         if not isinstance(user, str) or not isinstance(host, str):
             raise InvalidInputError("user and host must be strings")
@@ -166,6 +160,19 @@ class SqlMetastore(SqlBase):
         if len({w.table for w in planned}) < len(planned) or any(
                 len(set(w.partitions)) < len(w.partitions) for w in planned):
             raise InvalidInputError(f"planned writes name a table or partition twice: {planned}")
+        return planned
+
+    def open_transaction(self, *, user: str, host: str, kind: TxnKind = "default",
+                         writes: Sequence[PlannedWrite] = ()) -> TxnInfo:
+        """See the protocol. ``writes`` saves a single-statement insert two of its four
+        durable metastore transactions (open, allocate, record, commit): each is a WAL flush
+        (an fsync) on either backend, and those flushes are what a commit cycle costs. This
+        weakens nothing: the allocation and the record become durable together with the
+        open, before ``open_transaction`` returns, so before any file is written (a crash
+        still leaves a record of what to clean); the commit is unchanged. Holding the
+        ``txn`` lock for a few more statements costs PostgreSQL's opens far less than the
+        two round trips and flushes it saves."""
+        planned = self._open_arguments(user, host, kind, writes)
 
         def body(conn: Session, now: int) -> TxnInfo:
             txn_id = txns.next_sequence(conn, "txn")
@@ -246,9 +253,9 @@ class SqlMetastore(SqlBase):
                check: CommitCheck | None = None,
                outputs: Sequence[CompactionOutput] = ()) -> CommitInfo:
         offered, written = list(components), list(outputs)
+        # no global lock: commit_txn locks the rows of the txn's tables (per-table order)
         return self._write(lambda conn, now: txns.commit_txn(conn, txn_id, offered, check, now,
-                                                             outputs=written),
-                           locks=("commit",))
+                                                             outputs=written))
 
     def record_app_version(self, txn_id: int, table: str, app_id: str, version: int) -> None:
         app_id, version = check_app_version(app_id, version)
