@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from metastore_workers import BackendSpec, open_metastore
@@ -119,5 +120,6 @@ def snapshot_reader(spec: BackendSpec, tables: list[str], worker: int, rounds: i
 def hammer(spec: BackendSpec, role: str, target: Any, worker: int, count: int,
            barrier: Any, queue: Any) -> None:
     """One entry point for ``run_spawned``, which starts every process with one function."""
-    roles = {"own": own_table_writer, "shared": shared_table_writer, "reader": snapshot_reader}
+    roles: dict[str, Callable[..., None]] = {
+        "own": own_table_writer, "shared": shared_table_writer, "reader": snapshot_reader}
     roles[role](spec, target, worker, count, barrier, queue)

@@ -42,7 +42,8 @@ def test_snapshots_stay_consistent_under_mixed_concurrent_writers(backend: Backe
     own_tables = [f"default.own{w}" for w in range(OWN)]
     for name in [*own_tables, "default.shared"]:
         store.create_table(new_table(name.split(".")[1]))
-    args = [(backend.spec, "own", own_tables[w], w, CYCLES) for w in range(OWN)]
+    args: list[tuple[object, ...]] = [(backend.spec, "own", own_tables[w], w, CYCLES)
+                                       for w in range(OWN)]
     args += [(backend.spec, "shared", "default.shared", OWN + w, SHARED_CYCLES)
              for w in range(SHARED)]
     args += [(backend.spec, "reader", own_tables, OWN + SHARED + w, ROUNDS)
