@@ -28,7 +28,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from acidstore.errors import InvalidInputError, MetastoreError
 from acidstore.metastore import postgres_functions as functions
@@ -78,6 +78,12 @@ _NOW = "SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::bigint"
 _TAKEN = "23505"
 #: raised by acid_open_v8 when a cached catalog entry no longer names its table
 _STALE_CATALOG = "AS001"
+
+
+def _pause(attempt: int) -> None:
+    """Another client changed the same rows first: start over after a pause that grows and is
+    jittered, so the same clients do not collide again."""
+    time.sleep(random.uniform(0, 0.002 * 2 ** min(attempt, 6)))
 
 
 @functools.lru_cache(maxsize=512)
@@ -234,14 +240,9 @@ class PostgresMetastore(SqlMetastore):
                 with contextlib.suppress(Exception):
                     session.execute("ROLLBACK")
                 if is_retryable(exc) and attempt < _ATTEMPTS - 1:
-                    # another client changed the same rows first: start over, after a pause
-                    # that grows and is jittered so the same clients do not collide again
-                    time.sleep(random.uniform(0, 0.002 * 2 ** min(attempt, 6)))
+                    _pause(attempt)
                     continue
-                mapped = psycopg_error(exc, self._where)
-                if mapped is exc:
-                    raise
-                raise mapped from exc
+                self._reraise(exc)
             if pending is not None:
                 raise pending
             return outcome
@@ -274,13 +275,17 @@ class PostgresMetastore(SqlMetastore):
                 if sqlstate in unmapped:
                     raise
                 if (is_retryable(exc) or sqlstate in also_retry) and attempt < _ATTEMPTS - 1:
-                    time.sleep(random.uniform(0, 0.002 * 2 ** min(attempt, 6)))
+                    _pause(attempt)
                     continue
-                mapped = psycopg_error(exc, self._where)
-                if mapped is exc:
-                    raise
-                raise mapped from exc
+                self._reraise(exc)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _reraise(self, exc: BaseException) -> NoReturn:
+        """Raise a driver error as the ``MetastoreError`` it means; any other as it is."""
+        mapped = psycopg_error(exc, self._where)
+        if mapped is exc:
+            raise exc
+        raise mapped from exc
 
     def _entry(self, name: str) -> CatalogEntry:
         """The table's catalog entry, from the cache or read (``TableNotFoundError``)."""
@@ -300,18 +305,22 @@ class PostgresMetastore(SqlMetastore):
         snapshot stays correct)."""
         planned = self._open_arguments(user, host, kind, writes)
         for attempt in range(2):
-            plans = open_plans([(plan, self._entry(plan.table)) for plan in planned])
-            now = self._clock(self._session())
+            # a cached entry may be of a table since dropped or replaced: whatever it fails
+            # (the partition check here, the server's id check), it fails once more read anew
             try:
+                plans = open_plans([(plan, self._entry(plan.table)) for plan in planned])
+                now = self._clock(self._session())
                 row = self._call(
                     "SELECT txn_id, snapshot, write_ids FROM acid_open_v8(?, ?, ?, ?, ?, ?, "
                     "?::jsonb)", (kind, user, host, now, now - self._timeout_micros,
                                   functions.GAP_TIMEOUT_MICROS, plans),
                     also_retry=frozenset({_TAKEN}), unmapped=frozenset({_STALE_CATALOG}))
             except Exception as exc:
-                if attempt:
-                    raise psycopg_error(exc, self._where) from exc
-                self._catalog.clear()  # a table was dropped or replaced: read it again
+                stale = isinstance(exc, InvalidInputError) or getattr(
+                    exc, "sqlstate", None) == _STALE_CATALOG
+                if attempt or not stale:
+                    self._reraise(exc)
+                self._catalog.clear()
                 continue
             started = from_micros(now)
             return TxnInfo(int(row[0]), "open", kind, user, host, started, started, None,

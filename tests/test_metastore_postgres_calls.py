@@ -1,4 +1,6 @@
-"""PostgreSQL hands out txn ids without a lock (a server sequence), so an id can be taken
+"""The PostgreSQL metastore's one-statement calls (``postgres_functions``).
+
+PostgreSQL hands out txn ids without a lock (a server sequence), so an id can be taken
 before its txn's row is visible. These tests hold such an id by hand (``nextval`` on a plain
 connection, as an open in flight does) and check the rules of ``postgres_functions``: every
 snapshot lists it as open until its txn shows up; one that never shows up is filled with an
@@ -14,7 +16,7 @@ import psycopg
 import pytest
 from metastore_support import begin, new_table, write
 
-from acidstore.metastore import PostgresMetastore
+from acidstore.metastore import PlannedWrite, PostgresMetastore, WriteComponent
 from acidstore.metastore.sql_schema import now_micros
 from benchmarks.postgres_server import PostgresServer
 
@@ -103,3 +105,24 @@ def test_a_gap_keeps_compactions_from_being_cleaned(store: PostgresMetastore,
     store.commit(taken, [])
     with session.conn.transaction():
         assert [c.next_txn_id for c in ready_for_cleaning(session)] == [later + 1]
+
+
+@pytest.mark.parametrize("partition", ["", "dt=1"])
+def test_a_table_replaced_by_another_client_is_read_again(store: PostgresMetastore, url: str,
+                                                          partition: str) -> None:
+    """The calls cache a table's catalog entry; another client dropping the table and
+    creating one of the same name (the server refuses the cached id) or with another
+    partitioning (the check here refuses it) must not be written through it."""
+    store.commit(store.open_transaction(user="u", host="h", writes=[
+        PlannedWrite("t", ("",), "insert")]).txn_id, [])
+    with PostgresMetastore(url) as other:
+        other.drop_table("t")
+        other.create_table(new_table(partition_by=["dt"] if partition else []))
+    opened = store.open_transaction(user="u", host="h",
+                                    writes=[PlannedWrite("t", (partition,), "insert")])
+    assert opened.write_ids == {"default.t": 1}
+    directory = "/".join(p for p in (partition, "delta_0000001_0000001_0000") if p)
+    done = WriteComponent("default.t", partition, "insert", 1, (directory,), rows_inserted=1)
+    store.commit(opened.txn_id, [done])
+    assert store.committed_components("t") == [done]
+    assert store.list_partitions("t") == ([partition] if partition else [])
