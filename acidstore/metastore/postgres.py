@@ -339,6 +339,46 @@ class PostgresMetastore(SqlMetastore):
                 return
         super().heartbeat(txn_id)
 
+    def allocate_write_id(self, txn_id: int, table: str) -> int:
+        """One ``acid_allocate_v8`` statement; the general path when the txn is not open or
+        timed out, or the cached catalog entry is stale (it reads the table and says why)."""
+        entry = None
+        if not isinstance(txn_id, bool) and isinstance(txn_id, int):
+            with contextlib.suppress(Exception):  # an unknown table: the general path says so
+                entry = self._entry(table)
+        if entry is not None:
+            now = self._clock(self._session())
+            try:
+                row = self._call("SELECT acid_allocate_v8(?, ?, ?, ?, ?)",
+                                 (txn_id, now - self._timeout_micros, entry.table_id,
+                                  entry.db_name, entry.name),
+                                 unmapped=frozenset({_STALE_CATALOG}))
+            except Exception as exc:
+                if getattr(exc, "sqlstate", None) != _STALE_CATALOG:
+                    raise
+                self._catalog.clear()
+            else:
+                if row[0] is not None:
+                    return int(row[0])
+        return super().allocate_write_id(txn_id, table)
+
+    def record_write(self, txn_id: int, component: WriteComponent) -> None:
+        """One ``acid_record_v8`` statement for a component these checks vouch for; the
+        general path otherwise (and when the server declines), which says what is wrong."""
+        arguments = None
+        if not isinstance(txn_id, bool) and isinstance(txn_id, int) and isinstance(
+                component, WriteComponent):
+            with contextlib.suppress(Exception):  # an unknown table: the general path says so
+                self._entry(component.table)
+            arguments = commit_arguments([component], self._catalog, inserts_only=False)
+        if arguments is not None:
+            now = self._clock(self._session())
+            row = self._call("SELECT acid_record_v8(?, ?, ?, ?::jsonb -> 0)",
+                             (txn_id, now, now - self._timeout_micros, arguments[0]))
+            if row[0]:
+                return
+        super().record_write(txn_id, component)
+
     def commit(self, txn_id: int, components: Sequence[WriteComponent], *,
                check: CommitCheck | None = None,
                outputs: Sequence[CompactionOutput] = ()) -> CommitInfo:

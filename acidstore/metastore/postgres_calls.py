@@ -68,18 +68,19 @@ class _Totals:
             self.partitions.add(component.partition)
 
 
-def commit_arguments(components: Sequence[WriteComponent],
-                     catalog: dict[str, CatalogEntry]) -> tuple[str, str] | None:
+def commit_arguments(components: Sequence[WriteComponent], catalog: dict[str, CatalogEntry],
+                     *, inserts_only: bool = True) -> tuple[str, str] | None:
     """``acid_commit_v8``'s components and history rows, or None for the general path: a
     component that is not a plain insert (an update, delete or overwrite, or a Serializable
-    read: the conflict check runs there), one offered twice, or one these checks refuse
-    against the cached catalog (the general path checks the current row and says why)."""
+    read: the conflict check runs there; ``inserts_only=False`` for a record, which checks no
+    conflict), one offered twice, or one these checks refuse against the cached catalog (the
+    general path checks the current row and says why)."""
     rows: list[dict[str, object]] = []
     seen: set[WriteComponent] = set()
     history: dict[str, _Totals] = {}
     for component in components:
-        if not isinstance(component, WriteComponent) or component.operation != "insert" \
-                or component.read:
+        if not isinstance(component, WriteComponent) or (inserts_only and (
+                component.operation != "insert" or component.read)):
             return None
         try:
             entry = catalog.get(".".join(split_table_name(component.table)))

@@ -102,6 +102,87 @@ LANGUAGE sql AS $$
 $$
 """
 
+_NEW_WRITE_ID = """
+CREATE OR REPLACE FUNCTION acid_new_write_id_v8(p_txn bigint, p_table bigint, p_name text)
+RETURNS bigint LANGUAGE sql AS $$
+  -- §12.1: the table's counter row, bumped in one upsert, stays locked until the allocation
+  -- commits, so per-table write ids are contiguous (Hive's NEXT_WRITE_ID)
+  WITH bumped AS (
+    INSERT INTO next_write_id (table_id, next_value) VALUES (p_table, 2)
+    ON CONFLICT (table_id) DO UPDATE SET next_value = next_write_id.next_value + 1
+    RETURNING next_value - 1 AS write_id)
+  INSERT INTO txn_write_ids (txn_id, table_id, table_name, write_id)
+    SELECT p_txn, p_table, p_name, write_id FROM bumped RETURNING write_id
+$$
+"""
+
+#: The checks of ``sql_txn.require_open`` that let the fast path go on: the txn's row, locked
+#: (a commit, an abort and a heartbeat of one txn queue up), open and not timed out. Anything
+#: else returns false, and the general path reaps and reports.
+_ALIVE = """
+CREATE OR REPLACE FUNCTION acid_alive_v8(p_txn bigint, p_cutoff bigint) RETURNS boolean
+LANGUAGE sql AS $$
+  SELECT coalesce((SELECT state = 'open' AND last_heartbeat >= p_cutoff FROM txns
+                   WHERE txn_id = p_txn FOR UPDATE), false)
+$$
+"""
+
+_ALLOCATE = """
+CREATE OR REPLACE FUNCTION acid_allocate_v8(p_txn bigint, p_cutoff bigint, p_table bigint,
+                                            p_db text, p_name text)
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE v_write bigint;
+BEGIN
+  IF NOT acid_alive_v8(p_txn, p_cutoff) THEN RETURN NULL; END IF;
+  PERFORM 1 FROM tables WHERE table_id = p_table AND db_name = p_db AND name = p_name;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'table %.% changed', p_db, p_name USING ERRCODE = 'AS001';
+  END IF;
+  -- one write id per (txn, table), reused by later statements
+  SELECT w.write_id INTO v_write FROM txn_write_ids w
+    WHERE w.txn_id = p_txn AND w.table_id = p_table;
+  IF FOUND THEN RETURN v_write; END IF;
+  RETURN acid_new_write_id_v8(p_txn, p_table, p_db || '.' || p_name);
+END $$
+"""
+
+#: ``sql_txn.record_write``: the component before its files exist, and the writer's lock; no
+#: row (false) when the txn is not open or the component names another write id
+_RECORD = """
+CREATE OR REPLACE FUNCTION acid_record_v8(p_txn bigint, p_now bigint, p_cutoff bigint,
+                                          p_component jsonb)
+RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE o record;
+BEGIN
+  IF NOT acid_alive_v8(p_txn, p_cutoff) THEN RETURN false; END IF;
+  SELECT * INTO o FROM acid_offered_v8(p_txn, jsonb_build_array(p_component));
+  IF o.table_id IS NULL OR NOT EXISTS (SELECT 1 FROM tables t WHERE t.table_id = o.table_id)
+  THEN
+    RETURN false;
+  END IF;
+  INSERT INTO components (txn_id, table_id, table_name, part, operation, write_id,
+                          directories, rows_inserted, rows_deleted, files, bytes)
+    SELECT p_txn, o.table_id, o.table_name, o.part, o.operation, o.write_id, o.directories,
+           o.rows_inserted, o.rows_deleted, o.files, o.bytes
+    WHERE NOT EXISTS (
+      SELECT 1 FROM components c WHERE c.txn_id = p_txn AND c.table_name = o.table_name
+        AND c.part = o.part AND c.operation = o.operation AND c.write_id = o.write_id
+        AND c.directories::jsonb = o.directories::jsonb AND c.rows_inserted = o.rows_inserted
+        AND c.rows_deleted = o.rows_deleted AND c.files = o.files AND c.bytes = o.bytes);
+  -- §13.2: shared_write, or exclusive for an overwrite
+  INSERT INTO locks (txn_id, table_id, db_name, table_name, part, lock_type, acquired)
+    SELECT p_txn, t.table_id, t.db_name, t.name, o.part,
+           CASE WHEN o.operation = 'overwrite' THEN 'exclusive' ELSE 'shared_write' END, p_now
+    FROM tables t WHERE t.table_id = o.table_id
+    ON CONFLICT DO NOTHING;
+  IF o.operation = 'overwrite' THEN
+    UPDATE locks SET lock_type = 'exclusive'
+      WHERE txn_id = p_txn AND table_id = o.table_id AND part = o.part;
+  END IF;
+  RETURN true;
+END $$
+"""
+
 _OPEN = f"""
 CREATE OR REPLACE FUNCTION acid_open_v8(p_kind text, p_user text, p_host text, p_now bigint,
                                         p_cutoff bigint, p_gap bigint, p_plans jsonb)
@@ -134,11 +215,7 @@ BEGIN
       RAISE EXCEPTION 'table %.% changed', v_plan->>'db', v_plan->>'name'
         USING ERRCODE = 'AS001';
     END IF;
-    INSERT INTO next_write_id (table_id, next_value) VALUES (v_table, 2)
-      ON CONFLICT (table_id) DO UPDATE SET next_value = next_write_id.next_value + 1
-      RETURNING next_value - 1 INTO v_write;
-    INSERT INTO txn_write_ids (txn_id, table_id, table_name, write_id)
-      VALUES (v_id, v_table, (v_plan->>'db') || '.' || (v_plan->>'name'), v_write);
+    v_write := acid_new_write_id_v8(v_id, v_table, (v_plan->>'db') || '.' || (v_plan->>'name'));
     -- PlannedWrite.components: statement 0's delta, or the overwrite's base
     v_dir := CASE WHEN v_plan->>'operation' = 'overwrite' THEN 'base_' || acid_pad7_v8(v_write)
                   ELSE 'delta_' || acid_pad7_v8(v_write) || '_' || acid_pad7_v8(v_write)
@@ -229,10 +306,9 @@ CREATE OR REPLACE FUNCTION acid_commit_v8(p_txn bigint, p_now bigint, p_cutoff b
 RETURNS TABLE (commit_seq bigint, write_ids jsonb)
 LANGUAGE plpgsql AS $$
 DECLARE
-  v_txn txns%ROWTYPE; v_seq bigint;
+  v_seq bigint;
 BEGIN
-  SELECT * INTO v_txn FROM txns WHERE txns.txn_id = p_txn FOR UPDATE;
-  IF NOT FOUND OR v_txn.state <> 'open' OR v_txn.last_heartbeat < p_cutoff THEN RETURN; END IF;
+  IF NOT acid_alive_v8(p_txn, p_cutoff) THEN RETURN; END IF;
   IF EXISTS (SELECT 1 FROM txn_app_versions a WHERE a.txn_id = p_txn) THEN RETURN; END IF;
   -- commits on one table are serialized (first committer wins); others run in parallel
   PERFORM 1 FROM tables t WHERE t.table_id IN (
@@ -285,6 +361,6 @@ END $$
 def install(session: Any) -> None:
     """Create the sequences (once: they continue the old counters) and (re)create the
     functions; the caller holds the schema lock, in the schema's own transaction."""
-    for statement in (_SEQUENCES, _SNAPSHOT, _PAD, _REAP, _OPEN, _HEARTBEAT,
-                      _OFFERED, _COMMIT):
+    for statement in (_SEQUENCES, _SNAPSHOT, _PAD, _REAP, _NEW_WRITE_ID, _ALIVE, _OPEN,
+                      _HEARTBEAT, _OFFERED, _ALLOCATE, _RECORD, _COMMIT):
         session.conn.execute(statement)
