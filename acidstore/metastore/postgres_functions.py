@@ -183,6 +183,34 @@ BEGIN
 END $$
 """
 
+#: Raise the floor to just below the lowest id up to ``p_top`` without a row; first fill with an
+#: aborted row every such id below which a txn started before ``p_dead_before`` (NULL: fill
+#: none). Whoever holds the floor row, the others skip (an open never waits for it).
+_RAISE_FLOOR = """
+CREATE OR REPLACE FUNCTION acid_raise_floor_v8(p_dead_before bigint, p_top bigint)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE v_floor bigint;
+BEGIN
+  SELECT next_value INTO v_floor FROM sequences WHERE name = 'txn_floor'
+    FOR UPDATE SKIP LOCKED;
+  IF NOT FOUND THEN RETURN; END IF;
+  IF p_dead_before IS NOT NULL THEN
+    INSERT INTO txns (txn_id, state, kind, user_name, host, started, last_heartbeat,
+                      finished, snapshot, snapshot_commit_seq, abort_reason)
+      SELECT g, 'aborted', 'default', '', '', p_dead_before, p_dead_before, p_dead_before,
+             '', 0, 'its open never completed'
+      FROM generate_series(v_floor + 1, p_top - 1) g
+      WHERE NOT EXISTS (SELECT 1 FROM txns t WHERE t.txn_id = g)
+        AND EXISTS (SELECT 1 FROM txns t WHERE t.txn_id > g AND t.started < p_dead_before)
+      ON CONFLICT DO NOTHING;
+  END IF;
+  UPDATE sequences SET next_value = coalesce(
+      (SELECT min(g) FROM generate_series(v_floor + 1, p_top) g
+       WHERE NOT EXISTS (SELECT 1 FROM txns t WHERE t.txn_id = g)), p_top + 1) - 1
+    WHERE name = 'txn_floor';
+END $$
+"""
+
 _OPEN = f"""
 CREATE OR REPLACE FUNCTION acid_open_v8(p_kind text, p_user text, p_host text, p_now bigint,
                                         p_cutoff bigint, p_gap bigint, p_plans jsonb)
@@ -236,25 +264,10 @@ BEGIN
       ORDER BY n;
     v_ids := v_ids || jsonb_build_object((v_plan->>'db') || '.' || (v_plan->>'name'), v_write);
   END LOOP;
-  -- raise the floor now and then; whoever holds it, the others skip
+  -- raise the floor now and then
   SELECT next_value INTO v_floor FROM sequences WHERE name = 'txn_floor';
   IF v_id - v_floor > {_FLOOR_LAG} THEN
-    SELECT next_value INTO v_floor FROM sequences WHERE name = 'txn_floor'
-      FOR UPDATE SKIP LOCKED;
-    IF FOUND THEN
-      INSERT INTO txns (txn_id, state, kind, user_name, host, started, last_heartbeat,
-                        finished, snapshot, snapshot_commit_seq, abort_reason)
-        SELECT g, 'aborted', 'default', '', '', p_now, p_now, p_now, '', 0,
-               'its open never completed'
-        FROM generate_series(v_floor + 1, v_id - 1) g
-        WHERE NOT EXISTS (SELECT 1 FROM txns t WHERE t.txn_id = g)
-          AND EXISTS (SELECT 1 FROM txns t WHERE t.txn_id > g AND t.started < p_now - p_gap)
-        ON CONFLICT DO NOTHING;
-      UPDATE sequences SET next_value = coalesce(
-          (SELECT min(g) FROM generate_series(v_floor + 1, v_id) g
-           WHERE NOT EXISTS (SELECT 1 FROM txns t WHERE t.txn_id = g)), v_id + 1) - 1
-        WHERE name = 'txn_floor';
-    END IF;
+    PERFORM acid_raise_floor_v8(p_now - p_gap, v_id);
   END IF;
   RETURN QUERY SELECT v_id, v_snapshot, v_ids;
 END $$
@@ -361,6 +374,6 @@ END $$
 def install(session: Any) -> None:
     """Create the sequences (once: they continue the old counters) and (re)create the
     functions; the caller holds the schema lock, in the schema's own transaction."""
-    for statement in (_SEQUENCES, _SNAPSHOT, _PAD, _REAP, _NEW_WRITE_ID, _ALIVE, _OPEN,
-                      _HEARTBEAT, _OFFERED, _ALLOCATE, _RECORD, _COMMIT):
+    for statement in (_SEQUENCES, _SNAPSHOT, _PAD, _REAP, _NEW_WRITE_ID, _ALIVE, _RAISE_FLOOR,
+                      _OPEN, _HEARTBEAT, _OFFERED, _ALLOCATE, _RECORD, _COMMIT):
         session.conn.execute(statement)

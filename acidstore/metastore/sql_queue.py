@@ -249,6 +249,10 @@ def forget_aborted(conn: Session, table_id: int, write_ids: Iterable[int]) -> in
     wanted = sorted(set(write_ids))
     if not wanted:
         return 0
+    if conn.dialect.server_sequences:
+        # rows are deleted only at or below PostgreSQL's txn floor (a missing row above it
+        # reads as an open in flight: postgres_functions), so raise it first
+        conn.execute("SELECT acid_raise_floor_v8(NULL, (SELECT last_value FROM acid_txn_ids))")
     rows = conn.execute(
         "SELECT w.txn_id, w.write_id FROM txn_write_ids w JOIN txns t ON t.txn_id = w.txn_id "
         f"WHERE w.table_id = ? AND t.state = 'aborted' AND {conn.dialect.in_list('w.write_id')}",
