@@ -7,17 +7,20 @@ how a metastore transaction runs, because here many clients write at once:
   ``catalog``; ``LOCK TABLE`` on an empty table per lock, in one fixed order), then runs at
   READ COMMITTED, so each statement sees everything committed before it, including by the
   previous holder of the lock; a call that changes one txn locks that txn's row first;
-- a ``consistent`` write (opening a txn: its snapshot and the commit counter must agree) runs
-  at REPEATABLE READ, its snapshot taken *after* the lock (``LOCK TABLE`` takes none);
+- a ``consistent`` write (a snapshot built after reaping timed-out txns) runs at REPEATABLE
+  READ, its snapshot taken *after* the lock (``LOCK TABLE`` takes none);
+- the hot calls (open, heartbeat, write-id allocation, component record, a plain insert's
+  commit) are one statement each, a server function of ``postgres_functions``, with no
+  global lock; where that function declines (anything unusual), the general path runs;
 - reads run at REPEATABLE READ READ ONLY: every statement of a call sees one snapshot;
 - serialization failures and deadlocks roll back and retry the whole call (bodies are pure
   functions of the database, so a retry is a fresh attempt, not a replay);
 - times come from the server's clock, so clients on machines whose clocks differ still agree
   on heartbeat ages and lease expiry.
 
-The counters (txn ids, commit sequence, per-table write ids) are rows bumped with ``UPDATE ...
-RETURNING`` under those locks: nothing relies on one client process. One connection per thread
-(and per process after a fork), like the SQLite backend.
+Txn ids and commit numbers come from server sequences, per-table write ids from counter rows
+bumped with an upsert: nothing relies on one client process. One connection per thread (and
+per process after a fork), like the SQLite backend.
 """
 
 from __future__ import annotations
