@@ -382,19 +382,21 @@ def _overlapping(conn: Session, txn_id: int, snapshot: ValidTxnList,
         if item.component.operation not in CONFLICTING_OPERATIONS and not reads:
             continue
         # Driven by the unseen txns (CROSS JOIN fixes them as the outer loop in SQLite); the
-        # unary + operators keep SQLite from choosing the partition index instead.
+        # unary + operators keep SQLite from choosing the state or partition indexes, and
+        # sorting here keeps it off the commit_seq index: each would scan the whole history.
         hint = conn.dialect.hint
-        for row in conn.execute(
-                f"SELECT c.*, t.commit_seq FROM {unseen} {conn.dialect.forced_join} "
-                f"components c ON c.txn_id = t.txn_id WHERE t.state = 'committed' AND "
-                f"{hint('c.table_id')} = ? AND {hint('c.part')} = ? AND c.txn_id != ? "
-                "AND c.directories != '[]' "
-                "AND (? OR c.operation IN ('update', 'delete', 'overwrite')) "
-                "ORDER BY t.commit_seq, c.component_id",
-                (*parameters, item.table_id, item.component.partition, txn_id, reads)):
-            pairs.append((item, CommittedWrite(
-                row["txn_id"], row["commit_seq"], row["table_name"], row["part"],
-                row["operation"], row["write_id"], tuple(json.loads(row["directories"])))))
+        rows = sorted(conn.execute(
+            f"SELECT c.*, t.commit_seq FROM {unseen} {conn.dialect.forced_join} components c "
+            f"ON c.txn_id = t.txn_id WHERE {hint('t.state')} = 'committed' AND "
+            f"{hint('c.table_id')} = ? AND {hint('c.part')} = ? AND c.txn_id != ? "
+            "AND c.directories != '[]' "
+            "AND (? OR c.operation IN ('update', 'delete', 'overwrite'))",
+            (*parameters, item.table_id, item.component.partition, txn_id, reads)),
+            key=lambda row: (row["commit_seq"], row["component_id"]))
+        pairs.extend((item, CommittedWrite(
+            row["txn_id"], row["commit_seq"], row["table_name"], row["part"],
+            row["operation"], row["write_id"], tuple(json.loads(row["directories"]))))
+            for row in rows)
     return pairs
 
 
@@ -490,11 +492,12 @@ def _compacted_meanwhile(conn: Session, txn_id: int, snapshot: ValidTxnList,
     snapshot: the two outputs were planned from different directory sets and need not nest."""
     unseen, parameters = _unseen_commits(conn, snapshot)
     for table_id, output in outputs:
-        row = conn.execute(
-            f"SELECT o.txn_id FROM {unseen} JOIN compaction_outputs o ON o.txn_id = t.txn_id "
-            "WHERE o.table_id = ? AND o.part = ? AND o.txn_id != ? AND t.state = "
-            "'committed' ORDER BY t.commit_seq LIMIT 1",
-            (*parameters, table_id, output.partition, txn_id)).fetchone()
+        row = min(conn.execute(
+            f"SELECT o.txn_id, t.commit_seq FROM {unseen} {conn.dialect.forced_join} "
+            "compaction_outputs o ON o.txn_id = t.txn_id WHERE o.table_id = ? AND o.part = ? "
+            f"AND o.txn_id != ? AND {conn.dialect.hint('t.state')} = 'committed'",
+            (*parameters, table_id, output.partition, txn_id)),
+            key=lambda found: found["commit_seq"], default=None)
         if row is not None:
             where = f"{output.table}/{output.partition}" if output.partition else output.table
             return ConcurrentCompactionError(
