@@ -126,3 +126,16 @@ def test_a_table_replaced_by_another_client_is_read_again(store: PostgresMetasto
     store.commit(opened.txn_id, [done])
     assert store.committed_components("t") == [done]
     assert store.list_partitions("t") == ([partition] if partition else [])
+
+
+def test_the_shared_sql_open_counts_its_own_id_and_lists_gaps(store: PostgresMetastore,
+                                                               url: str) -> None:
+    """``SqlMetastore``'s own open (which batch opens build on) on PostgreSQL: its snapshot
+    takes the new id as hwm without listing it, and lists an id in flight below as open."""
+    from acidstore.metastore.sql_store import SqlMetastore
+
+    taken = _take_id(url)
+    info = SqlMetastore.open_transaction(store, user="u", host="h")
+    assert info.snapshot.high_watermark == info.txn_id > taken
+    assert info.snapshot.is_txn_open(taken)
+    assert info.txn_id not in info.snapshot.exceptions

@@ -176,7 +176,7 @@ class SqlMetastore(SqlBase):
 
         def body(conn: Session, now: int) -> TxnInfo:
             txn_id = txns.next_sequence(conn, "txn")
-            snapshot = txns.take_snapshot(conn)
+            snapshot = txns.take_snapshot(conn, own=txn_id)
             # Commits numbered up to here are in the snapshot; a later number is a commit this
             # txn cannot see, i.e. one it overlaps with (the conflict check of §12.2).
             seen_commits = txns.peek_sequence(conn, "commit") - 1

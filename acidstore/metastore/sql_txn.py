@@ -166,7 +166,7 @@ def require_open(conn: Session, txn_id: int) -> Any:
 # --- snapshots (§6.5) -------------------------------------------------------------------------
 
 
-def take_snapshot(conn: Session) -> ValidTxnList:
+def take_snapshot(conn: Session, own: int | None = None) -> ValidTxnList:
     """Hive's ``createValidReadTxnList``: hwm = highest txn id handed out; exceptions = open and
     aborted txns up to it. Hive also drops the caller's own txn from the exceptions (so it reads
     its own writes): ``open_transaction`` takes the snapshot after consuming the new id but
@@ -174,10 +174,12 @@ def take_snapshot(conn: Session) -> ValidTxnList:
 
     With server sequences (PostgreSQL) ids are handed out without a lock, so an id may be
     taken while its txn's row is not visible yet: the server's ``acid_snapshot_v8`` computes
-    the snapshot in one statement and lists such ids as open (``postgres_functions``)."""
+    the snapshot in one statement and lists such ids as open (``postgres_functions``); an
+    open passes its ``own`` new id, whose row is not inserted yet, so that it counts in the
+    hwm and is not listed as such a gap (SQLite's counter already covers it)."""
     if conn.dialect.server_sequences:
         hwm, open_list, aborted_list = conn.execute(
-            "SELECT hwm, open_ids, aborted_ids FROM acid_snapshot_v8(NULL)").fetchone()
+            "SELECT hwm, open_ids, aborted_ids FROM acid_snapshot_v8(?)", (own,)).fetchone()
         return ValidTxnList(int(hwm), tuple(open_list), tuple(aborted_list))
     hwm = peek_sequence(conn, "txn") - 1
     open_ids: list[int] = []
