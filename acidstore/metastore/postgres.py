@@ -64,7 +64,7 @@ from acidstore.metastore.sql_schema import (
     now_micros,
     stored_schema_version,
 )
-from acidstore.metastore.sql_store import SqlMetastore
+from acidstore.metastore.sql_store import SqlMetastore, _checked_open
 from acidstore.metastore.task_guard import refuse_in_spark_task
 from acidstore.metastore.validate import split_table_name
 from acidstore.writeids import ValidTxnList
@@ -306,7 +306,7 @@ class PostgresMetastore(SqlMetastore):
         """One call of ``acid_open_v8``: the id, the snapshot, the row and the planned writes
         in one statement, with no global lock (see ``postgres_functions`` for why the
         snapshot stays correct)."""
-        planned = self._open_arguments(user, host, kind, writes)
+        planned = _checked_open(kind, user, host, writes)
         for attempt in range(2):
             # a cached entry may be of a table since dropped or replaced: whatever it fails
             # (the partition check here, the server's id check), it fails once more read anew

@@ -48,6 +48,24 @@ from acidstore.writeids import ValidTxnList, ValidWriteIdList
 __all__ = ["SqlMetastore"]
 
 
+def _checked_open(kind: TxnKind, user: str, host: str, writes: Sequence[PlannedWrite]
+                  ) -> list[PlannedWrite]:
+    """The planned writes of an open, refused before the metastore is touched when the
+    open is malformed."""
+    check_kind(kind)
+    if not isinstance(user, str) or not isinstance(host, str):
+        raise InvalidInputError("user and host must be strings")
+    planned = list(writes)
+    if any(not isinstance(w, PlannedWrite) for w in planned):
+        raise InvalidInputError(f"writes must be PlannedWrite values, got {planned!r}")
+    if planned and kind != "default":
+        raise InvalidInputError("a compaction transaction allocates no write id")
+    if len({w.table for w in planned}) < len(planned) or any(
+            len(set(w.partitions)) < len(w.partitions) for w in planned):
+        raise InvalidInputError(f"planned writes name a table or partition twice: {planned}")
+    return planned
+
+
 class SqlMetastore(SqlBase):
     """Every ``Metastore`` call over the backend's ``_write`` / ``_read``."""
 
@@ -145,23 +163,6 @@ class SqlMetastore(SqlBase):
             None if finished is None else from_micros(finished),
             ValidTxnList.parse(row["snapshot"]))
 
-    @staticmethod
-    def _open_arguments(user: str, host: str, kind: TxnKind,
-                        writes: Sequence[PlannedWrite]) -> list[PlannedWrite]:
-        """``open_transaction``'s arguments checked; the planned writes as a list."""
-        check_kind(kind)
-        if not isinstance(user, str) or not isinstance(host, str):
-            raise InvalidInputError("user and host must be strings")
-        planned = list(writes)
-        if any(not isinstance(w, PlannedWrite) for w in planned):
-            raise InvalidInputError(f"writes must be PlannedWrite values, got {planned!r}")
-        if planned and kind != "default":
-            raise InvalidInputError("a compaction transaction allocates no write id")
-        if len({w.table for w in planned}) < len(planned) or any(
-                len(set(w.partitions)) < len(w.partitions) for w in planned):
-            raise InvalidInputError(f"planned writes name a table or partition twice: {planned}")
-        return planned
-
     def open_transaction(self, *, user: str, host: str, kind: TxnKind = "default",
                          writes: Sequence[PlannedWrite] = ()) -> TxnInfo:
         """See the protocol. ``writes`` saves a single-statement insert two of its four
@@ -172,7 +173,7 @@ class SqlMetastore(SqlBase):
         still leaves a record of what to clean); the commit is unchanged. Holding the
         ``txn`` lock for a few more statements costs PostgreSQL's opens far less than the
         two round trips and flushes it saves."""
-        planned = self._open_arguments(user, host, kind, writes)
+        planned = _checked_open(kind, user, host, writes)
 
         def body(conn: Session, now: int) -> TxnInfo:
             txn_id = txns.next_sequence(conn, "txn")
