@@ -160,13 +160,38 @@ def test_a_version_6_store_gets_app_versions(backend: Backend) -> None:
         set_version(conn, "6")
     again = backend.open()
     try:
-        assert version(backend) == str(SCHEMA_VERSION) == "7"
+        assert version(backend) == str(SCHEMA_VERSION) == "8"
         assert again.app_versions("t") == []
         txn = begin(again)
         again.record_app_version(txn, "t", "job", 1)
         again.commit(txn, [write(again, txn, "insert")])
         assert [(a.app_id, a.version) for a in again.app_versions("t")] == [("job", 1)]
         assert [e.write_id for e in again.history("t")] == [1, 2]
+    finally:
+        again.close()
+
+
+def test_a_version_7_store_continues_its_counters(backend: Backend) -> None:
+    """Version 8 moved PostgreSQL's txn ids and commit numbers to server sequences: a
+    migrated store's must continue where its ``sequences`` rows stopped (an id handed out
+    twice would merge two txns), and a version-7 client must refuse the store afterwards."""
+    one_committed_write(backend)
+    with raw(backend) as conn:  # version 7: the counters were rows, PostgreSQL had no functions
+        if backend.kind == "postgresql":
+            conn.execute("DROP SEQUENCE acid_txn_ids, acid_commit_seqs")
+        conn.execute("DELETE FROM sequences WHERE name = 'txn_floor'")
+        conn.execute("UPDATE sequences SET next_value = 40 WHERE name = 'txn'")
+        conn.execute("UPDATE sequences SET next_value = 30 WHERE name = 'commit'")
+        set_version(conn, "7")
+    again = backend.open()
+    try:
+        assert version(backend) == str(SCHEMA_VERSION) == "8"
+        txn = begin(again)
+        assert txn == 40
+        assert again.commit(txn, [write(again, txn, "insert")]).commit_seq == 30
+        assert again.valid_txns().high_watermark == 40
+        assert [e.write_id for e in again.history("t")] == [1, 2]
+        assert [t.txn_id for t in again.show_transactions()] == [1, 40]
     finally:
         again.close()
 

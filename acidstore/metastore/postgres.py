@@ -7,17 +7,20 @@ how a metastore transaction runs, because here many clients write at once:
   ``catalog``; ``LOCK TABLE`` on an empty table per lock, in one fixed order), then runs at
   READ COMMITTED, so each statement sees everything committed before it, including by the
   previous holder of the lock; a call that changes one txn locks that txn's row first;
-- a ``consistent`` write (opening a txn: its snapshot and the commit counter must agree) runs
-  at REPEATABLE READ, its snapshot taken *after* the lock (``LOCK TABLE`` takes none);
+- a ``consistent`` write (a snapshot built after reaping timed-out txns) runs at REPEATABLE
+  READ, its snapshot taken *after* the lock (``LOCK TABLE`` takes none);
+- the hot calls (open, heartbeat, write-id allocation, component record, a plain insert's
+  commit) are one statement each, a server function of ``postgres_functions``, with no
+  global lock; where that function declines (anything unusual), the general path runs;
 - reads run at REPEATABLE READ READ ONLY: every statement of a call sees one snapshot;
 - serialization failures and deadlocks roll back and retry the whole call (bodies are pure
   functions of the database, so a retry is a fresh attempt, not a replay);
 - times come from the server's clock, so clients on machines whose clocks differ still agree
   on heartbeat ages and lease expiry.
 
-The counters (txn ids, commit sequence, per-table write ids) are rows bumped with ``UPDATE ...
-RETURNING`` under those locks: nothing relies on one client process. One connection per thread
-(and per process after a fork), like the SQLite backend.
+Txn ids and commit numbers come from server sequences, per-table write ids from counter rows
+bumped with an upsert: nothing relies on one client process. One connection per thread (and
+per process after a fork), like the SQLite backend.
 """
 
 from __future__ import annotations
@@ -28,10 +31,12 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from acidstore.errors import InvalidInputError, MetastoreError
+from acidstore.metastore import postgres_functions as functions
 from acidstore.metastore import sql_txn as txns
+from acidstore.metastore.postgres_calls import CatalogEntry, commit_arguments, open_plans
 from acidstore.metastore.postgres_connect import (
     Connection,
     connect,
@@ -40,16 +45,29 @@ from acidstore.metastore.postgres_connect import (
     is_retryable,
     psycopg_error,
 )
+from acidstore.metastore.protocol import (
+    CommitCheck,
+    CommitInfo,
+    CompactionOutput,
+    PlannedWrite,
+    TxnInfo,
+    TxnKind,
+    WriteComponent,
+)
 from acidstore.metastore.sql import POSTGRES, Cursor, Dialect, Session
 from acidstore.metastore.sql_base import LOCK_ORDER, Lock, positive_seconds
 from acidstore.metastore.sql_schema import (
     SCHEMA_VERSION,
+    decode_schema,
     ensure_schema,
+    from_micros,
     now_micros,
     stored_schema_version,
 )
-from acidstore.metastore.sql_store import SqlMetastore
+from acidstore.metastore.sql_store import SqlMetastore, _checked_open
 from acidstore.metastore.task_guard import refuse_in_spark_task
+from acidstore.metastore.validate import split_table_name
+from acidstore.writeids import ValidTxnList
 
 __all__ = ["PostgresMetastore"]
 
@@ -59,6 +77,16 @@ _ATTEMPTS = 30
 #: any constant: the key of the advisory lock that serializes schema creation and migration
 _SCHEMA_LOCK_KEY = 0x61636964  # "acid"
 _NOW = "SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::bigint"
+#: unique_violation: a late open whose id was filled as a dead gap (postgres_functions)
+_TAKEN = "23505"
+#: raised by acid_open_v8 when a cached catalog entry no longer names its table
+_STALE_CATALOG = "AS001"
+
+
+def _pause(attempt: int) -> None:
+    """Another client changed the same rows first: start over after a pause that grows and is
+    jittered, so the same clients do not collide again."""
+    time.sleep(random.uniform(0, 0.002 * 2 ** min(attempt, 6)))
 
 
 @functools.lru_cache(maxsize=512)
@@ -117,6 +145,7 @@ class PostgresMetastore(SqlMetastore):
         self._connect_timeout = positive_seconds(connect_timeout_seconds,
                                                  "connect_timeout_seconds")
         self._start_connections()
+        self._catalog: dict[str, CatalogEntry] = {}
         self._ensure_schema(self._session())
 
     def __repr__(self) -> str:
@@ -148,7 +177,8 @@ class PostgresMetastore(SqlMetastore):
         def current() -> bool:
             return stored_schema_version(session, self._where) == SCHEMA_VERSION and all(
                 session.execute(POSTGRES.table_exists, (f"lock_{lock}",)).fetchone()
-                for lock in LOCK_ORDER)
+                for lock in LOCK_ORDER) and bool(
+                session.execute(functions.FUNCTIONS_PRESENT).fetchone())
 
         if self._transaction(session, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
                              current):
@@ -159,6 +189,7 @@ class PostgresMetastore(SqlMetastore):
             ensure_schema(session, self._where)
             for lock in LOCK_ORDER:
                 session.execute(f"CREATE TABLE IF NOT EXISTS lock_{lock} ()")
+            functions.install(session)
 
         self._transaction(session, "BEGIN", body)
 
@@ -212,14 +243,9 @@ class PostgresMetastore(SqlMetastore):
                 with contextlib.suppress(Exception):
                     session.execute("ROLLBACK")
                 if is_retryable(exc) and attempt < _ATTEMPTS - 1:
-                    # another client changed the same rows first: start over, after a pause
-                    # that grows and is jittered so the same clients do not collide again
-                    time.sleep(random.uniform(0, 0.002 * 2 ** min(attempt, 6)))
+                    _pause(attempt)
                     continue
-                mapped = psycopg_error(exc, self._where)
-                if mapped is exc:
-                    raise
-                raise mapped from exc
+                self._reraise(exc)
             if pending is not None:
                 raise pending
             return outcome
@@ -231,3 +257,151 @@ class PostgresMetastore(SqlMetastore):
             return body(session)
         return self._transaction(session, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
                                  lambda: body(session))
+
+    # --- the hot calls: one statement each (postgres_functions) -------------------------------
+
+    def _call(self, sql: str, parameters: Sequence[Any], *,
+              also_retry: frozenset[str] = frozenset(),
+              unmapped: frozenset[str] = frozenset()) -> Any:
+        """One statement in its own transaction (autocommit): one round trip. Retried like a
+        ``_write`` on serialization failures and deadlocks, and on ``also_retry`` SQLSTATEs;
+        an ``unmapped`` SQLSTATE reaches the caller as the driver raised it. Returns the
+        statement's first row (None if it has none)."""
+        session = self._session()
+        if in_transaction(session.conn):
+            raise MetastoreError("metastore writes cannot nest (e.g. from a commit check)")
+        for attempt in range(_ATTEMPTS):
+            try:
+                return session.execute(sql, parameters).fetchone()
+            except Exception as exc:
+                sqlstate = getattr(exc, "sqlstate", None)
+                if sqlstate in unmapped:
+                    raise
+                if (is_retryable(exc) or sqlstate in also_retry) and attempt < _ATTEMPTS - 1:
+                    _pause(attempt)
+                    continue
+                self._reraise(exc)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _reraise(self, exc: BaseException) -> NoReturn:
+        """Raise a driver error as the ``MetastoreError`` it means; any other as it is."""
+        mapped = psycopg_error(exc, self._where)
+        if mapped is exc:
+            raise exc
+        raise mapped from exc
+
+    def _entry(self, name: str) -> CatalogEntry:
+        """The table's catalog entry, from the cache or read (``TableNotFoundError``)."""
+        key = ".".join(split_table_name(name))
+        entry = self._catalog.get(key)
+        if entry is None:
+            row = self._read(lambda conn: self._table_row(conn, key))
+            entry = CatalogEntry(int(row["table_id"]), row["db_name"], row["name"], tuple(
+                c.lower() for c in decode_schema(row["partition_schema"]).names))
+            self._catalog[key] = entry
+        return entry
+
+    def open_transaction(self, *, user: str, host: str, kind: TxnKind = "default",
+                         writes: Sequence[PlannedWrite] = ()) -> TxnInfo:
+        """One call of ``acid_open_v8``: the id, the snapshot, the row and the planned writes
+        in one statement, with no global lock (see ``postgres_functions`` for why the
+        snapshot stays correct)."""
+        planned = _checked_open(kind, user, host, writes)
+        for attempt in range(2):
+            # a cached entry may be of a table since dropped or replaced: whatever it fails
+            # (the partition check here, the server's id check), it fails once more read anew
+            try:
+                plans = open_plans([(plan, self._entry(plan.table)) for plan in planned])
+                now = self._clock(self._session())
+                row = self._call(
+                    "SELECT txn_id, snapshot, write_ids FROM acid_open_v8(?, ?, ?, ?, ?, ?, "
+                    "?::jsonb)", (kind, user, host, now, now - self._timeout_micros,
+                                  functions.GAP_TIMEOUT_MICROS, plans),
+                    also_retry=frozenset({_TAKEN}), unmapped=frozenset({_STALE_CATALOG}))
+            except Exception as exc:
+                stale = isinstance(exc, InvalidInputError) or getattr(
+                    exc, "sqlstate", None) == _STALE_CATALOG
+                if attempt or not stale:
+                    self._reraise(exc)
+                self._catalog.clear()
+                continue
+            started = from_micros(now)
+            return TxnInfo(int(row[0]), "open", kind, user, host, started, started, None,
+                           ValidTxnList.parse(row[1]),
+                           write_ids={k: int(v) for k, v in row[2].items()})
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def heartbeat(self, txn_id: int) -> None:
+        """One statement when the txn is open and alive; otherwise the general path, which
+        reaps a timed-out txn and says what is wrong."""
+        if not isinstance(txn_id, bool) and isinstance(txn_id, int):
+            now = self._clock(self._session())
+            row = self._call("SELECT acid_heartbeat_v8(?, ?, ?)",
+                             (txn_id, now, now - self._timeout_micros))
+            if row[0]:
+                return
+        super().heartbeat(txn_id)
+
+    def allocate_write_id(self, txn_id: int, table: str) -> int:
+        """One ``acid_allocate_v8`` statement; the general path when the txn is not open or
+        timed out, or the cached catalog entry is stale (it reads the table and says why)."""
+        entry = None
+        if not isinstance(txn_id, bool) and isinstance(txn_id, int):
+            with contextlib.suppress(Exception):  # an unknown table: the general path says so
+                entry = self._entry(table)
+        if entry is not None:
+            now = self._clock(self._session())
+            try:
+                row = self._call("SELECT acid_allocate_v8(?, ?, ?, ?, ?)",
+                                 (txn_id, now - self._timeout_micros, entry.table_id,
+                                  entry.db_name, entry.name),
+                                 unmapped=frozenset({_STALE_CATALOG}))
+            except Exception as exc:
+                if getattr(exc, "sqlstate", None) != _STALE_CATALOG:
+                    raise
+                self._catalog.clear()
+            else:
+                if row[0] is not None:
+                    return int(row[0])
+        return super().allocate_write_id(txn_id, table)
+
+    def record_write(self, txn_id: int, component: WriteComponent) -> None:
+        """One ``acid_record_v8`` statement for a component these checks vouch for; the
+        general path otherwise (and when the server declines), which says what is wrong."""
+        arguments = None
+        if not isinstance(txn_id, bool) and isinstance(txn_id, int) and isinstance(
+                component, WriteComponent):
+            with contextlib.suppress(Exception):  # an unknown table: the general path says so
+                self._entry(component.table)
+            arguments = commit_arguments([component], self._catalog, inserts_only=False)
+        if arguments is not None:
+            now = self._clock(self._session())
+            row = self._call("SELECT acid_record_v8(?, ?, ?, ?::jsonb -> 0)",
+                             (txn_id, now, now - self._timeout_micros, arguments[0]))
+            if row[0]:
+                return
+        super().record_write(txn_id, component)
+
+    def commit(self, txn_id: int, components: Sequence[WriteComponent], *,
+               check: CommitCheck | None = None,
+               outputs: Sequence[CompactionOutput] = ()) -> CommitInfo:
+        """A plain insert's commit is one ``acid_commit_v8`` statement; anything else, and
+        anything that function declines, takes the general path (``sql_txn.commit_txn``).
+        ``check`` only ever sees overlapping writes, which plain inserts never have."""
+        offered = list(components)
+        arguments = None
+        if not outputs and not isinstance(txn_id, bool) and isinstance(txn_id, int):
+            with contextlib.suppress(Exception):  # an unknown table: the general path says so
+                for component in offered:
+                    if isinstance(component, WriteComponent):
+                        self._entry(component.table)
+            arguments = commit_arguments(offered, self._catalog)
+        if arguments is not None:
+            now = self._clock(self._session())
+            row = self._call("SELECT commit_seq, write_ids FROM acid_commit_v8(?, ?, ?, "
+                             "?::jsonb, ?::jsonb)",
+                             (txn_id, now, now - self._timeout_micros, *arguments))
+            if row is not None:
+                return CommitInfo(txn_id, int(row[0]), from_micros(now),
+                                  {k: int(v) for k, v in row[1].items()})
+        return super().commit(txn_id, offered, check=check, outputs=outputs)

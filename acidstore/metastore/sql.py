@@ -48,6 +48,10 @@ class Dialect:
       ``json_each`` in SQLite, an array with ``= ANY`` in PostgreSQL.
     - ``table_exists``: a query with one row if the table named by its one parameter exists
       (in the store's schema), none otherwise.
+    - ``server_sequences``: txn ids and commit numbers come from the server's sequences
+      (PostgreSQL, where opens and commits run concurrently: ``postgres_functions``), not from
+      the ``sequences`` rows bumped under the database's write lock (SQLite). Snapshots then
+      list ids handed out whose txn is not visible yet as open (``acid_snapshot_v8``).
     """
 
     name: str
@@ -56,6 +60,7 @@ class Dialect:
     hint_prefix: str
     array_parameters: bool
     table_exists: str
+    server_sequences: bool
 
     def hint(self, column: str) -> str:
         return f"{self.hint_prefix}{column}"
@@ -66,18 +71,20 @@ class Dialect:
             return f"{column} = ANY(?)"
         return f"{column} IN (SELECT value FROM json_each(?))"
 
-    def list_parameter(self, values: Iterable[int]) -> object:
+    def list_parameter(self, values: Iterable[int | str]) -> object:
         items = list(values)
         return items if self.array_parameters else json.dumps(items)
 
 
 SQLITE = Dialect("sqlite", row_lock="", forced_join="CROSS JOIN", hint_prefix="+",
                  array_parameters=False,
-                 table_exists="SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?")
+                 table_exists="SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                 server_sequences=False)
 POSTGRES = Dialect("postgresql", row_lock=" FOR UPDATE", forced_join="JOIN", hint_prefix="",
                    array_parameters=True,
                    table_exists="SELECT 1 FROM pg_catalog.pg_tables "
-                   "WHERE schemaname = current_schema() AND tablename = ?")
+                   "WHERE schemaname = current_schema() AND tablename = ?",
+                   server_sequences=True)
 
 
 class Session(Protocol):

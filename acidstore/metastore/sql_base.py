@@ -8,9 +8,11 @@ Each write names the *locks* it needs. SQLite ignores them (``BEGIN IMMEDIATE`` 
 the whole database); PostgreSQL takes them, in ``LOCK_ORDER``, before anything else, so calls
 that need no global order (heartbeats, write-id allocation on different tables, leases) run
 concurrently on several machines while those that define an order are serialized:
-- ``txn``: a new txn id and its snapshot; also whoever reads the txn counter as "the first txn
-  after me" (a compaction's ``next_txn_id``), so no txn is half-opened around that read;
-- ``commit``: the conflict check and the commit sequence (first committer wins, §12.2);
+- ``txn``: a new txn id and its snapshot (the SQLite-shaped open; PostgreSQL's own open,
+  ``postgres_functions``, takes no lock); also whoever reads the txn counter as "the first
+  txn after me" (a compaction's ``next_txn_id``);
+- ``commit``: taken by ``add_columns``; commits themselves lock only the rows of their
+  tables (``sql_txn._lock_tables``: first committer wins per table, §12.2);
 - ``queue``: compaction queue changes (one claim per partition);
 - ``catalog``: create and drop table, partitions.
 A call that changes one txn first locks that txn's row (``Dialect.row_lock``), so a commit,

@@ -173,6 +173,14 @@ def ready_for_cleaning(conn: Session) -> list[CompactionInfo]:
     """Entries whose every possible reader has moved on: no txn that was open when the
     compaction committed (id below ``next_txn_id``) is still open (spec §11)."""
     low = conn.execute("SELECT MIN(txn_id) FROM txns WHERE state = 'open'").fetchone()[0]
+    if conn.dialect.server_sequences:
+        # an id handed out whose txn is not visible yet may be an open in flight, whose
+        # snapshot could predate the compaction (postgres_functions): it counts as open
+        gap = conn.execute(
+            "SELECT MIN(g) FROM generate_series((SELECT next_value FROM sequences WHERE "
+            "name = 'txn_floor') + 1, (SELECT last_value FROM acid_txn_ids)) g WHERE NOT "
+            "EXISTS (SELECT 1 FROM txns WHERE txn_id = g)").fetchone()[0]
+        low = gap if low is None else low if gap is None else min(low, gap)
     rows = conn.execute("SELECT * FROM compactions WHERE state = 'ready for cleaning' "
                         "ORDER BY compaction_id").fetchall()
     return [info_of(r) for r in rows if low is None or r["next_txn_id"] <= low]
@@ -241,6 +249,10 @@ def forget_aborted(conn: Session, table_id: int, write_ids: Iterable[int]) -> in
     wanted = sorted(set(write_ids))
     if not wanted:
         return 0
+    if conn.dialect.server_sequences:
+        # rows are deleted only at or below PostgreSQL's txn floor (a missing row above it
+        # reads as an open in flight: postgres_functions), so raise it first
+        conn.execute("SELECT acid_raise_floor_v8(NULL, (SELECT last_value FROM acid_txn_ids))")
     rows = conn.execute(
         "SELECT w.txn_id, w.write_id FROM txn_write_ids w JOIN txns t ON t.txn_id = w.txn_id "
         f"WHERE w.table_id = ? AND t.state = 'aborted' AND {conn.dialect.in_list('w.write_id')}",
@@ -259,6 +271,9 @@ def forget_aborted(conn: Session, table_id: int, write_ids: Iterable[int]) -> in
                             (row["txn_id"], row["txn_id"], row["txn_id"])).fetchone()
         if left is None:
             conn.execute("DELETE FROM locks WHERE txn_id = ?", (row["txn_id"],))
+            # not above PostgreSQL's txn floor: a missing row there reads as an open in
+            # flight (postgres_functions); SQLite has no floor row
             conn.execute("DELETE FROM txns WHERE txn_id = ? AND state = 'aborted' AND "
-                         "kind = 'default'", (row["txn_id"],))
+                         "kind = 'default' AND txn_id <= COALESCE((SELECT next_value FROM "
+                         "sequences WHERE name = 'txn_floor'), txn_id)", (row["txn_id"],))
     return len(rows)

@@ -44,9 +44,12 @@ __all__ = [
 #: version 6 adds ``compaction_outputs`` (a new table: compactions committed before it have no
 #: record, and their directories are read unchecked, as Hive's are); version 7 adds
 #: ``txn_app_versions`` and ``app_versions`` (idempotent writes; new tables only, which the
-#: DDL creates, so a version-6 store upgrades by its version number alone).
-SCHEMA_VERSION = 7
-_UPGRADABLE = {1, 2, 3, 4, 5, 6}
+#: DDL creates, so a version-6 store upgrades by its version number alone); version 8 moves
+#: PostgreSQL's txn ids and commit numbers to server sequences and adds its server-side
+#: functions (``postgres_functions``: a version-7 client would hand out the same ids from the
+#: ``sequences`` rows, so it must refuse the store; SQLite's tables are unchanged).
+SCHEMA_VERSION = 8
+_UPGRADABLE = {1, 2, 3, 4, 5, 6, 7}
 #: Version 4: ``<anything>/<db>.db/<table>``, the only form ``Warehouse.create_table`` ever
 #: stored, becomes ``<db>.db/<table>``; any other location stays as it is. Compared with
 #: ``substr`` from a positive start (a LIKE pattern would read the ``_`` of names as a wildcard;

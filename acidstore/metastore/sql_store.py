@@ -204,7 +204,7 @@ class SqlMetastore(SqlBase):
     def _open_one(self, conn: Session, now: int, kind: TxnKind, *, user: str, host: str,
                   planned: Sequence[PlannedWrite]) -> TxnInfo:
         txn_id = txns.next_sequence(conn, "txn")
-        snapshot = txns.take_snapshot(conn)
+        snapshot = txns.take_snapshot(conn, own=txn_id)
         # Commits numbered up to here are in the snapshot; a later number is a commit this
         # txn cannot see, i.e. one it overlaps with (the conflict check of §12.2).
         seen_commits = txns.peek_sequence(conn, "commit") - 1
@@ -297,9 +297,9 @@ class SqlMetastore(SqlBase):
                check: CommitCheck | None = None,
                outputs: Sequence[CompactionOutput] = ()) -> CommitInfo:
         offered, written = list(components), list(outputs)
+        # no global lock: commit_txn locks the rows of the txn's tables (per-table order)
         return self._write(lambda conn, now: txns.commit_txn(conn, txn_id, offered, check, now,
-                                                             outputs=written),
-                           locks=("commit",))
+                                                             outputs=written))
 
     def record_app_version(self, txn_id: int, table: str, app_id: str, version: int) -> None:
         app_id, version = check_app_version(app_id, version)

@@ -77,8 +77,17 @@ class RaiseAfterCommit(Exception):  # noqa: N818 - a control-flow signal, not an
 # --- sequences and the timeout reaper ---------------------------------------------------------
 
 
+#: the server sequences that replace the ``sequences`` rows where the dialect has them
+_SERVER_SEQUENCES = {"txn": "acid_txn_ids", "commit": "acid_commit_seqs"}
+
+
 def peek_sequence(conn: Session, name: str) -> int:
-    """The value ``next_sequence`` would hand out next, without consuming it."""
+    """The value ``next_sequence`` would hand out next, without consuming it (with server
+    sequences: the next after every value handed out so far)."""
+    if conn.dialect.server_sequences:
+        return int(conn.execute(
+            "SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END FROM "
+            f"{_SERVER_SEQUENCES[name]}").fetchone()[0])
     row = conn.execute("SELECT next_value FROM sequences WHERE name = ?", (name,)).fetchone()
     if row is None:
         raise MetastoreError(f"metastore sequence {name!r} is missing")
@@ -90,7 +99,12 @@ def next_sequence(conn: Session, name: str) -> int:
 
     One statement, so the row lock it takes (PostgreSQL) or the write lock held (SQLite) makes
     the increment atomic; callers also hold the lock that orders what the number means.
+    A server sequence (PostgreSQL) takes no lock at all: see ``take_snapshot`` for why its
+    txn ids are still safe to hand out concurrently.
     """
+    if conn.dialect.server_sequences:
+        return int(conn.execute(
+            f"SELECT nextval('{_SERVER_SEQUENCES[name]}')").fetchone()[0])
     row = conn.execute("UPDATE sequences SET next_value = next_value + 1 WHERE name = ? "
                        "RETURNING next_value - 1", (name,)).fetchone()
     if row is None:
@@ -152,11 +166,21 @@ def require_open(conn: Session, txn_id: int) -> Any:
 # --- snapshots (§6.5) -------------------------------------------------------------------------
 
 
-def take_snapshot(conn: Session) -> ValidTxnList:
+def take_snapshot(conn: Session, own: int | None = None) -> ValidTxnList:
     """Hive's ``createValidReadTxnList``: hwm = highest txn id handed out; exceptions = open and
     aborted txns up to it. Hive also drops the caller's own txn from the exceptions (so it reads
     its own writes): ``open_transaction`` takes the snapshot after consuming the new id but
-    before inserting the txn's row, so the own txn is never listed in the first place."""
+    before inserting the txn's row, so the own txn is never listed in the first place.
+
+    With server sequences (PostgreSQL) ids are handed out without a lock, so an id may be
+    taken while its txn's row is not visible yet: the server's ``acid_snapshot_v8`` computes
+    the snapshot in one statement and lists such ids as open (``postgres_functions``); an
+    open passes its ``own`` new id, whose row is not inserted yet, so that it counts in the
+    hwm and is not listed as such a gap (SQLite's counter already covers it)."""
+    if conn.dialect.server_sequences:
+        hwm, open_list, aborted_list = conn.execute(
+            "SELECT hwm, open_ids, aborted_ids FROM acid_snapshot_v8(?)", (own,)).fetchone()
+        return ValidTxnList(int(hwm), tuple(open_list), tuple(aborted_list))
     hwm = peek_sequence(conn, "txn") - 1
     open_ids: list[int] = []
     aborted_ids: list[int] = []
@@ -333,34 +357,48 @@ def record_planned(conn: Session, txn_id: int, table: Any,
 # --- commit (§12.2) ---------------------------------------------------------------------------
 
 
-def _overlapping(conn: Session, txn_id: int, snapshot_commit_seq: int,
+def _unseen_commits(conn: Session, snapshot: ValidTxnList) -> tuple[str, tuple[Any, ...]]:
+    """A ``FROM`` source (alias ``t``, with its parameters) of the txns a snapshot does not
+    see committed that may commit: those above its hwm and those it lists as open (aborted
+    ones never commit). That, not a commit number, is what "committed after my snapshot"
+    means: on PostgreSQL commits on different tables run concurrently and take their
+    numbers out of visibility order, and a commit in flight when a txn opened is listed open
+    in its snapshot. Two index lookups by txn id; the open list is one bound parameter."""
+    return (f"(SELECT * FROM txns WHERE txn_id > ? UNION ALL SELECT * FROM txns WHERE "
+            f"{conn.dialect.in_list('txn_id')}) t",
+            (snapshot.high_watermark, conn.dialect.list_parameter(snapshot.open_txn_ids)))
+
+
+def _overlapping(conn: Session, txn_id: int, snapshot: ValidTxnList,
                  resolved: Sequence[_Resolved]) -> list[tuple[_Resolved, CommittedWrite]]:
-    """Committed writes that overlap ours: committed after our snapshot, on the same table and
-    partition, both sides update/delete/overwrite. Inserts conflict only with a component
-    that ``read`` its partition (isolation level Serializable). A committed component that
-    wrote no directory (a Serializable statement's record of a partition it only read)
-    changed nothing, so it conflicts with no one: two readers never conflict."""
+    """Committed writes that overlap ours: committed after our snapshot (not seen committed
+    by it), on the same table and partition, both sides update/delete/overwrite. Inserts
+    conflict only with a component that ``read`` its partition (isolation level
+    Serializable). A committed component that wrote no directory (a Serializable
+    statement's record of a partition it only read) changed nothing, so it conflicts with no
+    one: two readers never conflict."""
     pairs: list[tuple[_Resolved, CommittedWrite]] = []
+    unseen, parameters = _unseen_commits(conn, snapshot)
     for item in resolved:
         reads = item.component.read
         if item.component.operation not in CONFLICTING_OPERATIONS and not reads:
             continue
-        # Driven by the commits after our snapshot: CROSS JOIN fixes txns as the outer loop,
-        # ranged on the commit_seq index; the unary + operators keep SQLite from choosing the
-        # state or partition indexes, which would scan the whole history instead.
+        # Driven by the unseen txns (CROSS JOIN fixes them as the outer loop in SQLite); the
+        # unary + operators keep SQLite from choosing the state or partition indexes, and
+        # sorting here keeps it off the commit_seq index: each would scan the whole history.
         hint = conn.dialect.hint
-        for row in conn.execute(
-                f"SELECT c.*, t.commit_seq FROM txns t {conn.dialect.forced_join} components c "
-                f"ON c.txn_id = t.txn_id WHERE t.commit_seq > ? AND {hint('t.state')} = "
-                f"'committed' AND {hint('c.table_id')} = ? AND {hint('c.part')} = ? "
-                "AND c.txn_id != ? AND c.directories != '[]' "
-                "AND (? OR c.operation IN ('update', 'delete', 'overwrite')) "
-                "ORDER BY t.commit_seq, c.component_id",
-                (snapshot_commit_seq, item.table_id, item.component.partition, txn_id,
-                 reads)):
-            pairs.append((item, CommittedWrite(
-                row["txn_id"], row["commit_seq"], row["table_name"], row["part"],
-                row["operation"], row["write_id"], tuple(json.loads(row["directories"])))))
+        rows = sorted(conn.execute(
+            f"SELECT c.*, t.commit_seq FROM {unseen} {conn.dialect.forced_join} components c "
+            f"ON c.txn_id = t.txn_id WHERE {hint('t.state')} = 'committed' AND "
+            f"{hint('c.table_id')} = ? AND {hint('c.part')} = ? AND c.txn_id != ? "
+            "AND c.directories != '[]' "
+            "AND (? OR c.operation IN ('update', 'delete', 'overwrite'))",
+            (*parameters, item.table_id, item.component.partition, txn_id, reads)),
+            key=lambda row: (row["commit_seq"], row["component_id"]))
+        pairs.extend((item, CommittedWrite(
+            row["txn_id"], row["commit_seq"], row["table_name"], row["part"],
+            row["operation"], row["write_id"], tuple(json.loads(row["directories"]))))
+            for row in rows)
     return pairs
 
 
@@ -377,12 +415,13 @@ def overlapping_writes(conn: Session, txn_id: int, components: Sequence[WriteCom
     """What ``commit_txn`` would hand its check if the txn committed now, read without a lock
     and without changing anything: a committer reads their files before it takes the commit
     lock. Empty when the txn is not open (its commit reports that)."""
-    txn = conn.execute("SELECT state, snapshot_commit_seq FROM txns WHERE txn_id = ?",
+    txn = conn.execute("SELECT state, snapshot FROM txns WHERE txn_id = ?",
                        (txn_id,)).fetchone()
     if txn is None or txn["state"] != "open":
         return []
     resolved = [_resolve(conn, txn_id, c) for c in components]
-    return _distinct(_overlapping(conn, txn_id, txn["snapshot_commit_seq"], resolved))
+    return _distinct(_overlapping(conn, txn_id, ValidTxnList.parse(txn["snapshot"]),
+                                  resolved))
 
 
 def _hidden_by_overwrite(conn: Session, txn_id: int,
@@ -448,17 +487,19 @@ def _resolve_outputs(conn: Session, txn_id: int, outputs: Sequence[CompactionOut
     return out
 
 
-def _compacted_meanwhile(conn: Session, txn_id: int, snapshot_commit_seq: int,
+def _compacted_meanwhile(conn: Session, txn_id: int, snapshot: ValidTxnList,
                          outputs: Sequence[tuple[int, CompactionOutput]]
                          ) -> ConcurrentCompactionError | None:
     """The error for a compaction whose partition another compaction committed to after its
     snapshot: the two outputs were planned from different directory sets and need not nest."""
+    unseen, parameters = _unseen_commits(conn, snapshot)
     for table_id, output in outputs:
-        row = conn.execute(
-            "SELECT o.txn_id FROM compaction_outputs o JOIN txns t ON t.txn_id = o.txn_id "
-            "WHERE o.table_id = ? AND o.part = ? AND o.txn_id != ? AND t.state = "
-            "'committed' AND t.commit_seq > ? ORDER BY t.commit_seq LIMIT 1",
-            (table_id, output.partition, txn_id, snapshot_commit_seq)).fetchone()
+        row = min(conn.execute(
+            f"SELECT o.txn_id, t.commit_seq FROM {unseen} {conn.dialect.forced_join} "
+            "compaction_outputs o ON o.txn_id = t.txn_id WHERE o.table_id = ? AND o.part = ? "
+            f"AND o.txn_id != ? AND {conn.dialect.hint('t.state')} = 'committed'",
+            (*parameters, table_id, output.partition, txn_id)),
+            key=lambda found: found["commit_seq"], default=None)
         if row is not None:
             where = f"{output.table}/{output.partition}" if output.partition else output.table
             return ConcurrentCompactionError(
@@ -480,6 +521,25 @@ def _insert_outputs(conn: Session, txn_id: int,
           json.dumps(dict(o.file_rows))) for table_id, o in outputs])
 
 
+def _lock_tables(conn: Session, txn_id: int, outputs: Sequence[CompactionOutput]) -> None:
+    """Serialize commits per table (PostgreSQL): lock the catalog row of every table the txn
+    has a write id, an idempotent-write version or a compaction output on, in table id order,
+    until the commit ends. Two commits on one table then never interleave between the
+    conflict check and publishing (first committer wins, §12.2), while commits on different
+    tables run in parallel. ``add_columns`` updates the same row, so a commit's metadata check
+    never interleaves with it either. SQLite holds the whole database already."""
+    if not conn.dialect.row_lock:
+        return
+    names = [".".join(split_table_name(o.table)) for o in outputs
+             if isinstance(o, CompactionOutput)]
+    by_name = conn.dialect.in_list("db_name || '.' || name")
+    conn.execute(
+        "SELECT table_id FROM tables WHERE table_id IN (SELECT table_id FROM txn_write_ids "
+        "WHERE txn_id = ? UNION SELECT table_id FROM txn_app_versions WHERE txn_id = ?) "
+        f"OR {by_name} ORDER BY table_id{conn.dialect.row_lock}",
+        (txn_id, txn_id, conn.dialect.list_parameter(names))).fetchall()
+
+
 def commit_txn(conn: Session, txn_id: int, components: Sequence[WriteComponent],
                check: CommitCheck | None, now: int, *,
                outputs: Sequence[CompactionOutput] = ()) -> CommitInfo:
@@ -488,6 +548,8 @@ def commit_txn(conn: Session, txn_id: int, components: Sequence[WriteComponent],
     ``outputs`` are stored in the same transaction: a reader never sees its directories
     without their record."""
     txn = require_open(conn, txn_id)
+    snapshot = ValidTxnList.parse(txn["snapshot"])
+    _lock_tables(conn, txn_id, outputs)
     resolved = [_resolve(conn, txn_id, c) for c in components]
     written = _resolve_outputs(conn, txn_id, outputs)
     for item in resolved:
@@ -505,7 +567,7 @@ def commit_txn(conn: Session, txn_id: int, components: Sequence[WriteComponent],
     if raced is not None:
         _abort_with(conn, txn_id, now, resolved, str(raced))
         raise RaiseAfterCommit(raced)
-    compacted = _compacted_meanwhile(conn, txn_id, txn["snapshot_commit_seq"], written)
+    compacted = _compacted_meanwhile(conn, txn_id, snapshot, written)
     if compacted is not None:
         _abort_with(conn, txn_id, now, resolved, str(compacted))
         raise RaiseAfterCommit(compacted)
@@ -519,7 +581,7 @@ def commit_txn(conn: Session, txn_id: int, components: Sequence[WriteComponent],
                                f"{item.component.write_id} of this transaction")
         _abort_with(conn, txn_id, now, resolved, str(error))
         raise RaiseAfterCommit(error)
-    pairs = _overlapping(conn, txn_id, txn["snapshot_commit_seq"], resolved)
+    pairs = _overlapping(conn, txn_id, snapshot, resolved)
     if pairs:
         would_be_seq = peek_sequence(conn, "commit")
         if check is None:
