@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.orc as po
 
+import acidstore
 from acidstore.layout import ACID_VERSION, ACID_VERSION_FILE, bucket_file_name
 from acidstore.orc.codec import BucketCodec
 from acidstore.orc.footer import add_user_metadata
@@ -218,3 +219,25 @@ def write_pyorc_rows(path: Path | str, rows: Sequence[Sequence[Any]], type_strin
     with target.open("wb") as out, pyorc.Writer(out, type_string) as writer:
         for row in rows:
             writer.write(tuple(row))
+
+
+# --- rows and reads of the SCHEMA table ---------------------------------------------------------
+
+Row = dict[str, Any]
+
+
+def row(i: int, name: str | None = None, amount: float | None = None) -> Row:
+    return {"id": i, "name": name, "amount": amount}
+
+
+def rid(write_id: int, bucket: int, row_id: int) -> dict[str, int]:
+    return {"writeid": write_id, "bucketid": bucket, "rowid": row_id}
+
+
+def read(root: Path, **kwargs: Any) -> list[Row]:
+    """Rows of a read, identical (same order) with both readers."""
+    vectorized = acidstore.read_directory(root, reader="vectorized", **kwargs)
+    merged = acidstore.read_directory(root, reader="merge", **kwargs)
+    assert vectorized.equals(merged)
+    rows: list[Row] = vectorized.to_pylist()
+    return rows
