@@ -1,7 +1,9 @@
 """A writer that dies midway through an insert into a warehouse on S3 (spawned by
-``test_s3``): it wraps ``write_event_file`` in its own process so that the second bucket file
-is never written (``os._exit``: no ``finally``, no abort, no heartbeat after), after the first
-one was uploaded. Production code has no test hooks."""
+``test_s3``): it wraps ``write_event_file`` in its own process so that the process dies
+(``os._exit``: no ``finally``, no abort, no heartbeat after) as soon as the first bucket file
+is uploaded, before the insert's other bucket file is complete. An insert encodes its bucket
+files on several threads, so the file that finishes first ends the process, whichever it is.
+Production code has no test hooks."""
 
 from __future__ import annotations
 
@@ -21,14 +23,10 @@ def die_after_first_bucket_file(uri: str, metastore: str, filesystem: pafs.FileS
                                 table: str, rows: pa.Table, txn_timeout: float,
                                 queue: Any) -> None:
     real = getattr(files, "write_event_file")  # noqa: B009 (not in the module's __all__)
-    calls = 0
 
     def write_event_file(*args: Any, **kwargs: Any) -> Any:
-        nonlocal calls
-        calls += 1
-        if calls == 2:
-            os._exit(DIED)
-        return real(*args, **kwargs)
+        real(*args, **kwargs)
+        os._exit(DIED)
 
     setattr(files, "write_event_file", write_event_file)  # noqa: B010 (same)
     wh = acidstore.connect(uri, metastore=metastore, filesystem=filesystem,
