@@ -12,7 +12,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from metastore_workers import BackendSpec, open_metastore
+from metastore_workers import BackendSpec, open_delete, open_metastore
 
 from acidstore.errors import WriteConflictError
 from acidstore.metastore import PlannedWrite, WriteComponent
@@ -69,12 +69,8 @@ def shared_table_writer(spec: BackendSpec, table: str, worker: int, cycles: int,
     barrier.wait(timeout=120)
     done: list[Done] = []
     for _ in range(cycles):
-        info = store.open_transaction(user=f"s{worker}", host="test")
-        write_id = store.allocate_write_id(info.txn_id, table)
-        deleted = WriteComponent(table, "", "delete", write_id,
-                                 (f"delete_delta_{write_id:07d}_{write_id:07d}_0000",),
-                                 rows_deleted=1)
-        store.record_write(info.txn_id, deleted)
+        info, deleted = open_delete(store, table, f"s{worker}")
+        write_id = deleted.write_id
         time.sleep(0.01)
         began = time.monotonic()
         try:

@@ -16,7 +16,13 @@ from typing import Any
 import pyarrow as pa
 
 from acidstore.errors import TableExistsError, WriteConflictError
-from acidstore.metastore import Metastore, NewTable, SqliteMetastore, WriteComponent
+from acidstore.metastore import (
+    Metastore,
+    NewTable,
+    SqliteMetastore,
+    TxnInfo,
+    WriteComponent,
+)
 from acidstore.metastore.postgres import PostgresMetastore
 
 BackendSpec = tuple[str, str]
@@ -59,6 +65,18 @@ def allocate_and_commit(spec: BackendSpec, table: str, worker: int, cycles: int,
         queue.put(("error", worker, traceback.format_exc()))
 
 
+def open_delete(metastore: Metastore, table: str, user: str) -> tuple[TxnInfo, WriteComponent]:
+    """A transaction that deleted one row of ``table``'s unpartitioned root: opened, its
+    write id allocated and its delete delta recorded, not yet committed."""
+    txn = metastore.open_transaction(user=user, host="test")
+    write_id = metastore.allocate_write_id(txn.txn_id, table)
+    component = WriteComponent(table, "", "delete", write_id,
+                               (f"delete_delta_{write_id:07d}_{write_id:07d}_0000",),
+                               rows_deleted=1)
+    metastore.record_write(txn.txn_id, component)
+    return txn, component
+
+
 def race_deletes(spec: BackendSpec, table: str, worker: int, rounds: int,
                  barrier: Any, queue: Any) -> None:
     """Each round: open, allocate, record a delete; wait until the peer has done the same (so
@@ -67,12 +85,7 @@ def race_deletes(spec: BackendSpec, table: str, worker: int, rounds: int,
         metastore = open_metastore(spec)
         outcomes: list[tuple[str, int, int, str]] = []
         for _ in range(rounds):
-            txn = metastore.open_transaction(user=f"racer{worker}", host="test")
-            write_id = metastore.allocate_write_id(txn.txn_id, table)
-            component = WriteComponent(table, "", "delete", write_id,
-                                       (f"delete_delta_{write_id:07d}_{write_id:07d}_0000",),
-                                       rows_deleted=1)
-            metastore.record_write(txn.txn_id, component)
+            txn, component = open_delete(metastore, table, f"racer{worker}")
             barrier.wait(timeout=120)
             try:
                 info = metastore.commit(txn.txn_id, [component])
