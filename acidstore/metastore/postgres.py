@@ -386,7 +386,7 @@ class PostgresMetastore(SqlMetastore):
                check: CommitCheck | None = None,
                outputs: Sequence[CompactionOutput] = ()) -> CommitInfo:
         """A plain insert's commit is one ``acid_commit_v8`` statement; anything else, and
-        anything that function declines, takes the general path (``sql_txn.commit_txn``).
+        anything that function declines, takes the general path (``sql_commit.commit_txn``).
         ``check`` only ever sees overlapping writes, which plain inserts never have."""
         offered = list(components)
         arguments = None

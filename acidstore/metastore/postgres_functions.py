@@ -286,7 +286,7 @@ $$
 
 #: The commit of txns whose components are all plain inserts (no Serializable read), with no
 #: idempotent-write version and no compaction output: the common case, in one statement. It
-#: returns no row whenever anything needs the general path (sql_txn.commit_txn): the txn is not
+#: returns no row whenever anything needs the general path (sql_commit.commit_txn): the txn is not
 #: open or timed out, a component names another write id or an old metadata version, or a
 #: committed INSERT OVERWRITE hides it; that path then decides and reports, with its messages.
 _OFFERED = """
@@ -309,7 +309,7 @@ $$
 
 #: The commit of txns whose components are all plain inserts (no Serializable read), with no
 #: idempotent-write version and no compaction output: the common case, in one statement. It
-#: returns no row whenever anything needs the general path (sql_txn.commit_txn): the txn is not
+#: returns no row whenever anything needs the general path (sql_commit.commit_txn): the txn is not
 #: open or timed out, a component names another write id or an old metadata version, or a
 #: committed INSERT OVERWRITE hides it; that path then decides and reports, with its messages.
 #: The caller sends each distinct component once, and the history row of each table.

@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from acidstore.errors import InvalidInputError, TableExistsError, TransactionStateError
 from acidstore.metastore import sql_apps as apps
+from acidstore.metastore import sql_commit as commits
 from acidstore.metastore import sql_txn as txns
 from acidstore.metastore.protocol import (
     MAX_OPEN_BATCH,
@@ -298,8 +299,8 @@ class SqlMetastore(SqlBase):
                outputs: Sequence[CompactionOutput] = ()) -> CommitInfo:
         offered, written = list(components), list(outputs)
         # no global lock: commit_txn locks the rows of the txn's tables (per-table order)
-        return self._write(lambda conn, now: txns.commit_txn(conn, txn_id, offered, check, now,
-                                                             outputs=written))
+        return self._write(lambda conn, now: commits.commit_txn(
+            conn, txn_id, offered, check, now, outputs=written))
 
     def record_app_version(self, txn_id: int, table: str, app_id: str, version: int) -> None:
         app_id, version = check_app_version(app_id, version)
@@ -327,7 +328,7 @@ class SqlMetastore(SqlBase):
     def overlapping_writes(self, txn_id: int, components: Sequence[WriteComponent]
                            ) -> list[CommittedWrite]:
         offered = list(components)
-        return self._read(lambda conn: txns.overlapping_writes(conn, txn_id, offered))
+        return self._read(lambda conn: commits.overlapping_writes(conn, txn_id, offered))
 
     def abort(self, txn_id: int, reason: str = "") -> None:
         def body(conn: Session, now: int) -> None:

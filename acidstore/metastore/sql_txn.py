@@ -1,4 +1,5 @@
-"""Transaction bookkeeping of the SQL metastores: snapshots, write ids, commit, abort.
+"""Transaction bookkeeping of the SQL metastores: snapshots, write ids, records, abort
+(the commit and its conflict checks: ``sql_commit``).
 
 Each function runs inside a metastore transaction opened by the backend (SQLite under ``BEGIN
 IMMEDIATE``; PostgreSQL after taking the named locks ``sql_store`` lists per call) and takes its
@@ -20,48 +21,34 @@ from dataclasses import dataclass
 from typing import Any
 
 from acidstore.errors import (
-    ConcurrentCompactionError,
     InvalidInputError,
-    MetadataChangedError,
     MetastoreError,
     TableNotFoundError,
     TransactionAbortedError,
     TransactionStateError,
 )
-from acidstore.metastore import sql_apps as apps
-from acidstore.metastore.conflicts import conflict_error
-from acidstore.metastore.protocol import (
-    CommitCheck,
-    CommitInfo,
-    CommittedWrite,
-    CompactionOutput,
-    WriteComponent,
-)
+from acidstore.metastore.protocol import WriteComponent
 from acidstore.metastore.sql import Session
-from acidstore.metastore.sql_schema import decode_schema, from_micros
-from acidstore.metastore.validate import (
-    CONFLICTING_OPERATIONS,
-    check_component,
-    check_output,
-    split_table_name,
-)
+from acidstore.metastore.sql_schema import decode_schema
+from acidstore.metastore.validate import check_component, split_table_name
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = [
     "RaiseAfterCommit",
+    "Resolved",
     "abort_txn",
     "allocate_write_id",
     "build_write_id_list",
-    "commit_txn",
     "component_of",
     "has_timed_out",
+    "insert_components",
     "next_sequence",
-    "overlapping_writes",
     "peek_sequence",
     "reap_timed_out",
     "record_planned",
     "record_write",
     "require_open",
+    "resolve",
     "take_snapshot",
 ]
 
@@ -251,7 +238,7 @@ def allocate_write_id(conn: Session, txn_id: int, table_id: int,
 
 
 @dataclass(frozen=True)
-class _Resolved:
+class Resolved:
     """A validated component with the table id its write id was allocated on."""
 
     component: WriteComponent
@@ -261,7 +248,7 @@ class _Resolved:
     metadata_version: int
 
 
-def _resolve(conn: Session, txn_id: int, component: WriteComponent) -> _Resolved:
+def resolve(conn: Session, txn_id: int, component: WriteComponent) -> Resolved:
     """Tie a component to the write id the txn was allocated on its table, then validate it
     against that table (which may have been dropped since)."""
     if not isinstance(component, WriteComponent):
@@ -282,7 +269,7 @@ def _resolve(conn: Session, txn_id: int, component: WriteComponent) -> _Resolved
         raise TableNotFoundError(f"table {table} was dropped while txnid:{txn_id} wrote to it")
     columns = [c.lower() for c in decode_schema(info["partition_schema"]).names]
     check_component(component, columns)
-    return _Resolved(component, table, int(row["table_id"]), int(info["metadata_version"]))
+    return Resolved(component, table, int(row["table_id"]), int(info["metadata_version"]))
 
 
 def _stored_components(conn: Session, txn_id: int) -> list[WriteComponent]:
@@ -296,8 +283,8 @@ def component_of(row: Any) -> WriteComponent:
                           row["rows_deleted"], row["files"], row["bytes"])
 
 
-def _insert_components(conn: Session, txn_id: int,
-                       resolved: Sequence[_Resolved]) -> None:
+def insert_components(conn: Session, txn_id: int,
+                      resolved: Sequence[Resolved]) -> None:
     known = _stored_components(conn, txn_id)
     for item in resolved:
         c = item.component
@@ -318,8 +305,8 @@ def record_write(conn: Session, txn_id: int, component: WriteComponent,
                  now: int) -> None:
     """Store a component before its files exist (so a crash leaves a cleanup record) and show
     the writer's informational lock: shared_write, or exclusive for an overwrite (§13.2)."""
-    item = _resolve(conn, txn_id, component)
-    _insert_components(conn, txn_id, [item])
+    item = resolve(conn, txn_id, component)
+    insert_components(conn, txn_id, [item])
     database, name = item.table.split(".")
     lock_type = "exclusive" if component.operation == "overwrite" else "shared_write"
     conn.execute("INSERT INTO locks (txn_id, table_id, db_name, table_name, part, "
@@ -352,269 +339,3 @@ def record_planned(conn: Session, txn_id: int, table: Any,
         [(txn_id, table["table_id"], table["db_name"], table["name"], c.partition,
           "exclusive" if c.operation == "overwrite" else "shared_write", now)
          for c in components])
-
-
-# --- commit (§12.2) ---------------------------------------------------------------------------
-
-
-def _unseen_commits(conn: Session, snapshot: ValidTxnList) -> tuple[str, tuple[Any, ...]]:
-    """A ``FROM`` source (alias ``t``, with its parameters) of the txns a snapshot does not
-    see committed that may commit: those above its hwm and those it lists as open (aborted
-    ones never commit). That, not a commit number, is what "committed after my snapshot"
-    means: on PostgreSQL commits on different tables run concurrently and take their
-    numbers out of visibility order, and a commit in flight when a txn opened is listed open
-    in its snapshot. Two index lookups by txn id; the open list is one bound parameter."""
-    return (f"(SELECT * FROM txns WHERE txn_id > ? UNION ALL SELECT * FROM txns WHERE "
-            f"{conn.dialect.in_list('txn_id')}) t",
-            (snapshot.high_watermark, conn.dialect.list_parameter(snapshot.open_txn_ids)))
-
-
-def _overlapping(conn: Session, txn_id: int, snapshot: ValidTxnList,
-                 resolved: Sequence[_Resolved]) -> list[tuple[_Resolved, CommittedWrite]]:
-    """Committed writes that overlap ours: committed after our snapshot (not seen committed
-    by it), on the same table and partition, both sides update/delete/overwrite. Inserts
-    conflict only with a component that ``read`` its partition (isolation level
-    Serializable). A committed component that wrote no directory (a Serializable
-    statement's record of a partition it only read) changed nothing, so it conflicts with no
-    one: two readers never conflict."""
-    pairs: list[tuple[_Resolved, CommittedWrite]] = []
-    unseen, parameters = _unseen_commits(conn, snapshot)
-    for item in resolved:
-        reads = item.component.read
-        if item.component.operation not in CONFLICTING_OPERATIONS and not reads:
-            continue
-        # Driven by the unseen txns (CROSS JOIN fixes them as the outer loop in SQLite); the
-        # unary + operators keep SQLite from choosing the state or partition indexes, and
-        # sorting here keeps it off the commit_seq index: each would scan the whole history.
-        hint = conn.dialect.hint
-        rows = sorted(conn.execute(
-            f"SELECT c.*, t.commit_seq FROM {unseen} {conn.dialect.forced_join} components c "
-            f"ON c.txn_id = t.txn_id WHERE {hint('t.state')} = 'committed' AND "
-            f"{hint('c.table_id')} = ? AND {hint('c.part')} = ? AND c.txn_id != ? "
-            "AND c.directories != '[]' "
-            "AND (? OR c.operation IN ('update', 'delete', 'overwrite'))",
-            (*parameters, item.table_id, item.component.partition, txn_id, reads)),
-            key=lambda row: (row["commit_seq"], row["component_id"]))
-        pairs.extend((item, CommittedWrite(
-            row["txn_id"], row["commit_seq"], row["table_name"], row["part"],
-            row["operation"], row["write_id"], tuple(json.loads(row["directories"]))))
-            for row in rows)
-    return pairs
-
-
-def _distinct(pairs: Sequence[tuple[_Resolved, CommittedWrite]]) -> list[CommittedWrite]:
-    out: list[CommittedWrite] = []
-    for _, other in pairs:
-        if other not in out:
-            out.append(other)
-    return out
-
-
-def overlapping_writes(conn: Session, txn_id: int, components: Sequence[WriteComponent]
-                       ) -> list[CommittedWrite]:
-    """What ``commit_txn`` would hand its check if the txn committed now, read without a lock
-    and without changing anything: a committer reads their files before it takes the commit
-    lock. Empty when the txn is not open (its commit reports that)."""
-    txn = conn.execute("SELECT state, snapshot FROM txns WHERE txn_id = ?",
-                       (txn_id,)).fetchone()
-    if txn is None or txn["state"] != "open":
-        return []
-    resolved = [_resolve(conn, txn_id, c) for c in components]
-    return _distinct(_overlapping(conn, txn_id, ValidTxnList.parse(txn["snapshot"]),
-                                  resolved))
-
-
-def _hidden_by_overwrite(conn: Session, txn_id: int,
-                         resolved: Sequence[_Resolved]) -> tuple[_Resolved, CommittedWrite] | None:
-    """A committed INSERT OVERWRITE of one of our partitions whose write id is above ours.
-
-    Its ``base_W`` hides every delta of a lower write id, so committing ours after it would
-    publish rows no snapshot ever shows (a committed write lost). Hive prevents this with an
-    exclusive lock on the overwrite; with optimistic writers the later committer must fail.
-    Inserts are included: they never conflict otherwise.
-    """
-    for item in resolved:
-        row = conn.execute(
-            "SELECT c.*, t.commit_seq FROM components c JOIN txns t ON t.txn_id = c.txn_id "
-            "WHERE c.table_id = ? AND c.part = ? AND c.operation = 'overwrite' "
-            "AND c.write_id > ? AND c.txn_id != ? AND t.state = 'committed' "
-            "ORDER BY t.commit_seq LIMIT 1",
-            (item.table_id, item.component.partition, item.component.write_id,
-             txn_id)).fetchone()
-        if row is not None:
-            return item, CommittedWrite(
-                row["txn_id"], row["commit_seq"], row["table_name"], row["part"],
-                row["operation"], row["write_id"], tuple(json.loads(row["directories"])))
-    return None
-
-
-def _write_history(conn: Session, txn_id: int, now: int,
-                   resolved: Sequence[_Resolved]) -> dict[str, int]:
-    """One history row per write id the txn committed, summing its components on that table."""
-    write_ids: dict[str, int] = {}
-    for row in conn.execute("SELECT table_id, table_name, write_id FROM txn_write_ids "
-                            "WHERE txn_id = ? ORDER BY table_name", (txn_id,)).fetchall():
-        mine = [r.component for r in resolved if r.table_id == row["table_id"]]
-        conn.execute(
-            "INSERT INTO history (table_id, write_id, txn_id, commit_time, operation, "
-            "rows_inserted, rows_deleted, files, bytes, partitions) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (row["table_id"], row["write_id"], txn_id, now,
-             ",".join(sorted({c.operation for c in mine})),
-             sum(c.rows_inserted for c in mine), sum(c.rows_deleted for c in mine),
-             sum(c.files for c in mine), sum(c.bytes for c in mine),
-             json.dumps(sorted({c.partition for c in mine if c.partition}))))
-        write_ids[row["table_name"]] = int(row["write_id"])
-    return write_ids
-
-
-def _resolve_outputs(conn: Session, txn_id: int, outputs: Sequence[CompactionOutput]
-                     ) -> list[tuple[int, CompactionOutput]]:
-    """(table id, output) of each compaction output, validated against its table."""
-    out = []
-    for output in outputs:
-        if not isinstance(output, CompactionOutput):
-            raise InvalidInputError(f"expected a CompactionOutput, got {output!r}")
-        database, name = split_table_name(output.table)
-        row = conn.execute("SELECT table_id, partition_schema FROM tables WHERE db_name = ? "
-                           "AND name = ?", (database, name)).fetchone()
-        if row is None:
-            raise TableNotFoundError(f"table {database}.{name} was dropped while txnid:"
-                                     f"{txn_id} compacted it")
-        columns = [c.lower() for c in decode_schema(row["partition_schema"]).names]
-        check_output(output, columns, txn_id)
-        out.append((int(row["table_id"]), output))
-    return out
-
-
-def _compacted_meanwhile(conn: Session, txn_id: int, snapshot: ValidTxnList,
-                         outputs: Sequence[tuple[int, CompactionOutput]]
-                         ) -> ConcurrentCompactionError | None:
-    """The error for a compaction whose partition another compaction committed to after its
-    snapshot: the two outputs were planned from different directory sets and need not nest."""
-    unseen, parameters = _unseen_commits(conn, snapshot)
-    for table_id, output in outputs:
-        row = min(conn.execute(
-            f"SELECT o.txn_id, t.commit_seq FROM {unseen} {conn.dialect.forced_join} "
-            "compaction_outputs o ON o.txn_id = t.txn_id WHERE o.table_id = ? AND o.part = ? "
-            f"AND o.txn_id != ? AND {conn.dialect.hint('t.state')} = 'committed'",
-            (*parameters, table_id, output.partition, txn_id)),
-            key=lambda found: found["commit_seq"], default=None)
-        if row is not None:
-            where = f"{output.table}/{output.partition}" if output.partition else output.table
-            return ConcurrentCompactionError(
-                f"Aborting [txnid:{txn_id}]: another compaction of {where} "
-                f"([txnid:{row['txn_id']}]) committed after this one's snapshot; their outputs "
-                "could overlap, so nothing of this one was committed: compact again",
-                txn_id=txn_id, other_txn_id=int(row["txn_id"]), table=output.table,
-                partition=output.partition)
-    return None
-
-
-def _insert_outputs(conn: Session, txn_id: int,
-                    outputs: Sequence[tuple[int, CompactionOutput]]) -> None:
-    conn.executemany(
-        "INSERT INTO compaction_outputs (txn_id, table_id, part, directory, files, "
-        "rows_written, bytes, file_rows) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT DO NOTHING",
-        [(txn_id, table_id, o.partition, o.directory, o.files, o.rows, o.bytes,
-          json.dumps(dict(o.file_rows))) for table_id, o in outputs])
-
-
-def _lock_tables(conn: Session, txn_id: int, outputs: Sequence[CompactionOutput]) -> None:
-    """Serialize commits per table (PostgreSQL): lock the catalog row of every table the txn
-    has a write id, an idempotent-write version or a compaction output on, in table id order,
-    until the commit ends. Two commits on one table then never interleave between the
-    conflict check and publishing (first committer wins, §12.2), while commits on different
-    tables run in parallel. ``add_columns`` updates the same row, so a commit's metadata check
-    never interleaves with it either. SQLite holds the whole database already."""
-    if not conn.dialect.row_lock:
-        return
-    names = [".".join(split_table_name(o.table)) for o in outputs
-             if isinstance(o, CompactionOutput)]
-    by_name = conn.dialect.in_list("db_name || '.' || name")
-    conn.execute(
-        "SELECT table_id FROM tables WHERE table_id IN (SELECT table_id FROM txn_write_ids "
-        "WHERE txn_id = ? UNION SELECT table_id FROM txn_app_versions WHERE txn_id = ?) "
-        f"OR {by_name} ORDER BY table_id{conn.dialect.row_lock}",
-        (txn_id, txn_id, conn.dialect.list_parameter(names))).fetchall()
-
-
-def commit_txn(conn: Session, txn_id: int, components: Sequence[WriteComponent],
-               check: CommitCheck | None, now: int, *,
-               outputs: Sequence[CompactionOutput] = ()) -> CommitInfo:
-    """The whole commit, inside one ``BEGIN IMMEDIATE`` so no other commit can interleave
-    between the conflict check and publishing (first committer wins). A compaction's
-    ``outputs`` are stored in the same transaction: a reader never sees its directories
-    without their record."""
-    txn = require_open(conn, txn_id)
-    snapshot = ValidTxnList.parse(txn["snapshot"])
-    _lock_tables(conn, txn_id, outputs)
-    resolved = [_resolve(conn, txn_id, c) for c in components]
-    written = _resolve_outputs(conn, txn_id, outputs)
-    for item in resolved:
-        planned = item.component.metadata_version
-        if planned is not None and planned != item.metadata_version:
-            stale = MetadataChangedError(
-                f"txnid:{txn_id} wrote {item.table} as of its metadata version {planned}, but "
-                f"its metadata changed since (now version {item.metadata_version}: columns "
-                "were added); nothing was committed: read the table again and retry",
-                txn_id=txn_id, table=item.table, partition=item.component.partition)
-            _abort_with(conn, txn_id, now, resolved, str(stale))
-            raise RaiseAfterCommit(stale)
-    pending = apps.pending_apps(conn, txn_id)
-    raced = apps.app_conflict(txn_id, pending)
-    if raced is not None:
-        _abort_with(conn, txn_id, now, resolved, str(raced))
-        raise RaiseAfterCommit(raced)
-    compacted = _compacted_meanwhile(conn, txn_id, snapshot, written)
-    if compacted is not None:
-        _abort_with(conn, txn_id, now, resolved, str(compacted))
-        raise RaiseAfterCommit(compacted)
-    hidden = _hidden_by_overwrite(conn, txn_id, resolved)
-    if hidden is not None:
-        item, other = hidden
-        error = conflict_error(txn_id, peek_sequence(conn, "commit"), item.table,
-                               partition=item.component.partition,
-                               operation=item.component.operation, other=other,
-                               detail=f": its base_{other.write_id:07d} would hide write id "
-                               f"{item.component.write_id} of this transaction")
-        _abort_with(conn, txn_id, now, resolved, str(error))
-        raise RaiseAfterCommit(error)
-    pairs = _overlapping(conn, txn_id, snapshot, resolved)
-    if pairs:
-        would_be_seq = peek_sequence(conn, "commit")
-        if check is None:
-            item, other = pairs[0]
-            error = conflict_error(txn_id, would_be_seq, item.table,
-                                   partition=item.component.partition,
-                                   operation=item.component.operation, other=other)
-            _abort_with(conn, txn_id, now, resolved, str(error))
-            raise RaiseAfterCommit(error)
-        try:
-            check(list(components), _distinct(pairs))
-        except Exception as exc:
-            _abort_with(conn, txn_id, now, resolved, f"commit check failed: {exc}")
-            raise RaiseAfterCommit(exc) from exc
-    commit_seq = next_sequence(conn, "commit")
-    conn.execute("UPDATE txns SET state = 'committed', commit_seq = ?, finished = ? "
-                 "WHERE txn_id = ?", (commit_seq, now, txn_id))
-    # The committed components replace the ones recorded before writing: they are final.
-    conn.execute("DELETE FROM components WHERE txn_id = ?", (txn_id,))
-    _insert_components(conn, txn_id, resolved)
-    _insert_outputs(conn, txn_id, written)
-    write_ids = _write_history(conn, txn_id, now, resolved)
-    apps.publish_apps(conn, txn_id, now, pending)
-    conn.executemany(
-        "INSERT INTO partitions (table_id, part) SELECT table_id, ? FROM tables "
-        "WHERE table_id = ? ON CONFLICT DO NOTHING",
-        sorted({(r.component.partition, r.table_id) for r in resolved if r.component.partition}))
-    conn.execute("DELETE FROM locks WHERE txn_id = ?", (txn_id,))
-    return CommitInfo(txn_id, commit_seq, from_micros(now), write_ids)
-
-
-def _abort_with(conn: Session, txn_id: int, now: int,
-                resolved: Sequence[_Resolved], reason: str) -> None:
-    """Abort at commit, keeping the components offered so a cleaner can find their files."""
-    _insert_components(conn, txn_id, resolved)
-    abort_txn(conn, txn_id, now, reason)
