@@ -200,3 +200,23 @@ def die_before_single_insert_commits(location: Place, txn_timeout: float, queue:
     except BaseException:
         queue.put(("error", 0, traceback.format_exc()))
     os._exit(18)
+
+
+def hold_then_commit(location: Place, txn_timeout: float, hold_seconds: float,
+                     ready: Any, queue: Any) -> None:
+    """A writer whose warehouse has a long ``txn_timeout`` (so it heartbeats only every
+    ``txn_timeout / 2``): insert in a transaction, keep it open ``hold_seconds``, commit.
+    Reports ("ok", 0, commit seq) or ("error", 0, traceback)."""
+    try:
+        wh = connect(location, txn_timeout=txn_timeout)
+        with wh.transaction() as txn:
+            txn.table(TABLE).insert(pa.table({"id": pa.array([700], pa.int64()),
+                                              "name": ["slow"], "salary": pa.array([7]),
+                                              "dt": ["d"]}))
+            ready.set()
+            time.sleep(hold_seconds)
+        queue.put(("ok", 0, txn.txn_id))
+        wh.close()
+    except BaseException:
+        queue.put(("error", 0, traceback.format_exc()))
+        ready.set()

@@ -173,7 +173,7 @@ class SqliteMetastore(SqlMetastore):
         outcome: tuple[T] | None = None
         try:
             now = now_micros()
-            txns.reap_timed_out(conn, now, self._timeout_micros)
+            txns.reap_timed_out(conn, now)
             outcome = (body(conn, now),)
         except txns.RaiseAfterCommit as signal:
             pending = signal.error
