@@ -128,7 +128,8 @@ class PostgresMetastore(SqlMetastore):
     also come from ``PGPASSWORD`` or ``~/.pgpass``, as libpq resolves it). The database must
     exist; the metastore's tables are created in it on first use, or migrated from an older
     acidstore's, or refused (``MetastoreVersionError``) if a newer acidstore wrote them.
-    ``timeout_seconds`` is Hive's ``hive.txn.timeout`` (§14); ``busy_timeout_seconds`` bounds
+    ``timeout_seconds`` is Hive's ``hive.txn.timeout`` (§14) of the transactions this object
+    opens, stored with each (any client reaps one by its own); ``busy_timeout_seconds`` bounds
     how long a call waits for a lock another client holds.
     """
 

@@ -21,7 +21,9 @@ another open doing the same); an id whose open never completed (the client died 
 that id: the open fails with a unique violation and is retried under a new id.
 
 Function names carry the schema version they belong to, so a newer acidstore replaces them
-under new names instead of changing what an older client calls.
+under new names instead of changing what an older client calls. Version 9 judges each txn by
+its own ``heartbeat_timeout`` (the ``_v8`` functions took the caller's cutoff); a migrated
+store keeps the ``_v8`` ones for clients connected before the migration.
 """
 
 from __future__ import annotations

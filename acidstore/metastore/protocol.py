@@ -322,7 +322,8 @@ class Metastore(Protocol):
     - every mutating call is one serialized metastore transaction, safe across threads and
       processes; allocation of txn ids, write ids and commit sequence numbers never repeats;
     - calls that open, commit, heartbeat or build snapshots first abort open transactions whose
-      last heartbeat is older than the backend's ``timeout_seconds`` (§14).
+      last heartbeat is older than *their own* timeout: the ``timeout_seconds`` of the backend
+      object that opened them, stored with them (§14), not the caller's.
     """
 
     # --- catalog ------------------------------------------------------------------------------
@@ -545,7 +546,9 @@ class Metastore(Protocol):
         ...
 
     def claim_compaction(self, worker: str, stale_seconds: float) -> CompactionInfo | None:
-        """Hand the oldest claimable entry to ``worker`` (taking over dead workers' ones)."""
+        """Hand the oldest claimable entry to ``worker`` (taking over dead workers' ones).
+        ``stale_seconds`` is stored with the claim: another worker takes it over only after
+        that long without ``heartbeat_compaction``, whatever window that worker has."""
         ...
 
     def heartbeat_compaction(self, compaction_id: int, worker: str, *,
