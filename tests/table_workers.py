@@ -220,3 +220,23 @@ def hold_then_commit(location: Place, txn_timeout: float, hold_seconds: float,
     except BaseException:
         queue.put(("error", 0, traceback.format_exc()))
         ready.set()
+
+
+def open_then_read(location: Place, queue: Any) -> None:
+    """Open a transaction with an insert planned on ``TABLE`` (one call, whose snapshot is
+    taken before its write id is allocated) and read the table in it; abort. Reports
+    ("ok", 0, "opening") first, then ("ok", 0, ids read) or ("error", 0, traceback)."""
+    from acidstore.metastore import PlannedWrite
+
+    try:
+        wh = connect(location)
+        queue.put(("ok", 0, "opening"))
+        txn = wh.transaction(writes=[PlannedWrite(TABLE, ("",), "insert")])
+        try:
+            read = txn.table(TABLE).to_arrow(columns=["id"]).column("id").to_pylist()
+            queue.put(("ok", 0, sorted(read)))
+        finally:
+            txn.abort()
+        wh.close()
+    except BaseException:
+        queue.put(("error", 0, traceback.format_exc()))

@@ -516,6 +516,12 @@ class Metastore(Protocol):
         the snapshots of open transactions. The cleaner keeps whatever these select."""
         ...
 
+    def opens_in_flight(self) -> list[int]:
+        """Txn ids handed out whose transaction is not visible yet: opens still running, whose
+        snapshots ``live_snapshots`` cannot list yet (or opens that died; PostgreSQL, whose
+        opens take no global lock). Always empty where an open is atomic (SQLite)."""
+        ...
+
     def forget_aborted(self, table: str, write_ids: Iterable[int]) -> int:
         """Drop the metadata of aborted writes whose files are gone (they stop being
         exceptions in snapshots); returns how many write ids were forgotten."""

@@ -198,6 +198,9 @@ class SqlBase(ABC):
 
         return self._snapshot_call(body)
 
+    def opens_in_flight(self) -> list[int]:
+        return self._read(queue.opens_in_flight)
+
     def forget_aborted(self, table: str, write_ids: Iterable[int]) -> int:
         wanted = list(write_ids)
         return self._write(lambda conn, _now: queue.forget_aborted(

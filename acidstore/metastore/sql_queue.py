@@ -25,8 +25,8 @@ from acidstore.metastore.sql_txn import build_write_id_list, peek_sequence
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = ["begin_cleaning", "claim", "committed_after", "enqueue", "finish", "forget_aborted",
-           "info_of", "live_snapshots", "log_outcome", "overwrites_after", "ready_for_cleaning",
-           "record_compacted"]
+           "info_of", "live_snapshots", "log_outcome", "opens_in_flight", "overwrites_after",
+           "ready_for_cleaning", "record_compacted"]
 
 _KINDS = ("minor", "major")
 _FINAL: tuple[CompactionState, ...] = ("succeeded", "failed", "refused", "did not initiate")
@@ -175,18 +175,26 @@ def finish(conn: Session, compaction_id: int, state: CompactionState,
                  "WHERE compaction_id = ?", (state, error, now, compaction_id))
 
 
+def opens_in_flight(conn: Session) -> list[int]:
+    """Ids handed out above PostgreSQL's txn floor whose txn has no visible row: opens in
+    flight (or dead), whose snapshots may predate any commit (postgres_functions). SQLite
+    hands out an id and inserts its row in one locked transaction: never any."""
+    if not conn.dialect.server_sequences:
+        return []
+    return [int(r[0]) for r in conn.execute(
+        "SELECT g FROM generate_series((SELECT next_value FROM sequences WHERE "
+        "name = 'txn_floor') + 1, (SELECT last_value FROM acid_txn_ids)) g WHERE NOT "
+        "EXISTS (SELECT 1 FROM txns WHERE txn_id = g) ORDER BY g")]
+
+
 def ready_for_cleaning(conn: Session) -> list[CompactionInfo]:
     """Entries whose every possible reader has moved on: no txn that was open when the
     compaction committed (id below ``next_txn_id``) is still open (spec §11)."""
     low = conn.execute("SELECT MIN(txn_id) FROM txns WHERE state = 'open'").fetchone()[0]
-    if conn.dialect.server_sequences:
-        # an id handed out whose txn is not visible yet may be an open in flight, whose
-        # snapshot could predate the compaction (postgres_functions): it counts as open
-        gap = conn.execute(
-            "SELECT MIN(g) FROM generate_series((SELECT next_value FROM sequences WHERE "
-            "name = 'txn_floor') + 1, (SELECT last_value FROM acid_txn_ids)) g WHERE NOT "
-            "EXISTS (SELECT 1 FROM txns WHERE txn_id = g)").fetchone()[0]
-        low = gap if low is None else low if gap is None else min(low, gap)
+    # an id handed out whose txn is not visible yet may be an open in flight, whose
+    # snapshot could predate the compaction: it counts as open
+    gap = min(opens_in_flight(conn), default=None)
+    low = gap if low is None else low if gap is None else min(low, gap)
     rows = conn.execute("SELECT * FROM compactions WHERE state = 'ready for cleaning' "
                         "ORDER BY compaction_id").fetchall()
     return [info_of(r) for r in rows if low is None or r["next_txn_id"] <= low]
