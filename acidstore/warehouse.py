@@ -376,10 +376,12 @@ def connect(location: str | os.PathLike[str], *, metastore: str | Metastore | No
     """Open (or create) a warehouse. The default metastore is a SQLite file inside a local
     warehouse; otherwise pass ``metastore``: a ``Metastore``, a ``sqlite:///path`` URL, or a
     PostgreSQL URL ``postgresql://user@host:5432/dbname`` (shared by clients on several
-    machines; needs ``acidstore[postgresql]``). Transactions heartbeat every
-    ``txn_timeout / 2`` seconds. ``create=False`` opens an existing warehouse only
-    (``WarehouseNotFoundError`` otherwise, and nothing is created): what tools that inspect
-    or maintain a warehouse want, so a typo in the path is an error, not a new warehouse."""
+    machines; needs ``acidstore[postgresql]``). Transactions opened here heartbeat every
+    ``txn_timeout / 2`` seconds and are aborted after ``txn_timeout`` without one (the
+    metastore stores it with each, so other clients' timeouts do not apply to them).
+    ``create=False`` opens an existing warehouse only (``WarehouseNotFoundError`` otherwise,
+    and nothing is created): what tools that inspect or maintain a warehouse want, so a typo
+    in the path is an error, not a new warehouse."""
     if metastore is None:
         fs, root = afs.resolve(location, filesystem)
         if not isinstance(fs, pafs.LocalFileSystem):

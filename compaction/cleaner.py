@@ -9,7 +9,8 @@ which entries are done.
 
 Nothing obsolete vanishes under a reader: the cleaner keeps every directory that a live
 snapshot selects, where live snapshots are the metastore's unexpired reader leases and the
-snapshots of open transactions, and it waits ``retention_seconds`` after the newest commit
+snapshots of open transactions (including opens still in flight on PostgreSQL, which it waits
+for: ``Cleaner._opens_settled``), and it waits ``retention_seconds`` after the newest commit
 that made something of a partition obsolete before touching that partition, so time travel
 keeps working for that long. A transaction's files go only once the metastore says it aborted.
 Aborted writes' metadata is cleared once none of their files remain, so their write ids stop
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -44,6 +46,10 @@ DEFAULT_RETENTION_SECONDS = 300.0
 _LONG_MIN = -(2**63)
 #: a commit the metastore has no time for (a Hive-written directory): no time travel reaches it
 _LONG_AGO = datetime(1970, 1, 1, tzinfo=UTC)
+#: how long a pass waits for the opens in flight (PostgreSQL) before it keeps what is obsolete
+#: for the next pass, and how often it looks meanwhile
+_IN_FLIGHT_WAIT = 2.0
+_IN_FLIGHT_POLL = 0.02
 
 
 @dataclass
@@ -135,6 +141,9 @@ class Cleaner:
         entries of other tables, and of dropped ones, are then left for a full pass."""
         self._wh = warehouse
         self._retention = timedelta(seconds=retention_seconds)
+        #: opens that stayed in flight for a whole wait (dead, or blocked): not waited for
+        #: again in this pass, and nothing obsolete is removed while they are in flight
+        self._stuck: set[int] = set()
         self._only = None if tables is None else {warehouse.table(t).name for t in tables}
 
     def run(self) -> CleanerReport:
@@ -208,7 +217,11 @@ class Cleaner:
         # compactions ``txns`` sees (what they replaced is about to go), and a past snapshot
         # leased from now on sees that (acidstore.time_travel)
         metastore.begin_cleaning(table.name, partition, txns)
-        keep = _selected(fs, directory, metastore.live_snapshots(table.name))
+        # and an open in flight (PostgreSQL) may have taken its snapshot before what made
+        # these directories obsolete committed, yet is not among the open txns' snapshots
+        # until its row is visible: wait for those in flight now (later ones see the commit)
+        keep = _selected(fs, directory, metastore.live_snapshots(table.name)) \
+            if self._opens_settled() else None
         clean = True
         for name in state.obsolete:
             path = afs.join(directory, name)
@@ -219,6 +232,20 @@ class Cleaner:
             _remove(fs, path)
             report.removed.append(path)
         return clean
+
+    def _opens_settled(self) -> bool:
+        """Whether every open in flight now has become visible (an open is one statement:
+        they are waited for up to ``_IN_FLIGHT_WAIT``), so that ``live_snapshots`` read
+        afterwards lists every snapshot that may predate what was found obsolete."""
+        metastore = self._wh.metastore
+        pending = set(metastore.opens_in_flight())
+        if pending and not pending <= self._stuck:
+            deadline = time.monotonic() + _IN_FLIGHT_WAIT
+            while pending and time.monotonic() < deadline:
+                time.sleep(_IN_FLIGHT_POLL)
+                pending &= set(metastore.opens_in_flight())
+            self._stuck |= pending
+        return not pending
 
     def _clean_staging(self, table: Table, report: CleanerReport) -> None:
         """Spark writers' staging dirs (``txn_<id>``) of transactions no longer open."""

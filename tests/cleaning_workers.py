@@ -53,8 +53,10 @@ def _rebind(owner: Any, name: str, make: Callable[[Any], Any]) -> None:
     setattr(owner, name, make(real))
 
 
-def die_at(location: str, point: str) -> None:
-    """Run the operation of ``point`` on the warehouse at ``location``; die at ``point``."""
+def die_at(location: str, point: str, txn_timeout: float, stale_seconds: float) -> None:
+    """Run the operation of ``point`` on the warehouse at ``location``; die at ``point``.
+    The dead process's txns time out after its own ``txn_timeout``, and a queue entry it
+    claimed goes stale after its own ``stale_seconds`` (whoever looks at them later)."""
     if point == "compact: recorded, not committed":  # the entry names an open txn
         _rebind(Transaction, "commit", lambda real: _die)
     elif point == "compact: committed, queue entry not moved on":
@@ -72,7 +74,7 @@ def die_at(location: str, point: str) -> None:
         _rebind(compaction.cleaner, "_remove", _then_die)
     else:
         raise ValueError(point)
-    wh = acidstore.connect(location)
+    wh = acidstore.connect(location, txn_timeout=txn_timeout)
     t = wh.table(TABLE)
     what = POINTS[point]
     if what == "compact":
@@ -81,7 +83,7 @@ def die_at(location: str, point: str) -> None:
         compact(t, "major", record=False)
     elif what == "worker":
         assert wh.metastore.enqueue_compaction(TABLE, "dt=a", "major", "test")
-        Worker(wh, stale_seconds=60).run()
+        Worker(wh, stale_seconds=stale_seconds).run()
     elif what == "overwrite":
         t.insert_overwrite(make_rows(range(50, 53)))
     elif what == "update":

@@ -47,8 +47,9 @@ def _replace(module: ModuleType, name: str, make: Callable[[Any], Any]) -> None:
     namespace[name] = make(namespace[name])
 
 
-def die_at(location: str, step: str) -> None:
-    """Run a worker over the queue of the warehouse at ``location``; die at ``step``."""
+def die_at(location: str, step: str, stale_seconds: float) -> None:
+    """Run a worker over the queue of the warehouse at ``location``; die at ``step``. Its
+    claim goes stale after its own ``stale_seconds``, whatever the next worker's window."""
     if step == "claimed":  # the entry is 'working', no transaction yet
         _replace(compaction.worker, "compact", lambda real: _die)
     elif step == "txn opened":  # the compaction txn is open and recorded in the entry
@@ -60,5 +61,5 @@ def die_at(location: str, step: str) -> None:
     else:
         raise ValueError(step)
     wh = acidstore.connect(location)
-    Worker(wh, stale_seconds=60).run()
+    Worker(wh, stale_seconds=stale_seconds).run()
     os._exit(0)  # the step was never reached: the parent sees exit code 0, not 9

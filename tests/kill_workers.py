@@ -153,8 +153,8 @@ def die_at(place: Place, point_name: str, log_path: str, txn_timeout: float) -> 
     wh = connect(place, txn_timeout=txn_timeout)
     assert isinstance(wh.metastore, SqliteMetastore)
     op = OPERATIONS[point.operation]
-    if op["op"] == "worker":
-        Worker(wh, stale_seconds=60).run()
+    if op["op"] == "worker":  # its claim goes stale with its txns (the parent waits that long)
+        Worker(wh, stale_seconds=txn_timeout).run()
     else:
         log = Log(log_path, WORKER)
         run_op(wh, op, log, 0)

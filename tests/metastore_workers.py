@@ -19,6 +19,7 @@ from acidstore.errors import TableExistsError, WriteConflictError
 from acidstore.metastore import (
     Metastore,
     NewTable,
+    PlannedWrite,
     SqliteMetastore,
     TxnInfo,
     WriteComponent,
@@ -120,3 +121,18 @@ def open_and_create(spec: BackendSpec, worker: int, barrier: Any, queue: Any) ->
     except BaseException:
         barrier.abort()
         queue.put(("error", worker, traceback.format_exc()))
+
+
+def open_and_go_silent(spec: BackendSpec, table: str, timeout_seconds: float,
+                       queue: Any) -> None:
+    """A client with ``timeout_seconds`` of its own opens a txn and a batch of two, each
+    with an insert planned on ``table``, reports their ids and exits without a heartbeat."""
+    try:
+        metastore = open_metastore(spec, timeout_seconds=timeout_seconds)
+        plan = [PlannedWrite(table, ("",), "insert")]
+        single = metastore.open_transaction(user="silent", host="test", writes=plan)
+        batch = metastore.open_transaction_batch(2, user="silent", host="test", writes=plan)
+        metastore.close()
+        queue.put(("ok", [single.txn_id, *(txn.txn_id for txn in batch)]))
+    except BaseException:
+        queue.put(("error", traceback.format_exc()))

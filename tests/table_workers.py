@@ -200,3 +200,43 @@ def die_before_single_insert_commits(location: Place, txn_timeout: float, queue:
     except BaseException:
         queue.put(("error", 0, traceback.format_exc()))
     os._exit(18)
+
+
+def hold_then_commit(location: Place, txn_timeout: float, hold_seconds: float,
+                     ready: Any, queue: Any) -> None:
+    """A writer whose warehouse has a long ``txn_timeout`` (so it heartbeats only every
+    ``txn_timeout / 2``): insert in a transaction, keep it open ``hold_seconds``, commit.
+    Reports ("ok", 0, commit seq) or ("error", 0, traceback)."""
+    try:
+        wh = connect(location, txn_timeout=txn_timeout)
+        with wh.transaction() as txn:
+            txn.table(TABLE).insert(pa.table({"id": pa.array([700], pa.int64()),
+                                              "name": ["slow"], "salary": pa.array([7]),
+                                              "dt": ["d"]}))
+            ready.set()
+            time.sleep(hold_seconds)
+        queue.put(("ok", 0, txn.txn_id))
+        wh.close()
+    except BaseException:
+        queue.put(("error", 0, traceback.format_exc()))
+        ready.set()
+
+
+def open_then_read(location: Place, queue: Any) -> None:
+    """Open a transaction with an insert planned on ``TABLE`` (one call, whose snapshot is
+    taken before its write id is allocated) and read the table in it; abort. Reports
+    ("ok", 0, "opening") first, then ("ok", 0, ids read) or ("error", 0, traceback)."""
+    from acidstore.metastore import PlannedWrite
+
+    try:
+        wh = connect(location)
+        queue.put(("ok", 0, "opening"))
+        txn = wh.transaction(writes=[PlannedWrite(TABLE, ("",), "insert")])
+        try:
+            read = txn.table(TABLE).to_arrow(columns=["id"]).column("id").to_pylist()
+            queue.put(("ok", 0, sorted(read)))
+        finally:
+            txn.abort()
+        wh.close()
+    except BaseException:
+        queue.put(("error", 0, traceback.format_exc()))

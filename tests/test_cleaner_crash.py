@@ -36,8 +36,8 @@ from acidstore.directory import acid_state
 from acidstore.warehouse import DEFAULT_METASTORE_FILE
 from compaction import Cleaner, Worker, compact
 
-TIMEOUT = 1.0  # txn timeout of the parent's metastore: the dead txn is reaped after it
-STALE = 0.3
+TIMEOUT = 1.0  # txn timeout of the dying process (and the parent): its txn is reaped after it
+STALE = 0.3  # its compaction worker's stale window: its queue entry is taken over after it
 
 
 @pytest.fixture
@@ -81,7 +81,7 @@ def test_nothing_obsolete_outlives_a_crash(warehouse: tuple[str, Warehouse, Tabl
         compact(t, "major")  # what the dying cleaner is to remove
         assert unread(t)
     before = read_exact(t)
-    child = CONTEXT.Process(target=die_at, args=(location, point))
+    child = CONTEXT.Process(target=die_at, args=(location, point, TIMEOUT, STALE))
     child.start()
     child.join(timeout=120)
     assert child.exitcode == DIED, f"the process did not die at {point!r}"

@@ -30,7 +30,7 @@ import acidstore
 from acidstore import Table, Warehouse
 from compaction import Cleaner, Worker
 
-STALE = 0.5
+STALE = 0.5  # the stale window of both workers (a claim keeps its own worker's)
 
 
 @pytest.fixture
@@ -74,7 +74,7 @@ def test_a_dead_worker_is_taken_over(warehouse: tuple[str, Warehouse, Table], st
     before = read_exact(t)
     for part in ("dt=a", "dt=b"):
         assert wh.metastore.enqueue_compaction(TABLE, part, kind, "test")  # type: ignore[arg-type]
-    child = CONTEXT.Process(target=die_at, args=(location, step))
+    child = CONTEXT.Process(target=die_at, args=(location, step, STALE))
     child.start()
     child.join(timeout=60)
     assert child.exitcode == DIED, f"the worker did not die at {step!r}"

@@ -74,8 +74,8 @@ def test_an_id_whose_open_never_completes_is_filled_as_aborted(
     assert store.valid_txns().is_txn_open(dead)
     now = now_micros()
     with psycopg.connect(url, autocommit=True) as conn:  # a gap timeout of 0: fill it now
-        conn.execute("SELECT * FROM acid_open_v8('default', 'u', 'h', %s, %s, 0, '[]')",
-                     (now, now - 10**12))
+        conn.execute("SELECT * FROM acid_open_v9('default', 'u', 'h', %s, %s, 0, '[]')",
+                     (now, 10**12))
         floor = conn.execute("SELECT next_value FROM sequences WHERE name = 'txn_floor'"
                              ).fetchone()
     assert floor is not None and floor[0] > dead

@@ -160,7 +160,7 @@ def test_a_version_6_store_gets_app_versions(backend: Backend) -> None:
         set_version(conn, "6")
     again = backend.open()
     try:
-        assert version(backend) == str(SCHEMA_VERSION) == "8"
+        assert version(backend) == str(SCHEMA_VERSION) == "9"
         assert again.app_versions("t") == []
         txn = begin(again)
         again.record_app_version(txn, "t", "job", 1)
@@ -185,7 +185,7 @@ def test_a_version_7_store_continues_its_counters(backend: Backend) -> None:
         set_version(conn, "7")
     again = backend.open()
     try:
-        assert version(backend) == str(SCHEMA_VERSION) == "8"
+        assert version(backend) == str(SCHEMA_VERSION) == "9"
         txn = begin(again)
         assert txn == 40
         assert again.commit(txn, [write(again, txn, "insert")]).commit_seq == 30

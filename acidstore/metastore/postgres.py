@@ -79,7 +79,7 @@ _SCHEMA_LOCK_KEY = 0x61636964  # "acid"
 _NOW = "SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::bigint"
 #: unique_violation: a late open whose id was filled as a dead gap (postgres_functions)
 _TAKEN = "23505"
-#: raised by acid_open_v8 when a cached catalog entry no longer names its table
+#: raised by acid_open_v9 when a cached catalog entry no longer names its table
 _STALE_CATALOG = "AS001"
 
 
@@ -128,7 +128,8 @@ class PostgresMetastore(SqlMetastore):
     also come from ``PGPASSWORD`` or ``~/.pgpass``, as libpq resolves it). The database must
     exist; the metastore's tables are created in it on first use, or migrated from an older
     acidstore's, or refused (``MetastoreVersionError``) if a newer acidstore wrote them.
-    ``timeout_seconds`` is Hive's ``hive.txn.timeout`` (§14); ``busy_timeout_seconds`` bounds
+    ``timeout_seconds`` is Hive's ``hive.txn.timeout`` (§14) of the transactions this object
+    opens, stored with each (any client reaps one by its own); ``busy_timeout_seconds`` bounds
     how long a call waits for a lock another client holds.
     """
 
@@ -233,7 +234,7 @@ class PostgresMetastore(SqlMetastore):
             try:
                 session.execute(begin)
                 now = self._clock(session)
-                txns.reap_timed_out(session, now, self._timeout_micros)
+                txns.reap_timed_out(session, now)
                 try:
                     outcome = body(session, now)
                 except txns.RaiseAfterCommit as signal:
@@ -303,7 +304,7 @@ class PostgresMetastore(SqlMetastore):
 
     def open_transaction(self, *, user: str, host: str, kind: TxnKind = "default",
                          writes: Sequence[PlannedWrite] = ()) -> TxnInfo:
-        """One call of ``acid_open_v8``: the id, the snapshot, the row and the planned writes
+        """One call of ``acid_open_v9``: the id, the snapshot, the row and the planned writes
         in one statement, with no global lock (see ``postgres_functions`` for why the
         snapshot stays correct)."""
         planned = _checked_open(kind, user, host, writes)
@@ -314,8 +315,8 @@ class PostgresMetastore(SqlMetastore):
                 plans = open_plans([(plan, self._entry(plan.table)) for plan in planned])
                 now = self._clock(self._session())
                 row = self._call(
-                    "SELECT txn_id, snapshot, write_ids FROM acid_open_v8(?, ?, ?, ?, ?, ?, "
-                    "?::jsonb)", (kind, user, host, now, now - self._timeout_micros,
+                    "SELECT txn_id, snapshot, write_ids FROM acid_open_v9(?, ?, ?, ?, ?, ?, "
+                    "?::jsonb)", (kind, user, host, now, self._timeout_micros,
                                   functions.GAP_TIMEOUT_MICROS, plans),
                     also_retry=frozenset({_TAKEN}), unmapped=frozenset({_STALE_CATALOG}))
             except Exception as exc:
@@ -336,14 +337,13 @@ class PostgresMetastore(SqlMetastore):
         reaps a timed-out txn and says what is wrong."""
         if not isinstance(txn_id, bool) and isinstance(txn_id, int):
             now = self._clock(self._session())
-            row = self._call("SELECT acid_heartbeat_v8(?, ?, ?)",
-                             (txn_id, now, now - self._timeout_micros))
+            row = self._call("SELECT acid_heartbeat_v9(?, ?)", (txn_id, now))
             if row[0]:
                 return
         super().heartbeat(txn_id)
 
     def allocate_write_id(self, txn_id: int, table: str) -> int:
-        """One ``acid_allocate_v8`` statement; the general path when the txn is not open or
+        """One ``acid_allocate_v9`` statement; the general path when the txn is not open or
         timed out, or the cached catalog entry is stale (it reads the table and says why)."""
         entry = None
         if not isinstance(txn_id, bool) and isinstance(txn_id, int):
@@ -352,9 +352,8 @@ class PostgresMetastore(SqlMetastore):
         if entry is not None:
             now = self._clock(self._session())
             try:
-                row = self._call("SELECT acid_allocate_v8(?, ?, ?, ?, ?)",
-                                 (txn_id, now - self._timeout_micros, entry.table_id,
-                                  entry.db_name, entry.name),
+                row = self._call("SELECT acid_allocate_v9(?, ?, ?, ?, ?)",
+                                 (txn_id, now, entry.table_id, entry.db_name, entry.name),
                                  unmapped=frozenset({_STALE_CATALOG}))
             except Exception as exc:
                 if getattr(exc, "sqlstate", None) != _STALE_CATALOG:
@@ -366,7 +365,7 @@ class PostgresMetastore(SqlMetastore):
         return super().allocate_write_id(txn_id, table)
 
     def record_write(self, txn_id: int, component: WriteComponent) -> None:
-        """One ``acid_record_v8`` statement for a component these checks vouch for; the
+        """One ``acid_record_v9`` statement for a component these checks vouch for; the
         general path otherwise (and when the server declines), which says what is wrong."""
         arguments = None
         if not isinstance(txn_id, bool) and isinstance(txn_id, int) and isinstance(
@@ -376,8 +375,8 @@ class PostgresMetastore(SqlMetastore):
             arguments = commit_arguments([component], self._catalog, inserts_only=False)
         if arguments is not None:
             now = self._clock(self._session())
-            row = self._call("SELECT acid_record_v8(?, ?, ?, ?::jsonb -> 0)",
-                             (txn_id, now, now - self._timeout_micros, arguments[0]))
+            row = self._call("SELECT acid_record_v9(?, ?, ?::jsonb -> 0)",
+                             (txn_id, now, arguments[0]))
             if row[0]:
                 return
         super().record_write(txn_id, component)
@@ -385,7 +384,7 @@ class PostgresMetastore(SqlMetastore):
     def commit(self, txn_id: int, components: Sequence[WriteComponent], *,
                check: CommitCheck | None = None,
                outputs: Sequence[CompactionOutput] = ()) -> CommitInfo:
-        """A plain insert's commit is one ``acid_commit_v8`` statement; anything else, and
+        """A plain insert's commit is one ``acid_commit_v9`` statement; anything else, and
         anything that function declines, takes the general path (``sql_commit.commit_txn``).
         ``check`` only ever sees overlapping writes, which plain inserts never have."""
         offered = list(components)
@@ -398,9 +397,8 @@ class PostgresMetastore(SqlMetastore):
             arguments = commit_arguments(offered, self._catalog)
         if arguments is not None:
             now = self._clock(self._session())
-            row = self._call("SELECT commit_seq, write_ids FROM acid_commit_v8(?, ?, ?, "
-                             "?::jsonb, ?::jsonb)",
-                             (txn_id, now, now - self._timeout_micros, *arguments))
+            row = self._call("SELECT commit_seq, write_ids FROM acid_commit_v9(?, ?, "
+                             "?::jsonb, ?::jsonb)", (txn_id, now, *arguments))
             if row is not None:
                 return CommitInfo(txn_id, int(row[0]), from_micros(now),
                                   {k: int(v) for k, v in row[1].items()})

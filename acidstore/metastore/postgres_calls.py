@@ -36,7 +36,7 @@ class CatalogEntry:
 
 
 def open_plans(planned: Sequence[tuple[PlannedWrite, CatalogEntry]]) -> str:
-    """``acid_open_v8``'s plans: the server allocates each write id and names the directories
+    """``acid_open_v9``'s plans: the server allocates each write id and names the directories
     ``PlannedWrite.components`` names (checked here with write id 1, which stands for any)."""
     plans = []
     for plan, entry in planned:
@@ -70,7 +70,7 @@ class _Totals:
 
 def commit_arguments(components: Sequence[WriteComponent], catalog: dict[str, CatalogEntry],
                      *, inserts_only: bool = True) -> tuple[str, str] | None:
-    """``acid_commit_v8``'s components and history rows, or None for the general path: a
+    """``acid_commit_v9``'s components and history rows, or None for the general path: a
     component that is not a plain insert (an update, delete or overwrite, or a Serializable
     read: the conflict check runs there; ``inserts_only=False`` for a record, which checks no
     conflict), one offered twice, or one these checks refuse against the cached catalog (the

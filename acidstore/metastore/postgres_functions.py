@@ -11,7 +11,7 @@ clients together got at most one open and one commit per flush. Here:
 The gap problem this creates, and why snapshots stay correct (docs/architecture.md, "Opening
 without a global lock", has the full argument): a txn id is handed out by ``nextval`` before
 the row of its txn is visible, so a snapshot may see txn 11 committed while txn 10's open is
-still in flight. ``acid_snapshot_v8`` therefore lists every id above the *floor* that has no
+still in flight. ``acid_snapshot_v9`` therefore lists every id above the *floor* that has no
 visible row as open. The floor is a row of ``sequences`` (``txn_floor``): every txn id at or
 below it has a committed row (or had one, deleted by ``forget_aborted``). An open whose id is
 more than ``_FLOOR_LAG`` above the floor tries to raise it (``SKIP LOCKED``: never waits for
@@ -21,7 +21,9 @@ another open doing the same); an id whose open never completed (the client died 
 that id: the open fails with a unique violation and is retried under a new id.
 
 Function names carry the schema version they belong to, so a newer acidstore replaces them
-under new names instead of changing what an older client calls.
+under new names instead of changing what an older client calls. Version 9 judges each txn by
+its own ``heartbeat_timeout`` (the ``_v8`` functions took the caller's cutoff); a migrated
+store keeps the ``_v8`` ones for clients connected before the migration.
 """
 
 from __future__ import annotations
@@ -40,8 +42,8 @@ _FLOOR_LAG = 32
 
 #: a query with one row when every function of this version exists in the store's schema
 FUNCTIONS_PRESENT = (
-    "SELECT 1 WHERE to_regproc('acid_open_v8') IS NOT NULL AND "
-    "to_regproc('acid_commit_v8') IS NOT NULL AND to_regclass('acid_txn_ids') IS NOT NULL")
+    "SELECT 1 WHERE to_regproc('acid_open_v9') IS NOT NULL AND "
+    "to_regproc('acid_commit_v9') IS NOT NULL AND to_regclass('acid_txn_ids') IS NOT NULL")
 
 _SEQUENCES = """
 DO $$
@@ -61,7 +63,7 @@ END $$
 """
 
 _SNAPSHOT = """
-CREATE OR REPLACE FUNCTION acid_snapshot_v8(p_own bigint)
+CREATE OR REPLACE FUNCTION acid_snapshot_v9(p_own bigint)
 RETURNS TABLE (hwm bigint, open_ids bigint[], aborted_ids bigint[])
 LANGUAGE sql STABLE AS $$
   -- one statement, so one MVCC snapshot: the hwm, the listed txns and the gaps agree
@@ -85,25 +87,25 @@ $$
 """
 
 _PAD = """
-CREATE OR REPLACE FUNCTION acid_pad7_v8(p bigint) RETURNS text
+CREATE OR REPLACE FUNCTION acid_pad7_v9(p bigint) RETURNS text
 LANGUAGE sql IMMUTABLE AS $$ SELECT CASE WHEN p < 10000000 THEN lpad(p::text, 7, '0')
                                          ELSE p::text END $$
 """
 
 _REAP = """
-CREATE OR REPLACE FUNCTION acid_reap_v8(p_now bigint, p_cutoff bigint) RETURNS void
+CREATE OR REPLACE FUNCTION acid_reap_v9(p_now bigint) RETURNS void
 LANGUAGE sql AS $$
-  -- §14: an open txn without a heartbeat for the timeout is aborted, with its locks
+  -- §14: an open txn without a heartbeat for its own timeout is aborted, with its locks
   WITH stale AS (
     UPDATE txns SET state = 'aborted', finished = p_now,
                     abort_reason = 'timed out: no heartbeat within the transaction timeout'
-    WHERE state = 'open' AND last_heartbeat < p_cutoff RETURNING txn_id)
+    WHERE state = 'open' AND last_heartbeat < p_now - heartbeat_timeout RETURNING txn_id)
   DELETE FROM locks WHERE txn_id IN (SELECT txn_id FROM stale)
 $$
 """
 
 _NEW_WRITE_ID = """
-CREATE OR REPLACE FUNCTION acid_new_write_id_v8(p_txn bigint, p_table bigint, p_name text)
+CREATE OR REPLACE FUNCTION acid_new_write_id_v9(p_txn bigint, p_table bigint, p_name text)
 RETURNS bigint LANGUAGE sql AS $$
   -- §12.1: the table's counter row, bumped in one upsert, stays locked until the allocation
   -- commits, so per-table write ids are contiguous (Hive's NEXT_WRITE_ID)
@@ -117,23 +119,23 @@ $$
 """
 
 #: The checks of ``sql_txn.require_open`` that let the fast path go on: the txn's row, locked
-#: (a commit, an abort and a heartbeat of one txn queue up), open and not timed out. Anything
-#: else returns false, and the general path reaps and reports.
+#: (a commit, an abort and a heartbeat of one txn queue up), open and not timed out by its own
+#: timeout. Anything else returns false, and the general path reaps and reports.
 _ALIVE = """
-CREATE OR REPLACE FUNCTION acid_alive_v8(p_txn bigint, p_cutoff bigint) RETURNS boolean
+CREATE OR REPLACE FUNCTION acid_alive_v9(p_txn bigint, p_now bigint) RETURNS boolean
 LANGUAGE sql AS $$
-  SELECT coalesce((SELECT state = 'open' AND last_heartbeat >= p_cutoff FROM txns
-                   WHERE txn_id = p_txn FOR UPDATE), false)
+  SELECT coalesce((SELECT state = 'open' AND last_heartbeat >= p_now - heartbeat_timeout
+                   FROM txns WHERE txn_id = p_txn FOR UPDATE), false)
 $$
 """
 
 _ALLOCATE = """
-CREATE OR REPLACE FUNCTION acid_allocate_v8(p_txn bigint, p_cutoff bigint, p_table bigint,
+CREATE OR REPLACE FUNCTION acid_allocate_v9(p_txn bigint, p_now bigint, p_table bigint,
                                             p_db text, p_name text)
 RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE v_write bigint;
 BEGIN
-  IF NOT acid_alive_v8(p_txn, p_cutoff) THEN RETURN NULL; END IF;
+  IF NOT acid_alive_v9(p_txn, p_now) THEN RETURN NULL; END IF;
   PERFORM 1 FROM tables WHERE table_id = p_table AND db_name = p_db AND name = p_name;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'table %.% changed', p_db, p_name USING ERRCODE = 'AS001';
@@ -142,20 +144,19 @@ BEGIN
   SELECT w.write_id INTO v_write FROM txn_write_ids w
     WHERE w.txn_id = p_txn AND w.table_id = p_table;
   IF FOUND THEN RETURN v_write; END IF;
-  RETURN acid_new_write_id_v8(p_txn, p_table, p_db || '.' || p_name);
+  RETURN acid_new_write_id_v9(p_txn, p_table, p_db || '.' || p_name);
 END $$
 """
 
 #: ``sql_txn.record_write``: the component before its files exist, and the writer's lock; no
 #: row (false) when the txn is not open or the component names another write id
 _RECORD = """
-CREATE OR REPLACE FUNCTION acid_record_v8(p_txn bigint, p_now bigint, p_cutoff bigint,
-                                          p_component jsonb)
+CREATE OR REPLACE FUNCTION acid_record_v9(p_txn bigint, p_now bigint, p_component jsonb)
 RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE o record;
 BEGIN
-  IF NOT acid_alive_v8(p_txn, p_cutoff) THEN RETURN false; END IF;
-  SELECT * INTO o FROM acid_offered_v8(p_txn, jsonb_build_array(p_component));
+  IF NOT acid_alive_v9(p_txn, p_now) THEN RETURN false; END IF;
+  SELECT * INTO o FROM acid_offered_v9(p_txn, jsonb_build_array(p_component));
   IF o.table_id IS NULL OR NOT EXISTS (SELECT 1 FROM tables t WHERE t.table_id = o.table_id)
   THEN
     RETURN false;
@@ -187,7 +188,7 @@ END $$
 #: aborted row every such id below which a txn started before ``p_dead_before`` (NULL: fill
 #: none). Whoever holds the floor row, the others skip (an open never waits for it).
 _RAISE_FLOOR = """
-CREATE OR REPLACE FUNCTION acid_raise_floor_v8(p_dead_before bigint, p_top bigint)
+CREATE OR REPLACE FUNCTION acid_raise_floor_v9(p_dead_before bigint, p_top bigint)
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE v_floor bigint;
 BEGIN
@@ -212,8 +213,8 @@ END $$
 """
 
 _OPEN = f"""
-CREATE OR REPLACE FUNCTION acid_open_v8(p_kind text, p_user text, p_host text, p_now bigint,
-                                        p_cutoff bigint, p_gap bigint, p_plans jsonb)
+CREATE OR REPLACE FUNCTION acid_open_v9(p_kind text, p_user text, p_host text, p_now bigint,
+                                        p_timeout bigint, p_gap bigint, p_plans jsonb)
 RETURNS TABLE (txn_id bigint, snapshot text, write_ids jsonb)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -221,19 +222,19 @@ DECLARE
   v_plan jsonb; v_table bigint; v_write bigint; v_dir text; v_ids jsonb := '{{}}';
   v_floor bigint;
 BEGIN
-  PERFORM acid_reap_v8(p_now, p_cutoff);
+  PERFORM acid_reap_v9(p_now);
   -- the id first, the snapshot after it: whatever this txn does not see committed, it
   -- lists (an id handed out before ours whose row is not visible yet is a gap: open)
   v_id := nextval('acid_txn_ids');
   SELECT s.hwm, s.open_ids, s.aborted_ids INTO v_hwm, v_open, v_aborted
-    FROM acid_snapshot_v8(v_id) s;
+    FROM acid_snapshot_v9(v_id) s;
   v_snapshot := v_hwm || ':' || coalesce(v_open[1], 9223372036854775807) || ':'
                 || array_to_string(v_open, ',') || ':' || array_to_string(v_aborted, ',');
   INSERT INTO txns (txn_id, state, kind, user_name, host, started, last_heartbeat, snapshot,
-                    snapshot_commit_seq)
+                    snapshot_commit_seq, heartbeat_timeout)
   VALUES (v_id, 'open', p_kind, p_user, p_host, p_now, p_now, v_snapshot,
           (SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END
-           FROM acid_commit_seqs));
+           FROM acid_commit_seqs), p_timeout);
   FOR v_plan IN SELECT * FROM jsonb_array_elements(p_plans) LOOP
     v_table := (v_plan->>'table_id')::bigint;
     -- the caller's cached catalog row must still be the table's (not dropped, not replaced)
@@ -243,10 +244,10 @@ BEGIN
       RAISE EXCEPTION 'table %.% changed', v_plan->>'db', v_plan->>'name'
         USING ERRCODE = 'AS001';
     END IF;
-    v_write := acid_new_write_id_v8(v_id, v_table, (v_plan->>'db') || '.' || (v_plan->>'name'));
+    v_write := acid_new_write_id_v9(v_id, v_table, (v_plan->>'db') || '.' || (v_plan->>'name'));
     -- PlannedWrite.components: statement 0's delta, or the overwrite's base
-    v_dir := CASE WHEN v_plan->>'operation' = 'overwrite' THEN 'base_' || acid_pad7_v8(v_write)
-                  ELSE 'delta_' || acid_pad7_v8(v_write) || '_' || acid_pad7_v8(v_write)
+    v_dir := CASE WHEN v_plan->>'operation' = 'overwrite' THEN 'base_' || acid_pad7_v9(v_write)
+                  ELSE 'delta_' || acid_pad7_v9(v_write) || '_' || acid_pad7_v9(v_write)
                        || '_0000' END;
     INSERT INTO components (txn_id, table_id, table_name, part, operation, write_id,
                             directories, rows_inserted, rows_deleted, files, bytes)
@@ -267,18 +268,19 @@ BEGIN
   -- raise the floor now and then
   SELECT next_value INTO v_floor FROM sequences WHERE name = 'txn_floor';
   IF v_id - v_floor > {_FLOOR_LAG} THEN
-    PERFORM acid_raise_floor_v8(p_now - p_gap, v_id);
+    PERFORM acid_raise_floor_v9(p_now - p_gap, v_id);
   END IF;
   RETURN QUERY SELECT v_id, v_snapshot, v_ids;
 END $$
 """
 
 _HEARTBEAT = """
-CREATE OR REPLACE FUNCTION acid_heartbeat_v8(p_txn bigint, p_now bigint, p_cutoff bigint)
+CREATE OR REPLACE FUNCTION acid_heartbeat_v9(p_txn bigint, p_now bigint)
 RETURNS boolean LANGUAGE sql AS $$
   -- false: not open, or timed out (the general path reaps it and reports which)
   WITH beat AS (UPDATE txns SET last_heartbeat = p_now
-                WHERE txn_id = p_txn AND state = 'open' AND last_heartbeat >= p_cutoff
+                WHERE txn_id = p_txn AND state = 'open'
+                  AND last_heartbeat >= p_now - heartbeat_timeout
                 RETURNING 1)
   SELECT EXISTS (SELECT 1 FROM beat)
 $$
@@ -290,7 +292,7 @@ $$
 #: open or timed out, a component names another write id or an old metadata version, or a
 #: committed INSERT OVERWRITE hides it; that path then decides and reports, with its messages.
 _OFFERED = """
-CREATE OR REPLACE FUNCTION acid_offered_v8(p_txn bigint, p_components jsonb)
+CREATE OR REPLACE FUNCTION acid_offered_v9(p_txn bigint, p_components jsonb)
 RETURNS TABLE (n bigint, table_id bigint, table_name text, part text, operation text,
                write_id bigint, directories text, rows_inserted bigint, rows_deleted bigint,
                files bigint, bytes bigint, metadata_version bigint)
@@ -314,27 +316,27 @@ $$
 #: committed INSERT OVERWRITE hides it; that path then decides and reports, with its messages.
 #: The caller sends each distinct component once, and the history row of each table.
 _COMMIT = """
-CREATE OR REPLACE FUNCTION acid_commit_v8(p_txn bigint, p_now bigint, p_cutoff bigint,
-                                          p_components jsonb, p_history jsonb)
+CREATE OR REPLACE FUNCTION acid_commit_v9(p_txn bigint, p_now bigint, p_components jsonb,
+                                          p_history jsonb)
 RETURNS TABLE (commit_seq bigint, write_ids jsonb)
 LANGUAGE plpgsql AS $$
 DECLARE
   v_seq bigint;
 BEGIN
-  IF NOT acid_alive_v8(p_txn, p_cutoff) THEN RETURN; END IF;
+  IF NOT acid_alive_v9(p_txn, p_now) THEN RETURN; END IF;
   IF EXISTS (SELECT 1 FROM txn_app_versions a WHERE a.txn_id = p_txn) THEN RETURN; END IF;
   -- commits on one table are serialized (first committer wins); others run in parallel
   PERFORM 1 FROM tables t WHERE t.table_id IN (
     SELECT w.table_id FROM txn_write_ids w WHERE w.txn_id = p_txn) ORDER BY t.table_id
     FOR UPDATE;
-  IF EXISTS (SELECT 1 FROM acid_offered_v8(p_txn, p_components) o
+  IF EXISTS (SELECT 1 FROM acid_offered_v9(p_txn, p_components) o
              LEFT JOIN tables t ON t.table_id = o.table_id
              WHERE o.operation <> 'insert' OR t.table_id IS NULL
                 OR o.metadata_version <> t.metadata_version) THEN
     RETURN;
   END IF;
   -- a committed INSERT OVERWRITE above our write id would hide it (sql_txn._hidden_by_overwrite)
-  IF EXISTS (SELECT 1 FROM acid_offered_v8(p_txn, p_components) o JOIN components c
+  IF EXISTS (SELECT 1 FROM acid_offered_v9(p_txn, p_components) o JOIN components c
                ON c.table_id = o.table_id AND c.part = o.part AND c.operation = 'overwrite'
               AND c.write_id > o.write_id AND c.txn_id <> p_txn
              JOIN txns t ON t.txn_id = c.txn_id AND t.state = 'committed') THEN
@@ -349,7 +351,7 @@ BEGIN
                           directories, rows_inserted, rows_deleted, files, bytes)
     SELECT p_txn, o.table_id, o.table_name, o.part, o.operation, o.write_id, o.directories,
            o.rows_inserted, o.rows_deleted, o.files, o.bytes
-    FROM acid_offered_v8(p_txn, p_components) o ORDER BY o.n;
+    FROM acid_offered_v9(p_txn, p_components) o ORDER BY o.n;
   INSERT INTO history (table_id, write_id, txn_id, commit_time, operation, rows_inserted,
                        rows_deleted, files, bytes, partitions)
     SELECT w.table_id, w.write_id, p_txn, p_now, coalesce(h.operation, ''),
@@ -361,7 +363,7 @@ BEGIN
       ON h.table_name = w.table_name
     WHERE w.txn_id = p_txn ORDER BY w.table_name;
   INSERT INTO partitions (table_id, part)
-    SELECT DISTINCT o.table_id, o.part FROM acid_offered_v8(p_txn, p_components) o
+    SELECT DISTINCT o.table_id, o.part FROM acid_offered_v9(p_txn, p_components) o
     WHERE o.part <> '' ON CONFLICT DO NOTHING;
   DELETE FROM locks l WHERE l.txn_id = p_txn;
   RETURN QUERY SELECT v_seq, coalesce(

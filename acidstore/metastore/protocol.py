@@ -322,7 +322,8 @@ class Metastore(Protocol):
     - every mutating call is one serialized metastore transaction, safe across threads and
       processes; allocation of txn ids, write ids and commit sequence numbers never repeats;
     - calls that open, commit, heartbeat or build snapshots first abort open transactions whose
-      last heartbeat is older than the backend's ``timeout_seconds`` (§14).
+      last heartbeat is older than *their own* timeout: the ``timeout_seconds`` of the backend
+      object that opened them, stored with them (§14), not the caller's.
     """
 
     # --- catalog ------------------------------------------------------------------------------
@@ -515,6 +516,12 @@ class Metastore(Protocol):
         the snapshots of open transactions. The cleaner keeps whatever these select."""
         ...
 
+    def opens_in_flight(self) -> list[int]:
+        """Txn ids handed out whose transaction is not visible yet: opens still running, whose
+        snapshots ``live_snapshots`` cannot list yet (or opens that died; PostgreSQL, whose
+        opens take no global lock). Always empty where an open is atomic (SQLite)."""
+        ...
+
     def forget_aborted(self, table: str, write_ids: Iterable[int]) -> int:
         """Drop the metadata of aborted writes whose files are gone (they stop being
         exceptions in snapshots); returns how many write ids were forgotten."""
@@ -545,7 +552,9 @@ class Metastore(Protocol):
         ...
 
     def claim_compaction(self, worker: str, stale_seconds: float) -> CompactionInfo | None:
-        """Hand the oldest claimable entry to ``worker`` (taking over dead workers' ones)."""
+        """Hand the oldest claimable entry to ``worker`` (taking over dead workers' ones).
+        ``stale_seconds`` is stored with the claim: another worker takes it over only after
+        that long without ``heartbeat_compaction``, whatever window that worker has."""
         ...
 
     def heartbeat_compaction(self, compaction_id: int, worker: str, *,

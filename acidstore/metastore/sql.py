@@ -47,11 +47,12 @@ class Dialect:
     - ``in_list``: a list of values as *one* bound parameter (never SQL built from values):
       ``json_each`` in SQLite, an array with ``= ANY`` in PostgreSQL.
     - ``table_exists``: a query with one row if the table named by its one parameter exists
-      (in the store's schema), none otherwise.
+      (in the store's schema), none otherwise; ``column_exists`` the same for a column, given
+      its table and its name.
     - ``server_sequences``: txn ids and commit numbers come from the server's sequences
       (PostgreSQL, where opens and commits run concurrently: ``postgres_functions``), not from
       the ``sequences`` rows bumped under the database's write lock (SQLite). Snapshots then
-      list ids handed out whose txn is not visible yet as open (``acid_snapshot_v8``).
+      list ids handed out whose txn is not visible yet as open (``acid_snapshot_v9``).
     """
 
     name: str
@@ -60,6 +61,7 @@ class Dialect:
     hint_prefix: str
     array_parameters: bool
     table_exists: str
+    column_exists: str
     server_sequences: bool
 
     def hint(self, column: str) -> str:
@@ -79,11 +81,14 @@ class Dialect:
 SQLITE = Dialect("sqlite", row_lock="", forced_join="CROSS JOIN", hint_prefix="+",
                  array_parameters=False,
                  table_exists="SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                 column_exists="SELECT 1 FROM pragma_table_info(?) WHERE name = ?",
                  server_sequences=False)
 POSTGRES = Dialect("postgresql", row_lock=" FOR UPDATE", forced_join="JOIN", hint_prefix="",
                    array_parameters=True,
                    table_exists="SELECT 1 FROM pg_catalog.pg_tables "
                    "WHERE schemaname = current_schema() AND tablename = ?",
+                   column_exists="SELECT 1 FROM information_schema.columns WHERE "
+                   "table_schema = current_schema() AND table_name = ? AND column_name = ?",
                    server_sequences=True)
 
 

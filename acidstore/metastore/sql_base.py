@@ -125,7 +125,7 @@ class SqlBase(ABC):
         """Snapshot builders reap timed-out txns first (§14), but take the write lock only when
         there is one to reap, so readers do not queue behind writers for nothing."""
         def unless_stale(conn: Session) -> tuple[T] | None:
-            if txns.has_timed_out(conn, self._clock(conn), self._timeout_micros):
+            if txns.has_timed_out(conn, self._clock(conn)):
                 return None
             return (body(conn),)
 
@@ -198,6 +198,9 @@ class SqlBase(ABC):
 
         return self._snapshot_call(body)
 
+    def opens_in_flight(self) -> list[int]:
+        return self._read(queue.opens_in_flight)
+
     def forget_aborted(self, table: str, write_ids: Iterable[int]) -> int:
         wanted = list(write_ids)
         return self._write(lambda conn, _now: queue.forget_aborted(
@@ -233,7 +236,8 @@ class SqlBase(ABC):
             return queue.record_compacted(
                 conn, table_id=row["table_id"], table=f"{row['db_name']}.{row['name']}",
                 partition=partition, kind=kind, reason=reason, txn_id=txn_id,
-                compactor_write_ids=compactor_write_ids, worker=worker, now=now)
+                compactor_write_ids=compactor_write_ids, worker=worker, now=now,
+                stale_micros=self._timeout_micros)
 
         return self._write(body, locks=("txn", "queue"))
 

@@ -25,8 +25,8 @@ from acidstore.metastore.sql_txn import build_write_id_list, peek_sequence
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = ["begin_cleaning", "claim", "committed_after", "enqueue", "finish", "forget_aborted",
-           "info_of", "live_snapshots", "log_outcome", "overwrites_after", "ready_for_cleaning",
-           "record_compacted"]
+           "info_of", "live_snapshots", "log_outcome", "opens_in_flight", "overwrites_after",
+           "ready_for_cleaning", "record_compacted"]
 
 _KINDS = ("minor", "major")
 _FINAL: tuple[CompactionState, ...] = ("succeeded", "failed", "refused", "did not initiate")
@@ -90,21 +90,23 @@ def log_outcome(conn: Session, *, table_id: int, table: str, partition: str,
 
 def record_compacted(conn: Session, *, table_id: int, table: str, partition: str,
                      kind: CompactionKind, reason: str, txn_id: int,
-                     compactor_write_ids: ValidWriteIdList, worker: str, now: int
-                     ) -> CompactionInfo:
+                     compactor_write_ids: ValidWriteIdList, worker: str, now: int,
+                     stale_micros: int) -> CompactionInfo:
     """Record a compaction that ran outside the queue (``compact()`` called directly), just
     before its transaction commits: a ``working`` entry of ``worker`` that names the txn.
     From the commit on, time travel and readers' lease checks find the compaction here; the
     caller moves the entry to ``ready for cleaning`` after the commit, and if it dies first,
     the entry goes stale and a Worker takes it over, finds the txn committed and moves it on
-    (or, if the txn never committed, aborts it and compacts again)."""
+    (or, if the txn never committed, aborts it and compacts again). ``stale_micros``: how long
+    the entry stays the caller's without a heartbeat (its txn's timeout)."""
     _check_kind(kind)
     cursor = conn.execute(
         "INSERT INTO compactions (table_id, table_name, part, kind, state, reason, enqueued, "
-        "worker, started, heartbeat, txn_id, highest_write_id, compactor_write_ids, attempts) "
-        "VALUES (?, ?, ?, ?, 'working', ?, ?, ?, ?, ?, ?, ?, ?, 1) RETURNING compaction_id",
+        "worker, started, heartbeat, txn_id, highest_write_id, compactor_write_ids, attempts, "
+        "stale_after) VALUES (?, ?, ?, ?, 'working', ?, ?, ?, ?, ?, ?, ?, ?, 1, ?) "
+        "RETURNING compaction_id",
         (table_id, table, partition, kind, reason, now, worker, now, now, txn_id,
-         compactor_write_ids.high_watermark, str(compactor_write_ids)))
+         compactor_write_ids.high_watermark, str(compactor_write_ids), stale_micros))
     return info_of(_get(conn, int(cursor.fetchone()[0])))
 
 
@@ -112,12 +114,16 @@ def claim(conn: Session, worker: str, now: int, stale_micros: int
           ) -> CompactionInfo | None:
     """Give ``worker`` the oldest initiated entry whose partition no live worker holds.
 
-    An entry whose worker stopped heartbeating for ``stale_micros`` goes back to ``initiated``
-    first (its worker died): its ``txn_id`` stays, so the next worker can abort that
-    transaction and remove its partial output before compacting again.
+    An entry whose worker stopped heartbeating for that worker's own ``stale_micros`` (stored
+    with the claim: a worker that heartbeats rarely because it was given a long window is not
+    taken over by one given a short window; an entry claimed before schema version 9 has
+    none, and this caller's applies) goes back to ``initiated`` first (its worker died): its
+    ``txn_id`` stays, so the next worker can abort that transaction and remove its partial
+    output before compacting again.
     """
     conn.execute("UPDATE compactions SET state = 'initiated', worker = NULL "
-                 "WHERE state = 'working' AND heartbeat < ?", (now - stale_micros,))
+                 "WHERE state = 'working' AND heartbeat < ? - COALESCE(stale_after, ?)",
+                 (now, stale_micros))
     row = conn.execute(
         "SELECT c.* FROM compactions c WHERE c.state = 'initiated' AND NOT EXISTS ("
         "SELECT 1 FROM compactions w WHERE w.state = 'working' AND w.table_id = c.table_id "
@@ -125,8 +131,8 @@ def claim(conn: Session, worker: str, now: int, stale_micros: int
     if row is None:
         return None
     conn.execute("UPDATE compactions SET state = 'working', worker = ?, started = ?, "
-                 "heartbeat = ?, attempts = attempts + 1 WHERE compaction_id = ?",
-                 (worker, now, now, row["compaction_id"]))
+                 "heartbeat = ?, stale_after = ?, attempts = attempts + 1 "
+                 "WHERE compaction_id = ?", (worker, now, now, stale_micros, row["compaction_id"]))
     return info_of(_get(conn, row["compaction_id"]))
 
 
@@ -169,18 +175,26 @@ def finish(conn: Session, compaction_id: int, state: CompactionState,
                  "WHERE compaction_id = ?", (state, error, now, compaction_id))
 
 
+def opens_in_flight(conn: Session) -> list[int]:
+    """Ids handed out above PostgreSQL's txn floor whose txn has no visible row: opens in
+    flight (or dead), whose snapshots may predate any commit (postgres_functions). SQLite
+    hands out an id and inserts its row in one locked transaction: never any."""
+    if not conn.dialect.server_sequences:
+        return []
+    return [int(r[0]) for r in conn.execute(
+        "SELECT g FROM generate_series((SELECT next_value FROM sequences WHERE "
+        "name = 'txn_floor') + 1, (SELECT last_value FROM acid_txn_ids)) g WHERE NOT "
+        "EXISTS (SELECT 1 FROM txns WHERE txn_id = g) ORDER BY g")]
+
+
 def ready_for_cleaning(conn: Session) -> list[CompactionInfo]:
     """Entries whose every possible reader has moved on: no txn that was open when the
     compaction committed (id below ``next_txn_id``) is still open (spec §11)."""
     low = conn.execute("SELECT MIN(txn_id) FROM txns WHERE state = 'open'").fetchone()[0]
-    if conn.dialect.server_sequences:
-        # an id handed out whose txn is not visible yet may be an open in flight, whose
-        # snapshot could predate the compaction (postgres_functions): it counts as open
-        gap = conn.execute(
-            "SELECT MIN(g) FROM generate_series((SELECT next_value FROM sequences WHERE "
-            "name = 'txn_floor') + 1, (SELECT last_value FROM acid_txn_ids)) g WHERE NOT "
-            "EXISTS (SELECT 1 FROM txns WHERE txn_id = g)").fetchone()[0]
-        low = gap if low is None else low if gap is None else min(low, gap)
+    # an id handed out whose txn is not visible yet may be an open in flight, whose
+    # snapshot could predate the compaction: it counts as open
+    gap = min(opens_in_flight(conn), default=None)
+    low = gap if low is None else low if gap is None else min(low, gap)
     rows = conn.execute("SELECT * FROM compactions WHERE state = 'ready for cleaning' "
                         "ORDER BY compaction_id").fetchall()
     return [info_of(r) for r in rows if low is None or r["next_txn_id"] <= low]
@@ -252,7 +266,7 @@ def forget_aborted(conn: Session, table_id: int, write_ids: Iterable[int]) -> in
     if conn.dialect.server_sequences:
         # rows are deleted only at or below PostgreSQL's txn floor (a missing row above it
         # reads as an open in flight: postgres_functions), so raise it first
-        conn.execute("SELECT acid_raise_floor_v8(NULL, (SELECT last_value FROM acid_txn_ids))")
+        conn.execute("SELECT acid_raise_floor_v9(NULL, (SELECT last_value FROM acid_txn_ids))")
     rows = conn.execute(
         "SELECT w.txn_id, w.write_id FROM txn_write_ids w JOIN txns t ON t.txn_id = w.txn_id "
         f"WHERE w.table_id = ? AND t.state = 'aborted' AND {conn.dialect.in_list('w.write_id')}",

@@ -24,6 +24,7 @@ from acidstore.errors import MetastoreVersionError
 from acidstore.metastore.sql import Dialect, Session
 
 __all__ = [
+    "DEFAULT_TIMEOUT",
     "SCHEMA_VERSION",
     "ddl_statements",
     "decode_schema",
@@ -47,9 +48,16 @@ __all__ = [
 #: DDL creates, so a version-6 store upgrades by its version number alone); version 8 moves
 #: PostgreSQL's txn ids and commit numbers to server sequences and adds its server-side
 #: functions (``postgres_functions``: a version-7 client would hand out the same ids from the
-#: ``sequences`` rows, so it must refuse the store; SQLite's tables are unchanged).
-SCHEMA_VERSION = 8
-_UPGRADABLE = {1, 2, 3, 4, 5, 6, 7}
+#: ``sequences`` rows, so it must refuse the store; SQLite's tables are unchanged); version 9
+#: stores each txn's own ``heartbeat_timeout`` and each claimed compaction's ``stale_after``
+#: (a client with a short timeout reaped the live txns of one with a long timeout: every
+#: expiry is judged by its owner's window; txns open at the migration get ``DEFAULT_TIMEOUT``,
+#: and a claim without ``stale_after`` is judged by the claiming worker's window, as before).
+SCHEMA_VERSION = 9
+_UPGRADABLE = {1, 2, 3, 4, 5, 6, 7, 8}
+#: Hive's default ``hive.txn.timeout`` (300 s) in microseconds: the timeout of txns that
+#: were open when a store was migrated to version 9 (and of rows an older client inserts)
+DEFAULT_TIMEOUT = 300_000_000
 #: Version 4: ``<anything>/<db>.db/<table>``, the only form ``Warehouse.create_table`` ever
 #: stored, becomes ``<db>.db/<table>``; any other location stays as it is. Compared with
 #: ``substr`` from a positive start (a LIKE pattern would read the ``_`` of names as a wildcard;
@@ -69,6 +77,12 @@ _MIGRATIONS = {
     3: (_RELATIVE_LOCATIONS, _METADATA_VERSION),
     4: (_METADATA_VERSION,),
 }
+#: Columns added since version 8, as (table, column, definition): every migration adds those
+#: its store lacks (a table the DDL just created already has them), whatever its version.
+_ADDED_COLUMNS = (
+    ("txns", "heartbeat_timeout", f"INTEGER NOT NULL DEFAULT {DEFAULT_TIMEOUT}"),
+    ("compactions", "stale_after", "INTEGER"),
+)
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -114,7 +128,8 @@ CREATE TABLE IF NOT EXISTS txns (
     snapshot            TEXT NOT NULL,
     snapshot_commit_seq INTEGER NOT NULL,
     commit_seq          INTEGER UNIQUE,
-    abort_reason        TEXT
+    abort_reason        TEXT,
+    heartbeat_timeout   INTEGER NOT NULL DEFAULT {default_timeout}
 );
 CREATE INDEX IF NOT EXISTS txns_by_state ON txns (state, last_heartbeat);
 CREATE TABLE IF NOT EXISTS next_write_id (
@@ -210,7 +225,8 @@ CREATE TABLE IF NOT EXISTS compactions (
     finished            INTEGER,
     error               TEXT,
     attempts            INTEGER NOT NULL DEFAULT 0,
-    cleaning_started    INTEGER
+    cleaning_started    INTEGER,
+    stale_after         INTEGER
 );
 CREATE INDEX IF NOT EXISTS compactions_by_state ON compactions (state, table_id, part);
 CREATE TABLE IF NOT EXISTS txn_app_versions (
@@ -228,7 +244,7 @@ CREATE TABLE IF NOT EXISTS app_versions (
     commit_time INTEGER NOT NULL,
     PRIMARY KEY (table_id, app_id)
 );
-"""
+""".replace("{default_timeout}", str(DEFAULT_TIMEOUT))
 
 _SEQUENCES = (("txn", 1), ("commit", 1))
 
@@ -270,6 +286,10 @@ def ensure_schema(conn: Session, where: str) -> None:
         return
     for statement in _MIGRATIONS.get(version, ()):
         conn.execute(_translate(statement, dialect))
+    for table, column, definition in _ADDED_COLUMNS:
+        if conn.execute(dialect.column_exists, (table, column)).fetchone() is None:
+            conn.execute(_translate(f"ALTER TABLE {table} ADD COLUMN {column} {definition}",
+                                    dialect))
     conn.execute("UPDATE meta SET value = ? WHERE name = 'schema_version'",
                  (str(SCHEMA_VERSION),))
 

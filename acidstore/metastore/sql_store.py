@@ -211,9 +211,10 @@ class SqlMetastore(SqlBase):
         seen_commits = txns.peek_sequence(conn, "commit") - 1
         conn.execute(
             "INSERT INTO txns (txn_id, state, kind, user_name, host, started, "
-            "last_heartbeat, snapshot, snapshot_commit_seq) "
-            "VALUES (?, 'open', ?, ?, ?, ?, ?, ?, ?)",
-            (txn_id, kind, user, host, now, now, str(snapshot), seen_commits))
+            "last_heartbeat, snapshot, snapshot_commit_seq, heartbeat_timeout) "
+            "VALUES (?, 'open', ?, ?, ?, ?, ?, ?, ?, ?)",
+            (txn_id, kind, user, host, now, now, str(snapshot), seen_commits,
+             self._timeout_micros))
         write_ids: dict[str, int] = {}
         for plan in planned:
             row = self._table_row(conn, plan.table)

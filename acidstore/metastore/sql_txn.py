@@ -111,22 +111,23 @@ def abort_txn(conn: Session, txn_id: int, now: int, reason: str) -> None:
         conn.execute("DELETE FROM locks WHERE txn_id = ?", (txn_id,))
 
 
-def reap_timed_out(conn: Session, now: int, timeout_micros: int) -> None:
-    """§14: an open txn without a heartbeat for ``hive.txn.timeout`` is aborted (with its locks)
-    by the next metastore call that notices."""
-    cutoff = now - timeout_micros
-    stale = [row[0] for row in conn.execute(
-        "SELECT txn_id FROM txns WHERE state = 'open' AND last_heartbeat < ?", (cutoff,))]
+def reap_timed_out(conn: Session, now: int) -> None:
+    """§14: an open txn without a heartbeat for its own timeout (``hive.txn.timeout`` of the
+    client that opened it, stored with it) is aborted, with its locks, by the next metastore
+    call that notices: whichever client makes that call, with whatever timeout of its own."""
+    stale = [row[0] for row in conn.execute(_STALE_OPEN_TXNS, (now,))]
     for txn_id in stale:
         abort_txn(conn, txn_id, now, "timed out: no heartbeat within the transaction timeout")
 
 
-def has_timed_out(conn: Session, now: int, timeout_micros: int) -> bool:
+def has_timed_out(conn: Session, now: int) -> bool:
     """Whether ``reap_timed_out`` has work, so read-only calls take the write lock only then."""
-    row = conn.execute(
-        "SELECT 1 FROM txns WHERE state = 'open' AND last_heartbeat < ? LIMIT 1",
-        (now - timeout_micros,)).fetchone()
-    return row is not None
+    return conn.execute(_STALE_OPEN_TXNS + " LIMIT 1", (now,)).fetchone() is not None
+
+
+#: open txns whose last heartbeat is older than their own timeout
+_STALE_OPEN_TXNS = ("SELECT txn_id FROM txns WHERE state = 'open' AND "
+                    "last_heartbeat < ? - heartbeat_timeout")
 
 
 def require_open(conn: Session, txn_id: int) -> Any:
@@ -160,13 +161,13 @@ def take_snapshot(conn: Session, own: int | None = None) -> ValidTxnList:
     before inserting the txn's row, so the own txn is never listed in the first place.
 
     With server sequences (PostgreSQL) ids are handed out without a lock, so an id may be
-    taken while its txn's row is not visible yet: the server's ``acid_snapshot_v8`` computes
+    taken while its txn's row is not visible yet: the server's ``acid_snapshot_v9`` computes
     the snapshot in one statement and lists such ids as open (``postgres_functions``); an
     open passes its ``own`` new id, whose row is not inserted yet, so that it counts in the
     hwm and is not listed as such a gap (SQLite's counter already covers it)."""
     if conn.dialect.server_sequences:
         hwm, open_list, aborted_list = conn.execute(
-            "SELECT hwm, open_ids, aborted_ids FROM acid_snapshot_v8(?)", (own,)).fetchone()
+            "SELECT hwm, open_ids, aborted_ids FROM acid_snapshot_v9(?)", (own,)).fetchone()
         return ValidTxnList(int(hwm), tuple(open_list), tuple(aborted_list))
     hwm = peek_sequence(conn, "txn") - 1
     open_ids: list[int] = []

@@ -63,8 +63,9 @@ class _Connection(sqlite3.Connection):
 class SqliteMetastore(SqlMetastore):
     """Catalog, transactions and write ids in a SQLite file (see the module docstring).
 
-    ``timeout_seconds`` is Hive's ``hive.txn.timeout`` (default 300 s, §14): open transactions
-    without a heartbeat for that long are aborted by the next call that notices.
+    ``timeout_seconds`` is Hive's ``hive.txn.timeout`` (default 300 s, §14) of the transactions
+    this object opens, stored with each: one without a heartbeat for that long is aborted by
+    the next call that notices, from any client (whose own timeout does not apply to it).
     ``busy_timeout_seconds`` is how long a call waits for another writer's lock.
     ``read_only``: open the file read-only; by default when it (or its directory) cannot be
     written (see the module docstring).
@@ -173,7 +174,7 @@ class SqliteMetastore(SqlMetastore):
         outcome: tuple[T] | None = None
         try:
             now = now_micros()
-            txns.reap_timed_out(conn, now, self._timeout_micros)
+            txns.reap_timed_out(conn, now)
             outcome = (body(conn, now),)
         except txns.RaiseAfterCommit as signal:
             pending = signal.error
