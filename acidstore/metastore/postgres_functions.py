@@ -65,9 +65,10 @@ END $$
 _SNAPSHOT = """
 CREATE OR REPLACE FUNCTION acid_snapshot_v9(p_own bigint)
 RETURNS TABLE (hwm bigint, open_ids bigint[], aborted_ids bigint[])
-LANGUAGE sql STABLE AS $$
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
   -- one statement, so one MVCC snapshot: the hwm, the listed txns and the gaps agree
-  WITH top AS (
+  RETURN QUERY WITH top AS (
     SELECT greatest((SELECT coalesce(max(txn_id), 0) FROM txns), coalesce(p_own, 0)) AS hwm,
            (SELECT next_value FROM sequences WHERE name = 'txn_floor') AS floor
   ), listed AS (
@@ -75,15 +76,19 @@ LANGUAGE sql STABLE AS $$
     WHERE t.state IN ('open', 'aborted') AND t.txn_id <= top.hwm
       AND t.txn_id IS DISTINCT FROM p_own
   ), gaps AS (
+    -- the ids above the floor minus the rows there: a range of the primary key (an anti
+    -- join would hash every txn row ever written)
     SELECT g AS txn_id FROM top, generate_series(top.floor + 1, top.hwm) g
-    WHERE g IS DISTINCT FROM p_own AND NOT EXISTS (SELECT 1 FROM txns t WHERE t.txn_id = g)
+    WHERE g IS DISTINCT FROM p_own
+    EXCEPT
+    SELECT t.txn_id FROM txns t, top WHERE t.txn_id > top.floor AND t.txn_id <= top.hwm
   )
   SELECT top.hwm,
-         ARRAY(SELECT txn_id FROM listed WHERE state = 'open' UNION
-               SELECT txn_id FROM gaps ORDER BY 1),
-         ARRAY(SELECT txn_id FROM listed WHERE state = 'aborted' ORDER BY 1)
-  FROM top
-$$
+         ARRAY(SELECT l.txn_id FROM listed l WHERE l.state = 'open' UNION
+               SELECT gaps.txn_id FROM gaps ORDER BY 1),
+         ARRAY(SELECT l.txn_id FROM listed l WHERE l.state = 'aborted' ORDER BY 1)
+  FROM top;
+END $$
 """
 
 _PAD = """
@@ -94,28 +99,33 @@ LANGUAGE sql IMMUTABLE AS $$ SELECT CASE WHEN p < 10000000 THEN lpad(p::text, 7,
 
 _REAP = """
 CREATE OR REPLACE FUNCTION acid_reap_v9(p_now bigint) RETURNS void
-LANGUAGE sql AS $$
+LANGUAGE plpgsql AS $$
+BEGIN
   -- §14: an open txn without a heartbeat for its own timeout is aborted, with its locks
   WITH stale AS (
     UPDATE txns SET state = 'aborted', finished = p_now,
                     abort_reason = 'timed out: no heartbeat within the transaction timeout'
     WHERE state = 'open' AND last_heartbeat < p_now - heartbeat_timeout RETURNING txn_id)
-  DELETE FROM locks WHERE txn_id IN (SELECT txn_id FROM stale)
-$$
+  DELETE FROM locks WHERE txn_id IN (SELECT txn_id FROM stale);
+END $$
 """
 
 _NEW_WRITE_ID = """
 CREATE OR REPLACE FUNCTION acid_new_write_id_v9(p_txn bigint, p_table bigint, p_name text)
-RETURNS bigint LANGUAGE sql AS $$
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE v_write bigint;
+BEGIN
   -- §12.1: the table's counter row, bumped in one upsert, stays locked until the allocation
   -- commits, so per-table write ids are contiguous (Hive's NEXT_WRITE_ID)
   WITH bumped AS (
-    INSERT INTO next_write_id (table_id, next_value) VALUES (p_table, 2)
-    ON CONFLICT (table_id) DO UPDATE SET next_value = next_write_id.next_value + 1
-    RETURNING next_value - 1 AS write_id)
+    INSERT INTO next_write_id AS n (table_id, next_value) VALUES (p_table, 2)
+    ON CONFLICT (table_id) DO UPDATE SET next_value = n.next_value + 1
+    RETURNING n.next_value - 1 AS write_id)
   INSERT INTO txn_write_ids (txn_id, table_id, table_name, write_id)
-    SELECT p_txn, p_table, p_name, write_id FROM bumped RETURNING write_id
-$$
+    SELECT p_txn, p_table, p_name, b.write_id FROM bumped b
+    RETURNING txn_write_ids.write_id INTO v_write;
+  RETURN v_write;
+END $$
 """
 
 #: The checks of ``sql_txn.require_open`` that let the fast path go on: the txn's row, locked
@@ -123,10 +133,11 @@ $$
 #: timeout. Anything else returns false, and the general path reaps and reports.
 _ALIVE = """
 CREATE OR REPLACE FUNCTION acid_alive_v9(p_txn bigint, p_now bigint) RETURNS boolean
-LANGUAGE sql AS $$
-  SELECT coalesce((SELECT state = 'open' AND last_heartbeat >= p_now - heartbeat_timeout
-                   FROM txns WHERE txn_id = p_txn FOR UPDATE), false)
-$$
+LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN coalesce((SELECT t.state = 'open' AND t.last_heartbeat >= p_now - t.heartbeat_timeout
+                   FROM txns t WHERE t.txn_id = p_txn FOR UPDATE), false);
+END $$
 """
 
 _ALLOCATE = """
@@ -276,14 +287,13 @@ END $$
 
 _HEARTBEAT = """
 CREATE OR REPLACE FUNCTION acid_heartbeat_v9(p_txn bigint, p_now bigint)
-RETURNS boolean LANGUAGE sql AS $$
+RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
   -- false: not open, or timed out (the general path reaps it and reports which)
-  WITH beat AS (UPDATE txns SET last_heartbeat = p_now
-                WHERE txn_id = p_txn AND state = 'open'
-                  AND last_heartbeat >= p_now - heartbeat_timeout
-                RETURNING 1)
-  SELECT EXISTS (SELECT 1 FROM beat)
-$$
+  UPDATE txns SET last_heartbeat = p_now
+    WHERE txn_id = p_txn AND state = 'open' AND last_heartbeat >= p_now - heartbeat_timeout;
+  RETURN FOUND;
+END $$
 """
 
 #: The commit of txns whose components are all plain inserts (no Serializable read), with no
@@ -335,7 +345,8 @@ BEGIN
                 OR o.metadata_version <> t.metadata_version) THEN
     RETURN;
   END IF;
-  -- a committed INSERT OVERWRITE above our write id would hide it (sql_txn._hidden_by_overwrite)
+  -- a committed INSERT OVERWRITE above our write id would hide it (sql_commit._hidden_by_overwrite;
+  -- the partial index components_overwrites holds only overwrites)
   IF EXISTS (SELECT 1 FROM acid_offered_v9(p_txn, p_components) o JOIN components c
                ON c.table_id = o.table_id AND c.part = o.part AND c.operation = 'overwrite'
               AND c.write_id > o.write_id AND c.txn_id <> p_txn

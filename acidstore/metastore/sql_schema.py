@@ -160,6 +160,8 @@ CREATE TABLE IF NOT EXISTS components (
 );
 CREATE INDEX IF NOT EXISTS components_by_txn ON components (txn_id);
 CREATE INDEX IF NOT EXISTS components_by_partition ON components (table_id, part);
+CREATE INDEX IF NOT EXISTS components_overwrites ON components (table_id, part, write_id)
+    WHERE operation = 'overwrite';
 CREATE TABLE IF NOT EXISTS compaction_outputs (
     txn_id       INTEGER NOT NULL REFERENCES txns(txn_id),
     table_id     INTEGER NOT NULL,
