@@ -350,7 +350,7 @@ class Scan:
         for partition, split in self._splits:
             if units and self._reader == "vectorized" and groupable(split):
                 last_partition, last = units[-1][-1]
-                if last_partition is partition and groupable(last) and \
+                if last_partition == partition and groupable(last) and \
                         last.path.rsplit("/", 1)[0] == split.path.rsplit("/", 1)[0]:
                     units[-1].append((partition, split))
                     continue
