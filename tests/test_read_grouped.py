@@ -27,7 +27,7 @@ from acidfiles import (
 
 import acidstore
 from acidstore.errors import DataError
-from acidstore.orc.schema import INSERT
+from acidstore.orc.schema import DELETE, INSERT
 from acidstore.read.scan import Scan
 from acidstore.table import Table
 from acidstore.warehouse import Warehouse
@@ -173,3 +173,37 @@ def test_broken_file_in_a_group_is_named(tmp_path: Path) -> None:
     write_dir(root, "delta_0000001_0000001_0000", {
         0: rows(bucket_property(0), [5, 6, 7]), 1: rows(bucket_property(1), [0, 1])})
     assert acidstore.read_directory(root, SCHEMA, with_row_id=True).num_rows == 5
+
+
+def test_small_delete_files_decoded_together(tmp_path: Path) -> None:
+    """Several small delete files of a bucket, one of them holding an aborted write id's
+    events (checked event by event), against the merge; a broken one is named."""
+    root = tmp_path / "t"
+
+    def inserts(write_id: int, bucket: int, n: int) -> pa.Table:
+        return events_table([(INSERT, write_id, bucket_property(bucket), r, write_id,
+                              {"id": 100 * write_id + 10 * bucket + r, "name": f"n{r}",
+                               "amount": None}) for r in range(n)])
+
+    write_dir(root, "delta_0000001_0000001_0000", {b: inserts(1, b, 8) for b in range(2)})
+    write_dir(root, "delta_0000002_0000002_0000", {b: inserts(2, b, 5) for b in range(2)})
+    # write ids 3 (aborted) and 4 in one delete delta: only 4's events count
+    write_dir(root, "delete_delta_0000003_0000004", {b: events_table(
+        [(DELETE, 1, bucket_property(b), r, w, None)
+         for r, w in ((0, 3), (1, 4), (2, 3), (3, 4))]) for b in range(2)})
+    write_dir(root, "delete_delta_0000005_0000005_0000", {
+        b: delete_events([(1, bucket_property(b), 5), (2, bucket_property(b), 4)], 5)
+        for b in range(2)})
+    snapshot = ValidWriteIdList("default.t", 5, (), (3,))
+    got = acidstore.read_directory(root, SCHEMA, write_ids=snapshot, with_row_id=True)
+    want = acidstore.read_directory(root, SCHEMA, write_ids=snapshot, with_row_id=True,
+                                    reader="merge")
+    assert got.to_pylist() == want.to_pylist()
+    assert sorted(r["id"] for r in got.to_pylist()) == sorted(
+        [100 + 10 * b + r for b in range(2) for r in range(8) if r not in (1, 3, 5)]
+        + [200 + 10 * b + r for b in range(2) for r in range(5) if r != 4])
+    write_dir(root, "delete_delta_0000005_0000005_0000", {
+        0: delete_events([(1, bucket_property(1), 5)], 5),
+        1: delete_events([(1, bucket_property(1), 5)], 5)})
+    with pytest.raises(DataError, match="delete_delta_0000005_0000005_0000/bucket_00000"):
+        acidstore.read_directory(root, SCHEMA, write_ids=snapshot)

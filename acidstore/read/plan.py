@@ -40,6 +40,8 @@ class DeleteSource:
     max_write_id: int
     statement_id: int
     bucket_id: int
+    #: the file's bytes as listed (None: not known)
+    size: int | None = None
 
 
 @dataclass(frozen=True)
@@ -141,7 +143,7 @@ class _Planner:
                     continue
                 self.deletes[bucket].append(DeleteSource(
                     afs.join(directory, file_name), parsed.min_write_id, parsed.max_write_id,
-                    parsed.statement_id, bucket))
+                    parsed.statement_id, bucket, size))
 
     def raw_files(self, directory: str, write_id: int, statement_id: int,
                   min_write_id: int) -> None:
