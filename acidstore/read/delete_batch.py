@@ -11,21 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from acidstore.errors import CorruptFileError, DataError
+from acidstore.errors import CorruptFileError
 from acidstore.orc.io import OrcFile
 from acidstore.orc.schema import BUCKET, CURRENT_TRANSACTION, ORIGINAL_TRANSACTION, ROW_ID
 from acidstore.read.keys import (
     KeyArrays,
-    check_bucket,
-    check_key_order,
+    check_files,
     current_write_ids,
     key_arrays,
     valid_write_id_mask,
-    writer_ids,
 )
 from acidstore.read.plan import DeleteSource
 from acidstore.writeids import RangeResponse, ValidWriteIdList
@@ -68,50 +65,18 @@ def small_delete_events(fs: pafs.FileSystem, sources: Sequence[DeleteSource],
     if not parts:
         return [[] for _ in sources]
     batch = pa.concat_batches(parts) if len(parts) > 1 else parts[0]
-    keys = key_arrays(batch)
-    ends = np.cumsum(lengths)
-    _check(sources, keys, lengths, ends)
-    valid = None
-    if any_partial:
-        current = current_write_ids(batch)
-        valid = np.ones(len(keys), dtype=np.bool_)
-        start = 0
-        for (_, partial), end in zip(opened, ends.tolist(), strict=True):
-            if partial:
-                valid[start:end] = valid_write_id_mask(current[start:end], write_ids)
-            start = end
+    own_keys = check_files(key_arrays(batch), [(s.bucket_id, s.path) for s in sources],
+                           lengths, strict=False)
+    current = current_write_ids(batch) if any_partial else None
     out: list[list[KeyArrays]] = []
     start = 0
-    for end in ends.tolist():
-        own = KeyArrays(keys.write_id[start:end], keys.bucket[start:end],
-                        keys.row_id[start:end])
-        if valid is not None and not bool(valid[start:end].all()):
-            own = own.take(valid[start:end])
-        out.append([own] if len(own) else [])
+    for (_, partial), own in zip(opened, own_keys, strict=True):
+        end = start + len(own)
+        kept = own
+        if partial and current is not None:
+            valid = valid_write_id_mask(current[start:end], write_ids)
+            kept = own if bool(valid.all()) else own.take(valid)
+        out.append([kept] if len(kept) else [])
         start = end
     return out
 
-
-def _check(sources: Sequence[DeleteSource], keys: KeyArrays, lengths: Sequence[int],
-           ends: np.ndarray) -> None:
-    """Every file's events carry its bucket id and never go backwards (a key may repeat:
-    several write ids can delete one row)."""
-    expected = np.repeat(np.asarray([s.bucket_id for s in sources], dtype=np.int32), lengths)
-    try:
-        wrong = bool(np.any(writer_ids(keys.bucket) != expected))
-    except DataError:
-        wrong = True
-    n = len(keys)
-    w, b, r = keys.write_id, keys.bucket, keys.row_id
-    backwards = (w[1:] < w[:-1]) | ((w[1:] == w[:-1]) & (
-        (b[1:] < b[:-1]) | ((b[1:] == b[:-1]) & (r[1:] < r[:-1]))))
-    cuts = ends[:-1]
-    backwards[cuts[(cuts > 0) & (cuts < n)] - 1] = False  # a file may start below the last
-    if not wrong and not bool(backwards.any()):
-        return
-    start = 0
-    for source, end in zip(sources, ends.tolist(), strict=True):
-        own = KeyArrays(w[start:end], b[start:end], r[start:end])
-        check_bucket(own.bucket, source.bucket_id, source.path)
-        check_key_order(own, None, source.path, strict=False)
-        start = end

@@ -31,13 +31,10 @@ from acidstore.orc.schema import (
     ROW_ID,
 )
 from acidstore.read.keys import (
-    KeyArrays,
-    check_bucket,
-    check_key_order,
+    check_files,
     current_write_ids,
     key_arrays,
     valid_write_id_mask,
-    writer_ids,
 )
 from acidstore.read.plan import Split
 from acidstore.read.registry import DeleteRegistry
@@ -112,10 +109,9 @@ def read_small_files(files: Sequence[SmallFile], write_ids: ValidWriteIdList,
     if not parts:
         return
     batch = pa.concat_batches(parts) if len(parts) > 1 else parts[0]
-    ends = np.cumsum(lengths)
     keys = key_arrays(batch) if need_keys else None
-    if keys is not None:
-        _check_keys(files, keys, lengths, ends)
+    own_keys = check_files(keys, [(f.split.bucket_id, f.split.path) for f in files], lengths,
+                           strict=True) if keys is not None else []
     row = struct_column(batch.column(ROW)) if wanted else None
     out = SplitBatch(batch.num_rows, tuple(wanted), row, keys)
     keep = probe_mask(probe, out) if probe is not None else None
@@ -123,15 +119,12 @@ def read_small_files(files: Sequence[SmallFile], write_ids: ValidWriteIdList,
         else pc.fill_null(keep, False).to_numpy(zero_copy_only=False)
     if check_rows:
         passing &= valid_write_id_mask(current_write_ids(batch), write_ids)
-    if keys is not None:
-        start = 0
-        for small, applied, end in zip(files, applies, ends.tolist(), strict=True):
-            if applied and end > start:
-                assert small.registry is not None
-                own = KeyArrays(keys.write_id[start:end], keys.bucket[start:end],
-                                keys.row_id[start:end])
-                passing[start:end] &= ~small.registry.deleted(own)
-            start = end
+    start = 0
+    for small, applied, own in zip(files, applies, own_keys, strict=False):
+        if applied and len(own):
+            assert small.registry is not None
+            passing[start:start + len(own)] &= ~small.registry.deleted(own)
+        start += len(own)
     if not with_row_id:
         out = SplitBatch(out.num_rows, out.positions, out.row, None)
     if not passing.all():
@@ -139,29 +132,3 @@ def read_small_files(files: Sequence[SmallFile], write_ids: ValidWriteIdList,
     if out.num_rows:
         yield SplitBatch(out.num_rows, out.positions, out.row, out.keys, keep is not None)
 
-
-def _check_keys(files: Sequence[SmallFile], keys: KeyArrays, lengths: Sequence[int],
-                ends: np.ndarray) -> None:
-    """Every file's bucket ids match its name, and its ROW__IDs increase strictly (checked
-    over all rows at once; a file that fails is checked alone, for the error naming it)."""
-    expected = np.repeat(np.asarray([f.split.bucket_id for f in files], dtype=np.int32),
-                         lengths)
-    try:
-        wrong = bool(np.any(writer_ids(keys.bucket) != expected))
-    except DataError:
-        wrong = True
-    n = len(keys)
-    w, b, r = keys.write_id, keys.bucket, keys.row_id
-    # head < tail, lexicographically, for each pair of neighbours
-    ascending = (w[:-1] < w[1:]) | ((w[:-1] == w[1:]) & (
-        (b[:-1] < b[1:]) | ((b[:-1] == b[1:]) & (r[:-1] < r[1:]))))
-    cuts = ends[:-1]
-    ascending[cuts[(cuts > 0) & (cuts < n)] - 1] = True  # a file may start below the last
-    if not wrong and bool(ascending.all()):
-        return
-    start = 0
-    for small, end in zip(files, ends.tolist(), strict=True):
-        own = KeyArrays(w[start:end], b[start:end], r[start:end])
-        check_bucket(own.bucket, small.split.bucket_id, small.split.path)
-        check_key_order(own, None, small.split.path, strict=True)
-        start = end
