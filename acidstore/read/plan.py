@@ -40,6 +40,8 @@ class DeleteSource:
     max_write_id: int
     statement_id: int
     bucket_id: int
+    #: the file's bytes as listed (None: not known)
+    size: int | None = None
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,9 @@ class Split:
     #: the events the file must hold, as the compaction that wrote it recorded (None: no
     #: record); a file holding more reads some row twice
     expected_rows: int | None = None
+    #: the file's bytes as listed (None: not known), so a reader can tell a small file,
+    #: whose fixed costs outweigh its rows, before opening it
+    size: int | None = None
 
 
 def _bucket_files(entries: list[afs.Entry]) -> list[tuple[str, int, int]]:
@@ -125,7 +130,7 @@ class _Planner:
                        if _qualifies(d, split.min_write_id, split.statement_id))
         return Split(split.path, split.bucket_id, split.min_write_id, split.max_write_id,
                      split.statement_id, split.rows_valid, split.synthetic,
-                     split.logical_length, chosen)
+                     split.logical_length, chosen, size=split.size)
 
     def collect_deletes(self) -> None:
         for name in self.state.delete_deltas:
@@ -138,7 +143,7 @@ class _Planner:
                     continue
                 self.deletes[bucket].append(DeleteSource(
                     afs.join(directory, file_name), parsed.min_write_id, parsed.max_write_id,
-                    parsed.statement_id, bucket))
+                    parsed.statement_id, bucket, size))
 
     def raw_files(self, directory: str, write_id: int, statement_id: int,
                   min_write_id: int) -> None:
@@ -196,7 +201,7 @@ class _Planner:
             if size == 0 or length == 0:
                 continue
             self.splits.append(self._attach(Split(path, bucket, lo, hi, stmt, rows_valid,
-                                                  logical_length=length)))
+                                                  logical_length=length, size=size)))
         raw_allowed = (parsed is None and not self.state.base_is_compacted) or (
             parsed is not None and lo == hi)
         if raw_allowed:

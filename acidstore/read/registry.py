@@ -25,6 +25,7 @@ from acidstore.errors import CorruptFileError
 from acidstore.layout import is_bucket_file
 from acidstore.orc.io import OrcFile, RowKey
 from acidstore.orc.schema import BUCKET, CURRENT_TRANSACTION, ORIGINAL_TRANSACTION, ROW_ID
+from acidstore.read.delete_batch import SMALL_DELETE_BYTES, small_delete_events
 from acidstore.read.keys import (
     KeyArrays,
     check_bucket,
@@ -48,6 +49,7 @@ __all__ = [
 
 DEFAULT_DELETE_EVENT_LIMIT = 10_000_000
 _MAX_EVENTS = 2**31 - 1  # run offsets are int32, which is what keeps an event at 24 bytes
+_BATCH_BYTES = 16 * 1024 * 1024  # small delete files decoded together, at most this much
 
 Bool = npt.NDArray[np.bool_]
 DELETE_COLUMNS = (ORIGINAL_TRANSACTION, BUCKET, ROW_ID, CURRENT_TRANSACTION)
@@ -248,8 +250,10 @@ class DeleteCache:
             return built
         parts: list[KeyArrays] = []
         total = 0
+        decoded = self._small_files(fs, sources, write_ids)
         for source in sources:
-            for chunk in self.events(fs, source, write_ids):
+            chunks = decoded.get(source.path)
+            for chunk in self.events(fs, source, write_ids) if chunks is None else chunks:
                 total += len(chunk)
                 if self._registered + total > self._max:
                     return None
@@ -261,6 +265,36 @@ class DeleteCache:
                 self._registered += total
         return built
 
+    def _small_files(self, fs: pafs.FileSystem, sources: Sequence[DeleteSource],
+                     write_ids: ValidWriteIdList) -> dict[str, list[KeyArrays]]:
+        """The events of the small files of ``sources`` not held yet, decoded together in
+        batches of at most ``_BATCH_BYTES`` (see ``read.delete_batch``), and held."""
+        small = [s for s in sources if s.path not in self._files and s.size is not None
+                 and s.size < SMALL_DELETE_BYTES]
+        out: dict[str, list[KeyArrays]] = {}
+        batch: list[DeleteSource] = []
+        for i, source in enumerate(small):
+            batch.append(source)
+            size = sum(s.size or 0 for s in batch)
+            if i + 1 < len(small) and size + (small[i + 1].size or 0) <= _BATCH_BYTES:
+                continue
+            if len(batch) > 1:
+                for done, chunks in zip(batch, small_delete_events(fs, batch, write_ids),
+                                        strict=True):
+                    self._hold(done.path, chunks)
+                    out[done.path] = chunks
+                if sum(len(c) for chunks in out.values() for c in chunks) > self._max:
+                    break  # the registry would not be built anyway
+            batch = []
+        return out
+
+    def _hold(self, path: str, chunks: list[KeyArrays]) -> None:
+        size = sum(len(c) for c in chunks)
+        with self._lock:
+            if self._held + size <= self._max and path not in self._files:
+                self._files[path] = chunks
+                self._held += size
+
     def events(self, fs: pafs.FileSystem, source: DeleteSource, write_ids: ValidWriteIdList
                ) -> Iterator[KeyArrays]:
         cached = self._files.get(source.path)
@@ -271,11 +305,7 @@ class DeleteCache:
         for chunk in delete_events(fs, source, write_ids):
             chunks.append(chunk)
             yield chunk
-        size = sum(len(c) for c in chunks)
-        with self._lock:
-            if self._held + size <= self._max and source.path not in self._files:
-                self._files[source.path] = chunks
-                self._held += size
+        self._hold(source.path, chunks)
 
 
 def load_registry(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList, *,

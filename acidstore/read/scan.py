@@ -27,10 +27,11 @@ from acidstore.orc.io import OrcFile
 from acidstore.orc.schema import ROW_ID_COLUMN, ROW_ID_TYPE, cast_to
 from acidstore.partitions import parse_partition_path
 from acidstore.read.bounds import stripe_bounds
+from acidstore.read.grouped import SmallFile, groupable, read_small_files
 from acidstore.read.merge import merge_split
 from acidstore.read.plan import Split, plan_partition
 from acidstore.read.recorded import RecordedWrites, check_recorded, with_recorded_rows
-from acidstore.read.registry import DEFAULT_DELETE_EVENT_LIMIT, DeleteCache
+from acidstore.read.registry import DEFAULT_DELETE_EVENT_LIMIT, DeleteCache, load_registry
 from acidstore.read.source import Probe, SplitBatch
 from acidstore.read.vectorized import read_split
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
@@ -342,6 +343,52 @@ class Scan:
             if assembled is not None:
                 yield assembled
 
+    def _units(self) -> list[list[tuple[PartitionDir, Split]]]:
+        """The planned splits in read order, cut into units read as one: the small bucket
+        files of one directory together (see ``read.grouped``), every other split alone."""
+        units: list[list[tuple[PartitionDir, Split]]] = []
+        for partition, split in self._splits:
+            if units and self._reader == "vectorized" and groupable(split):
+                last_partition, last = units[-1][-1]
+                if last_partition == partition and groupable(last) and \
+                        last.path.rsplit("/", 1)[0] == split.path.rsplit("/", 1)[0]:
+                    units[-1].append((partition, split))
+                    continue
+            units.append([(partition, split)])
+        return units
+
+    def _unit_batches(self, unit: list[tuple[PartitionDir, Split]]) -> Iterator[pa.RecordBatch]:
+        if len(unit) == 1:
+            yield from self._split_batches(*unit[0])
+            return
+        partition = unit[0][0]
+        pending: list[SmallFile] = []
+        for _, split in unit:
+            registry = load_registry(self._fs, split, self.write_ids, limit=self._limit,
+                                     cache=self._delete_cache) if split.deletes else None
+            orc = OrcFile(self._fs, split.path)
+            over_limit = bool(split.deletes) and registry is None
+            if pending and (over_limit or not orc.schema.equals(pending[0].orc.schema)):
+                yield from self._small_batches(partition, pending)
+                pending = []
+            if over_limit:
+                # more delete events than the registry holds: the merge, as read_split does
+                yield from self._split_batches(partition, split)
+                continue
+            pending.append(SmallFile(split, orc, registry))
+        if pending:
+            yield from self._small_batches(partition, pending)
+
+    def _small_batches(self, partition: PartitionDir, files: list[SmallFile]
+                       ) -> Iterator[pa.RecordBatch]:
+        first = files[0].split
+        for batch in read_small_files(files, self.write_ids, self._user_positions,
+                                      with_row_id=self._with_row_id,
+                                      probe=self._probe(partition, first)):
+            assembled = self._assemble(partition, first, batch)
+            if assembled is not None:
+                yield assembled
+
     @property
     def splits(self) -> list[Split]:
         """The planned splits, in read order."""
@@ -354,15 +401,15 @@ class Scan:
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         """Stream the result split by split (memory: one split's batches at a time)."""
-        for partition, split in self._splits:
-            yield from self._split_batches(partition, split)
+        for unit in self._units():
+            yield from self._unit_batches(unit)
 
     def partition_batches(self) -> Iterator[tuple[PartitionDir, pa.RecordBatch]]:
         """Like ``to_batches``, with the partition each batch came from (writers need it to
         route delete events)."""
-        for partition, split in self._splits:
-            for batch in self._split_batches(partition, split):
-                yield partition, batch
+        for unit in self._units():
+            for batch in self._unit_batches(unit):
+                yield unit[0][0], batch
 
     def to_reader(self) -> pa.RecordBatchReader:
         """The result as a RecordBatchReader (DuckDB/Polars friendly)."""
@@ -370,8 +417,9 @@ class Scan:
 
     def to_table(self) -> pa.Table:
         """The whole result, reading splits in parallel threads, in split order."""
-        if self._threads <= 1 or len(self._splits) <= 1:
+        units = self._units()
+        if self._threads <= 1 or len(units) <= 1:
             return pa.Table.from_batches(list(self.to_batches()), schema=self.schema)
         with ThreadPoolExecutor(max_workers=self._threads) as pool:
-            parts = list(pool.map(lambda ps: list(self._split_batches(*ps)), self._splits))
+            parts = list(pool.map(lambda unit: list(self._unit_batches(unit)), units))
         return pa.Table.from_batches([b for part in parts for b in part], schema=self.schema)

@@ -39,7 +39,7 @@ from acidstore.read.keys import (
 from acidstore.read.plan import Split
 from acidstore.writeids import ValidWriteIdList
 
-__all__ = ["PROBE_MIN_ROWS", "Probe", "SplitBatch", "split_batches"]
+__all__ = ["PROBE_MIN_ROWS", "Probe", "SplitBatch", "probe_mask", "split_batches", "struct_column"]
 
 #: the average stripe size (rows) from which a probe pays: each stripe read has a fixed cost
 #: (about 0.1-0.3 ms in pyarrow, whatever the rows), so a file of small stripes (an UPDATE's
@@ -61,12 +61,18 @@ class SplitBatch:
 
     def filter(self, keep: np.ndarray) -> SplitBatch:
         """Keep the rows where ``keep`` is true."""
+        count = int(np.count_nonzero(keep))
+        keys = None
+        if self.keys is not None:
+            # a selective filter (a WHERE keeping 1% of a stripe) takes the keys by index:
+            # one pass over the mask instead of one per key array
+            keys = self.keys.take(np.flatnonzero(keep) if count * 8 < len(keep) else keep)
         return SplitBatch(
-            int(np.count_nonzero(keep)),
+            count,
             self.positions,
             _filtered(self.row, pa.array(keep, type=pa.bool_())) if self.row is not None
             else None,
-            self.keys.take(keep) if self.keys is not None else None,
+            keys,
             self.filtered,
         )
 
@@ -103,7 +109,7 @@ class Probe:
     bounds: StripeBounds | None = None
 
 
-def _struct(column: pa.Array | pa.ChunkedArray) -> pa.StructArray:
+def struct_column(column: pa.Array | pa.ChunkedArray) -> pa.StructArray:
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     out: pa.StructArray = column
@@ -161,11 +167,11 @@ def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
         else:
             assert probe is not None
             first = _probed(orc, stripe, probed)
-            keep = _mask(probe, SplitBatch(len(first), tuple(probed), first, None))
+            keep = probe_mask(probe, SplitBatch(len(first), tuple(probed), first, None))
             if len(first) == 0 or (keep is not None and not pc.any(keep).as_py()):
                 continue  # no row of the stripe can pass: its other columns stay encoded
             batch = orc.canonical(orc.read_stripe(stripe, rest_columns))
-            batch = _with_row(batch, _joined(first, probed, _struct(batch.column(ROW)), rest,
+            batch = _with_row(batch, _joined(first, probed, struct_column(batch.column(ROW)), rest,
                                              wanted))
         if batch.num_rows == 0:
             continue
@@ -175,10 +181,10 @@ def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
             check_bucket(keys.bucket, split.bucket_id, split.path)
             check_key_order(keys, previous, split.path, strict=True)
             previous = keys.last()
-        row = _struct(batch.column(ROW)) if wanted else None
+        row = struct_column(batch.column(ROW)) if wanted else None
         out = SplitBatch(batch.num_rows, tuple(wanted), row, keys)
         if probe is not None and not two_phase:
-            keep = _mask(probe, out)
+            keep = probe_mask(probe, out)
         # the filter first, then (in the caller) the delete events: only rows that pass are
         # looked up in the delete registry, and a batch filtered here is not filtered again
         passing = np.ones(out.num_rows, dtype=np.bool_) if keep is None \
@@ -193,7 +199,7 @@ def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
             yield out
 
 
-def _mask(probe: Probe, batch: SplitBatch) -> pa.BooleanArray | None:
+def probe_mask(probe: Probe, batch: SplitBatch) -> pa.BooleanArray | None:
     """The rows of ``batch`` that pass the probe's filter, or None when evaluating it fails:
     the batch may hold rows a later step drops (of aborted write ids, deleted), so the filter
     is left to run where only visible rows remain, and fails there only if one of them makes
@@ -222,7 +228,7 @@ def _decoded(orc: OrcFile, columns: list[str], batch_rows: int | None, decode: b
 def _probed(orc: OrcFile, stripe: int, positions: list[int]) -> pa.StructArray:
     """The stripe's fields at ``positions`` (the filter's)."""
     batch = orc.canonical(orc.read_stripe(stripe, orc.physical_columns([], positions)))
-    return _struct(batch.column(ROW))
+    return struct_column(batch.column(ROW))
 
 
 def _joined(first: pa.StructArray, first_positions: list[int], second: pa.StructArray,
