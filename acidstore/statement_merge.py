@@ -1,7 +1,9 @@
 """MERGE in the statement core (layer L3): what a MERGE matches, computed unit by unit.
 
 A MERGE is planned like a DELETE: one unit per partition (and bucket, when bucketed) of the
-target at the statement's snapshot, each carrying the whole (small) source. A unit decodes only
+target at the statement's snapshot, each carrying the (small) source: all of it, or, when the
+ON condition equates the bucketing column and no original file is planned, only the rows that
+hash to its bucket (``route_by_bucket``). A unit decodes only
 the target columns the MERGE's SQL names plus the ROW__ID, joins them to the source in DuckDB,
 applies the first WHEN MATCHED clause whose condition holds, and checks cardinality there: a
 target row lives in exactly one unit, so a row matched twice is always seen by one unit, in the
