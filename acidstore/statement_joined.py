@@ -29,7 +29,13 @@ from acidstore.statement import (
     scan_unit,
     write_changes,
 )
-from acidstore.statement_merge import SOURCE_INDEX, match, merged_rows, needs_old_rows
+from acidstore.statement_merge import (
+    SOURCE_INDEX,
+    match,
+    merged_rows,
+    needs_old_rows,
+    update_rows,
+)
 
 __all__ = ["run_joined_unit"]
 
@@ -57,7 +63,7 @@ def run_joined_unit(unit: ChangeUnit, source: pa.Table, target: pa.Table, keys: 
         condition=_PAIRED.format(s=spec.source_alias, t=spec.target_alias))
     found = match(paired, target, unit.target.schema.names, where, evaluator)
     chosen = keys.take(found.positions)
-    updates = np.array([spec.matched[c].kind == "update" for c in found.clauses], dtype=bool)
+    updates = update_rows(spec, found)
     new = None
     if updates.any():
         old = (_old_rows(unit, chosen.take(updates), where)

@@ -1,7 +1,9 @@
 """MERGE in the statement core (layer L3): what a MERGE matches, computed unit by unit.
 
 A MERGE is planned like a DELETE: one unit per partition (and bucket, when bucketed) of the
-target at the statement's snapshot, each carrying the whole (small) source. A unit decodes only
+target at the statement's snapshot, each carrying the (small) source: all of it, or, when the
+ON condition equates the bucketing column and no original file is planned, only the rows that
+hash to its bucket (``route_by_bucket``). A unit decodes only
 the target columns the MERGE's SQL names plus the ROW__ID, joins them to the source in DuckDB,
 applies the first WHEN MATCHED clause whose condition holds, and checks cardinality there: a
 target row lives in exactly one unit, so a row matched twice is always seen by one unit, in the
@@ -16,6 +18,7 @@ of INSERT clauses the one after. Each kind's bucket files are then written by ex
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,9 +32,11 @@ import pyarrow.compute as pc
 from acidstore.errors import InvalidInputError, MergeCardinalityError
 from acidstore.expressions import SqlEvaluator, check_expression, quote, referenced_columns
 from acidstore.orc.schema import cast_to
+from acidstore.write.bucketing import bucket_ids
 
-__all__ = ["MergeClause", "MergeMatch", "MergeSpec", "SOURCE_INDEX", "clause_values", "match",
-           "merge_columns", "merged_rows", "needs_old_rows", "not_matched_rows"]
+__all__ = ["MergeClause", "MergeMatch", "MergeSpec", "SOURCE_INDEX", "clause_values",
+           "equality_key", "equality_keys", "match", "merge_columns", "merged_rows",
+           "needs_old_rows", "not_matched_rows", "route_by_bucket", "update_rows"]
 
 ClauseKind = Literal["update", "delete", "insert"]
 
@@ -227,6 +232,88 @@ def _join_keys(spec: MergeSpec, target: pa.Table) -> tuple[pa.Array, pa.Array] |
     return arrays[0], arrays[1]
 
 
+_EQUALITY = re.compile(r"^\s*(\w+)\s*\.\s*(\w+)\s*=\s*(\w+)\s*\.\s*(\w+)\s*$")
+
+
+def equality_keys(spec: MergeSpec, target: Sequence[str], source: Sequence[str]
+                  ) -> list[tuple[str, str]]:
+    """(target column, source column) of each ``t.a = s.b`` term of an ON condition that is a
+    plain AND of terms (no parentheses, quotes, OR or BETWEEN, where a term could hide in an OR
+    or be an operand): every matching pair satisfies each of them. Empty for other conditions."""
+    text = spec.condition
+    if any(c in text for c in "()'\"`") or re.search(r"\b(OR|BETWEEN)\b", text, re.IGNORECASE):
+        return []
+    by_alias = {spec.target_alias.lower(): {n.lower(): n for n in target},
+                spec.source_alias.lower(): {n.lower(): n for n in source}}
+    t, s = spec.target_alias.lower(), spec.source_alias.lower()
+    out = []
+    for term in re.split(r"\s+AND\s+", text, flags=re.IGNORECASE):
+        found = _EQUALITY.match(term)
+        if found is None:
+            continue
+        a, x, b, y = (g.lower() for g in found.groups())
+        sides = {a: x, b: y}
+        if a != b and t in sides and s in sides and sides[t] in by_alias[t] and \
+                sides[s] in by_alias[s]:
+            out.append((by_alias[t][sides[t]], by_alias[s][sides[s]]))
+    return out
+
+
+def equality_key(spec: MergeSpec, target: Sequence[str], source: Sequence[str]
+                 ) -> tuple[str, str] | None:
+    """The first of ``equality_keys`` (None without one)."""
+    found = equality_keys(spec, target, source)
+    return found[0] if found else None
+
+
+def route_by_bucket(spec: MergeSpec, schema: pa.Schema, bucket_by: Sequence[str],
+                    buckets: int) -> dict[int, MergeSpec] | None:
+    """Per bucket, ``spec`` with only the source rows that can match a target row of that
+    bucket, when the ON condition equates the (single) bucketing column to a source column of
+    the same kind (integers or strings, where SQL's equality is the value's, so the source
+    value hashes as the matching target row's did); None otherwise. Source rows keep their
+    numbers (``SOURCE_INDEX``); a NULL key, or one outside the column's range, matches nothing
+    and goes to no bucket. The caller must know that every target row sits in the bucket its
+    value hashes to (no original files in play): a unit then joins a tenth of a ten-bucket
+    table's source and a task ships only its units' share of it."""
+    if len(bucket_by) != 1 or buckets <= 0:
+        return None
+    names = [c for c in spec.source.column_names if c != SOURCE_INDEX]
+    field = next((f for f in schema if f.name.lower() == bucket_by[0].lower()), None)
+    if field is None:
+        return None
+    column = next((sc for tc, sc in equality_keys(spec, schema.names, names)
+                   if tc == field.name), None)
+    if column is None:
+        return None
+    keys = spec.source.column(column)
+    if pa.types.is_integer(field.type) and pa.types.is_integer(keys.type) and \
+            field.type != pa.uint64():
+        try:
+            values = keys.cast(pa.int64())
+        except (pa.ArrowInvalid, OverflowError):  # a uint64 beyond int64: not judged
+            return None
+        info = np.iinfo(field.type.to_pandas_dtype())
+        fits = pc.and_kleene(pc.greater_equal(values, info.min), pc.less_equal(values, info.max))
+    elif _is_string(field.type) and _is_string(keys.type):
+        values, fits = keys, pc.is_valid(keys)
+    else:
+        return None
+    fits = pc.fill_null(fits, False)
+    rows = spec.source.filter(fits)
+    hashed = pa.table({field.name: values.filter(fits).cast(field.type)})
+    bucket_of = bucket_ids(hashed, [field.name], buckets)
+    # one sort, then a copy per bucket (a slice would pickle its whole parent's buffers)
+    order = np.argsort(bucket_of, kind="stable")
+    bounds = np.searchsorted(bucket_of[order], np.arange(buckets + 1))
+    return {b: dataclasses.replace(spec, source=rows.take(pa.array(order[bounds[b]:bounds[b + 1]])))
+            for b in range(buckets)}
+
+
+def _is_string(kind: pa.DataType) -> bool:
+    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind))
+
+
 def _key_match(spec: MergeSpec, target: pa.Table, user: Sequence[str], where: str
                ) -> MergeMatch | None:
     """``_duckdb_match``'s answer computed with Arrow's hash lookups, for a MERGE ``ON t.a =
@@ -254,8 +341,11 @@ def _key_match(spec: MergeSpec, target: pa.Table, user: Sequence[str], where: st
     found = pc.index_in(target_keys, value_set=source_keys, skip_nulls=True)
     positions = np.flatnonzero(found.is_valid().to_numpy(zero_copy_only=False)) \
         if clause is not None else np.zeros(0, np.int64)
-    # source rows that match some target row, duplicates included (all the join's pairs)
-    hit = pc.is_in(source_keys, value_set=target_keys, skip_nulls=True)
+    # source rows that match some target row, duplicates included (all the join's pairs):
+    # looked up among the target keys that found a source row (a few), not all of the unit's
+    # keys, whose hash table cost as much as the join itself
+    hit = pc.is_in(source_keys, value_set=target_keys.filter(found.is_valid()),
+                   skip_nulls=True)
     matched = np.flatnonzero(hit.to_numpy(zero_copy_only=False))
     if clause is not None and len(matched) > len(
             np.unique(source_keys.take(pa.array(matched)).to_numpy(zero_copy_only=False))):
@@ -272,12 +362,19 @@ def _key_match(spec: MergeSpec, target: pa.Table, user: Sequence[str], where: st
                       index[matched])
 
 
+def update_rows(spec: MergeSpec, found: MergeMatch) -> npt.NDArray[np.bool_]:
+    """Which of ``found``'s rows an UPDATE clause took (the others a DELETE)."""
+    kinds = np.array([c.kind == "update" for c in spec.matched] or [False], dtype=bool)
+    out: npt.NDArray[np.bool_] = kinds[found.clauses]
+    return out
+
+
 def merged_rows(spec: MergeSpec, found: MergeMatch, old: pa.Table | None, schema: pa.Schema,
                 where: str) -> pa.Table:
     """The new rows of the UPDATE clauses: ``old`` (the matched target rows of update
     clauses; None when every UPDATE clause sets every column) with each row's clause's SET
     values cast to the column types."""
-    is_update = np.array([spec.matched[c].kind == "update" for c in found.clauses], dtype=bool)
+    is_update = update_rows(spec, found)
     clause_of = found.clauses[is_update]
     values = found.values.filter(pa.array(is_update))
     columns = []

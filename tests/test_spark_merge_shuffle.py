@@ -158,20 +158,3 @@ def test_inserts_into_a_table_with_not_null_columns(spark: SparkSession, tmp_pat
         assert sorted(t.to_arrow().to_pylist(), key=lambda r: r["id"]) == [
             {"id": 1, "name": "a", "dt": "x"}, {"id": 2, "name": "B", "dt": "y"},
             {"id": 3, "name": "c", "dt": "z"}]
-
-
-@pytest.mark.parametrize(("condition", "expected"), [
-    ("t.id = s.id", ("id", "id")), ("s.ID = t.id", ("id", "id")),
-    ("t.dt = s.dt AND t.id = s.id", ("dt", "dt")), ("t.id > 3 AND s.id = t.id", ("id", "id")),
-    ("t.id = s.id OR t.name = s.name", None), ("(t.id = s.id)", None), ("t.id = s.k", None),
-    ("t.id = t.amount", None), ("t.id % 3 = s.id", None), ("t.name = 'x' AND t.id = s.id", None),
-])
-def test_the_semi_join_key_of_an_on_condition(condition: str,
-                                              expected: tuple[str, str] | None) -> None:
-    """Only an equality that every matching pair must satisfy may filter the target's keys
-    before the join (a term under OR, or a quoted one, is not judged)."""
-    from acidstore.statement_merge import MergeSpec
-
-    spec = MergeSpec(pa.table({"id": [1]}), condition, "s", "t", (), ())
-    assert merge_shuffle.equality_key(spec, ["id", "name", "amount", "dt"],
-                                      ["id", "name", "amount", "dt"]) == expected

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
-import re
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -44,12 +43,18 @@ from acidstore.statement import (
     write_changes,
 )
 from acidstore.statement_joined import run_joined_unit
-from acidstore.statement_merge import SOURCE_INDEX, MergeSpec, merge_columns, not_matched_rows
+from acidstore.statement_merge import (
+    SOURCE_INDEX,
+    MergeSpec,
+    equality_key,
+    merge_columns,
+    not_matched_rows,
+)
 from acidstore.table import Table
 from acidstore.transaction import Transaction
 from acidstore.write.conform import conform
 
-__all__ = ["MAX_SEMI_JOIN_KEYS", "equality_key", "shuffled_merge"]
+__all__ = ["MAX_SEMI_JOIN_KEYS", "shuffled_merge"]
 
 _UNIT, _W, _B, _R = "__acid_unit", "__acid_w", "__acid_b", "__acid_r"
 #: most distinct source join keys broadcast for the semi-join (beyond: every target key joins)
@@ -119,31 +124,6 @@ class _SemiJoin:
 
     column: str
     values: Broadcast[pa.Array]
-
-
-_EQUALITY = re.compile(r"^\s*(\w+)\s*\.\s*(\w+)\s*=\s*(\w+)\s*\.\s*(\w+)\s*$")
-
-
-def equality_key(spec: MergeSpec, target: Sequence[str], source: Sequence[str]
-                 ) -> tuple[str, str] | None:
-    """(target column, source column) of a ``t.a = s.b`` term of an ON condition that is a
-    plain AND of terms (no parentheses, quotes or OR, where a term could hide in an OR)."""
-    text = spec.condition
-    if any(c in text for c in "()'\"`") or re.search(r"\bOR\b", text, re.IGNORECASE):
-        return None
-    by_alias = {spec.target_alias.lower(): {n.lower(): n for n in target},
-                spec.source_alias.lower(): {n.lower(): n for n in source}}
-    for term in re.split(r"\s+AND\s+", text, flags=re.IGNORECASE):
-        found = _EQUALITY.match(term)
-        if found is None:
-            continue
-        a, x, b, y = (g.lower() for g in found.groups())
-        sides = {a: x, b: y}
-        t, s = spec.target_alias.lower(), spec.source_alias.lower()
-        if a != b and t in sides and s in sides and sides[t] in by_alias[t] and \
-                sides[s] in by_alias[s]:
-            return by_alias[t][sides[t]], by_alias[s][sides[s]]
-    return None
 
 
 def _semi_join(spark: SparkSession, spec: MergeSpec, source: DataFrame, full: pa.Schema
