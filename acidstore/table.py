@@ -351,6 +351,10 @@ class Table:
             return result
         with self._warehouse.transaction(writes=writes) as txn:
             result = body(txn)
+            if writes and result.write_id is None and not result.skipped:
+                # the open took the write id, so it commits: a version that changed nothing,
+                # as a statement's whose files held no matching row
+                result = dataclasses.replace(result, write_id=txn.write_id(self.name))
         return dataclasses.replace(result, committed=not result.skipped)
 
     def _check_exists(self) -> None:
@@ -400,14 +404,27 @@ class Table:
         """Delete the rows matching ``predicate`` (SQL string or pyarrow expression;
         ``"true"`` for every row)."""
         required_condition(predicate, f"DELETE from {self.name}")
-        return self._run(lambda txn: self._delete(txn, predicate))
+        return self._run(lambda txn: self._delete(txn, predicate),
+                         writes=self._planned_change("delete"))
 
     def update(self, predicate: Predicate, set: Mapping[str, str]) -> WriteResult:
         """Set columns of the rows matching ``predicate`` (``"true"`` for every row) to SQL
         expressions of the old row."""
         required_condition(predicate, f"UPDATE of {self.name}")
         assignments = self._check_assignments(set)
-        return self._run(lambda txn: self._update(txn, predicate, assignments))
+        return self._run(lambda txn: self._update(txn, predicate, assignments),
+                         writes=self._planned_change("update"))
+
+    def _planned_change(self, operation: Literal["update", "delete"]
+                        ) -> tuple[PlannedWrite, ...]:
+        """What a DELETE or UPDATE that opens its own transaction writes, when that is known
+        before the open: on an unpartitioned table its first statement can only write the
+        directories ``PlannedWrite`` names, so the open allocates the write id and records
+        them (two durable metastore transactions per statement instead of four, as for an
+        insert). A partitioned table's partitions are known only once planned."""
+        if self._txn is not None or len(self.info.partition_schema):
+            return ()
+        return (PlannedWrite(self.name, ("",), operation),)
 
     def merge(self, source: Any, condition: str, *, source_alias: str = "s",
               target_alias: str = "t") -> MergeBuilder:

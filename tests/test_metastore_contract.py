@@ -349,6 +349,40 @@ def test_open_with_planned_writes_allocates_and_records_in_the_open(
     assert [(h.write_id, h.rows_inserted) for h in metastore.history("p")] == [(3, 5)]
 
 
+def test_open_with_planned_updates_and_deletes(metastore: Metastore) -> None:
+    """A single-statement UPDATE or DELETE opens with its planned write, beside an insert
+    into another table: each table's write id allocated, the statement core's directories
+    recorded (delete events in statement 0, an UPDATE's new rows in statement 1), listed
+    for cleaning if the txn aborts; a commit replaces them with what was written."""
+    for name in ("u", "d", "i"):
+        metastore.create_table(new_table(name))
+    assert metastore.allocate_write_id(begin(metastore), "u") == 1
+    opened = metastore.open_transaction(user="tester", host="localhost", writes=[
+        PlannedWrite("u", ("",), "update"), PlannedWrite("i", ("",), "insert"),
+        PlannedWrite("d", ("",), "delete")])
+    assert opened.write_ids == {"default.u": 2, "default.i": 1, "default.d": 1}
+    assert metastore.allocate_write_id(opened.txn_id, "u") == 2  # the same, reused
+    assert sorted((lk.table, lk.lock_type) for lk in metastore.show_locks()) == [
+        ("d", "shared_write"), ("i", "shared_write"), ("u", "shared_write")]
+    assert PlannedWrite("u", ("",), "update").components(2) == [WriteComponent(
+        "default.u", "", "update", 2,
+        ("delete_delta_0000002_0000002_0000", "delta_0000002_0000002_0001"))]
+    assert PlannedWrite("d", ("dt=1",), "delete").components(1)[0].directories == (
+        "dt=1/delete_delta_0000001_0000001_0000",)
+    metastore.abort(opened.txn_id)
+    assert [c.directories for c in metastore.aborted_components("u")] == [
+        ("delete_delta_0000002_0000002_0000", "delta_0000002_0000002_0001")]
+    assert [c.directories for c in metastore.aborted_components("d")] == [
+        ("delete_delta_0000001_0000001_0000",)]
+    again = metastore.open_transaction(user="tester", host="localhost",
+                                       writes=[PlannedWrite("d", ("",), "delete")])
+    metastore.commit(again.txn_id, [WriteComponent(
+        "d", "", "delete", 2, ("delete_delta_0000002_0000002_0000",), rows_deleted=1)])
+    assert [(h.write_id, h.operation, h.rows_deleted) for h in metastore.history("d")] == [
+        (2, "delete", 1)]
+    assert metastore.show_locks() == []
+
+
 def test_planned_writes_are_checked_and_a_refused_open_leaves_nothing(
         metastore: Metastore) -> None:
     metastore.create_table(new_table("p", partition_by=("dt",)))

@@ -56,6 +56,7 @@ from acidstore.orc.schema import (
     ROW_ID,
     UPDATE,
 )
+from acidstore.write import files
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -143,9 +144,13 @@ def _write_tables(root: Path, codec: str | None) -> list[Path]:
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str | None, list[Path]]:
-    """The bucket files of one warehouse per codec, written once for the module."""
-    return {codec: _write_tables(tmp_path_factory.mktemp(f"orc-{codec or 'default'}"), codec)
-            for codec in CODECS}
+    """The bucket files of one warehouse per codec, written once for the module (each
+    with the codec, the empty one too: these few rows would otherwise be written
+    uncompressed)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(files, "SMALL_FILE_ROWS", -1)
+        return {codec: _write_tables(tmp_path_factory.mktemp(f"orc-{codec or 'default'}"),
+                                     codec) for codec in CODECS}
 
 
 def _comparable(table: pa.Table) -> list[dict[str, Any]]:

@@ -142,14 +142,16 @@ class TxnInfo:
 
 @dataclass(frozen=True)
 class PlannedWrite:
-    """A write a transaction knows when it opens: the first statement (statement id 0) of an
-    INSERT (``delta_w_w_0000``) or INSERT OVERWRITE (``base_w``) into ``partitions`` of
-    ``table``. ``open_transaction(writes=...)`` allocates its write id and records its
+    """A write a transaction knows when it opens: the first statement of the transaction on
+    ``table``, into ``partitions``. An INSERT writes ``delta_w_w_0000``, an INSERT OVERWRITE
+    ``base_w``; a DELETE its delete events in ``delete_delta_w_w_0000`` and an UPDATE those
+    and its new rows in ``delta_w_w_0001`` (Hive 4's statement ids, as the statement core
+    names them). ``open_transaction(writes=...)`` allocates its write id and records its
     directories in the open's own metastore transaction (see ``open_transaction``)."""
 
     table: str
     partitions: tuple[str, ...]
-    operation: Literal["insert", "overwrite"]
+    operation: Literal["insert", "overwrite", "update", "delete"]
 
     def __post_init__(self) -> None:
         from acidstore.metastore.validate import split_table_name  # it imports this module
@@ -159,12 +161,28 @@ class PlannedWrite:
 
     def components(self, write_id: int) -> list[WriteComponent]:
         """The components ``record_write`` would record for it, one per partition: the
-        directories its writer names (``Table`` writes exactly these)."""
-        name = base_name(write_id) if self.operation == "overwrite" else delta_name(
-            write_id, write_id, 0)
+        directories its writer names (``Table`` and the statement core write exactly
+        these, in this order)."""
         return [WriteComponent(self.table, partition, self.operation, write_id,
-                               (join(partition, name) if partition else name,))
+                               tuple(join(partition, name) if partition else name
+                                     for name in self.directory_names(write_id)))
                 for partition in self.partitions]
+
+    def directory_names(self, write_id: int) -> tuple[str, ...]:
+        """The directories it writes in each partition."""
+        if self.operation == "overwrite":
+            return (base_name(write_id),)
+        if self.operation == "insert":
+            return (delta_name(write_id, write_id, 0),)
+        events = delta_name(write_id, write_id, 0, delete=True)
+        return (events,) if self.operation == "delete" else (
+            events, delta_name(write_id, write_id, 1))
+
+    @property
+    def changes_rows(self) -> bool:
+        """An UPDATE or DELETE (the PostgreSQL open function plans only inserts and
+        overwrites)."""
+        return self.operation in ("update", "delete")
 
 
 @dataclass(frozen=True)

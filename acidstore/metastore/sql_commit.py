@@ -300,7 +300,7 @@ def commit_txn(conn: Session, txn_id: int, components: Sequence[WriteComponent],
                  "WHERE txn_id = ?", (commit_seq, now, txn_id))
     # The committed components replace the ones recorded before writing: they are final.
     conn.execute("DELETE FROM components WHERE txn_id = ?", (txn_id,))
-    insert_components(conn, txn_id, resolved)
+    insert_components(conn, txn_id, resolved, none_stored=True)
     _insert_outputs(conn, txn_id, written)
     write_ids = _write_history(conn, txn_id, now, resolved)
     apps.publish_apps(conn, txn_id, now, pending)

@@ -7,7 +7,6 @@ rules themselves are in ``sql_txn``; the backends (``sqlite``, ``postgres``) onl
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -215,6 +214,16 @@ class SqlMetastore(SqlBase):
             "VALUES (?, 'open', ?, ?, ?, ?, ?, ?, ?, ?)",
             (txn_id, kind, user, host, now, now, str(snapshot), seen_commits,
              self._timeout_micros))
+        write_ids = self._allocate_planned(conn, txn_id, now, planned)
+        started = from_micros(now)  # the row just inserted, not read back
+        return TxnInfo(txn_id, "open", kind, user, host, started, started, None, snapshot,
+                       write_ids=write_ids)
+
+    def _allocate_planned(self, conn: Session, txn_id: int, now: int,
+                          planned: Sequence[PlannedWrite]) -> dict[str, int]:
+        """Allocate the write id of each planned write's table and record its directories,
+        for a txn that has no write id on those tables yet (one opened in this metastore
+        transaction, or by the one just before it)."""
         write_ids: dict[str, int] = {}
         for plan in planned:
             row = self._table_row(conn, plan.table)
@@ -223,9 +232,7 @@ class SqlMetastore(SqlBase):
                                               fresh=True)
             txns.record_planned(conn, txn_id, row, plan.components(write_id), now)
             write_ids[full_name] = write_id
-        info = self._txn_info(conn.execute("SELECT * FROM txns WHERE txn_id = ?",
-                                           (txn_id,)).fetchone())
-        return dataclasses.replace(info, write_ids=write_ids)
+        return write_ids
 
     def heartbeat(self, txn_id: int) -> None:
         def body(conn: Session, now: int) -> None:

@@ -284,9 +284,11 @@ def component_of(row: Any) -> WriteComponent:
                           row["rows_deleted"], row["files"], row["bytes"])
 
 
-def insert_components(conn: Session, txn_id: int,
-                      resolved: Sequence[Resolved]) -> None:
-    known = _stored_components(conn, txn_id)
+def insert_components(conn: Session, txn_id: int, resolved: Sequence[Resolved], *,
+                      none_stored: bool = False) -> None:
+    """Store each component the txn has not stored yet (``none_stored``: it has none, as
+    after the commit removed the recorded ones, so they are not read back)."""
+    known = [] if none_stored else _stored_components(conn, txn_id)
     for item in resolved:
         c = item.component
         stored = WriteComponent(item.table, c.partition, c.operation, c.write_id, c.directories,

@@ -39,14 +39,28 @@ from acidstore.orc.io import (
 from acidstore.orc.schema import DELETE, INSERT, event_schema, row_struct
 from acidstore.write.timestamps import check_timestamps
 
-__all__ = ["INSERT_THREADS", "WrittenDirectory", "delete_events", "insert_events",
-           "prepare_directory", "write_deletes", "write_inserts"]
+__all__ = ["INSERT_THREADS", "SMALL_FILE_ROWS", "WrittenDirectory", "codec_for",
+           "delete_events", "insert_events", "prepare_directory", "write_deletes",
+           "write_inserts"]
 
 Kind = Literal["delta", "base"]
 
 #: threads a bulk insert encodes its bucket files on (one per core, at most 4, as the
 #: statement core's units)
 INSERT_THREADS = min(4, os.cpu_count() or 1)
+
+#: bucket files of at most this many events are written uncompressed (``codec_for``)
+SMALL_FILE_ROWS = 16
+
+
+def codec_for(compression: str, rows: int) -> str:
+    """The codec of a bucket file of ``rows`` events: the table's (``orc.compress``), but
+    none for a few rows. pyarrow's ORC writer sets a codec up for every column stream
+    whatever the data: a one-row event file of a 7-column table costs about twice the CPU
+    with zstd as without (the larger part of a one-row UPDATE's encoding), and a few rows
+    compress to no fewer bytes. Every ORC reader, Hive's included, takes the codec from the
+    file's postscript, so the files of one table may differ in it."""
+    return "uncompressed" if rows <= SMALL_FILE_ROWS else compression
 
 
 @dataclass(frozen=True)
@@ -136,7 +150,8 @@ def write_inserts(fs: pafs.FileSystem, location: str, partition: str, rows: pa.T
         prop = BucketCodec.V1.encode(bucket, max(statement_id, 0))
         events = insert_events(part, write_id, prop, schema)
         return write_event_file(fs, afs.join(directory, bucket_file_name(bucket)), events,
-                                compression=compression, stripe_size=stripe)
+                                compression=codec_for(compression, events.num_rows),
+                                stripe_size=stripe)
 
     workers = max(1, min(threads, len(groups)))
     if workers == 1:
@@ -169,7 +184,8 @@ def write_deletes(fs: pafs.FileSystem, location: str, partition: str,
         events = delete_events(write_ids[index], bucket_props[index], row_ids[index], write_id,
                                schema)
         written.append(write_event_file(fs, afs.join(directory, bucket_file_name(bucket)),
-                                        events, compression=compression,
+                                        events,
+                                        compression=codec_for(compression, events.num_rows),
                                         stripe_size=DELTA_STRIPE_SIZE))
     return WrittenDirectory(relative, tuple(written), len(row_ids))
 
