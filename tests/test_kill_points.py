@@ -19,7 +19,6 @@ time, and then the dead transactions' timeout passes once for all of them. After
 from __future__ import annotations
 
 import multiprocessing
-import os
 import random
 import shutil
 import signal
@@ -127,7 +126,7 @@ def _run_children(jobs: list[tuple[str, Killed, Any, tuple[Any, ...], float | No
             age = time.monotonic() - started
             hung = age > 60
             if process.is_alive() and (hung or (delay is not None and age >= delay)):
-                os.kill(process.pid, signal.SIGKILL)
+                process.kill()  # SIGKILL; a child that just exited is no error
             if not process.is_alive():
                 process.join()
                 killed.exitcode = None if hung and delay is None else process.exitcode
