@@ -193,11 +193,15 @@ def cases(root: Path, spark: SparkSession) -> dict[str, Frame]:
             return df.select(*_KEY) if keys_only else df.select("row.*")
         return frame
 
-    def acid_table(native: bool) -> Frame:
+    def acid_table(native: bool, warehouse: Path = acid) -> Frame:
         def frame(s: SparkSession) -> DataFrame:
             s.conf.set(NATIVE_READ_CONF, "true" if native else "false")
-            return AcidTable.forName(s, TABLE, warehouse=str(acid)).toDF()
+            return AcidTable.forName(s, TABLE, warehouse=str(warehouse)).toDF()
         return frame
+
+    # the same table after a major compaction (``prepare_compacted``), when ROOT has it
+    compacted = {"toDF() native path, compacted table": acid_table(
+        True, root / "acid_compacted")} if (root / "acid_compacted").exists() else {}
 
     return {
         "peer: limit_after (pyarrow, zstd)": orc(root / "limit_after"),
@@ -223,6 +227,7 @@ def cases(root: Path, spark: SparkSession) -> dict[str, Frame]:
         "join: xxhash64 key + 3-key condition": join_variant("hash"),
         "toDF() native path": acid_table(True),
         "toDF() Python data source": acid_table(False),
+        **compacted,
     }
 
 
