@@ -38,7 +38,7 @@ from acidstore.metastore import Metastore, Operation, PlannedWrite, TableInfo, W
 from acidstore.metastore.conflicts import IsolationLevel, isolation_level
 from acidstore.orc.io import compression_codec
 from acidstore.publish import operation_of, publish_change
-from acidstore.read.recorded import RecordedWrites
+from acidstore.read.recorded import SnapshotRecord
 from acidstore.read.scan import Scan, table_partitions
 from acidstore.results import WriteResult
 from acidstore.statement import (
@@ -150,12 +150,13 @@ class Table:
                     partition_schema=self.info.partition_schema, columns=columns, filter=filter,
                     with_row_id=with_row_id, recorded=self.recorded_writes())
 
-    def recorded_writes(self) -> RecordedWrites:
+    def recorded_writes(self) -> SnapshotRecord:
         """The committed writes of this table as the metastore recorded them, by partition:
         what a snapshot must find on disk (a missing one is a MissingDataError, not rows
-        silently lost or deletes silently undone)."""
+        silently lost or deletes silently undone). Loaded per partition as a read selects
+        its directories: only what its base has not replaced."""
         own = self._txn.own_write_ids(self.name) if self._txn is not None else frozenset()
-        return RecordedWrites.of(self._warehouse.metastore, self.name, self.location,
+        return SnapshotRecord(self._warehouse.metastore, self.name, self.location,
                                  pending=own)
 
     def read_snapshot(self, as_of: int | datetime | None = None
