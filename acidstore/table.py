@@ -196,7 +196,8 @@ class Table:
             missed = [] if self._txn is not None else [
                 c.txn_id for c in metastore.compactions_committed_after(self.name, since)
                 if not txns.is_txn_valid(c.txn_id) and c.txn_id not in hidden] + [
-                txn for txn in metastore.overwrites_committed_after(self.name, since)
+                txn for txn in metastore.overwrites_committed_after(
+                    self.name, since, min_write_id=_lowest_unseen(write_ids, as_of))
                 if not txns.is_txn_valid(txn)]
             if not missed and (as_of is None or hidden <= hidden_compactions(
                     metastore, self.name, as_of)):
@@ -599,6 +600,15 @@ class Table:
     def _update(self, txn: Transaction, predicate: Predicate, assignments: dict[str, str]
                 ) -> WriteResult:
         return self.run_statement(txn, "update", predicate=predicate, assignments=assignments)
+
+
+def _lowest_unseen(write_ids: ValidWriteIdList, as_of: int | datetime | None) -> int:
+    """The lowest write id the current snapshot ``write_ids`` may not see: a txn it does not
+    see wrote an exception of its list (open then) or above its high watermark (allocated
+    later). 0 (all) for a past snapshot, whose lists are not the metastore's own."""
+    if as_of is not None:
+        return 0
+    return min([write_ids.high_watermark + 1, *write_ids.exceptions])
 
 
 def _release_lease(metastore: Metastore, lease: int) -> None:

@@ -600,10 +600,14 @@ class Metastore(Protocol):
         write ids up to ``point`` visible (an int), or after a moment (a datetime)."""
         ...
 
-    def overwrites_committed_after(self, table: str, moment: datetime) -> list[int]:
+    def overwrites_committed_after(self, table: str, moment: datetime, *,
+                                   min_write_id: int = 0) -> list[int]:
         """Txn ids of committed transactions with an ``overwrite`` component on ``table``
         whose commit time is after ``moment``, sorted. A reader whose snapshot missed one
-        takes it again: the cleaner may already have removed what its ``base_w`` hides."""
+        takes it again: the cleaner may already have removed what its ``base_w`` hides.
+        ``min_write_id``: only those of write ids from it up (every write id a snapshot does
+        not see is an exception of its list or above its high watermark), so that a read
+        does not scan the table's whole history for them."""
         ...
 
     def close(self) -> None:
