@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
@@ -597,6 +597,28 @@ def test_compaction_outputs_narrow_to_a_partition_and_compaction_txns(
     assert metastore.compaction_outputs("p", partition="dt=1", txn_ids=[one, two]) == [
         first[1]]
     assert metastore.compaction_outputs("p", txn_ids=[]) == []
+
+
+def test_overwrites_committed_after_narrow_to_write_ids_a_snapshot_may_not_see(
+        metastore: Metastore) -> None:
+    """A leased read asks for the overwrites its snapshot does not see: from the lowest
+    write id it may not see up, never the table's whole history."""
+    metastore.create_table(new_table())
+    metastore.create_table(new_table("other"))
+    before = datetime.now(UTC) - timedelta(seconds=5)
+    txns = []
+    for operation in ("insert", "overwrite", "overwrite", "insert"):
+        txn = begin(metastore)
+        metastore.commit(txn, [write(metastore, txn, operation)])
+        txns.append(txn)
+    other = begin(metastore)
+    metastore.commit(other, [write(metastore, other, "overwrite", table="default.other")])
+    assert metastore.overwrites_committed_after("t", before) == txns[1:3]
+    assert metastore.overwrites_committed_after("t", before, min_write_id=1) == txns[1:3]
+    assert metastore.overwrites_committed_after("t", before, min_write_id=3) == [txns[2]]
+    assert metastore.overwrites_committed_after("t", before, min_write_id=4) == []
+    later = datetime.now(UTC) + timedelta(seconds=5)
+    assert metastore.overwrites_committed_after("t", later, min_write_id=1) == []
 
 
 def test_show_transactions_lists_every_txn_in_order(metastore: Metastore) -> None:

@@ -240,7 +240,8 @@ class SnapshotRecord:
         # order, which decides which problem a read reports first, and the gap's rows would
         # not merge into it (a component does not carry its txn). Partitions come in path
         # order, so a scan lowers its floor about ln(partitions) times.
-        loaded = self._metastore.committed_components(self._table, min_write_id=floor)
+        loaded = self._metastore.committed_components(  # 0: all, by the table's index
+            self._table, min_write_id=floor or None)
         self._writes = [(c.partition, RecordedWrite(c.write_id, c.directories, c.files))
                         for c in loaded]
         self._floor = floor
