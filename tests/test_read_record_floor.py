@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from metastore_support import sqlite_steps
 
 from acidstore import Table, Warehouse
 from acidstore.errors import MissingDataError, StrayPathError
@@ -50,19 +51,7 @@ def empty_commits(store: Metastore, table: str, partition: str, count: int) -> N
 
 def steps(wh: Warehouse, action: Callable[[], object]) -> int:
     """SQLite VM steps (in units of 10) the action makes on this thread's connection."""
-    conn = wh.metastore._connection()  # type: ignore[attr-defined]
-    counted = [0]
-
-    def count() -> int:
-        counted[0] += 1
-        return 0
-
-    conn.set_progress_handler(count, 10)
-    try:
-        action()
-    finally:
-        conn.set_progress_handler(None, 0)
-    return counted[0]
+    return sqlite_steps(wh.metastore._connection(), action)  # type: ignore[attr-defined]
 
 
 def test_a_compacted_tables_reads_cost_the_same_after_a_thousand_commits(

@@ -22,6 +22,7 @@ them with what it listed:
 
 from __future__ import annotations
 
+import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -228,6 +229,8 @@ class SnapshotRecord:
         self._write_ids: frozenset[int] = frozenset()
         self._recorded: frozenset[int] = pending
         self._outputs: dict[int, list[CompactionOutput]] = {}
+        # partitions may be planned on threads: a load replaces what another one reads
+        self._lock = threading.Lock()
 
     @property
     def location(self) -> str:
@@ -261,17 +264,18 @@ class SnapshotRecord:
     def partition(self, partition_path: str, state: AcidState) -> PartitionRecord:
         relative = afs.relative(self._location, partition_path)
         floor = record_floor(state)
-        self._load_writes(floor)
         txns = {parse_directory(name).visibility_txn_id for name in _selected(state)} - {0}
-        self._load_outputs(txns)
-        outputs = [_output(o) for txn in sorted(txns) for o in self._outputs[txn]
-                   if o.partition == relative]
-        return PartitionRecord(
-            partition_path, [w for part, w in self._writes
-                             if part == relative and w.write_id >= floor],
-            outputs, self._write_ids,
-            frozenset(txn for txn in txns if self._outputs[txn]), managed=True,
-            recorded=self._recorded, every_output=lambda: self._every_output(relative))
+        with self._lock:
+            self._load_writes(floor)
+            self._load_outputs(txns)
+            writes = [w for part, w in self._writes if part == relative and w.write_id >= floor]
+            outputs = [_output(o) for txn in sorted(txns) for o in self._outputs[txn]
+                       if o.partition == relative]
+            compactions = frozenset(txn for txn in txns if self._outputs[txn])
+            write_ids, recorded = self._write_ids, self._recorded
+        return PartitionRecord(partition_path, writes, outputs, write_ids, compactions,
+                               managed=True, recorded=recorded,
+                               every_output=lambda: self._every_output(relative))
 
     def _every_output(self, relative: str) -> list[RecordedOutput]:
         return [_output(o) for o in self._metastore.compaction_outputs(
