@@ -164,3 +164,36 @@ def test_partitions_with_different_bases_each_get_their_own_check(wh: Warehouse)
     shutil.rmtree(Path(t.location) / "dt=b" / "delta_0000001_0000001_0000")
     with pytest.raises(MissingDataError, match="write id 1 committed"):
         t.to_arrow()
+
+
+def _compacted_one_by_one(wh: Warehouse, order: str) -> Table:
+    """Partitions a, b, c, each compacted by its own compaction txn (the Worker's way), in
+    ``order``: a scan of all three loads two compactions' outputs, then all of the table's."""
+    t = wh.create_table("db.t", SCHEMA, partition_by=["dt"])
+    for i in range(2):
+        t.insert(pa.concat_tables([rows([i], dt) for dt in "abc"]))
+    for dt in order:
+        compact(t, "major", partition=f"dt={dt}")
+    Cleaner(wh, retention_seconds=0).run()
+    assert ids(t) == [0, 0, 0, 1, 1, 1]
+    return t
+
+
+def test_an_emptied_file_of_a_compaction_output_is_missing_in_any_partition(
+        wh: Warehouse) -> None:
+    t = _compacted_one_by_one(wh, "abc")
+    base = Path(t.location) / "dt=c"
+    (bucket,) = (f for d in base.iterdir() for f in d.iterdir() if f.name.startswith("bucket_"))
+    bucket.write_bytes(b"")
+    with pytest.raises(MissingDataError, match=r"compaction txn \d+ committed 1 bucket"):
+        t.to_arrow()
+
+
+def test_another_partitions_compaction_output_copied_in_is_a_stray(wh: Warehouse) -> None:
+    """dt=a's base (of the later compaction, so it sorts after and is selected) copied into
+    dt=c: that compaction recorded outputs, none of them in dt=c."""
+    t = _compacted_one_by_one(wh, "cba")
+    (a_base,) = (Path(t.location) / "dt=a").iterdir()
+    shutil.copytree(a_base, Path(t.location) / "dt=c" / a_base.name)
+    with pytest.raises(StrayPathError, match=r"in dt=c \(none\)"):
+        t.to_arrow()

@@ -189,6 +189,10 @@ class RecordedWrites:
                                recorded=self._recorded)
 
 
+#: separate output loads one record makes before it loads all of the table's outputs at once
+_OUTPUT_LOADS = 2
+
+
 def record_floor(state: AcidState) -> int:
     """The lowest write id whose record can matter to a snapshot reading ``state``.
 
@@ -225,10 +229,13 @@ class SnapshotRecord:
         self._pending = pending
         #: every committed write id >= this is loaded (all partitions); None: nothing yet
         self._floor: int | None = None
-        self._writes: list[tuple[str, RecordedWrite]] = []
+        self._writes: dict[str, list[RecordedWrite]] = {}
         self._write_ids: frozenset[int] = frozenset()
         self._recorded: frozenset[int] = pending
         self._outputs: dict[int, list[CompactionOutput]] = {}
+        #: all the table's outputs are loaded (after _OUTPUT_LOADS separate loads)
+        self._every_txn = False
+        self._output_loads = 0
         # partitions may be planned on threads: a load replaces what another one reads
         self._lock = threading.Lock()
 
@@ -245,20 +252,28 @@ class SnapshotRecord:
         # order, so a scan lowers its floor about ln(partitions) times.
         loaded = self._metastore.committed_components(  # 0: all, by the table's index
             self._table, min_write_id=floor or None)
-        self._writes = [(c.partition, RecordedWrite(c.write_id, c.directories, c.files))
-                        for c in loaded]
-        self._floor = floor
-        writes = [w for _, w in self._writes]
+        by_partition: dict[str, list[RecordedWrite]] = defaultdict(list)
+        for c in loaded:
+            by_partition[c.partition].append(RecordedWrite(c.write_id, c.directories, c.files))
+        self._writes, self._floor = by_partition, floor
+        writes = [w for part in by_partition.values() for w in part]
         self._write_ids = _layout_write_ids(writes)
         self._recorded = frozenset(w.write_id for w in writes) | self._pending
 
     def _load_outputs(self, txn_ids: set[int]) -> None:
-        wanted = txn_ids - self._outputs.keys()
+        wanted = set() if self._every_txn else txn_ids - self._outputs.keys()
         if not wanted:
             return
-        for txn in wanted:
-            self._outputs[txn] = []
-        for o in self._metastore.compaction_outputs(self._table, txn_ids=wanted):
+        self._output_loads += 1
+        if self._output_loads > _OUTPUT_LOADS:
+            # partitions compacted one by one (the Worker's way): one query per partition
+            # would cost a scan of many partitions more than the table's outputs do
+            self._outputs, self._every_txn = defaultdict(list), True
+            found = self._metastore.compaction_outputs(self._table)
+        else:
+            self._outputs.update((txn, []) for txn in wanted)
+            found = self._metastore.compaction_outputs(self._table, txn_ids=wanted)
+        for o in found:
             self._outputs[o.txn_id].append(o)
 
     def partition(self, partition_path: str, state: AcidState) -> PartitionRecord:
@@ -268,10 +283,10 @@ class SnapshotRecord:
         with self._lock:
             self._load_writes(floor)
             self._load_outputs(txns)
-            writes = [w for part, w in self._writes if part == relative and w.write_id >= floor]
-            outputs = [_output(o) for txn in sorted(txns) for o in self._outputs[txn]
+            writes = [w for w in self._writes.get(relative, ()) if w.write_id >= floor]
+            outputs = [_output(o) for txn in sorted(txns) for o in self._outputs.get(txn, ())
                        if o.partition == relative]
-            compactions = frozenset(txn for txn in txns if self._outputs[txn])
+            compactions = frozenset(txn for txn in txns if self._outputs.get(txn))
             write_ids, recorded = self._write_ids, self._recorded
         return PartitionRecord(partition_path, writes, outputs, write_ids, compactions,
                                managed=True, recorded=recorded,
