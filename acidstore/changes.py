@@ -52,7 +52,7 @@ from acidstore.orc.io import OrcFile
 from acidstore.orc.schema import ROW_ID_COLUMN, ROW_ID_TYPE
 from acidstore.read.keys import current_write_ids, key_arrays, valid_write_id_mask
 from acidstore.read.plan import Split, plan_partition
-from acidstore.read.recorded import check_recorded, with_recorded_rows
+from acidstore.read.recorded import SnapshotRecord, check_recorded, with_recorded_rows
 from acidstore.read.registry import DELETE_COLUMNS
 from acidstore.read.scan import PartitionDir, Scan, table_partitions
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
@@ -126,6 +126,8 @@ class _Feed:
     txns: ValidTxnList
     write_ids: ValidWriteIdList
     meanings: dict[tuple[int, str], _Meaning]
+    #: one record for every partition: their loads are shared
+    recorded: SnapshotRecord
 
     @property
     def where(self) -> str:
@@ -137,7 +139,7 @@ class _Feed:
         state = self._state(partition)
         listed: dict[str, int] = {}
         splits = plan_partition(table.filesystem, partition.path, state, self.write_ids, listed)
-        record = table.recorded_writes().partition(partition.path)
+        record = self.recorded.partition(partition.path, state)
         check_recorded(table.location, state, self.write_ids, record, listed)
         splits = with_recorded_rows(table.location, splits, record)
         relative = afs.relative(table.location, partition.path)
@@ -272,8 +274,10 @@ def changes(table: Table, start: int, end: int) -> pa.Table:
     metastore = table.warehouse.metastore
     txns, write_ids, lease = table.leased_snapshot(end)
     try:
-        read = _Feed(table, start, end, txns, write_ids,
-                     _meanings(metastore.committed_components(table.name), start, end))
+        read = _Feed(table, start, end, txns, write_ids, _meanings(
+            metastore.committed_components(table.name, min_write_id=start,
+                                           below_write_id=end + 1), start, end),
+            table.recorded_writes())
         partitions = table_partitions(table.filesystem, table.location,
                                       table.info.partition_schema.names)
         parts = [p for partition in partitions for p in read.partition(partition)]

@@ -38,7 +38,7 @@ from acidstore.metastore import Metastore, Operation, PlannedWrite, TableInfo, W
 from acidstore.metastore.conflicts import IsolationLevel, isolation_level
 from acidstore.orc.io import compression_codec
 from acidstore.publish import operation_of, publish_change
-from acidstore.read.recorded import RecordedWrites
+from acidstore.read.recorded import SnapshotRecord
 from acidstore.read.scan import Scan, table_partitions
 from acidstore.results import WriteResult
 from acidstore.statement import (
@@ -150,12 +150,13 @@ class Table:
                     partition_schema=self.info.partition_schema, columns=columns, filter=filter,
                     with_row_id=with_row_id, recorded=self.recorded_writes())
 
-    def recorded_writes(self) -> RecordedWrites:
+    def recorded_writes(self) -> SnapshotRecord:
         """The committed writes of this table as the metastore recorded them, by partition:
         what a snapshot must find on disk (a missing one is a MissingDataError, not rows
-        silently lost or deletes silently undone)."""
+        silently lost or deletes silently undone). Loaded per partition as a read selects
+        its directories: only what its base has not replaced."""
         own = self._txn.own_write_ids(self.name) if self._txn is not None else frozenset()
-        return RecordedWrites.of(self._warehouse.metastore, self.name, self.location,
+        return SnapshotRecord(self._warehouse.metastore, self.name, self.location,
                                  pending=own)
 
     def read_snapshot(self, as_of: int | datetime | None = None
@@ -195,7 +196,8 @@ class Table:
             missed = [] if self._txn is not None else [
                 c.txn_id for c in metastore.compactions_committed_after(self.name, since)
                 if not txns.is_txn_valid(c.txn_id) and c.txn_id not in hidden] + [
-                txn for txn in metastore.overwrites_committed_after(self.name, since)
+                txn for txn in metastore.overwrites_committed_after(
+                    self.name, since, min_write_id=_lowest_unseen(write_ids, as_of))
                 if not txns.is_txn_valid(txn)]
             if not missed and (as_of is None or hidden <= hidden_compactions(
                     metastore, self.name, as_of)):
@@ -615,6 +617,15 @@ class Table:
     def _update(self, txn: Transaction, predicate: Predicate, assignments: dict[str, str]
                 ) -> WriteResult:
         return self.run_statement(txn, "update", predicate=predicate, assignments=assignments)
+
+
+def _lowest_unseen(write_ids: ValidWriteIdList, as_of: int | datetime | None) -> int:
+    """The lowest write id the current snapshot ``write_ids`` may not see: a txn it does not
+    see wrote an exception of its list (open then) or above its high watermark (allocated
+    later). 0 (all) for a past snapshot, whose lists are not the metastore's own."""
+    if as_of is not None:
+        return 0
+    return min([write_ids.high_watermark + 1, *write_ids.exceptions])
 
 
 def _release_lease(metastore: Metastore, lease: int) -> None:

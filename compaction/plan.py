@@ -31,7 +31,7 @@ from acidstore.layout import (
 )
 from acidstore.orc.io import read_flush_length
 from acidstore.read.plan import Split, plan_partition
-from acidstore.read.recorded import RecordedWrites, check_listed
+from acidstore.read.recorded import Recorded, check_listed
 from acidstore.writeids import ValidCompactorWriteIdList, ValidTxnList
 
 __all__ = ["BucketWork", "Kind", "PartitionPlan", "plan_partition_compaction"]
@@ -183,7 +183,7 @@ def _major(ctx: _Context, partition: str, directory: str, state: AcidState) -> P
 def plan_partition_compaction(fs: pafs.FileSystem, partition: str, directory: str, kind: Kind,
                               *, schema: pa.Schema, write_ids: ValidCompactorWriteIdList,
                               txns: ValidTxnList, txn_id: int, compression: str,
-                              recorded: RecordedWrites | None = None) -> PartitionPlan:
+                              recorded: Recorded | None = None) -> PartitionPlan:
     """The plan for one partition (``partition`` relative to the table, ``directory`` its
     absolute path), for the compaction transaction ``txn_id`` (the output's ``_v`` suffix).
     With ``recorded``, a committed directory or bucket file that is missing stops it."""

@@ -10,8 +10,9 @@ test of ``test_metastore_*.py`` runs against it unchanged. Test modules import
 
 from __future__ import annotations
 
+import sqlite3
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -119,3 +120,20 @@ def write(store: Metastore, txn_id: int, operation: Any, *, table: str = "defaul
 
 def states(store: Metastore) -> dict[int, str]:
     return {txn.txn_id: txn.state for txn in store.show_transactions()}
+
+
+def sqlite_steps(conn: sqlite3.Connection, action: Callable[[], object]) -> int:
+    """SQLite virtual-machine steps (in units of 10) ``action`` makes on ``conn``: a
+    deterministic measure of how much a call reads, where time would be noise."""
+    counted = [0]
+
+    def count() -> int:
+        counted[0] += 1
+        return 0
+
+    conn.set_progress_handler(count, 10)
+    try:
+        action()
+    finally:
+        conn.set_progress_handler(None, 0)
+    return counted[0]

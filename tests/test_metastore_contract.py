@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
@@ -40,6 +40,7 @@ from acidstore.errors import (
     TransactionStateError,
 )
 from acidstore.metastore import (
+    CompactionOutput,
     Metastore,
     NewTable,
     PlannedWrite,
@@ -567,6 +568,91 @@ def test_recorded_writes_of_aborted_txns_are_listed_for_cleaning(metastore: Meta
         metastore.record_write(committed, component(2))
     with pytest.raises(TransactionAbortedError):
         metastore.record_write(crashed, recorded)
+
+
+def test_committed_components_narrow_to_a_partition_and_a_write_id_range(
+        metastore: Metastore) -> None:
+    """A read asks only for the writes its base has not replaced (write ids from the base's
+    up) and a partition's: the narrowed answers are exactly the whole answer's rows, in the
+    same (txn) order, whatever order the write ids were allocated in."""
+    metastore.create_table(new_table("p", partition_by=("dt",)))
+    metastore.create_table(new_table("other"))
+    made: list[WriteComponent] = []
+    for i in range(4):
+        txn = begin(metastore)
+        made.append(write(metastore, txn, "insert", table="default.p", partition=f"dt={i % 2}"))
+        metastore.commit(txn, [made[-1]])
+    late, early = begin(metastore), begin(metastore)  # txn order differs from write-id order
+    second = write(metastore, early, "insert", table="default.p", partition="dt=0")
+    first = write(metastore, late, "delete", table="default.p", partition="dt=0")
+    assert (second.write_id, first.write_id) == (5, 6)
+    metastore.commit(early, [second])
+    metastore.commit(late, [first])
+    made += [first, second]
+    crashed, other = begin(metastore), begin(metastore)
+    write(metastore, crashed, "insert", table="default.p", partition="dt=0")
+    metastore.abort(crashed)
+    metastore.commit(other, [write(metastore, other, "insert", table="default.other")])
+
+    assert metastore.committed_components("p") == made
+    assert metastore.committed_components("p", partition="dt=1") == [made[1], made[3]]
+    assert metastore.committed_components("p", min_write_id=3) == made[2:]
+    assert metastore.committed_components("p", min_write_id=2, below_write_id=6) == [
+        made[1], made[2], made[3], second]
+    assert metastore.committed_components("p", below_write_id=2) == [made[0]]
+    assert metastore.committed_components("p", partition="dt=0", min_write_id=4) == [
+        first, second]
+    assert metastore.committed_components("p", min_write_id=7) == []  # the aborted one's
+    assert metastore.committed_components("p", partition="dt=9") == []
+
+
+def test_compaction_outputs_narrow_to_a_partition_and_compaction_txns(
+        metastore: Metastore) -> None:
+    """A read asks for the outputs of the compactions whose ``_v`` directories it selected."""
+    metastore.create_table(new_table("p", partition_by=("dt",)))
+    for part in ("dt=0", "dt=1"):
+        txn = begin(metastore)
+        metastore.commit(txn, [write(metastore, txn, "insert", table="default.p",
+                                     partition=part)])
+
+    def compaction(parts: list[str]) -> tuple[int, list[CompactionOutput]]:
+        txn = metastore.open_transaction(user="tester", host="h", kind="compaction").txn_id
+        outputs = [CompactionOutput("default.p", part, f"{part}/base_0000002_v{txn:07d}", 1,
+                                    1, 10, (("bucket_00000", 1),), txn) for part in parts]
+        metastore.commit(txn, [], outputs=outputs)
+        return txn, outputs
+
+    one, first = compaction(["dt=0", "dt=1"])
+    two, second = compaction(["dt=0"])
+    assert metastore.compaction_outputs("p") == first + second
+    assert metastore.compaction_outputs("p", partition="dt=0") == [first[0], second[0]]
+    assert metastore.compaction_outputs("p", txn_ids=[two]) == second
+    assert metastore.compaction_outputs("p", txn_ids=[two, one, 12345]) == first + second
+    assert metastore.compaction_outputs("p", partition="dt=1", txn_ids=[one, two]) == [
+        first[1]]
+    assert metastore.compaction_outputs("p", txn_ids=[]) == []
+
+
+def test_overwrites_committed_after_narrow_to_write_ids_a_snapshot_may_not_see(
+        metastore: Metastore) -> None:
+    """A leased read asks for the overwrites its snapshot does not see: from the lowest
+    write id it may not see up, never the table's whole history."""
+    metastore.create_table(new_table())
+    metastore.create_table(new_table("other"))
+    before = datetime.now(UTC) - timedelta(seconds=5)
+    txns = []
+    for operation in ("insert", "overwrite", "overwrite", "insert"):
+        txn = begin(metastore)
+        metastore.commit(txn, [write(metastore, txn, operation)])
+        txns.append(txn)
+    other = begin(metastore)
+    metastore.commit(other, [write(metastore, other, "overwrite", table="default.other")])
+    assert metastore.overwrites_committed_after("t", before) == txns[1:3]
+    assert metastore.overwrites_committed_after("t", before, min_write_id=1) == txns[1:3]
+    assert metastore.overwrites_committed_after("t", before, min_write_id=3) == [txns[2]]
+    assert metastore.overwrites_committed_after("t", before, min_write_id=4) == []
+    later = datetime.now(UTC) + timedelta(seconds=5)
+    assert metastore.overwrites_committed_after("t", later, min_write_id=1) == []
 
 
 def test_show_transactions_lists_every_txn_in_order(metastore: Metastore) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from metastore_support import begin, new_table, write
+from metastore_support import begin, new_table, sqlite_steps, write
 
 from acidstore.errors import InvalidInputError, MetastoreError
 from acidstore.metastore import SqliteMetastore
@@ -108,20 +108,12 @@ def test_a_commit_costs_the_same_after_thousands_of_commits(tmp_path: Path) -> N
             table, "", "insert", write_id, (f"delta_{write_id:07d}_{write_id:07d}_0000",),
             rows_inserted=1, files=1, bytes=1)])
 
+    def five() -> None:
+        for _ in range(5):
+            cycle()
+
     def steps() -> int:
-        counted = [0]
-
-        def count() -> int:
-            counted[0] += 1
-            return 0
-
-        conn.set_progress_handler(count, 10)
-        try:
-            for _ in range(5):
-                cycle()
-        finally:
-            conn.set_progress_handler(None, 0)
-        return counted[0]
+        return sqlite_steps(conn, five)
 
     for _ in range(20):
         cycle()

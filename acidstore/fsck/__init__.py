@@ -53,6 +53,7 @@ from acidstore.errors import AcidStoreError, StrayPathError, TableNotFoundError
 from acidstore.fsck.aborted import aborted_directories
 from acidstore.fsck.findings import CHECKS, FINDINGS_SCHEMA, Finding, findings_table
 from acidstore.fsck.partition import TableFacts, check_partition
+from acidstore.read.recorded import RecordedWrites
 from acidstore.read.scan import table_partitions
 from acidstore.table import LEASE_TTL_SECONDS, Table
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
@@ -98,7 +99,8 @@ def _findings(table: Table, txns: ValidTxnList, write_ids: ValidWriteIdList, lea
     fs, metastore, name = table.filesystem, table.warehouse.metastore, table.name
     committed = metastore.committed_components(name)
     facts = TableFacts(
-        name, table.location, metastore, txns, write_ids, table.recorded_writes(),
+        name, table.location, metastore, txns, write_ids,
+        RecordedWrites.of(metastore, name, table.location, components=committed),
         frozenset(d for c in committed for d in c.directories),
         frozenset(c.write_id for c in metastore.aborted_components(name)))
     strays: list[StrayPathError] = []

@@ -475,14 +475,23 @@ class Metastore(Protocol):
         """Components of aborted transactions on ``table``: directories a cleaner may remove."""
         ...
 
-    def committed_components(self, table: str) -> list[WriteComponent]:
+    def committed_components(self, table: str, *, partition: str | None = None,
+                             min_write_id: int | None = None,
+                             below_write_id: int | None = None) -> list[WriteComponent]:
         """Components of committed transactions on ``table``: the directories and bucket
-        files each committed write made, which readers must find unless replaced."""
+        files each committed write made, which readers must find unless replaced.
+
+        A reader needs only the writes its selected base has not replaced, and a table keeps
+        every committed write forever: ``min_write_id`` / ``below_write_id`` (write ids in
+        ``[min, below)``) and ``partition`` narrow the rows so that a read costs what was
+        written since its base, not the table's whole history. Ordered by txn id."""
         ...
 
-    def compaction_outputs(self, table: str) -> list[CompactionOutput]:
+    def compaction_outputs(self, table: str, *, partition: str | None = None,
+                           txn_ids: Iterable[int] | None = None) -> list[CompactionOutput]:
         """Directories committed compactions wrote on ``table``, with their file counts:
-        what a reader that selects one must find in it."""
+        what a reader that selects one must find in it. ``txn_ids`` (the ``_v`` txns of the
+        directories a reader selected) and ``partition`` narrow the rows."""
         ...
 
     # --- introspection ------------------------------------------------------------------------
@@ -609,10 +618,14 @@ class Metastore(Protocol):
         write ids up to ``point`` visible (an int), or after a moment (a datetime)."""
         ...
 
-    def overwrites_committed_after(self, table: str, moment: datetime) -> list[int]:
+    def overwrites_committed_after(self, table: str, moment: datetime, *,
+                                   min_write_id: int = 0) -> list[int]:
         """Txn ids of committed transactions with an ``overwrite`` component on ``table``
         whose commit time is after ``moment``, sorted. A reader whose snapshot missed one
-        takes it again: the cleaner may already have removed what its ``base_w`` hides."""
+        takes it again: the cleaner may already have removed what its ``base_w`` hides.
+        ``min_write_id``: only those of write ids from it up (every write id a snapshot does
+        not see is an exception of its list or above its high watermark), so that a read
+        does not scan the table's whole history for them."""
         ...
 
     def close(self) -> None:

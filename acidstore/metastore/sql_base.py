@@ -279,6 +279,7 @@ class SqlBase(ABC):
         return self._read(lambda conn: queue.committed_after(
             conn, self._table_row(conn, table)["table_id"], point))
 
-    def overwrites_committed_after(self, table: str, moment: datetime) -> list[int]:
+    def overwrites_committed_after(self, table: str, moment: datetime, *,
+                                   min_write_id: int = 0) -> list[int]:
         return self._read(lambda conn: queue.overwrites_after(
-            conn, self._table_row(conn, table)["table_id"], moment))
+            conn, self._table_row(conn, table)["table_id"], moment, min_write_id))

@@ -235,9 +235,21 @@ def committed_after(conn: Session, table_id: int, point: int | datetime
             for r in rows]
 
 
-def overwrites_after(conn: Session, table_id: int, moment: datetime) -> list[int]:
+def overwrites_after(conn: Session, table_id: int, moment: datetime,
+                     min_write_id: int = 0) -> list[int]:
     """Transactions that committed an INSERT OVERWRITE of the table after ``moment``: their
-    ``base_w`` hides older directories, which the cleaner removes like a compaction's."""
+    ``base_w`` hides older directories, which the cleaner removes like a compaction's.
+    With ``min_write_id``, driven by the table's write ids from it up (``txn_write_ids``'
+    ``(table_id, write_id)`` index): the components' own index would visit every component
+    the table ever had, on every read."""
+    if min_write_id > 0:
+        hint, join = conn.dialect.hint, conn.dialect.forced_join
+        return sorted({r[0] for r in conn.execute(
+            f"SELECT c.txn_id FROM txn_write_ids w {join} components c ON c.txn_id = "
+            f"w.txn_id {join} txns t ON t.txn_id = c.txn_id WHERE w.table_id = ? AND "
+            f"w.write_id >= ? AND {hint('c.table_id')} = w.table_id AND "
+            f"{hint('c.operation')} = 'overwrite' AND {hint('t.state')} = 'committed' AND "
+            "t.finished > ?", (table_id, min_write_id, to_micros(moment))).fetchall()})
     return [r[0] for r in conn.execute(
         "SELECT DISTINCT c.txn_id FROM components c JOIN txns t ON t.txn_id = c.txn_id "
         "WHERE c.table_id = ? AND c.operation = 'overwrite' AND t.state = 'committed' AND "

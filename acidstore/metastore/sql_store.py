@@ -48,6 +48,9 @@ from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = ["SqlMetastore"]
 
+#: above every write id (a BIGINT): the open upper end of a write-id range
+_NO_WRITE_ID = 2**63 - 1
+
 
 def _checked_open(kind: TxnKind, user: str, host: str, writes: Sequence[PlannedWrite]
                   ) -> list[PlannedWrite]:
@@ -365,34 +368,78 @@ class SqlMetastore(SqlBase):
         return self._read(body)
 
     def aborted_components(self, table: str) -> list[WriteComponent]:
-        return self._components(table, "aborted")
-
-    def committed_components(self, table: str) -> list[WriteComponent]:
-        return self._components(table, "committed")
-
-    def _components(self, table: str, state: str) -> list[WriteComponent]:
         def body(conn: Session) -> list[WriteComponent]:
             table_id = self._table_row(conn, table)["table_id"]
             return [txns.component_of(row) for row in conn.execute(
                 "SELECT c.* FROM components c JOIN txns t ON t.txn_id = c.txn_id "
-                "WHERE c.table_id = ? AND t.state = ? ORDER BY c.txn_id, "
-                "c.component_id", (table_id, state))]
+                "WHERE c.table_id = ? AND t.state = 'aborted' ORDER BY c.txn_id, "
+                "c.component_id", (table_id,))]
 
         return self._read(body)
 
-    def compaction_outputs(self, table: str) -> list[CompactionOutput]:
+    def committed_components(self, table: str, *, partition: str | None = None,
+                             min_write_id: int | None = None,
+                             below_write_id: int | None = None) -> list[WriteComponent]:
+        """See the protocol. With a write-id bound the query is driven by the table's write
+        ids in range (the ``(table_id, write_id)`` index of ``txn_write_ids``, then
+        ``components_by_txn``): the partition's index would visit every component the
+        partition ever had, and the bound is there to avoid exactly that."""
+        def body(conn: Session) -> list[WriteComponent]:
+            table_id = self._table_row(conn, table)["table_id"]
+            if min_write_id is None and below_write_id is None:
+                where, parameters = "c.table_id = ?", [table_id]
+                if partition is not None:
+                    where, parameters = where + " AND c.part = ?", [table_id, partition]
+                rows = conn.execute(
+                    "SELECT c.* FROM components c JOIN txns t ON t.txn_id = c.txn_id "
+                    f"WHERE {where} AND t.state = 'committed'", parameters).fetchall()
+            else:
+                hint, join = conn.dialect.hint, conn.dialect.forced_join
+                # the unary + keep SQLite off the partition and state indexes (whole history)
+                where = (f"w.table_id = ? AND w.write_id >= ? AND w.write_id < ? AND "
+                         f"{hint('c.table_id')} = w.table_id AND {hint('t.state')} = "
+                         "'committed'")
+                parameters = [table_id, min_write_id or 0,
+                              _NO_WRITE_ID if below_write_id is None else below_write_id]
+                if partition is not None:
+                    where += f" AND {hint('c.part')} = ?"
+                    parameters.append(partition)
+                rows = conn.execute(
+                    f"SELECT c.* FROM txn_write_ids w {join} components c ON c.txn_id = "
+                    f"w.txn_id {join} txns t ON t.txn_id = c.txn_id WHERE {where}",
+                    parameters).fetchall()
+            # sorted here, not by the query: an ORDER BY may steer SQLite to another index
+            return [txns.component_of(row) for row in sorted(
+                rows, key=lambda row: (row["txn_id"], row["component_id"]))]
+
+        return self._read(body)
+
+    def compaction_outputs(self, table: str, *, partition: str | None = None,
+                           txn_ids: Iterable[int] | None = None) -> list[CompactionOutput]:
+        wanted = None if txn_ids is None else sorted(set(txn_ids))
+
         def body(conn: Session) -> list[CompactionOutput]:
             found = self._table_row(conn, table)
             name = f"{found['db_name']}.{found['name']}"
+            where, parameters = "o.table_id = ?", [found["table_id"]]
+            if partition is not None:
+                where += " AND o.part = ?"
+                parameters.append(partition)
+            if wanted is not None:
+                # the primary key (txn_id, table_id, directory) finds each txn's rows
+                where += f" AND {conn.dialect.in_list('o.txn_id')}"
+                parameters.append(conn.dialect.list_parameter(wanted))
             return [CompactionOutput(name, row["part"], row["directory"], row["files"],
                                      row["rows_written"], row["bytes"],
                                      tuple(json.loads(row["file_rows"]).items()),
                                      row["txn_id"])
                     for row in conn.execute(
                         "SELECT o.* FROM compaction_outputs o JOIN txns t ON t.txn_id = "
-                        "o.txn_id WHERE o.table_id = ? AND t.state = 'committed' "
-                        "ORDER BY o.txn_id, o.directory", (found["table_id"],))]
+                        f"o.txn_id WHERE {where} AND t.state = 'committed' "
+                        "ORDER BY o.txn_id, o.directory", parameters)]
 
+        if wanted == []:
+            return []
         return self._read(body)
 
     # --- introspection ------------------------------------------------------------------------

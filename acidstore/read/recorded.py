@@ -22,10 +22,12 @@ them with what it listed:
 
 from __future__ import annotations
 
+import threading
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import Protocol
 
 import pyarrow.fs as pafs
 
@@ -39,13 +41,13 @@ from acidstore.layout import (
     is_bucket_file,
     parse_directory,
 )
-from acidstore.metastore import Metastore
+from acidstore.metastore import CompactionOutput, Metastore, WriteComponent
 from acidstore.read.plan import Split
 from acidstore.writeids import ValidWriteIdList
 
-__all__ = ["Missing", "PartitionRecord", "RecordedOutput", "RecordedWrite", "RecordedWrites",
-           "Stray", "check_listed", "check_recorded", "find_missing", "find_strays",
-           "with_recorded_rows"]
+__all__ = ["Missing", "PartitionRecord", "Recorded", "RecordedOutput", "RecordedWrite",
+           "RecordedWrites", "SnapshotRecord", "Stray", "check_listed", "check_recorded",
+           "find_missing", "find_strays", "record_floor", "with_recorded_rows"]
 
 
 @dataclass(frozen=True)
@@ -93,15 +95,49 @@ class PartitionRecord:
     managed: bool = False
     #: write ids with any record (in any partition), whatever their directories' names
     recorded: frozenset[int] = frozenset()
+    #: every compaction output of the partition, where ``outputs`` holds only those of the
+    #: selected directories' compactions: asked only to name what a missing directory was
+    #: folded into, an error path, so a read never loads the table's compaction history
+    every_output: Callable[[], Sequence[RecordedOutput]] | None = None
 
     def __bool__(self) -> bool:
         return bool(self.write_ids or self.compactions or self.managed)
 
+    def all_outputs(self) -> Sequence[RecordedOutput]:
+        return self.outputs if self.every_output is None else self.every_output()
+
+
+class Recorded(Protocol):
+    """A table's record as a snapshot read asks for it, one partition at a time."""
+
+    @property
+    def location(self) -> str: ...
+
+    def partition(self, partition_path: str, state: AcidState) -> PartitionRecord:
+        """The record ``state`` (the partition's selected directories) is checked against."""
+        ...
+
+
+def _output(o: CompactionOutput) -> RecordedOutput:
+    return RecordedOutput(o.txn_id, o.directory, o.files, dict(o.file_rows))
+
+
+def _layout_write_ids(writes: Iterable[RecordedWrite]) -> frozenset[int]:
+    """The write ids of ``writes`` all of whose directories (in any partition) follow the
+    layout: the others' directories are not judged (never guess)."""
+    known: set[int] = set()
+    unknown: set[int] = set()
+    for write in writes:
+        layout = all(is_acid_directory_name(d.rsplit("/", 1)[-1]) for d in write.directories)
+        (known if layout else unknown).add(write.write_id)
+    return frozenset(known - unknown)
+
 
 @dataclass(frozen=True)
 class RecordedWrites:
-    """A table's committed writes and compaction outputs by partition (relative to
-    ``location``, "" unpartitioned)."""
+    """A table's whole record: every committed write and compaction output by partition
+    (relative to ``location``, "" unpartitioned). What ``fsck`` audits; a read asks for
+    less (``SnapshotRecord``)."""
 
     location: str
     by_partition: Mapping[str, Sequence[RecordedWrite]]
@@ -112,16 +148,18 @@ class RecordedWrites:
 
     @classmethod
     def of(cls, metastore: Metastore, table: str, location: str, *,
-           pending: frozenset[int] = frozenset()) -> RecordedWrites:
+           pending: frozenset[int] = frozenset(),
+           components: Sequence[WriteComponent] | None = None) -> RecordedWrites:
         """Read both records of ``table`` from the metastore (``pending``: the reading
-        transaction's own write ids)."""
+        transaction's own write ids; ``components``: the committed components, when the
+        caller has them already)."""
         writes: dict[str, list[RecordedWrite]] = defaultdict(list)
-        for c in metastore.committed_components(table):
+        found = metastore.committed_components(table) if components is None else components
+        for c in found:
             writes[c.partition].append(RecordedWrite(c.write_id, c.directories, c.files))
         outputs: dict[str, list[RecordedOutput]] = defaultdict(list)
         for o in metastore.compaction_outputs(table):
-            outputs[o.partition].append(RecordedOutput(o.txn_id, o.directory, o.files,
-                                                       dict(o.file_rows)))
+            outputs[o.partition].append(_output(o))
         return cls(location, writes, outputs, pending)
 
     def writes(self, partition_path: str) -> Sequence[RecordedWrite]:
@@ -129,14 +167,7 @@ class RecordedWrites:
 
     @cached_property
     def _write_ids(self) -> frozenset[int]:
-        known: set[int] = set()
-        unknown: set[int] = set()
-        for writes in self.by_partition.values():
-            for write in writes:
-                layout = all(is_acid_directory_name(d.rsplit("/", 1)[-1])
-                             for d in write.directories)
-                (known if layout else unknown).add(write.write_id)
-        return frozenset(known - unknown)
+        return _layout_write_ids(w for writes in self.by_partition.values() for w in writes)
 
     @cached_property
     def _recorded(self) -> frozenset[int]:
@@ -148,12 +179,122 @@ class RecordedWrites:
         return frozenset(o.txn_id for outputs in self.outputs_by_partition.values()
                          for o in outputs)
 
-    def partition(self, partition_path: str) -> PartitionRecord:
+    def partition(self, partition_path: str, state: AcidState | None = None
+                  ) -> PartitionRecord:
+        """The partition's whole record (``state`` is not needed: everything is loaded)."""
         relative = afs.relative(self.location, partition_path)
         return PartitionRecord(partition_path, self.by_partition.get(relative, ()),
                                self.outputs_by_partition.get(relative, ()),
                                self._write_ids, self._compactions, managed=True,
                                recorded=self._recorded)
+
+
+#: separate output loads one record makes before it loads all of the table's outputs at once
+_OUTPUT_LOADS = 2
+
+
+def record_floor(state: AcidState) -> int:
+    """The lowest write id whose record can matter to a snapshot reading ``state``.
+
+    Every directory a writer records is named for its own write id alone (``delta_w_w_s``,
+    ``delete_delta_w_w_s``, ``base_w``). ``state`` selects its base ``base_B`` (if any) and
+    deltas whose max write id is above B (``best_working_deltas``: a kept delta raises the
+    covered id past B; a sibling statement or delete twin repeats a kept one's range). So:
+
+    - ``find_missing`` passes over a write w < B: none of its directories is selected (a
+      delta of w has max w <= B; ``base_w`` is not the one base selected), so its first
+      directory is ``_replaced`` by the base and nothing is reported. Write B itself can
+      own the selected ``base_B`` (an INSERT OVERWRITE), whose files are counted;
+    - ``find_strays`` judges selected directories by their single write id (the base's B,
+      a delta's w > B) or by their ``_v`` compaction txn, never by a write id below B.
+
+    Hence the records with write id >= B (all partitions', for the table-wide sets) decide
+    exactly what the whole history would. No base: every write counts (0)."""
+    return 0 if state.base_info is None else state.base_info.write_id
+
+
+class SnapshotRecord:
+    """A table's record loaded as a snapshot's reads need it: per partition, only the writes
+    at or above its selected base's write id (``record_floor``) and the compaction outputs
+    of its selected ``_v`` directories. A table keeps every committed write forever, so
+    loading the whole record made every read and DML statement pay for the table's whole
+    history, however compacted. What is loaded is kept: the partitions of one scan share
+    the load of the writes above the lowest base seen so far."""
+
+    def __init__(self, metastore: Metastore, table: str, location: str, *,
+                 pending: frozenset[int] = frozenset()) -> None:
+        self._metastore = metastore
+        self._table = table
+        self._location = location
+        self._pending = pending
+        #: every committed write id >= this is loaded (all partitions); None: nothing yet
+        self._floor: int | None = None
+        self._writes: dict[str, list[RecordedWrite]] = {}
+        self._write_ids: frozenset[int] = frozenset()
+        self._recorded: frozenset[int] = pending
+        self._outputs: dict[int, list[CompactionOutput]] = {}
+        #: all the table's outputs are loaded (after _OUTPUT_LOADS separate loads)
+        self._every_txn = False
+        self._output_loads = 0
+        # partitions may be planned on threads: a load replaces what another one reads
+        self._lock = threading.Lock()
+
+    @property
+    def location(self) -> str:
+        return self._location
+
+    def _load_writes(self, floor: int) -> None:
+        if self._floor is not None and floor >= self._floor:
+            return
+        # all again from the lower floor, not just the gap: the rows come in commit (txn)
+        # order, which decides which problem a read reports first, and the gap's rows would
+        # not merge into it (a component does not carry its txn). Partitions come in path
+        # order, so a scan lowers its floor about ln(partitions) times.
+        loaded = self._metastore.committed_components(  # 0: all, by the table's index
+            self._table, min_write_id=floor or None)
+        by_partition: dict[str, list[RecordedWrite]] = defaultdict(list)
+        for c in loaded:
+            by_partition[c.partition].append(RecordedWrite(c.write_id, c.directories, c.files))
+        self._writes, self._floor = by_partition, floor
+        writes = [w for part in by_partition.values() for w in part]
+        self._write_ids = _layout_write_ids(writes)
+        self._recorded = frozenset(w.write_id for w in writes) | self._pending
+
+    def _load_outputs(self, txn_ids: set[int]) -> None:
+        wanted = set() if self._every_txn else txn_ids - self._outputs.keys()
+        if not wanted:
+            return
+        self._output_loads += 1
+        if self._output_loads > _OUTPUT_LOADS:
+            # partitions compacted one by one (the Worker's way): one query per partition
+            # would cost a scan of many partitions more than the table's outputs do
+            self._outputs, self._every_txn = defaultdict(list), True
+            found = self._metastore.compaction_outputs(self._table)
+        else:
+            self._outputs.update((txn, []) for txn in wanted)
+            found = self._metastore.compaction_outputs(self._table, txn_ids=wanted)
+        for o in found:
+            self._outputs[o.txn_id].append(o)
+
+    def partition(self, partition_path: str, state: AcidState) -> PartitionRecord:
+        relative = afs.relative(self._location, partition_path)
+        floor = record_floor(state)
+        txns = {parse_directory(name).visibility_txn_id for name in _selected(state)} - {0}
+        with self._lock:
+            self._load_writes(floor)
+            self._load_outputs(txns)
+            writes = [w for w in self._writes.get(relative, ()) if w.write_id >= floor]
+            outputs = [_output(o) for txn in sorted(txns) for o in self._outputs.get(txn, ())
+                       if o.partition == relative]
+            compactions = frozenset(txn for txn in txns if self._outputs.get(txn))
+            write_ids, recorded = self._write_ids, self._recorded
+        return PartitionRecord(partition_path, writes, outputs, write_ids, compactions,
+                               managed=True, recorded=recorded,
+                               every_output=lambda: self._every_output(relative))
+
+    def _every_output(self, relative: str) -> list[RecordedOutput]:
+        return [_output(o) for o in self._metastore.compaction_outputs(
+            self._table, partition=relative)]
 
 
 def _covers(name: str, write_id: int, delete: bool) -> bool:
@@ -241,7 +382,7 @@ def find_missing(location: str, state: AcidState, write_ids: ValidWriteIdList,
                               "has removed: the table keeps no history from before write id "
                               f"{newer[1]}", True, history=True)
                 break
-            yield _gone(location, relative, write.write_id, record.outputs, selected)
+            yield _gone(location, relative, write.write_id, record.all_outputs(), selected)
             break
         else:
             if counted < write.files:
@@ -341,11 +482,11 @@ def with_recorded_rows(location: str, splits: list[Split], record: PartitionReco
 
 
 def check_listed(fs: pafs.FileSystem, directory: str, state: AcidState,
-                 write_ids: ValidWriteIdList, recorded: RecordedWrites) -> None:
+                 write_ids: ValidWriteIdList, recorded: Recorded) -> None:
     """``check_recorded`` for a caller that has not listed the selected directories (the
     compactor: what it folds into a base must not silently lack a committed write, nor
     take in a directory no write made)."""
-    record = recorded.partition(directory)
+    record = recorded.partition(directory, state)
     if not record:
         return
     listed = {name: sum(1 for e in afs.list_dir(fs, afs.join(directory, name))

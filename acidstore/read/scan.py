@@ -30,7 +30,7 @@ from acidstore.read.bounds import stripe_bounds
 from acidstore.read.grouped import SmallFile, groupable, read_small_files
 from acidstore.read.merge import merge_split
 from acidstore.read.plan import Split, plan_partition
-from acidstore.read.recorded import RecordedWrites, check_recorded, with_recorded_rows
+from acidstore.read.recorded import Recorded, check_recorded, with_recorded_rows
 from acidstore.read.registry import DEFAULT_DELETE_EVENT_LIMIT, DeleteCache, load_registry
 from acidstore.read.source import Probe, SplitBatch
 from acidstore.read.vectorized import read_split
@@ -125,7 +125,7 @@ class Scan:
                  delete_event_limit: int = DEFAULT_DELETE_EVENT_LIMIT,
                  threads: int | None = None,
                  planned: Sequence[tuple[PartitionDir, Split]] | None = None,
-                 recorded: RecordedWrites | None = None) -> None:
+                 recorded: Recorded | None = None) -> None:
         if reader not in ("vectorized", "merge"):
             raise InvalidInputError(f"unknown reader {reader!r}; use 'vectorized' or 'merge'")
         if isinstance(filter, str):
@@ -172,7 +172,7 @@ class Scan:
     def _plan(self, partition: PartitionDir) -> list[Split]:
         state = acid_state(partition.path, self.write_ids, self.txns, filesystem=self._fs)
         recorded = self._recorded
-        record = recorded.partition(partition.path) if recorded is not None else None
+        record = recorded.partition(partition.path, state) if recorded is not None else None
         if recorded is None or not record:
             return plan_partition(self._fs, partition.path, state, self.write_ids)
         listed: dict[str, int] = {}
