@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
-from metastore_support import begin, new_table, write
+from metastore_support import begin, insert_cycle, new_table, write
 
 from acidstore.metastore import PlannedWrite, PostgresMetastore, WriteComponent
 from acidstore.metastore.sql_schema import now_micros
@@ -162,22 +162,12 @@ def test_opens_and_commits_do_not_scan_the_history(store: PostgresMetastore,
     """An open's snapshot once hashed every txn row to find the ids in flight, and a commit's
     INSERT OVERWRITE check scanned every component: both grew with the history (5 ms and 2 ms
     a call at 10,000 commits). Counted in rows the server read, not time."""
-    table = "default.t"
-
-    def cycle() -> None:
-        opened = store.open_transaction(user="u", host="h",
-                                        writes=[PlannedWrite(table, ("",), "insert")])
-        write_id = opened.write_ids[table]
-        store.commit(opened.txn_id, [WriteComponent(
-            table, "", "insert", write_id, (f"delta_{write_id:07d}_{write_id:07d}_0000",),
-            rows_inserted=1, files=1, bytes=1)])
-
     for _ in range(400):
-        cycle()
+        insert_cycle(store, "default.t")
     with psycopg.connect(url, autocommit=True) as conn:
         # as autovacuum would: a table the planner believes tiny is scanned whatever the plan
         conn.execute("ANALYZE txns, components, txn_write_ids")
     before = _seq_tuples_read(url, store)
     for _ in range(5):
-        cycle()
+        insert_cycle(store, "default.t")
     assert _seq_tuples_read(url, store) - before < 100

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from metastore_support import begin, new_table, sqlite_steps, write
+from metastore_support import begin, insert_cycle, new_table, sqlite_steps, write
 
 from acidstore.errors import InvalidInputError, MetastoreError
 from acidstore.metastore import SqliteMetastore
@@ -91,7 +91,7 @@ def test_a_commit_costs_the_same_after_thousands_of_commits(tmp_path: Path) -> N
     cost more than the last (8.6 ms at 12,000 commits, inside the write lock; 11x a young
     table's steps at 2,000). Counted in SQLite virtual-machine steps (deterministic), not
     time."""
-    from acidstore.metastore import NewTable, PlannedWrite, WriteComponent
+    from acidstore.metastore import NewTable
 
     store = SqliteMetastore(tmp_path / "ms.db")
     table = "default.t"
@@ -100,25 +100,17 @@ def test_a_commit_costs_the_same_after_thousands_of_commits(tmp_path: Path) -> N
     conn = store._connection()
     conn.execute("PRAGMA synchronous = OFF")  # only to fill the history quickly
 
-    def cycle() -> None:
-        opened = store.open_transaction(user="u", host="h",
-                                        writes=[PlannedWrite(table, ("",), "insert")])
-        write_id = opened.write_ids[table]
-        store.commit(opened.txn_id, [WriteComponent(
-            table, "", "insert", write_id, (f"delta_{write_id:07d}_{write_id:07d}_0000",),
-            rows_inserted=1, files=1, bytes=1)])
-
     def five() -> None:
         for _ in range(5):
-            cycle()
+            insert_cycle(store, table)
 
     def steps() -> int:
         return sqlite_steps(conn, five)
 
     for _ in range(20):
-        cycle()
+        insert_cycle(store, table)
     early = steps()
     for _ in range(1000):
-        cycle()
+        insert_cycle(store, table)
     late = steps()
     assert late < early * 1.2, (early, late)

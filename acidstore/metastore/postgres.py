@@ -26,7 +26,6 @@ per process after a fork), like the SQLite backend.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import os
 import random
@@ -307,12 +306,8 @@ class PostgresMetastore(SqlMetastore):
                          writes: Sequence[PlannedWrite] = ()) -> TxnInfo:
         """One call of ``acid_open_v9``: the id, the snapshot, the row and the planned writes
         in one statement, with no global lock (see ``postgres_functions`` for why the
-        snapshot stays correct). That function plans inserts and overwrites; a planned
-        UPDATE or DELETE is allocated and recorded by a second metastore transaction
-        (``_plan_changes``), still before the open returns."""
-        checked = _checked_open(kind, user, host, writes)
-        planned = [plan for plan in checked if not plan.changes_rows]
-        changes = [plan for plan in checked if plan.changes_rows]
+        snapshot stays correct)."""
+        planned = _checked_open(kind, user, host, writes)
         for attempt in range(2):
             # a cached entry may be of a table since dropped or replaced: whatever it fails
             # (the partition check here, the server's id check), it fails once more read anew
@@ -332,27 +327,10 @@ class PostgresMetastore(SqlMetastore):
                 self._catalog.clear()
                 continue
             started = from_micros(now)
-            info = TxnInfo(int(row[0]), "open", kind, user, host, started, started, None,
+            return TxnInfo(int(row[0]), "open", kind, user, host, started, started, None,
                            ValidTxnList.parse(row[1]),
                            write_ids={k: int(v) for k, v in row[2].items()})
-            return self._plan_changes(info, changes) if changes else info
         raise AssertionError("unreachable")  # pragma: no cover
-
-    def _plan_changes(self, info: TxnInfo, changes: Sequence[PlannedWrite]) -> TxnInfo:
-        """Allocate and record the planned UPDATEs and DELETEs of a txn ``acid_open_v9``
-        just opened; if that fails, the txn is aborted (nothing was written under it) and
-        the error raised."""
-        def body(conn: Session, now: int) -> dict[str, int]:
-            txns.require_open(conn, info.txn_id)
-            return self._allocate_planned(conn, info.txn_id, now, changes)
-
-        try:
-            allocated = self._write(body)
-        except BaseException:
-            with contextlib.suppress(Exception):  # the allocation's error is the one to see
-                self.abort(info.txn_id, "its planned writes could not be recorded")
-            raise
-        return dataclasses.replace(info, write_ids={**info.write_ids, **allocated})
 
     def heartbeat(self, txn_id: int) -> None:
         """One statement when the txn is open and alive; otherwise the general path, which

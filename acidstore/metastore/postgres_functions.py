@@ -230,7 +230,8 @@ RETURNS TABLE (txn_id bigint, snapshot text, write_ids jsonb)
 LANGUAGE plpgsql AS $$
 DECLARE
   v_id bigint; v_hwm bigint; v_open bigint[]; v_aborted bigint[]; v_snapshot text;
-  v_plan jsonb; v_table bigint; v_write bigint; v_dir text; v_ids jsonb := '{{}}';
+  v_plan jsonb; v_table bigint; v_write bigint; v_range text; v_dirs text[];
+  v_ids jsonb := '{{}}';
   v_floor bigint;
 BEGIN
   PERFORM acid_reap_v9(p_now);
@@ -256,15 +257,21 @@ BEGIN
         USING ERRCODE = 'AS001';
     END IF;
     v_write := acid_new_write_id_v9(v_id, v_table, (v_plan->>'db') || '.' || (v_plan->>'name'));
-    -- PlannedWrite.components: statement 0's delta, or the overwrite's base
-    v_dir := CASE WHEN v_plan->>'operation' = 'overwrite' THEN 'base_' || acid_pad7_v9(v_write)
-                  ELSE 'delta_' || acid_pad7_v9(v_write) || '_' || acid_pad7_v9(v_write)
-                       || '_0000' END;
+    -- PlannedWrite.directory_names: the overwrite's base, the insert's statement-0 delta,
+    -- a delete's statement-0 delete delta, an update's delete delta and statement-1 delta
+    v_range := acid_pad7_v9(v_write) || '_' || acid_pad7_v9(v_write);
+    v_dirs := CASE v_plan->>'operation'
+                WHEN 'overwrite' THEN ARRAY['base_' || acid_pad7_v9(v_write)]
+                WHEN 'insert' THEN ARRAY['delta_' || v_range || '_0000']
+                WHEN 'delete' THEN ARRAY['delete_delta_' || v_range || '_0000']
+                ELSE ARRAY['delete_delta_' || v_range || '_0000', 'delta_' || v_range || '_0001']
+              END;
     INSERT INTO components (txn_id, table_id, table_name, part, operation, write_id,
                             directories, rows_inserted, rows_deleted, files, bytes)
       SELECT v_id, v_table, (v_plan->>'db') || '.' || (v_plan->>'name'), p,
              v_plan->>'operation', v_write,
-             json_build_array(CASE WHEN p = '' THEN v_dir ELSE p || '/' || v_dir END)::text,
+             (SELECT json_agg(CASE WHEN p = '' THEN d ELSE p || '/' || d END ORDER BY i)
+              FROM unnest(v_dirs) WITH ORDINALITY AS u(d, i))::text,
              0, 0, 0, 0
       FROM jsonb_array_elements_text(v_plan->'partitions') WITH ORDINALITY AS e(p, n)
       ORDER BY n;

@@ -178,12 +178,6 @@ class PlannedWrite:
         return (events,) if self.operation == "delete" else (
             events, delta_name(write_id, write_id, 1))
 
-    @property
-    def changes_rows(self) -> bool:
-        """An UPDATE or DELETE (the PostgreSQL open function plans only inserts and
-        overwrites)."""
-        return self.operation in ("update", "delete")
-
 
 @dataclass(frozen=True)
 class WriteComponent:
