@@ -2,6 +2,7 @@
 
     python -m benchmarks.metastore                      # SQLite + a throwaway PostgreSQL
     python -m benchmarks.metastore --postgresql URL     # an existing server instead
+    python -m benchmarks.metastore --cpu                # CPU per cycle, client and server
 
 Each writer is a process of its own with its own metastore handle (as separate programs are)
 and its own table (BENCHMARKS.md: "8 writers on different tables"). A cycle is a writer's whole
@@ -15,6 +16,10 @@ between them every half second throughout one run:
 After the run every table's history must hold exactly the write ids 1..n its writer committed
 (zero lost or duplicated). The throwaway PostgreSQL server keeps the default durability (fsync
 and synchronous commit on); SQLite runs with the library's settings (WAL, synchronous FULL).
+
+``--cpu`` measures what one ``2 calls`` cycle costs in CPU, in the writer process and in the
+throwaway server's processes (from /proc): with every writer and the server on one machine,
+``cores / (client + server CPU)`` bounds the commits per second any number of writers reach.
 """
 
 from __future__ import annotations
@@ -136,12 +141,76 @@ def measure_all(postgresql: str | None, seconds: float, writers: tuple[int, ...]
     return results
 
 
+def _cycle(store: Metastore, table: str) -> None:
+    opened = store.open_transaction(user="m1", host="bench",
+                                    writes=[PlannedWrite(table, ("",), "insert")])
+    write_id = opened.write_ids[table]
+    store.commit(opened.txn_id, [WriteComponent(
+        table, "", "insert", write_id, (f"delta_{write_id:07d}_{write_id:07d}_0000",),
+        rows_inserted=1, files=1, bytes=100)])
+
+
+def _server_cpu(postmaster: int) -> float:
+    """CPU seconds so far of the server's postmaster and its children (backends, WAL
+    writer, checkpointer), from /proc."""
+    ticks = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue  # the process ended while we looked
+        fields = text[text.rindex(")") + 2:].split()
+        if int(stat.parent.name) == postmaster or int(fields[1]) == postmaster:
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_per_cycle(cycles: int = 2000) -> dict[str, tuple[float, float]]:
+    """``{backend: (client ms, server ms)}`` of CPU per ``2 calls`` cycle, one writer."""
+    from benchmarks.postgres_server import start
+
+    server = start(durable=True)
+    pid_file = next(server.root.glob("**/postmaster.pid"))
+    postmaster = int(pid_file.read_text().split()[0])
+    out: dict[str, tuple[float, float]] = {}
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            for backend, spec in (("sqlite", ("sqlite", str(Path(scratch) / "m1.db"))),
+                                  ("postgresql", ("postgresql", server.new_store()))):
+                store = _open(spec)
+                store.create_table(NewTable("default", "m1", pa.schema([("id", pa.int64())]),
+                                            pa.schema([]), (), 0, {}, "/m1"))
+                for _ in range(50):  # warm: connections, plans, caches
+                    _cycle(store, "default.m1")
+                client, started = time.process_time(), _server_cpu(postmaster)
+                for _ in range(cycles):
+                    _cycle(store, "default.m1")
+                client = time.process_time() - client
+                served = _server_cpu(postmaster) - started if backend == "postgresql" else 0.0
+                out[backend] = (client * 1000 / cycles, served * 1000 / cycles)
+                store.close()
+    finally:
+        server.stop()
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--postgresql", default=None, help="URL of an existing server")
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--cpu", action="store_true",
+                        help="CPU per cycle of the writer and the server instead")
     args = parser.parse_args(argv)
+    if args.cpu:
+        cores = os.cpu_count() or 1
+        print(f"M1 CPU per '2 calls' cycle, one writer, {cores} cores")
+        print("| backend | client ms | server ms | bound on this machine (cycles/s) |")
+        print("|---|---|---|---|")
+        for backend, (client, served) in cpu_per_cycle().items():
+            print(f"| {backend} | {client:.2f} | {served:.2f} | "
+                  f"{cores * 1000 / (client + served):.0f} |")
+        return
     results = measure_all(args.postgresql, args.seconds)
     print(f"M1 on {os.cpu_count()} cores, {args.seconds:.0f} s per run (the two cycles "
           "alternating every 0.5 s)")
