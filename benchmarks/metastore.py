@@ -141,7 +141,9 @@ def measure_all(postgresql: str | None, seconds: float, writers: tuple[int, ...]
     return results
 
 
-def _cycle(store: Metastore, table: str) -> None:
+def insert_cycle(store: Metastore, table: str) -> None:
+    """One plain insert's metastore traffic, the ``2 calls`` cycle: an open with its planned
+    write, then the commit (what ``Table.insert`` outside a transaction does)."""
     opened = store.open_transaction(user="m1", host="bench",
                                     writes=[PlannedWrite(table, ("",), "insert")])
     write_id = opened.write_ids[table]
@@ -181,10 +183,10 @@ def cpu_per_cycle(cycles: int = 2000) -> dict[str, tuple[float, float]]:
                 store.create_table(NewTable("default", "m1", pa.schema([("id", pa.int64())]),
                                             pa.schema([]), (), 0, {}, "/m1"))
                 for _ in range(50):  # warm: connections, plans, caches
-                    _cycle(store, "default.m1")
+                    insert_cycle(store, "default.m1")
                 client, started = time.process_time(), _server_cpu(postmaster)
                 for _ in range(cycles):
-                    _cycle(store, "default.m1")
+                    insert_cycle(store, "default.m1")
                 client = time.process_time() - client
                 served = _server_cpu(postmaster) - started if backend == "postgresql" else 0.0
                 out[backend] = (client * 1000 / cycles, served * 1000 / cycles)

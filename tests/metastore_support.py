@@ -21,7 +21,7 @@ import pyarrow as pa
 import pytest
 from metastore_workers import BackendSpec, open_metastore
 
-from acidstore.metastore import Metastore, NewTable, PlannedWrite, WriteComponent
+from acidstore.metastore import Metastore, NewTable, WriteComponent
 from acidstore.writeids import LONG_MAX
 from benchmarks.postgres_server import PostgresServer
 
@@ -137,14 +137,3 @@ def sqlite_steps(conn: sqlite3.Connection, action: Callable[[], object]) -> int:
     finally:
         conn.set_progress_handler(None, 0)
     return counted[0]
-
-
-def insert_cycle(store: Metastore, table: str) -> None:
-    """One plain insert's metastore traffic: an open with its planned write, then the
-    commit (what ``Table.insert`` outside a transaction does)."""
-    opened = store.open_transaction(user="u", host="h",
-                                    writes=[PlannedWrite(table, ("",), "insert")])
-    write_id = opened.write_ids[table]
-    store.commit(opened.txn_id, [WriteComponent(
-        table, "", "insert", write_id, (f"delta_{write_id:07d}_{write_id:07d}_0000",),
-        rows_inserted=1, files=1, bytes=1)])

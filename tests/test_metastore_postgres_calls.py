@@ -14,10 +14,11 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
-from metastore_support import begin, insert_cycle, new_table, write
+from metastore_support import begin, new_table, write
 
 from acidstore.metastore import PlannedWrite, PostgresMetastore, WriteComponent
 from acidstore.metastore.sql_schema import now_micros
+from benchmarks.metastore import insert_cycle
 from benchmarks.postgres_server import PostgresServer
 
 

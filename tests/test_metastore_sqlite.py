@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from metastore_support import begin, insert_cycle, new_table, sqlite_steps, write
+from metastore_support import begin, new_table, sqlite_steps, write
 
 from acidstore.errors import InvalidInputError, MetastoreError
 from acidstore.metastore import SqliteMetastore
 from acidstore.metastore.sql_schema import SCHEMA_VERSION
+from benchmarks.metastore import insert_cycle
 
 
 def test_sqlite_uses_wal_and_a_versioned_schema(tmp_path: Path) -> None:
