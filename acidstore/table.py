@@ -9,12 +9,11 @@ the transaction commits.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -26,7 +25,6 @@ from acidstore import changes as change_feed
 from acidstore import frames, idempotent, maintenance, schema_evolution
 from acidstore import fs as afs
 from acidstore.errors import (
-    AcidStoreError,
     InvalidInputError,
     TableNotFoundError,
     UnsupportedOperationError,
@@ -34,7 +32,7 @@ from acidstore.errors import (
 )
 from acidstore.expressions import Predicate, SqlEvaluator
 from acidstore.layout import base_name, delta_name
-from acidstore.metastore import Metastore, Operation, PlannedWrite, TableInfo, WriteComponent
+from acidstore.metastore import Operation, PlannedWrite, TableInfo, WriteComponent
 from acidstore.metastore.conflicts import IsolationLevel, isolation_level
 from acidstore.orc.io import compression_codec
 from acidstore.publish import operation_of, publish_change
@@ -56,7 +54,7 @@ from acidstore.statement import (
     run_units,
 )
 from acidstore.statement_merge import MergeSpec, not_matched_rows
-from acidstore.time_travel import hidden_compactions, past_snapshot
+from acidstore.time_travel import lease_snapshot, past_snapshot, release_lease
 from acidstore.write.conform import (
     PartitionData,
     conform,
@@ -73,9 +71,6 @@ if TYPE_CHECKING:
     from acidstore.warehouse import Warehouse
 
 __all__ = ["Table", "WriteResult"]
-
-#: how far the clocks of the hosts sharing a metastore may disagree (leased_snapshot)
-_CLOCK_MARGIN = timedelta(minutes=5)
 
 LEASE_TTL_SECONDS = 300.0
 
@@ -175,34 +170,11 @@ class Table:
                         ttl_seconds: float = LEASE_TTL_SECONDS
                         ) -> tuple[ValidTxnList, ValidWriteIdList, int]:
         """``read_snapshot`` plus a metastore lease on it, taken before any directory is
-        listed: from then on the cleaner keeps everything the snapshot selects. A past
-        snapshot reads around the compactions committed after it; if the cleaner began on one
-        of those before the lease was in place, the snapshot is taken again without hiding
-        it (its replaced directories may be partly gone)."""
-        metastore = self._warehouse.metastore
-        while True:
-            # a compaction that commits between the snapshot and the lease can be cleaned
-            # before the lease exists: its replaced directories are what the snapshot reads.
-            # So after the lease is in place, look for compactions the snapshot does not see
-            # that committed since just before it was taken (minus a margin for the clocks of
-            # other hosts), and take a new snapshot if there is one.
-            since = datetime.now(UTC) - _CLOCK_MARGIN
-            txns, write_ids, hidden = self._read_snapshot(as_of)
-            lease = metastore.acquire_lease(self.name, txns, write_ids, ttl_seconds)
-            # (a transaction's own snapshot needs no such check: the cleaner keeps what the
-            # snapshots of open transactions read, and retaking it would change nothing)
-            # An INSERT OVERWRITE's base hides older directories just as a compaction's
-            # output replaces them, and the cleaner removes both.
-            missed = [] if self._txn is not None else [
-                c.txn_id for c in metastore.compactions_committed_after(self.name, since)
-                if not txns.is_txn_valid(c.txn_id) and c.txn_id not in hidden] + [
-                txn for txn in metastore.overwrites_committed_after(
-                    self.name, since, min_write_id=_lowest_unseen(write_ids, as_of))
-                if not txns.is_txn_valid(txn)]
-            if not missed and (as_of is None or hidden <= hidden_compactions(
-                    metastore, self.name, as_of)):
-                return txns, write_ids, lease
-            _release_lease(metastore, lease)
+        listed: from then on the cleaner keeps everything the snapshot selects (see
+        ``time_travel.lease_snapshot`` for the compactions and overwrites it looks for)."""
+        return lease_snapshot(self._warehouse.metastore, self.name,
+                              lambda: self._read_snapshot(as_of), as_of=as_of,
+                              own_transaction=self._txn is not None, ttl_seconds=ttl_seconds)
 
     def _leased_scan(self, columns: Sequence[str] | None, filter: Predicate | None,
                      as_of: int | datetime | None, with_row_id: bool) -> tuple[Scan, int]:
@@ -214,7 +186,7 @@ class Table:
             return self.scan(columns, filter, None, with_row_id,
                              snapshot=(txns, write_ids)), lease
         except BaseException:
-            _release_lease(metastore, lease)
+            release_lease(metastore, lease)
             raise
 
     def to_batches(self, columns: Sequence[str] | None = None, filter: Predicate | None = None,
@@ -225,7 +197,7 @@ class Table:
         consumer renews the lease as it goes."""
         scan, lease = self._leased_scan(columns, filter, as_of, with_row_id)
         metastore = self._warehouse.metastore
-        release = weakref.finalize(scan, _release_lease, metastore, lease)
+        release = weakref.finalize(scan, release_lease, metastore, lease)
 
         def batches() -> Iterator[pa.RecordBatch]:
             renewed = time.monotonic()
@@ -252,7 +224,7 @@ class Table:
         try:
             return scan.to_table()
         finally:
-            _release_lease(self._warehouse.metastore, lease)
+            release_lease(self._warehouse.metastore, lease)
 
     def to_pandas(self, columns: Sequence[str] | None = None, filter: Predicate | None = None,
                   as_of: int | datetime | None = None) -> Any:
@@ -617,19 +589,3 @@ class Table:
     def _update(self, txn: Transaction, predicate: Predicate, assignments: dict[str, str]
                 ) -> WriteResult:
         return self.run_statement(txn, "update", predicate=predicate, assignments=assignments)
-
-
-def _lowest_unseen(write_ids: ValidWriteIdList, as_of: int | datetime | None) -> int:
-    """The lowest write id the current snapshot ``write_ids`` may not see: a txn it does not
-    see wrote an exception of its list (open then) or above its high watermark (allocated
-    later). 0 (all) for a past snapshot, whose lists are not the metastore's own."""
-    if as_of is not None:
-        return 0
-    return min([write_ids.high_watermark + 1, *write_ids.exceptions])
-
-
-def _release_lease(metastore: Metastore, lease: int) -> None:
-    """Best effort: a reader collected after its warehouse closed has nothing to release to,
-    and a lease that is never released still expires."""
-    with contextlib.suppress(AcidStoreError):
-        metastore.release_lease(lease)

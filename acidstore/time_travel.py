@@ -15,13 +15,19 @@ compaction's delta still serves the past (it keeps every event with its write id
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import contextlib
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 
-from acidstore.errors import InvalidInputError
+from acidstore.errors import AcidStoreError, InvalidInputError
 from acidstore.metastore import Metastore
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
-__all__ = ["AsOf", "hidden_compactions", "past_snapshot", "past_write_ids"]
+__all__ = ["AsOf", "hidden_compactions", "lease_snapshot", "past_snapshot", "past_write_ids",
+           "release_lease"]
+
+#: how far the clocks of the hosts sharing a metastore may disagree (lease_snapshot)
+_CLOCK_MARGIN = timedelta(minutes=5)
 
 AsOf = int | datetime
 
@@ -80,3 +86,52 @@ def past_snapshot(metastore: Metastore, table: str, as_of: AsOf, txns: ValidTxnL
         return txns, past, hidden
     return ValidTxnList(txns.high_watermark, tuple(sorted({*txns.open_txn_ids, *extra})),
                         txns.aborted_txn_ids), past, hidden
+
+
+def lease_snapshot(metastore: Metastore, table: str,
+                   take: Callable[[], tuple[ValidTxnList, ValidWriteIdList, frozenset[int]]],
+                   *, as_of: AsOf | None, own_transaction: bool, ttl_seconds: float
+                   ) -> tuple[ValidTxnList, ValidWriteIdList, int]:
+    """The snapshot ``take`` returns (txns, write ids, the compactions it hides) with a
+    metastore lease on it. A past snapshot reads around the compactions committed after it;
+    if the cleaner began on one of those before the lease was in place, the snapshot is taken
+    again without hiding it (its replaced directories may be partly gone)."""
+    while True:
+        # a compaction that commits between the snapshot and the lease can be cleaned
+        # before the lease exists: its replaced directories are what the snapshot reads.
+        # So after the lease is in place, look for compactions the snapshot does not see
+        # that committed since just before it was taken (minus a margin for the clocks of
+        # other hosts), and take a new snapshot if there is one.
+        since = datetime.now(UTC) - _CLOCK_MARGIN
+        txns, write_ids, hidden = take()
+        lease = metastore.acquire_lease(table, txns, write_ids, ttl_seconds)
+        # (a transaction's own snapshot needs no such check: the cleaner keeps what the
+        # snapshots of open transactions read, and retaking it would change nothing)
+        # An INSERT OVERWRITE's base hides older directories just as a compaction's
+        # output replaces them, and the cleaner removes both.
+        missed = [] if own_transaction else [
+            c.txn_id for c in metastore.compactions_committed_after(table, since)
+            if not txns.is_txn_valid(c.txn_id) and c.txn_id not in hidden] + [
+            txn for txn in metastore.overwrites_committed_after(
+                table, since, min_write_id=_lowest_unseen(write_ids, as_of))
+            if not txns.is_txn_valid(txn)]
+        if not missed and (as_of is None or hidden <= hidden_compactions(
+                metastore, table, as_of)):
+            return txns, write_ids, lease
+        release_lease(metastore, lease)
+
+
+def _lowest_unseen(write_ids: ValidWriteIdList, as_of: AsOf | None) -> int:
+    """The lowest write id the current snapshot ``write_ids`` may not see: a txn it does not
+    see wrote an exception of its list (open then) or above its high watermark (allocated
+    later). 0 (all) for a past snapshot, whose lists are not the metastore's own."""
+    if as_of is not None:
+        return 0
+    return min([write_ids.high_watermark + 1, *write_ids.exceptions])
+
+
+def release_lease(metastore: Metastore, lease: int) -> None:
+    """Best effort: a reader collected after its warehouse closed has nothing to release to,
+    and a lease that is never released still expires."""
+    with contextlib.suppress(AcidStoreError):
+        metastore.release_lease(lease)

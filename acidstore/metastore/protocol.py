@@ -1,4 +1,5 @@
-"""The metastore seam: value objects and the ``Metastore`` protocol every backend implements.
+"""The metastore seam: the ``Metastore`` protocol every backend implements (its value objects
+are in ``records``, re-exported here).
 
 The metastore is the only shared mutable state of a warehouse: the catalog, the global
 transaction ids, the per-table write ids and the commit log. Everything above it (writers,
@@ -13,20 +14,37 @@ transaction snapshot), §12 (allocation, commit, write-write conflicts), §14 (h
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Literal, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import pyarrow as pa
 
-from acidstore.fs import join
-from acidstore.layout import base_name, delta_name
 from acidstore.metastore.queue import (
     CompactionCommit,
     CompactionInfo,
     CompactionKind,
     CompactionState,
+)
+from acidstore.metastore.records import (
+    MAX_OPEN_BATCH,
+    AppVersion,
+    CommitCheck,
+    CommitInfo,
+    CommittedWrite,
+    CompactionOutput,
+    HistoryEntry,
+    LeaseInfo,
+    LockInfo,
+    LockType,
+    NewTable,
+    Operation,
+    PlannedWrite,
+    TableInfo,
+    TxnInfo,
+    TxnKind,
+    TxnState,
+    WriteComponent,
 )
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
@@ -36,6 +54,7 @@ __all__ = [
     "CommitCheck",
     "CommitInfo",
     "CommittedWrite",
+    "CompactionOutput",
     "HistoryEntry",
     "LeaseInfo",
     "LockInfo",
@@ -50,280 +69,6 @@ __all__ = [
     "TxnState",
     "WriteComponent",
 ]
-
-#: the most transactions one batch opens (Hive's ``hive.txn.max.open.batch``)
-MAX_OPEN_BATCH = 1000
-
-TxnState = Literal["open", "committed", "aborted"]
-TxnKind = Literal["default", "compaction"]
-Operation = Literal["insert", "update", "delete", "overwrite"]
-LockType = Literal["shared_read", "shared_write", "exclusive"]
-
-
-def _frozen_dict(obj: object, name: str, value: dict[str, str]) -> None:
-    """Copy a caller's dict so that mutating it later cannot change a stored value object."""
-    object.__setattr__(obj, name, dict(value))
-
-
-@dataclass(frozen=True)
-class NewTable:
-    """What a caller supplies to ``create_table``; the metastore adds the id and the time.
-
-    ``schema`` holds the user columns only; partition columns live in ``partition_schema``
-    (Hive keeps them apart too: they are directory names, not file columns). ``buckets`` 0 or 1
-    with an empty ``bucket_by`` means unbucketed. Names are folded to lower case, as Hive does.
-    """
-
-    database: str
-    name: str
-    schema: pa.Schema
-    partition_schema: pa.Schema
-    bucket_by: tuple[str, ...]
-    buckets: int
-    properties: dict[str, str]
-    location: str
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "database", self.database.lower())
-        object.__setattr__(self, "name", self.name.lower())
-        object.__setattr__(self, "bucket_by", tuple(self.bucket_by))
-        _frozen_dict(self, "properties", self.properties)
-
-    @property
-    def full_name(self) -> str:
-        return f"{self.database}.{self.name}"
-
-
-@dataclass(frozen=True)
-class TableInfo:
-    """A table as the catalog records it (see ``NewTable`` for the field meanings)."""
-
-    database: str
-    name: str
-    schema: pa.Schema
-    partition_schema: pa.Schema
-    bucket_by: tuple[str, ...]
-    buckets: int
-    properties: dict[str, str]
-    location: str
-    table_id: int
-    created: datetime
-    #: bumped by every change of the table's metadata (``add_columns``): a writer that planned
-    #: against an older version fails at commit with ``MetadataChangedError``
-    metadata_version: int = 0
-
-    def __post_init__(self) -> None:
-        _frozen_dict(self, "properties", self.properties)
-
-    @property
-    def full_name(self) -> str:
-        """``db.name``: the form used in write-id lists, components and error messages."""
-        return f"{self.database}.{self.name}"
-
-
-@dataclass(frozen=True)
-class TxnInfo:
-    """One transaction. ``snapshot`` is the ``ValidTxnList`` taken when it opened: every read
-    inside the transaction uses it, which is what gives snapshot isolation."""
-
-    txn_id: int
-    state: TxnState
-    kind: TxnKind
-    user: str
-    host: str
-    started: datetime
-    last_heartbeat: datetime
-    finished: datetime | None
-    snapshot: ValidTxnList
-    #: table -> write id allocated when the transaction opened (``open_transaction(writes=)``);
-    #: empty in every other answer (``show_transactions`` lists transactions, not write ids)
-    write_ids: dict[str, int] = field(default_factory=dict, compare=False)
-
-
-@dataclass(frozen=True)
-class PlannedWrite:
-    """A write a transaction knows when it opens: the first statement of the transaction on
-    ``table``, into ``partitions``. An INSERT writes ``delta_w_w_0000``, an INSERT OVERWRITE
-    ``base_w``; a DELETE its delete events in ``delete_delta_w_w_0000`` and an UPDATE those
-    and its new rows in ``delta_w_w_0001`` (Hive 4's statement ids, as the statement core
-    names them). ``open_transaction(writes=...)`` allocates its write id and records its
-    directories in the open's own metastore transaction (see ``open_transaction``)."""
-
-    table: str
-    partitions: tuple[str, ...]
-    operation: Literal["insert", "overwrite", "update", "delete"]
-
-    def __post_init__(self) -> None:
-        from acidstore.metastore.validate import split_table_name  # it imports this module
-
-        object.__setattr__(self, "table", ".".join(split_table_name(self.table)))
-        object.__setattr__(self, "partitions", tuple(self.partitions))
-
-    def components(self, write_id: int) -> list[WriteComponent]:
-        """The components ``record_write`` would record for it, one per partition: the
-        directories its writer names (``Table`` and the statement core write exactly
-        these, in this order)."""
-        return [WriteComponent(self.table, partition, self.operation, write_id,
-                               tuple(join(partition, name) if partition else name
-                                     for name in self.directory_names(write_id)))
-                for partition in self.partitions]
-
-    def directory_names(self, write_id: int) -> tuple[str, ...]:
-        """The directories it writes in each partition."""
-        if self.operation == "overwrite":
-            return (base_name(write_id),)
-        if self.operation == "insert":
-            return (delta_name(write_id, write_id, 0),)
-        events = delta_name(write_id, write_id, 0, delete=True)
-        return (events,) if self.operation == "delete" else (
-            events, delta_name(write_id, write_id, 1))
-
-
-@dataclass(frozen=True)
-class WriteComponent:
-    """What one transaction wrote to one partition of one table.
-
-    ``partition`` is the relative partition directory (``""`` when unpartitioned) and
-    ``directories`` are the delta/base dirs written, relative to the table location. Writers
-    register components with ``record_write`` *before* writing files, so a crash leaves a record
-    of what to clean, and pass the final ones (with counts) to ``commit``.
-    """
-
-    table: str
-    partition: str
-    operation: Operation
-    write_id: int
-    directories: tuple[str, ...]
-    rows_inserted: int = 0
-    rows_deleted: int = 0
-    files: int = 0
-    bytes: int = 0
-    #: the statement read this partition to decide what it wrote (a DELETE, UPDATE or MERGE
-    #: on a table with isolation level Serializable): then any write committed to the same
-    #: partition after the transaction's snapshot conflicts, inserts included. Not stored.
-    read: bool = False
-    #: the table's ``metadata_version`` the writer planned against (None: not checked); the
-    #: commit fails with ``MetadataChangedError`` if the table's has changed since. Not stored.
-    metadata_version: int | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "table", self.table.lower())
-        object.__setattr__(self, "directories", tuple(self.directories))
-
-
-@dataclass(frozen=True)
-class CompactionOutput:
-    """One directory a compaction wrote (``directory`` relative to the table location, its
-    name carrying the compaction's ``_v<txn_id>``), with the non-empty bucket files and rows
-    in it. Stored by the compaction's commit, in the same metastore transaction: from then on
-    a reader that selects the directory must find every one of those files, as it must find a
-    write's (a bucket file removed from a base would otherwise drop its rows silently), each
-    holding the events ``file_rows`` says (a file grown by a copied event would otherwise
-    read a row twice). ``txn_id`` is filled in when read back."""
-
-    table: str
-    partition: str
-    directory: str
-    files: int
-    rows: int = 0
-    bytes: int = 0
-    #: (bucket file name, events in it) of each non-empty file
-    file_rows: tuple[tuple[str, int], ...] = ()
-    txn_id: int = 0
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "table", self.table.lower())
-        object.__setattr__(self, "file_rows", tuple(self.file_rows))
-
-
-@dataclass(frozen=True)
-class CommittedWrite:
-    """A component of an already committed transaction, as the conflict check sees it."""
-
-    txn_id: int
-    commit_seq: int
-    table: str
-    partition: str
-    operation: Operation
-    write_id: int
-    directories: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class CommitInfo:
-    """The outcome of a successful commit; ``write_ids`` maps ``db.name`` to its write id."""
-
-    txn_id: int
-    commit_seq: int
-    commit_time: datetime
-    write_ids: dict[str, int] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "write_ids", dict(self.write_ids))
-
-
-@dataclass(frozen=True)
-class HistoryEntry:
-    """One committed write id of a table. ``operation`` joins the distinct operations of the
-    transaction on that table, sorted (e.g. ``"delete,insert"`` for an update written as
-    split-update); it is empty when the write id was committed without a component."""
-
-    write_id: int
-    txn_id: int
-    commit_time: datetime
-    operation: str
-    rows_inserted: int
-    rows_deleted: int
-    files: int
-    bytes: int
-    partitions: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class AppVersion:
-    """The newest version of an application's idempotent writes committed to a table (Delta's
-    ``txn`` action: ``appId``, ``version``), and the transaction that committed it. A write
-    of that application with this version or a lower one is already in the table."""
-
-    table: str
-    app_id: str
-    version: int
-    txn_id: int
-    commit_time: datetime
-
-
-@dataclass(frozen=True)
-class LockInfo:
-    """Informational lock: writers are optimistic (conflicts are found at commit, §12.2), so
-    these are never waited on; they show who is writing where, as Hive's SHOW LOCKS does.
-    ``partition`` is ``None`` for a table-level lock (unpartitioned table)."""
-
-    lock_id: int
-    txn_id: int
-    database: str
-    table: str
-    partition: str | None
-    lock_type: LockType
-    state: Literal["acquired"]
-    acquired: datetime
-
-
-@dataclass(frozen=True)
-class LeaseInfo:
-    """A reader's promise that its snapshot is still in use: the cleaner must not delete any
-    directory that snapshot can see until the lease is released or expires."""
-
-    lease_id: int
-    table: str
-    snapshot: ValidTxnList
-    write_ids: ValidWriteIdList
-    acquired: datetime
-    expires: datetime
-
-
-#: ``check(components, overlapping)`` raises ``WriteConflictError`` if rows really overlap.
-CommitCheck = Callable[[Sequence[WriteComponent], Sequence[CommittedWrite]], None]
-
 
 @runtime_checkable
 class Metastore(Protocol):
