@@ -41,7 +41,7 @@ from acidstore.errors import (
     TransactionStateError,
 )
 from acidstore.metastore import PlannedWrite, TxnInfo
-from acidstore.metastore.protocol import MAX_OPEN_BATCH
+from acidstore.metastore.records import MAX_OPEN_BATCH
 from acidstore.metastore.validate import check_app_version
 from acidstore.partitions import partition_path
 from acidstore.results import WriteResult

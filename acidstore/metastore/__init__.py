@@ -10,7 +10,14 @@ its back.
 from __future__ import annotations
 
 from acidstore.metastore.postgres import PostgresMetastore
-from acidstore.metastore.protocol import (
+from acidstore.metastore.protocol import Metastore
+from acidstore.metastore.queue import (
+    CompactionCommit,
+    CompactionInfo,
+    CompactionKind,
+    CompactionState,
+)
+from acidstore.metastore.records import (
     AppVersion,
     CommitCheck,
     CommitInfo,
@@ -20,7 +27,6 @@ from acidstore.metastore.protocol import (
     LeaseInfo,
     LockInfo,
     LockType,
-    Metastore,
     NewTable,
     Operation,
     PlannedWrite,
@@ -29,12 +35,6 @@ from acidstore.metastore.protocol import (
     TxnKind,
     TxnState,
     WriteComponent,
-)
-from acidstore.metastore.queue import (
-    CompactionCommit,
-    CompactionInfo,
-    CompactionKind,
-    CompactionState,
 )
 from acidstore.metastore.sqlite import SqliteMetastore
 

@@ -18,7 +18,7 @@ from acidstore.errors import (
     InvalidInputError,
     WriteConflictError,
 )
-from acidstore.metastore.protocol import CommittedWrite, Operation
+from acidstore.metastore.records import CommittedWrite, Operation
 from acidstore.metastore.validate import OPERATION_LETTERS
 
 __all__ = ["ISOLATION_LEVEL", "IsolationLevel", "conflict_error", "conflict_message",

@@ -45,7 +45,7 @@ from acidstore.metastore.postgres_connect import (
     is_retryable,
     psycopg_error,
 )
-from acidstore.metastore.protocol import (
+from acidstore.metastore.records import (
     CommitCheck,
     CommitInfo,
     CompactionOutput,

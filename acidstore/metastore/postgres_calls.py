@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from acidstore.errors import InvalidInputError
-from acidstore.metastore.protocol import PlannedWrite, WriteComponent
+from acidstore.metastore.records import PlannedWrite, WriteComponent
 from acidstore.metastore.validate import check_component, split_table_name
 
 __all__ = ["CatalogEntry", "commit_arguments", "open_plans"]

@@ -1,5 +1,5 @@
-"""The metastore seam: the ``Metastore`` protocol every backend implements (its value objects
-are in ``records``, re-exported here).
+"""The metastore seam: the ``Metastore`` protocol every backend implements (the value objects
+its calls take and return are in ``records``).
 
 The metastore is the only shared mutable state of a warehouse: the catalog, the global
 transaction ids, the per-table write ids and the commit log. Everything above it (writers,
@@ -27,7 +27,6 @@ from acidstore.metastore.queue import (
     CompactionState,
 )
 from acidstore.metastore.records import (
-    MAX_OPEN_BATCH,
     AppVersion,
     CommitCheck,
     CommitInfo,
@@ -36,39 +35,17 @@ from acidstore.metastore.records import (
     HistoryEntry,
     LeaseInfo,
     LockInfo,
-    LockType,
     NewTable,
-    Operation,
     PlannedWrite,
     TableInfo,
     TxnInfo,
     TxnKind,
-    TxnState,
     WriteComponent,
 )
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
-__all__ = [
-    "MAX_OPEN_BATCH",
-    "AppVersion",
-    "CommitCheck",
-    "CommitInfo",
-    "CommittedWrite",
-    "CompactionOutput",
-    "HistoryEntry",
-    "LeaseInfo",
-    "LockInfo",
-    "LockType",
-    "Metastore",
-    "NewTable",
-    "Operation",
-    "PlannedWrite",
-    "TableInfo",
-    "TxnInfo",
-    "TxnKind",
-    "TxnState",
-    "WriteComponent",
-]
+__all__ = ["Metastore"]
+
 
 @runtime_checkable
 class Metastore(Protocol):

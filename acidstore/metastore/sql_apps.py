@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from acidstore.errors import ConcurrentTransactionError, InvalidInputError, TableNotFoundError
-from acidstore.metastore.protocol import AppVersion
+from acidstore.metastore.records import AppVersion
 from acidstore.metastore.sql import Session
 from acidstore.metastore.sql_schema import from_micros
 

@@ -36,13 +36,13 @@ from acidstore.errors import InvalidInputError, TableNotFoundError
 from acidstore.metastore import sql_leases as leases
 from acidstore.metastore import sql_queue as queue
 from acidstore.metastore import sql_txn as txns
-from acidstore.metastore.protocol import LeaseInfo, TableInfo
 from acidstore.metastore.queue import (
     CompactionCommit,
     CompactionInfo,
     CompactionKind,
     CompactionState,
 )
+from acidstore.metastore.records import LeaseInfo, TableInfo
 from acidstore.metastore.sql import Session
 from acidstore.metastore.sql_schema import decode_schema, from_micros
 from acidstore.metastore.validate import check_ttl, split_table_name

@@ -21,7 +21,7 @@ from acidstore.errors import (
 )
 from acidstore.metastore import sql_apps as apps
 from acidstore.metastore.conflicts import conflict_error
-from acidstore.metastore.protocol import (
+from acidstore.metastore.records import (
     CommitCheck,
     CommitInfo,
     CommittedWrite,

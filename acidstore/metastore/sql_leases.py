@@ -7,7 +7,7 @@ the table's id); times are microseconds since the epoch.
 from __future__ import annotations
 
 from acidstore.errors import TransactionStateError
-from acidstore.metastore.protocol import LeaseInfo
+from acidstore.metastore.records import LeaseInfo
 from acidstore.metastore.sql import Session
 from acidstore.metastore.sql_schema import from_micros
 from acidstore.writeids import ValidTxnList, ValidWriteIdList

@@ -18,7 +18,7 @@ from acidstore.errors import InvalidInputError, TableExistsError, TransactionSta
 from acidstore.metastore import sql_apps as apps
 from acidstore.metastore import sql_commit as commits
 from acidstore.metastore import sql_txn as txns
-from acidstore.metastore.protocol import (
+from acidstore.metastore.records import (
     MAX_OPEN_BATCH,
     AppVersion,
     CommitCheck,

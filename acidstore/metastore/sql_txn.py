@@ -27,7 +27,7 @@ from acidstore.errors import (
     TransactionAbortedError,
     TransactionStateError,
 )
-from acidstore.metastore.protocol import WriteComponent
+from acidstore.metastore.records import WriteComponent
 from acidstore.metastore.sql import Session
 from acidstore.metastore.sql_schema import decode_schema
 from acidstore.metastore.validate import check_component, split_table_name

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from acidstore.errors import InvalidInputError, InvalidLayoutError, InvalidPartitionValueError
 from acidstore.layout import is_bucket_file, parse_directory
-from acidstore.metastore.protocol import (
+from acidstore.metastore.records import (
     CompactionOutput,
     NewTable,
     Operation,
