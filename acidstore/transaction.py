@@ -248,9 +248,13 @@ class Transaction:
     def write_id(self, table: str) -> int:
         self._check_open()
         allocated = self._allocated.get(table.lower())
-        if allocated is not None:
-            return allocated
-        return self._metastore.allocate_write_id(self.txn_id, table)
+        if allocated is None:
+            # the metastore returns a transaction the same write id per table (Hive's
+            # allocate_table_write_ids), so one durable call per table is enough; each later
+            # statement of a multi-statement transaction reads it from here
+            allocated = self._metastore.allocate_write_id(self.txn_id, table)
+            self._allocated[table.lower()] = allocated
+        return allocated
 
     def next_statement_id(self, table: str) -> int:
         statement = self._statements[table]

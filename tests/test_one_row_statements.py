@@ -103,3 +103,21 @@ def test_a_statement_that_matches_no_file_commits_its_write_id(wh: Warehouse) ->
     assert table.history().column("write_id").to_pylist() == [1]
     assert table.insert(_rows(5)).write_id == 2
     assert table.to_arrow().num_rows == 5
+
+
+def test_a_transaction_allocates_its_write_id_once_per_table(
+        wh: Warehouse, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each statement after the first in a multi-statement transaction takes the table's
+    write id from the transaction, not from another durable metastore call."""
+    wh.create_table("db.t", SCHEMA).insert(_rows(10))
+    calls = _durable(monkeypatch)
+    with wh.transaction() as txn:
+        t = txn.table("db.t")
+        t.delete("id = 1")
+        t.update("id = 2", {"v": "v + 1"})
+        t.insert(pa.table({"id": [100], "v": [100.0]}, schema=SCHEMA))
+        t.delete("id = 3")
+    allocations = [c for c in calls if "allocate_write_id" in c]
+    assert len(allocations) == 1, calls
+    rows = {r["id"]: r["v"] for r in wh.table("db.t").to_arrow().to_pylist()}
+    assert sorted(rows) == [0, 2, 4, 5, 6, 7, 8, 9, 100] and rows[2] == 3.0
