@@ -17,6 +17,7 @@ import pytest
 from metastore_support import begin, new_table, write
 
 from acidstore.metastore import PlannedWrite, PostgresMetastore, WriteComponent
+from acidstore.metastore.postgres_functions import GAP_TIMEOUT_MICROS
 from acidstore.metastore.sql_schema import now_micros
 from benchmarks.metastore import insert_cycle
 from benchmarks.postgres_server import PostgresServer
@@ -106,6 +107,29 @@ def test_a_gap_keeps_compactions_from_being_cleaned(store: PostgresMetastore,
     store.commit(taken, [])
     with session.conn.transaction():
         assert [c.next_txn_id for c in ready_for_cleaning(session)] == [later + 1]
+
+
+def test_the_cleaner_fills_a_dead_gap_but_waits_for_a_live_one(store: PostgresMetastore,
+                                                                url: str) -> None:
+    """A gap counts as an open in flight to the cleaner; one whose open died (a later txn
+    started over the gap timeout ago) is filled when the cleaner asks, with no new open
+    needed; a young one (a live open) is not."""
+    dead = _take_id(url)
+    later = begin(store)
+    store.commit(later, [])
+    assert store.opens_in_flight() == [dead]  # young: still waited for
+    with psycopg.connect(url, autocommit=True) as conn:  # ``later`` started long ago
+        conn.execute("UPDATE txns SET started = started - %s WHERE txn_id = %s",
+                     (2 * GAP_TIMEOUT_MICROS, later))
+    live = _take_id(url)
+    assert store.opens_in_flight() == [live]
+    assert {t.txn_id: t.state for t in store.show_transactions()}[dead] == "aborted"
+    session = store._session()
+    with session.conn.transaction():
+        session.execute("INSERT INTO compactions (table_id, table_name, part, kind, state, "
+                        "reason, enqueued, next_txn_id) VALUES (1, 'default.t', '', 'major', "
+                        "'ready for cleaning', 'test', 0, ?)", (later + 1,))
+    assert [c.next_txn_id for c in store.compactions_ready_for_cleaning()] == [later + 1]
 
 
 @pytest.mark.parametrize("partition", ["", "dt=1"])

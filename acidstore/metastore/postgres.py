@@ -45,6 +45,7 @@ from acidstore.metastore.postgres_connect import (
     is_retryable,
     psycopg_error,
 )
+from acidstore.metastore.queue import CompactionInfo
 from acidstore.metastore.records import (
     CommitCheck,
     CommitInfo,
@@ -341,6 +342,26 @@ class PostgresMetastore(SqlMetastore):
             if row[0]:
                 return
         super().heartbeat(txn_id)
+
+    def opens_in_flight(self) -> list[int]:
+        """As the shared path, after filling dead opens' ids (``_fill_dead_gaps``)."""
+        self._fill_dead_gaps()
+        return super().opens_in_flight()
+
+    def compactions_ready_for_cleaning(self) -> list[CompactionInfo]:
+        """As the shared path, after filling dead opens' ids (``_fill_dead_gaps``)."""
+        self._fill_dead_gaps()
+        return super().compactions_ready_for_cleaning()
+
+    def _fill_dead_gaps(self) -> None:
+        """Fill with aborted rows the ids whose open died (no row, a later txn started over
+        ``GAP_TIMEOUT_MICROS`` ago) and raise the floor, as an open does once it is far
+        enough above the floor. The cleaner counts a gap as an open in flight, so without
+        this one dead client kept a quiet store's obsolete directories until enough new
+        opens came along; a gap younger than the timeout (a live open) is left alone."""
+        now = self._clock(self._session())
+        self._call("SELECT acid_raise_floor_v9(?, (SELECT last_value FROM acid_txn_ids))",
+                   (now - functions.GAP_TIMEOUT_MICROS,))
 
     def allocate_write_id(self, txn_id: int, table: str) -> int:
         """One ``acid_allocate_v9`` statement; the general path when the txn is not open or
