@@ -119,14 +119,19 @@ def relative(base: str, path: str) -> str:
     return path[len(prefix):] if path.startswith(prefix) else ""
 
 
+_DIRECTORY, _FILE = pafs.FileType.Directory, pafs.FileType.File
+
+
 def list_dir(fs: pafs.FileSystem, path: str) -> list[Entry]:
     """Immediate children of ``path``, sorted by name (an empty list if it does not exist)."""
     infos = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True, recursive=False))
-    out = [
-        Entry(info.base_name, info.type == pafs.FileType.Directory,
-              info.size if info.type == pafs.FileType.File and info.size is not None else 0)
-        for info in infos
-    ]
+    out = []
+    for info in infos:
+        # each ``type`` read builds an enum: once per entry, not twice (a statement lists
+        # every directory of the partition, three entries each)
+        kind = info.type
+        out.append(Entry(info.base_name, kind == _DIRECTORY,
+                         (info.size or 0) if kind == _FILE else 0))
     out.sort(key=lambda e: e.name)
     return out
 

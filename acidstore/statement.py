@@ -52,7 +52,7 @@ from acidstore.write.files import WrittenDirectory, write_deletes, write_inserts
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = ["ChangeKind", "ChangeUnit", "Changes", "Executor", "StatementTarget", "UnitOutcome",
-           "cast_value", "partition_inserts", "plan_inserts", "plan_units",
+           "cast_value", "partition_inserts", "pinned_buckets", "plan_inserts", "plan_units",
            "planned_directories", "pruned_to_buckets", "row_ids", "run_unit", "run_units",
            "scan_unit", "write_changes"]
 
@@ -124,6 +124,23 @@ class UnitOutcome:
     matched_source: npt.NDArray[np.int64] | None = None
 
 
+def pinned_buckets(target: StatementTarget, predicate: Predicate | None
+                   ) -> frozenset[int] | None:
+    """The buckets a row ``predicate`` is true for can sit in, when it pins the bucket
+    columns to literals (``id = 7``, ``id IN (1, 2)``, ANDed with anything); None when it
+    does not, or the table is not bucketed. Every writer puts a row in the bucket its
+    bucket columns hash to (original files need not: ``pruned_to_buckets``)."""
+    if not isinstance(predicate, str) or not target.bucket_by or target.buckets <= 0:
+        return None
+    by_lower = {f.name.lower(): f for f in target.schema}
+    fields = [by_lower.get(name.lower()) for name in target.bucket_by]
+    if any(f is None for f in fields):
+        return None
+    wanted = buckets_of_values(equality_literals(predicate),
+                               [f for f in fields if f is not None], target.buckets)
+    return None if wanted is None else frozenset(wanted)
+
+
 def pruned_to_buckets(target: StatementTarget, planned: Sequence[tuple[PartitionDir, Split]],
                       predicate: Predicate | None) -> list[tuple[PartitionDir, Split]]:
     """The splits of ``planned`` that can hold a row ``predicate`` is true for, by bucket: in
@@ -132,16 +149,8 @@ def pruned_to_buckets(target: StatementTarget, planned: Sequence[tuple[Partition
     needs only those buckets' files; a one-row UPDATE or DELETE of a table of ten buckets
     reads one. Original files (adopted, pre-ACID) need not follow the hash: where there is
     one, nothing is pruned."""
-    if not isinstance(predicate, str) or not target.bucket_by or target.buckets <= 0 or \
-            any(split.synthetic is not None for _, split in planned):
-        return list(planned)
-    by_lower = {f.name.lower(): f for f in target.schema}
-    fields = [by_lower.get(name.lower()) for name in target.bucket_by]
-    if any(f is None for f in fields):
-        return list(planned)
-    wanted = buckets_of_values(equality_literals(predicate),
-                               [f for f in fields if f is not None], target.buckets)
-    if wanted is None:
+    wanted = pinned_buckets(target, predicate)
+    if wanted is None or any(split.synthetic is not None for _, split in planned):
         return list(planned)
     return [(p, s) for p, s in planned if s.bucket_id in wanted]
 

@@ -47,6 +47,7 @@ from acidstore.statement import (
     UnitOutcome,
     bucket_of_rows,
     partition_inserts,
+    pinned_buckets,
     plan_inserts,
     plan_units,
     planned_directories,
@@ -138,12 +139,12 @@ class Table:
 
     def _scan(self, txns: ValidTxnList, write_ids: ValidWriteIdList, *,
               columns: Sequence[str] | None = None, filter: Predicate | None = None,
-              with_row_id: bool = False) -> Scan:
+              with_row_id: bool = False, buckets: frozenset[int] | None = None) -> Scan:
         fs = self._warehouse.filesystem
         partitions = table_partitions(fs, self.location, self.info.partition_schema.names)
         return Scan(fs, partitions, write_ids, txns, schema=self.info.schema,
                     partition_schema=self.info.partition_schema, columns=columns, filter=filter,
-                    with_row_id=with_row_id, recorded=self.recorded_writes())
+                    with_row_id=with_row_id, recorded=self.recorded_writes(), buckets=buckets)
 
     def recorded_writes(self) -> SnapshotRecord:
         """The committed writes of this table as the metastore recorded them, by partition:
@@ -501,14 +502,16 @@ class Table:
         """Plan a DELETE, UPDATE or MERGE at ``txn``'s snapshot into units any engine can run,
         and register the directories they may write (before any file exists). No units, and
         no write id taken, when no file can hold a matching row."""
-        scan = self._scan(txn.snapshot, txn.write_ids(self.name), columns=[],
-                          filter=predicate, with_row_id=True)
         target = self.statement_target()
         # under Serializable every partition a statement read is a conflict scope (a later
         # append there could be a phantom), so it reads them whole; pruning buckets could
         # leave a partition unread
-        planned = pruned_to_buckets(target, scan.planned, predicate) \
-            if self.isolation_level != "Serializable" else list(scan.planned)
+        serializable = self.isolation_level == "Serializable"
+        scan = self._scan(txn.snapshot, txn.write_ids(self.name), columns=[],
+                          filter=predicate, with_row_id=True,
+                          buckets=None if serializable else pinned_buckets(target, predicate))
+        planned = list(scan.planned) if serializable else \
+            pruned_to_buckets(target, scan.planned, predicate)
         if not planned:
             return []
         write_id = txn.write_id(self.name)

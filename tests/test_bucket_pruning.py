@@ -7,9 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.orc as po
 import pytest
 
+from acidstore import fs as afs
 from acidstore.arrow_sql import equality_literals
+from acidstore.directory import acid_state
+from acidstore.read.plan import Split, plan_partition
 from acidstore.warehouse import Warehouse
 from acidstore.write.bucketing import bucket_ids, buckets_of_values
 
@@ -126,3 +130,45 @@ def test_serializable_tables_read_every_bucket(wh: Warehouse) -> None:
         units = txn.table("db.s").plan_change(txn, "delete", "id = 42")
         raise _PlanOnlyError
     assert len(units) == 10
+
+
+def _plans(wh: Warehouse, name: str, buckets: frozenset[int] | None
+           ) -> tuple[list[Split], dict[str, int]]:
+    """The splits of the table's one partition at a fresh snapshot, and what it listed."""
+    table = wh.table(name)
+    write_ids = table.snapshot()
+    state = acid_state(table.location, write_ids, filesystem=wh.filesystem)
+    listed: dict[str, int] = {}
+    splits = plan_partition(wh.filesystem, table.location, state, write_ids, listed,
+                            buckets=buckets)
+    return splits, listed
+
+
+def test_planning_only_pinned_buckets_plans_what_pruning_keeps(wh: Warehouse) -> None:
+    """``plan_partition(buckets=...)`` builds only those buckets' splits: each the same split,
+    with the same delete files, as planning every bucket and keeping those; every directory
+    is still counted for the recorded-writes check."""
+    table = wh.create_table("db.t", SCHEMA, bucket_by=["id"], buckets=8)
+    table.insert(_rows(400))
+    for i in range(0, 60, 3):
+        table.update(f"id = {i}", {"v": "v + 1"})
+        table.delete(f"id = {i + 1}")
+    table.delete("id % 50 = 7")  # delete events in several buckets of one file set
+    whole, whole_listed = _plans(wh, "db.t", None)
+    assert any(s.deletes for s in whole)
+    for wanted in (frozenset({0}), frozenset({3, 5}), frozenset(range(8)), frozenset({99})):
+        splits, listed = _plans(wh, "db.t", wanted)
+        assert splits == [s for s in whole if s.bucket_id in wanted]
+        assert listed == whole_listed
+
+
+def test_planning_pinned_buckets_plans_every_original_file(wh: Warehouse) -> None:
+    """An original file need not follow the bucket hash: with one in the partition, every
+    bucket is planned, as ``pruned_to_buckets`` then keeps every split."""
+    table = wh.create_table("db.t", SCHEMA, bucket_by=["id"], buckets=8)
+    table.insert(_rows(100))
+    table.delete("id = 3")
+    po.write_table(_rows(10), afs.join(table.location, "000005_0"))
+    whole, _ = _plans(wh, "db.t", None)
+    assert any(s.synthetic is not None for s in whole)
+    assert _plans(wh, "db.t", frozenset({1}))[0] == whole

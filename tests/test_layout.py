@@ -373,3 +373,33 @@ def test_original_file_round_trip(bucket: int, copy: int, task: int) -> None:
 def test_metadata_round_trip(data_format: str) -> None:
     meta = MetadataAcid("0", data_format)
     assert layout.parse_metadata_acid(meta.to_json()) == meta
+
+
+# --- remembered parses ------------------------------------------------------------------------
+
+
+@given(low=st.integers(0, 10**9), high=st.integers(0, 10**9),
+       statement=st.one_of(st.just(-1), st.integers(0, 9999)), delete=st.booleans(),
+       bucket=st.integers(0, INT_MAX))
+def test_remembered_parses_equal_fresh_ones(low: int, high: int, statement: int,
+                                            delete: bool, bucket: int) -> None:
+    """``parse`` remembers results; each must equal a fresh parse of the same name, the
+    first time and again."""
+    delta = layout.delta_name(low, high, statement, delete=delete)
+    base = layout.base_name(high, low)
+    bucket_file = layout.bucket_file_name(bucket)
+    for _ in range(2):
+        assert ParsedDelta.parse(delta) == ParsedDelta._read(delta)
+        assert ParsedBase.parse(base) == ParsedBase._read(base)
+        assert ParsedBucketFile.parse(bucket_file) == ParsedBucketFile._read(bucket_file)
+
+
+def test_remembered_parses_raise_every_time() -> None:
+    """A name that does not parse is refused on every call, not only the first."""
+    for _ in range(2):
+        with pytest.raises(InvalidLayoutError, match="delta_1_x"):
+            ParsedDelta.parse("delta_1_x")
+        with pytest.raises(InvalidLayoutError, match="base_x"):
+            ParsedBase.parse("base_x")
+        with pytest.raises(InvalidLayoutError, match="bucket_x"):
+            ParsedBucketFile.parse("bucket_x")

@@ -105,11 +105,13 @@ def _qualifies(delete: DeleteSource, split_min: int, split_stmt: int) -> bool:
 
 class _Planner:
     def __init__(self, fs: pafs.FileSystem, root: str, state: AcidState,
-                 write_ids: ValidWriteIdList) -> None:
+                 write_ids: ValidWriteIdList, buckets: frozenset[int] | None = None) -> None:
         self.fs = fs
         self.root = root
         self.state = state
         self.write_ids = write_ids
+        #: the bucket ids to plan splits of (None: all); every directory is listed anyway
+        self.buckets = buckets
         self.deletes: dict[int, list[DeleteSource]] = defaultdict(list)
         self.splits: list[Split] = []
         #: non-empty bucket files per directory listed, for the recorded-writes check (a
@@ -125,6 +127,9 @@ class _Planner:
             self._listings[directory] = afs.list_dir(self.fs, directory)
         return self._listings[directory]
 
+    def _wanted(self, bucket: int) -> bool:
+        return self.buckets is None or bucket in self.buckets
+
     def _attach(self, split: Split) -> Split:
         chosen = tuple(d for d in self.deletes.get(split.bucket_id, ())
                        if _qualifies(d, split.min_write_id, split.statement_id))
@@ -139,7 +144,7 @@ class _Planner:
             files = _bucket_files(self._list(directory))
             self.listed[name] = _non_empty(files)
             for file_name, bucket, size in files:
-                if size == 0:
+                if size == 0 or not self._wanted(bucket):
                     continue
                 self.deletes[bucket].append(DeleteSource(
                     afs.join(directory, file_name), parsed.min_write_id, parsed.max_write_id,
@@ -196,6 +201,8 @@ class _Planner:
         files = _bucket_files(self._list(directory))
         self.listed[name] = _non_empty(files)
         for file_name, bucket, size in files:
+            if not self._wanted(bucket):
+                continue
             path = afs.join(directory, file_name)
             length = read_flush_length(self.fs, path + FLUSH_LENGTH_SUFFIX) if streaming else None
             if size == 0 or length == 0:
@@ -209,11 +216,27 @@ class _Planner:
 
 
 def plan_partition(fs: pafs.FileSystem, partition_dir: str, state: AcidState,
-                   write_ids: ValidWriteIdList, listed: dict[str, int] | None = None
-                   ) -> list[Split]:
+                   write_ids: ValidWriteIdList, listed: dict[str, int] | None = None, *,
+                   buckets: frozenset[int] | None = None) -> list[Split]:
     """All splits of one partition, in read order: base, originals, then insert deltas.
-    ``listed`` (if given) receives the number of bucket files of each directory read."""
-    planner = _Planner(fs, partition_dir, state, write_ids)
+    ``listed`` (if given) receives the number of bucket files of each directory read.
+
+    ``buckets``: only the splits of these bucket ids, with their delete files (a statement
+    whose predicate pins the bucket columns reads no other; building a split and matching
+    its delete files costs a one-row DELETE among hundreds of deltas more than its read).
+    Every directory is still listed and counted in ``listed``. Original and LOAD DATA files
+    need not follow the bucket hash, so where the partition holds one every split is
+    planned."""
+    splits = _plan(fs, partition_dir, state, write_ids, listed=listed, buckets=buckets)
+    if buckets is not None and any(s.synthetic is not None for s in splits):
+        return _plan(fs, partition_dir, state, write_ids, listed=listed, buckets=None)
+    return splits
+
+
+def _plan(fs: pafs.FileSystem, partition_dir: str, state: AcidState,
+          write_ids: ValidWriteIdList, *, listed: dict[str, int] | None,
+          buckets: frozenset[int] | None) -> list[Split]:
+    planner = _Planner(fs, partition_dir, state, write_ids, buckets)
     if listed is not None:
         planner.listed = listed
     planner.collect_deletes()

@@ -125,7 +125,8 @@ class Scan:
                  delete_event_limit: int = DEFAULT_DELETE_EVENT_LIMIT,
                  threads: int | None = None,
                  planned: Sequence[tuple[PartitionDir, Split]] | None = None,
-                 recorded: Recorded | None = None) -> None:
+                 recorded: Recorded | None = None,
+                 buckets: frozenset[int] | None = None) -> None:
         if reader not in ("vectorized", "merge"):
             raise InvalidInputError(f"unknown reader {reader!r}; use 'vectorized' or 'merge'")
         if isinstance(filter, str):
@@ -140,6 +141,8 @@ class Scan:
         self._threads = threads if threads is not None else min(4, os.cpu_count() or 1)
         self._filter = filter
         self._recorded = recorded
+        #: plan only these buckets' splits (``read.plan.plan_partition``); None: all
+        self._buckets = buckets
         self._evaluator = SqlEvaluator() if filter is not None else None
         names = [n for p in partitions for n, _ in p.values]
         part_names = list(dict.fromkeys(names))
@@ -174,9 +177,11 @@ class Scan:
         recorded = self._recorded
         record = recorded.partition(partition.path, state) if recorded is not None else None
         if recorded is None or not record:
-            return plan_partition(self._fs, partition.path, state, self.write_ids)
+            return plan_partition(self._fs, partition.path, state, self.write_ids,
+                                  buckets=self._buckets)
         listed: dict[str, int] = {}
-        splits = plan_partition(self._fs, partition.path, state, self.write_ids, listed)
+        splits = plan_partition(self._fs, partition.path, state, self.write_ids, listed,
+                                buckets=self._buckets)
         check_recorded(recorded.location, state, self.write_ids, record, listed)
         return with_recorded_rows(recorded.location, splits, record)
 
