@@ -27,8 +27,12 @@ class Measurement:
 
 
 def _run_once(task: str, args: dict[str, Any]) -> tuple[dict[str, Any], float]:
+    """One child; ``args["env"]`` (if any) is added to its environment, e.g. an allocator
+    setting a row measures for both peers alike."""
+    args = dict(args)
+    env = {**os.environ, "PYTHONHASHSEED": "0", **args.pop("env", {})}
     proc = subprocess.Popen([sys.executable, "-m", "benchmarks.tasks", task, json.dumps(args)],
-                            stdout=subprocess.PIPE, env={**os.environ, "PYTHONHASHSEED": "0"})
+                            stdout=subprocess.PIPE, env=env)
     assert proc.stdout is not None
     out = proc.stdout.read()
     proc.wait()

@@ -28,6 +28,12 @@ def _tail(m: Measurement) -> str:
             f"{m.extra['retries']} retries")
 
 
+#: glibc's heap-trim threshold (64 MiB) for the rows run with it: without it, each small
+#: file's writer frees its buffers, glibc hands the heap top back to the kernel and the next
+#: file faults it in again (docs/configuration.md, "Many small transactions")
+TRIM = {"MALLOC_TRIM_THRESHOLD_": str(64 << 20)}
+
+
 def w12(m: Measure, ops: int = 40) -> list[Row]:
     rows: list[Row] = []
     for procs in (1, 8):
@@ -46,6 +52,14 @@ def w12(m: Measure, ops: int = 40) -> list[Row]:
                     f"({_tail(ours)}{'; ' + note if note else ''})", ours,
                     f"delta-rs ({_tail(peer)})", peer,
                     "<= 20 ms, <= 1.0x" if procs == 1 else "<= 1.0x"))
+    delta = m("small_txn", engine="delta", procs=1, ops=ops, env=TRIM)
+    ours_run = m("small_txn", engine="acid", procs=1, ops=ops, env=TRIM)
+    for op in OPS:
+        ours, peer = _op(ours_run, op), _op(delta, op)
+        rows.append(Row("W12", f"one-row {op.upper()}, {ops} ops, 1 proc, no compaction, both "
+                        f"with MALLOC_TRIM_THRESHOLD_=64 MiB ({_tail(ours)})", ours,
+                        f"delta-rs, the same setting ({_tail(peer)})", peer,
+                        "<= 20 ms, <= 1.0x"))
     return rows
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from benchmarks.harness import Measurement
 from benchmarks.tasks_small import OPS, pile_up, small_txn
-from benchmarks.workloads_small import w12
+from benchmarks.workloads_small import TRIM, w12
 
 
 @pytest.mark.parametrize("engine", ["acid", "delta"])
@@ -27,7 +27,10 @@ def test_w12_runs_two_writers(tmp_path: Path, engine: str) -> None:
 
 
 def test_w12_rows_show_each_operation_beside_delta_rs() -> None:
+    envs: list[object] = []
+
     def fake(task: str, **args: object) -> Measurement:
+        envs.append(args.get("env"))
         base = 0.01 if args["engine"] == "acid" else 0.02
         extra: dict[str, object] = {"compactions": 1, "scheduler_passes": 2}
         for i, op in enumerate(OPS):
@@ -36,7 +39,9 @@ def test_w12_rows_show_each_operation_beside_delta_rs() -> None:
         return Measurement(base, 12, 100.0, extra)
 
     rows = w12(fake, ops=4)
-    assert len(rows) == 2 * 3 * 2
+    assert len(rows) == 2 * 3 * 2 + 3  # + one process with the heap-trim setting
+    assert envs.count(TRIM) == 2  # acidstore's run and delta-rs's
+    assert all("MALLOC_TRIM_THRESHOLD_" in r.what for r in rows[-3:])
     first = rows[0]
     assert "UPDATE" in first.what and first.ours.seconds == pytest.approx(0.01)
     assert first.peer is not None and first.peer.seconds == pytest.approx(0.02)
