@@ -52,8 +52,9 @@ __all__ = ["OUTPUT_STRIPE_SIZE", "BucketOutput", "prepare_outputs", "run_bucket"
 
 #: the stripe size of every output, a base's too: the size the table's inserts write (Hive's
 #: delta stripe). A base stripe of 64 MiB held a whole bucket of up to 64 MiB in the ORC
-#: writer's buffers (30 MB per unit at 10M rows) and gave a bucket file one stripe where a
-#: plain copy of it has four, which readers cannot split.
+#: writer's buffers (35 MB resident per writer at 10M rows, 18 MB with 8 MiB) and gave a
+#: bucket file one stripe where a plain copy of it has four: readers decode, and hold, a
+#: stripe at a time.
 OUTPUT_STRIPE_SIZE = DELTA_STRIPE_SIZE
 
 
