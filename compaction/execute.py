@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from acidstore import fs as afs
 from acidstore.layout import METADATA_FILE, MetadataAcid, bucket_file_name
-from acidstore.orc.io import BASE_STRIPE_SIZE, DELTA_STRIPE_SIZE, OrcFile, WrittenFile
+from acidstore.orc.io import DELTA_STRIPE_SIZE, OrcFile, WrittenFile
 from acidstore.orc.schema import (
     ACID_FIELDS,
     BUCKET,
@@ -44,10 +44,18 @@ from acidstore.read.registry import DeleteCache
 from acidstore.read.source import SplitBatch
 from acidstore.read.vectorized import read_split
 from acidstore.write.files import prepare_directory
+from compaction.memory import release_free_memory
 from compaction.plan import BucketWork, EventFile
 from compaction.streams import Keyed, merge_sorted
 
-__all__ = ["BucketOutput", "prepare_outputs", "run_bucket"]
+__all__ = ["OUTPUT_STRIPE_SIZE", "BucketOutput", "prepare_outputs", "run_bucket"]
+
+#: the stripe size of every output, a base's too: the size the table's inserts write (Hive's
+#: delta stripe). A base stripe of 64 MiB held a whole bucket of up to 64 MiB in the ORC
+#: writer's buffers (35 MB resident per writer at 10M rows, 18 MB with 8 MiB) and gave a
+#: bucket file one stripe where a plain copy of it has four: readers decode, and hold, a
+#: stripe at a time.
+OUTPUT_STRIPE_SIZE = DELTA_STRIPE_SIZE
 
 
 @dataclass(frozen=True)
@@ -157,32 +165,41 @@ def _write(unit: BucketWork, directory_name: str, merged: Iterable[pa.Table], st
         raise
 
 
-def _major(unit: BucketWork, batch_rows: int) -> BucketOutput:
+def _major(unit: BucketWork, batch_rows: int, stripe: int) -> BucketOutput:
     target = event_schema(unit.schema)
     cache = DeleteCache()  # the splits of a bucket share its delete files
     merged = merge_sorted([_split_events(unit, split, cache, target, batch_rows)
                            for split in unit.splits], [split.path for split in unit.splits])
-    written, largest = _write(unit, unit.outputs[0], merged, BASE_STRIPE_SIZE, batch_rows)
+    written, largest = _write(unit, unit.outputs[0], merged, stripe, batch_rows)
     if written is None:  # every row of the bucket was deleted
         return BucketOutput(unit.bucket_id, (), 0, largest)
     return BucketOutput(unit.bucket_id, (written,), written.rows, largest)
 
 
-def _minor(unit: BucketWork, batch_rows: int) -> BucketOutput:
+def _minor(unit: BucketWork, batch_rows: int, stripe: int) -> BucketOutput:
     target = event_schema(unit.schema)
     files: list[WrittenFile] = []
     largest = 0
     for sources, directory in ((unit.inserts, unit.outputs[0]), (unit.deletes, unit.outputs[1])):
         merged = merge_sorted([_file_events(unit, source, target, batch_rows)
                                for source in sources], [source.path for source in sources])
-        written, most = _write(unit, directory, merged, DELTA_STRIPE_SIZE, batch_rows)
+        written, most = _write(unit, directory, merged, stripe, batch_rows)
         largest = max(largest, most)
         if written is not None:
             files.append(written)
     return BucketOutput(unit.bucket_id, tuple(files), sum(f.rows for f in files), largest)
 
 
-def run_bucket(unit: BucketWork, batch_rows: int = DEFAULT_BATCH_ROWS) -> BucketOutput:
+def run_bucket(unit: BucketWork, batch_rows: int = DEFAULT_BATCH_ROWS, *,
+               stripe_size: int = OUTPUT_STRIPE_SIZE) -> BucketOutput:
     """Produce one bucket's output files (the output directories must exist).
-    ``batch_rows``: the most rows decoded from an input, or handed to the writer, at once."""
-    return _major(unit, batch_rows) if unit.kind == "major" else _minor(unit, batch_rows)
+    ``batch_rows``: the most rows decoded from an input, or handed to the writer, at once;
+    ``stripe_size``: the ORC stripe size of the outputs. The memory the unit freed is handed
+    back to the operating system when it ends (``memory.release_free_memory``), so a process
+    that runs unit after unit does not keep the largest one's."""
+    try:
+        if unit.kind == "major":
+            return _major(unit, batch_rows, stripe_size)
+        return _minor(unit, batch_rows, stripe_size)
+    finally:
+        release_free_memory()

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +29,7 @@ from compaction_support import aborted_write, make_rows, new_table
 
 from acidstore import Table, Warehouse
 from acidstore.errors import CorruptFileError, DataError
-from acidstore.orc.io import OrcFile, parse_acid_stats, write_event_file
+from acidstore.orc.io import DELTA_STRIPE_SIZE, OrcFile, parse_acid_stats, write_event_file
 from acidstore.orc.schema import (
     ACID_FIELDS,
     BUCKET,
@@ -38,9 +39,11 @@ from acidstore.orc.schema import (
     event_schema,
 )
 from acidstore.orc.stream import EventFileWriter
+from acidstore.read.plan import Split
 from acidstore.read.source import split_batches
+from acidstore.read.vectorized import read_split
 from compaction import compact
-from compaction.execute import prepare_outputs, run_bucket
+from compaction.execute import OUTPUT_STRIPE_SIZE, prepare_outputs, run_bucket
 from compaction.plan import BucketWork, plan_partition_compaction
 from compaction.streams import Keyed, merge_sorted
 
@@ -248,7 +251,42 @@ def test_major_writes_the_plain_readers_rows_in_row_id_order(busy: Table) -> Non
     assert result.compacted
     files = _files(os.path.join(busy.location, result.partitions[0].outputs[0]))
     assert len(files) == 1
-    base = po.ORCFile(files[0]).read()
+    _assert_base_holds(busy, before, po.ORCFile(files[0]).read())
+    after = busy.to_arrow(with_row_id=True)
+    assert after.sort_by("id").equals(before.select(after.schema.names).sort_by("id"))
+
+
+def test_a_major_base_has_stripes_of_the_output_stripe_size(busy: Table) -> None:
+    """A base larger than the stripe size is written as several stripes (not one stripe of
+    the whole bucket), each with its key index entry, holding the plain reader's rows; the
+    table reads the same rows through them."""
+    assert OUTPUT_STRIPE_SIZE == DELTA_STRIPE_SIZE
+    before = busy.to_arrow(with_row_id=True)
+    work, _ = _plan(busy, "major")
+    prepare_outputs(work)
+    # uncompressed: ORC counts a compressed stream's bytes per 64 KiB block, more than the
+    # small columns of this bucket hold, so only without a codec do they fill small stripes
+    unit = dataclasses.replace(work[0], compression="uncompressed")
+    output = run_bucket(unit, batch_rows=256, stripe_size=16 * 1024)
+    (path,) = (f.path for f in output.files)
+    orc = OrcFile(LOCAL, path)
+    assert orc.nstripes > 3
+    assert orc.key_index == _stripe_last_keys(path)
+    base = po.ORCFile(path).read()
+    _assert_base_holds(busy, before, base)
+    split = Split(path=path, bucket_id=0, min_write_id=0, max_write_id=0, statement_id=0,
+                  rows_valid=True)
+    by_stripe = list(read_split(LOCAL, split, work[0].write_ids, None, with_row_id=True))
+    assert len(by_stripe) == orc.nstripes > 3
+    keys = [b.keys for b in by_stripe if b.keys is not None]
+    assert np.concatenate([k.row_id for k in keys]).tolist() == base.column(ROW_ID).to_pylist()
+    assert pa.chunked_array([b.row for b in by_stripe]).combine_chunks().equals(
+        base.column("row").combine_chunks())
+
+
+def _assert_base_holds(busy: Table, before: pa.Table, base: pa.Table) -> None:
+    """``base`` holds the rows of ``before`` (the plain reader's, with ROW__IDs) as insert
+    events in ROW__ID order, each with its own write id as currentTransaction."""
     ids = before.column("row__id").combine_chunks()
     order = pc.sort_indices(pa.table({"w": ids.field("writeid"), "b": ids.field("bucketid"),
                                       "r": ids.field("rowid")}),
@@ -265,8 +303,6 @@ def test_major_writes_the_plain_readers_rows_in_row_id_order(busy: Table) -> Non
     for name in busy.info.schema.names:
         assert row.field(name).to_pylist() == expected.column(name).to_pylist(), name
     assert len(set(base.column(ORIGINAL_TRANSACTION).to_pylist())) > DELTAS
-    after = busy.to_arrow(with_row_id=True)
-    assert after.sort_by("id").equals(before.select(after.schema.names).sort_by("id"))
 
 
 def _largest_stripe(path: str) -> int:
