@@ -1,7 +1,10 @@
 """The bulk insert's fast paths against their plain forms: bucket files encoded on several
 threads are the bytes one thread writes; the radix grouping of rows by bucket is the plain
 per-bucket selection; a one-stripe file's stripe row count read from its footer is the count a
-decode finds."""
+decode finds; rows gathered chunk by chunk from a chunked input are pyarrow's ``take`` of it,
+and write the bytes a one-chunk input writes; hashing in slices of ``HASH_CHUNK_ROWS`` rows is
+hashing the whole column at once; an event file whose tail is written beside pyarrow's buffer
+is the file with the metadata added to the joined bytes."""
 
 from __future__ import annotations
 
@@ -13,10 +16,18 @@ import pyarrow.fs as pafs
 import pyarrow.orc as po
 import pytest
 
-from acidstore.orc.io import OrcFile, _stripe_row_counts, write_event_file
+from acidstore.orc.footer import add_user_metadata
+from acidstore.orc.io import (
+    AcidStats,
+    OrcFile,
+    _stripe_row_counts,
+    acid_metadata,
+    write_event_file,
+)
 from acidstore.orc.schema import OPERATION
+from acidstore.write import bucketing
 from acidstore.write.bucketing import bucket_ids
-from acidstore.write.files import _groups, insert_events, write_inserts
+from acidstore.write.files import ChunkedRows, _groups, insert_events, write_inserts
 
 SCHEMA = pa.schema([("id", pa.int64()), ("s", pa.string()), ("v", pa.float64())])
 
@@ -101,3 +112,75 @@ def test_stripe_row_counts_from_the_footer_match_a_decode(tmp_path: Path) -> Non
         assert [k[2] for k in index] == list(np.cumsum(decoded) - 1)
         assert written.last_key == index[-1]
     assert len(decoded) == 1
+
+
+def _chunked(rows: pa.Table, sizes: list[int]) -> pa.Table:
+    """``rows`` as chunks of the given sizes, and its ``s`` column chunked differently."""
+    batches, start = [], 0
+    for size in sizes:
+        part = rows.slice(start, size)
+        batches.append(pa.record_batch([c.combine_chunks() for c in part.columns],
+                                       schema=rows.schema))
+        start += size
+    table = pa.Table.from_batches(batches, schema=rows.schema)
+    s = rows.column("s").combine_chunks()
+    return table.set_column(1, "s", pa.chunked_array([s[:5], s[5:777], s[777:]]))
+
+
+def test_a_chunk_by_chunk_gather_is_the_plain_take() -> None:
+    rows = _rows(3000)
+    chunked = _chunked(rows, [1000, 1, 0, 1499, 500])
+    gather = ChunkedRows(chunked)
+    rng = np.random.default_rng(3)
+    for index in (np.arange(3000), np.sort(rng.choice(3000, 700, replace=False)),
+                  np.array([0, 999, 1000, 1001, 2999]), np.array([1500]),
+                  np.zeros(0, np.int64)):
+        got = gather.take(index.astype(np.int64))
+        assert got.schema == rows.schema
+        assert got.combine_chunks().equals(rows.take(pa.array(index, pa.int64()))
+                                           .combine_chunks())
+
+
+def test_a_chunked_input_writes_the_bytes_of_a_one_chunk_input(tmp_path: Path) -> None:
+    fs = pafs.LocalFileSystem()
+    rows = _rows(20_000)
+    buckets = bucket_ids(rows, ["id"], 4)
+    written = {}
+    for label, data in (("one", rows.combine_chunks()),
+                        ("many", _chunked(rows, [4096, 5000, 1, 10_903]))):
+        out = write_inserts(fs, str(tmp_path / label), "", data, buckets, write_id=1,
+                            statement_id=0, schema=SCHEMA, threads=2, stripe_size=64 << 10)
+        assert out is not None
+        written[label] = [(Path(f.path).name, Path(f.path).read_bytes()) for f in out.files]
+    assert len(written["one"]) == 4
+    assert written["one"] == written["many"]
+
+
+def test_hashing_in_slices_is_hashing_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = _rows(5000)
+    rng = np.random.default_rng(5)
+    rows = rows.append_column("k", pa.array(rng.integers(-50, 50, 5000), pa.int32()))
+    rows = _chunked(rows, [1234, 3766])
+    monkeypatch.setattr(bucketing, "HASH_CHUNK_ROWS", 1000)  # five slices, one partial
+    sliced = bucketing.row_hashes(rows, ["s", "k", "id"])
+    whole = bucketing._chunk_hashes(rows, ["s", "k", "id"])
+    np.testing.assert_array_equal(sliced, whole)
+    monkeypatch.setattr(bucketing, "HASH_CHUNK_ROWS", 1 << 16)
+    np.testing.assert_array_equal(bucketing.row_hashes(rows, ["s", "k", "id"]), whole)
+
+
+@pytest.mark.parametrize("stripe_size", [64 << 10, 64 << 20])
+def test_an_event_file_is_its_encoding_with_the_metadata_added(tmp_path: Path,
+                                                               stripe_size: int) -> None:
+    events = insert_events(_rows(30_000), 1, 536870912, SCHEMA)
+    path = tmp_path / "bucket_00000"
+    written = write_event_file(pafs.LocalFileSystem(), str(path), events,
+                               stripe_size=stripe_size)
+    sink = pa.BufferOutputStream()
+    po.write_table(events, sink, compression="zstd", stripe_size=stripe_size)
+    counts = _stripe_row_counts(sink.getvalue())
+    keys = [(1, 536870912, int(end) - 1) for end in np.cumsum(counts)]
+    plain = add_user_metadata(sink.getvalue().to_pybytes(),
+                              acid_metadata(keys, AcidStats(30_000, 0, 0)))
+    assert path.read_bytes() == plain
+    assert written.size == len(plain) and written.last_key == keys[-1]

@@ -23,7 +23,7 @@ import pyarrow.orc as po
 
 from acidstore.errors import CorruptFileError, DataError, InvalidInputError
 from acidstore.fs import write_bytes
-from acidstore.orc.footer import add_user_metadata
+from acidstore.orc.footer import POSTSCRIPT_TAIL, add_user_metadata, metadata_tail
 from acidstore.orc.schema import (
     ACID_FIELDS,
     BUCKET,
@@ -418,7 +418,12 @@ def write_event_file(fs: pafs.FileSystem, path: str, events: pa.Table, *,
             keys.append((int(owid[end - 1]), int(bucket[end - 1]), int(row_id[end - 1])))
     ops = events.column(OPERATION)
     stats = AcidStats(*(pc.sum(pc.equal(ops, op)).as_py() or 0 for op in (INSERT, UPDATE, DELETE)))
-    data = add_user_metadata(buffer.to_pybytes(), acid_metadata(keys, stats), path=path)
-    write_bytes(fs, path, data)
+    # only the tail is replaced: the encoded bytes before it are written from pyarrow's
+    # buffer as they are (two copies of a bucket's file fewer than joining them in Python)
+    drop, tail = metadata_tail(buffer.slice(max(0, buffer.size - POSTSCRIPT_TAIL)).to_pybytes(),
+                               acid_metadata(keys, stats), path=path)
+    body = buffer.slice(0, buffer.size - drop)
+    write_bytes(fs, path, body, tail)
     last = keys[-1] if keys else None
-    return WrittenFile(path=path, size=len(data), rows=events.num_rows, last_key=last)
+    return WrittenFile(path=path, size=body.size + len(tail), rows=events.num_rows,
+                       last_key=last)
