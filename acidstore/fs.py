@@ -154,6 +154,13 @@ def read_bytes(fs: pafs.FileSystem, path: str) -> bytes:
 
 
 
+def hidden_temporary(path: str) -> str:
+    """A unique hidden sibling of ``path`` (readers skip names starting with '.') to write a
+    file under before renaming it over ``path``."""
+    head, _, name = path.rpartition("/")
+    return join(head, f".{name}.{uuid.uuid4().hex}.tmp")
+
+
 def write_bytes(fs: pafs.FileSystem, path: str, data: bytes | pa.Buffer,
                 *more: bytes | pa.Buffer) -> None:
     """Create or replace a file with ``data`` (followed by ``more``: parts need not be joined
@@ -173,8 +180,7 @@ def write_bytes(fs: pafs.FileSystem, path: str, data: bytes | pa.Buffer,
             for part in (data, *more):
                 stream.write(part)
         return
-    head, _, name = path.rpartition("/")
-    temporary = join(head, f".{name}.{uuid.uuid4().hex}.tmp")
+    temporary = hidden_temporary(path)
     try:
         with fs.open_output_stream(temporary) as stream:
             for part in (data, *more):

@@ -33,15 +33,17 @@ from acidstore.orc.io import (
     BASE_STRIPE_SIZE,
     DEFAULT_COMPRESSION,
     DELTA_STRIPE_SIZE,
+    ORC_BATCH_ROWS,
     WrittenFile,
     write_event_file,
 )
 from acidstore.orc.schema import DELETE, INSERT, event_schema, row_struct
+from acidstore.orc.stream import EventFileWriter
 from acidstore.write.timestamps import check_timestamps
 
-__all__ = ["INSERT_THREADS", "SMALL_FILE_ROWS", "ChunkedRows", "WrittenDirectory", "codec_for",
-           "delete_events", "insert_events", "prepare_directory", "write_deletes",
-           "write_inserts"]
+__all__ = ["INSERT_THREADS", "SMALL_FILE_ROWS", "STREAM_ROWS", "ChunkedRows",
+           "WrittenDirectory", "codec_for", "delete_events", "insert_events",
+           "prepare_directory", "write_deletes", "write_inserts"]
 
 Kind = Literal["delta", "base"]
 
@@ -51,6 +53,14 @@ INSERT_THREADS = min(4, os.cpu_count() or 1)
 
 #: bucket files of at most this many events are written uncompressed (``codec_for``)
 SMALL_FILE_ROWS = 16
+
+#: an insert's bucket of more rows than this is gathered, turned into events and encoded
+#: this many rows at a time, straight into its file (``EventFileWriter``), instead of whole
+#: in memory: a thread then holds one slice's rows and events and the stripe being filled,
+#: not its bucket's rows, events and encoded file (at 10M rows, ten buckets on four threads,
+#: about 400 MB less peak memory). A multiple of ``ORC_BATCH_ROWS``, so the ORC writer gets
+#: the row batches one whole-table write gives it, and the bytes are the same.
+STREAM_ROWS = 8 * ORC_BATCH_ROWS
 
 
 def codec_for(compression: str, rows: int) -> str:
@@ -149,15 +159,25 @@ def write_inserts(fs: pafs.FileSystem, location: str, partition: str, rows: pa.T
     whole = len(groups) == 1 and len(next(iter(groups.values()))) == rows.num_rows
     chunks = ChunkedRows(rows)
 
-    def write(bucket: int, index: npt.NDArray[np.int64]) -> WrittenFile:
+    def gather(index: npt.NDArray[np.int64], start: int, stop: int) -> pa.Table:
         # one bucket holding every row in order (an unbucketed table, a unit's bucket)
         # needs no gather
-        part = rows if whole else chunks.take(index)
+        return rows.slice(start, stop - start) if whole else chunks.take(index[start:stop])
+
+    def write(bucket: int, index: npt.NDArray[np.int64]) -> WrittenFile:
         prop = BucketCodec.V1.encode(bucket, max(statement_id, 0))
-        events = insert_events(part, write_id, prop, schema)
-        return write_event_file(fs, afs.join(directory, bucket_file_name(bucket)), events,
-                                compression=codec_for(compression, events.num_rows),
-                                stripe_size=stripe)
+        path = afs.join(directory, bucket_file_name(bucket))
+        if len(index) <= STREAM_ROWS:
+            events = insert_events(gather(index, 0, len(index)), write_id, prop, schema)
+            return write_event_file(fs, path, events,
+                                    compression=codec_for(compression, events.num_rows),
+                                    stripe_size=stripe)
+        with EventFileWriter(fs, path, event_schema(schema), compression=compression,
+                             stripe_size=stripe, replace=True) as writer:
+            for start in range(0, len(index), STREAM_ROWS):
+                part = gather(index, start, min(start + STREAM_ROWS, len(index)))
+                writer.write(insert_events(part, write_id, prop, schema, first_row_id=start))
+            return writer.close()
 
     workers = max(1, min(threads, len(groups)))
     if workers == 1:
