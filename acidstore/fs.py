@@ -159,9 +159,18 @@ def read_bytes(fs: pafs.FileSystem, path: str) -> bytes:
 
 
 
-def write_bytes(fs: pafs.FileSystem, path: str, data: bytes | pa.Buffer) -> None:
-    """Create or replace a file with ``data``, all at once: a reader, or a second writer of
-    the same bytes, never sees it truncated or half-written.
+def hidden_temporary(path: str) -> str:
+    """A unique hidden sibling of ``path`` (readers skip names starting with '.') to write a
+    file under before renaming it over ``path``."""
+    head, _, name = path.rpartition("/")
+    return join(head, f".{name}.{uuid.uuid4().hex}.tmp")
+
+
+def write_bytes(fs: pafs.FileSystem, path: str, data: bytes | pa.Buffer,
+                *more: bytes | pa.Buffer) -> None:
+    """Create or replace a file with ``data`` (followed by ``more``: parts need not be joined
+    in memory first), all at once: a reader, or a second writer of the same bytes, never sees
+    it truncated or half-written.
 
     Two Spark attempts of one task (speculation, or a retry while the first attempt's executor
     still runs) write identical bytes to the same path; writing in place, the loser's
@@ -173,13 +182,14 @@ def write_bytes(fs: pafs.FileSystem, path: str, data: bytes | pa.Buffer) -> None
     """
     if is_object_store(fs):
         with fs.open_output_stream(path) as stream:
-            stream.write(data)
+            for part in (data, *more):
+                stream.write(part)
         return
-    head, _, name = path.rpartition("/")
-    temporary = join(head, f".{name}.{uuid.uuid4().hex}.tmp")
+    temporary = hidden_temporary(path)
     try:
         with fs.open_output_stream(temporary) as stream:
-            stream.write(data)
+            for part in (data, *more):
+                stream.write(part)
         fs.move(temporary, path)
     except BaseException:
         with contextlib.suppress(OSError):

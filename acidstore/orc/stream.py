@@ -27,10 +27,12 @@ import pyarrow.fs as pafs
 import pyarrow.orc as po
 
 from acidstore.errors import CorruptFileError
+from acidstore.fs import hidden_temporary, is_object_store
 from acidstore.orc.footer import POSTSCRIPT_TAIL, metadata_tail
 from acidstore.orc.io import (
     DEFAULT_COMPRESSION,
     DELTA_STRIPE_SIZE,
+    ORC_BATCH_ROWS,
     AcidStats,
     OrcFile,
     RowKey,
@@ -51,8 +53,9 @@ from acidstore.orc.schema import (
 __all__ = ["DEFAULT_BATCH_ROWS", "EventFileWriter"]
 
 #: rows handed to the ORC writer per call (the granularity of stripe ends, not a memory bound
-#: that matters: a chunk is a slice of a batch the caller already holds)
-DEFAULT_BATCH_ROWS = 8192
+#: that matters: a chunk is a slice of a batch the caller already holds); the row batch of
+#: ``write_event_file`` too, so both write the same bytes for the same events
+DEFAULT_BATCH_ROWS = ORC_BATCH_ROWS
 _MAGIC_LENGTH = 3  # "ORC", written before the first row batch, ending no stripe
 
 
@@ -102,11 +105,17 @@ class EventFileWriter:
 
     Use as a context manager (an exception removes the partial file) or call ``close`` /
     ``abort``. ``largest_chunk`` is the most rows ever handed to the ORC writer at once.
+
+    With ``replace`` the file is written under a hidden name and renamed over ``path`` once
+    finished (on an object store, whose upload completes at once, straight to ``path``), as
+    ``fs.write_bytes`` writes: two attempts of one Spark task that write the same file
+    never leave it truncated. A compaction's outputs go to directories of their own and need
+    no rename.
     """
 
     def __init__(self, fs: pafs.FileSystem, path: str, schema: pa.Schema, *,
                  compression: str = DEFAULT_COMPRESSION, stripe_size: int = DELTA_STRIPE_SIZE,
-                 batch_rows: int = DEFAULT_BATCH_ROWS) -> None:
+                 batch_rows: int = DEFAULT_BATCH_ROWS, replace: bool = False) -> None:
         check_event_schema(schema)
         if batch_rows < 1:
             raise ValueError(f"batch_rows must be positive, not {batch_rows}")
@@ -114,7 +123,8 @@ class EventFileWriter:
         self.schema = schema
         self._fs = fs
         self._batch_rows = batch_rows
-        self._out = fs.open_output_stream(path)
+        self._written = hidden_temporary(path) if replace and not is_object_store(fs) else path
+        self._out = fs.open_output_stream(self._written)
         self._sink = _HoldingSink(self._out)
         try:
             self._orc = po.ORCWriter(self._sink, compression=compression,
@@ -196,6 +206,8 @@ class EventFileWriter:
             size = self._sink.position - drop + len(replacement)
             self._out.close()
             self._check_stripes()
+            if self._written != self.path:
+                self._fs.move(self._written, self.path)
         except BaseException:
             self._discard()
             raise
@@ -205,7 +217,7 @@ class EventFileWriter:
 
     def _check_stripes(self) -> None:
         """The key index is only right if the stripes end where the writer saw them end."""
-        orc = OrcFile(self._fs, self.path)
+        orc = OrcFile(self._fs, self._written)
         found = [orc.read_stripe(i, orc.physical_columns([OPERATION], [])).num_rows
                  for i in range(orc.nstripes)]
         if found != self._stripe_rows:
@@ -228,4 +240,4 @@ class EventFileWriter:
 
     def _remove(self) -> None:
         with contextlib.suppress(OSError, pa.ArrowException):
-            self._fs.delete_file(self.path)
+            self._fs.delete_file(self._written)

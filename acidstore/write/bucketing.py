@@ -25,8 +25,8 @@ import pyarrow.compute as pc
 
 from acidstore.errors import InvalidInputError
 
-__all__ = ["SEED", "bucket_ids", "buckets_of_values", "check_bucketable", "murmur3_32",
-           "row_hashes"]
+__all__ = ["HASH_CHUNK_ROWS", "SEED", "bucket_ids", "buckets_of_values", "check_bucketable",
+           "murmur3_32", "row_hashes"]
 
 SEED = 104729
 U32 = npt.NDArray[np.uint32]
@@ -145,8 +145,24 @@ def _field_hash(array: pa.Array) -> U32:
     return out
 
 
+#: rows hashed at a time: the hash's temporaries (several per input byte) then stay in the
+#: CPU's cache instead of being allocated (page faults) and streamed through memory at the
+#: size of the whole input; 10M rows hash in about half the CPU time this way
+HASH_CHUNK_ROWS = 1 << 16
+
+
 def row_hashes(table: pa.Table, columns: Sequence[str]) -> U32:
     """Hive's bucket hash code of each row over ``columns`` (as unsigned 32-bit)."""
+    if table.num_rows <= HASH_CHUNK_ROWS:
+        return _chunk_hashes(table, columns)
+    out = np.empty(table.num_rows, dtype=np.uint32)
+    for start in range(0, table.num_rows, HASH_CHUNK_ROWS):
+        out[start:start + HASH_CHUNK_ROWS] = _chunk_hashes(
+            table.slice(start, HASH_CHUNK_ROWS), columns)
+    return out
+
+
+def _chunk_hashes(table: pa.Table, columns: Sequence[str]) -> U32:
     h = np.zeros(table.num_rows, dtype=np.uint32)
     with np.errstate(over="ignore"):
         for name in columns:

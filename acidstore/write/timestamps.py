@@ -26,22 +26,42 @@ def check_timestamps(rows: pa.Table, where: str) -> None:
     for field in rows.schema:
         if not pa.types.is_timestamp(field.type):
             continue
-        per_second = _PER_SECOND[field.type.unit]
-        values = np.asarray(pc.fill_null(pc.cast(rows.column(field.name), pa.int64()), 0)
-                            .to_numpy(zero_copy_only=False), dtype=np.int64)
-        limit = _NS_LIMIT // (1_000_000_000 // per_second)
-        outside = values[(values > limit) | (values < -limit)]
-        if outside.size:
-            raise SchemaMismatchError(
-                f"{where}: column {field.name!r} holds {_shown(outside[0], field.type)}, "
-                "outside 1677-09-21 .. 2262-04-11: ORC readers decode timestamps in "
-                "nanoseconds and could not read it back")
-        fractional = values[(values < 0) & (values % per_second != 0)]
-        if fractional.size:
-            raise SchemaMismatchError(
-                f"{where}: column {field.name!r} holds {_shown(fractional[0], field.type)}, "
-                "a time before 1970 with a fraction of a second: Hive's and Spark's ORC "
-                "reader cannot read it as pyarrow writes it (truncate to whole seconds)")
+        if _all_readable(rows.column(field.name), field.type):
+            continue
+        _check_values(rows, field, where)
+
+
+def _all_readable(column: pa.ChunkedArray, kind: pa.TimestampType) -> bool:
+    """True when the column's range alone proves every value readable: none before 1970
+    (so none with a negative fraction) and none past the nanosecond limit. One min/max
+    pass instead of ``_check_values``' copy and masks of the whole column (0.16 s of a 10M
+    row insert, before any file could be encoded)."""
+    bounds = pc.min_max(column.cast(pa.int64()))
+    low, high = bounds["min"].as_py(), bounds["max"].as_py()
+    if low is None:  # no value, or only NULLs
+        return True
+    limit = _NS_LIMIT // (1_000_000_000 // _PER_SECOND[kind.unit])
+    return bool(low >= 0 and high <= limit)
+
+
+def _check_values(rows: pa.Table, field: pa.Field, where: str) -> None:
+    """The exact check of every value of one timestamp column, naming the first bad one."""
+    per_second = _PER_SECOND[field.type.unit]
+    values = np.asarray(pc.fill_null(pc.cast(rows.column(field.name), pa.int64()), 0)
+                        .to_numpy(zero_copy_only=False), dtype=np.int64)
+    limit = _NS_LIMIT // (1_000_000_000 // per_second)
+    outside = values[(values > limit) | (values < -limit)]
+    if outside.size:
+        raise SchemaMismatchError(
+            f"{where}: column {field.name!r} holds {_shown(outside[0], field.type)}, "
+            "outside 1677-09-21 .. 2262-04-11: ORC readers decode timestamps in "
+            "nanoseconds and could not read it back")
+    fractional = values[(values < 0) & (values % per_second != 0)]
+    if fractional.size:
+        raise SchemaMismatchError(
+            f"{where}: column {field.name!r} holds {_shown(fractional[0], field.type)}, "
+            "a time before 1970 with a fraction of a second: Hive's and Spark's ORC "
+            "reader cannot read it as pyarrow writes it (truncate to whole seconds)")
 
 
 def _shown(value: np.int64, kind: pa.DataType) -> str:
