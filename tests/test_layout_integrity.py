@@ -210,6 +210,18 @@ def test_timestamps_no_reader_can_decode_are_refused_at_write(wh: Warehouse, uni
     assert t.to_arrow().column("id").to_pylist() == [0]  # nothing written, still readable
 
 
+@pytest.mark.parametrize("unit", ["s", "ms"])
+@pytest.mark.parametrize("value", [10**12 * 1000, -(10**12) * 1000])
+def test_timestamps_past_year_9999_are_refused_with_their_raw_value(
+        wh: Warehouse, unit: str, value: int) -> None:
+    """Python's datetime cannot show them: the refusal names the raw count instead of
+    failing with OverflowError while building its message."""
+    t = wh.create_table("db.ts", pa.schema([("id", pa.int64()), ("at", pa.timestamp(unit))]))
+    with pytest.raises(SchemaMismatchError, match=rf"'at' holds {value} {unit} from 1970"):
+        t.insert(pa.table({"id": [1], "at": pa.array([value], pa.timestamp(unit))}))
+    assert t.to_arrow().num_rows == 0
+
+
 # --- compacted directories are checked against the compaction's record ----------------------
 
 

@@ -64,5 +64,10 @@ def _check_values(rows: pa.Table, field: pa.Field, where: str) -> None:
             "reader cannot read it as pyarrow writes it (truncate to whole seconds)")
 
 
-def _shown(value: np.int64, kind: pa.DataType) -> str:
-    return str(pa.scalar(int(value), pa.int64()).cast(kind))
+def _shown(value: np.int64, kind: pa.TimestampType) -> str:
+    """The value as a date and time, or as its raw count where Python's datetime cannot
+    hold it (past year 9999 or before year 1): the refusal must name it, not overflow."""
+    try:
+        return str(pa.scalar(int(value), pa.int64()).cast(kind))
+    except (OverflowError, ValueError, pa.ArrowInvalid):
+        return f"{int(value)} {kind.unit} from 1970-01-01 (beyond years 1-9999)"
