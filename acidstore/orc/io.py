@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -37,6 +38,8 @@ from acidstore.orc.schema import (
     acid_field_names,
 )
 from acidstore.orc.stats import IntegerStats, column_ids, stripe_integer_stats
+
+_K = TypeVar("_K", int, str)
 
 __all__ = [
     "ACID_VERSION_KEY",
@@ -165,6 +168,8 @@ class OrcFile:
         self.path = path
         self._fs = fs
         self._prefix: pa.Buffer | None = None  # the readable bytes of a file still streamed
+        self._metadata: bytes | None = None  # the metadata section, once read
+        self._metadata_read = False
         try:
             if logical_length is not None:
                 with fs.open_input_file(path) as handle:
@@ -238,10 +243,12 @@ class OrcFile:
                         if i < row_type.num_fields)
         return cols
 
-    def stripe_statistics(self, row_fields: Sequence[int]
-                          ) -> list[dict[int, IntegerStats]] | None:
-        """Per stripe, the statistics of the user fields at ``row_fields`` (integer fields of
-        this file; the keys are those positions), or None when the file has none to read."""
+    def _metadata_section(self) -> bytes | None:
+        """The raw bytes of the file's metadata section (its stripe statistics), read once
+        per opened file: a filtered read and the ROW__ID check may both want them."""
+        if self._metadata_read:
+            return self._metadata
+        self._metadata_read = True
         reader = self._orc.reader
         try:
             length = reader.stripe_statistics_length()
@@ -250,23 +257,45 @@ class OrcFile:
             if length <= 0 or start < 0:
                 return None
             if self._prefix is not None:
-                metadata = self._prefix.slice(start, length).to_pybytes()
+                self._metadata = self._prefix.slice(start, length).to_pybytes()
             else:
                 with self._fs.open_input_file(self.path) as handle:
-                    metadata = handle.read_at(length, start)
+                    self._metadata = handle.read_at(length, start)
         except (pa.ArrowException, OSError, ValueError):
             return None
+        return self._metadata
+
+    def _statistics(self, wanted: Mapping[int, _K]) -> list[dict[_K, IntegerStats]] | None:
+        """Per stripe, the statistics of the ORC column ids ``wanted`` (id -> caller's key)."""
+        metadata = self._metadata_section()
+        if metadata is None:
+            return None
+        stats = stripe_integer_stats(metadata, self._orc.reader.compression(), self.nstripes,
+                                     list(wanted))
+        if stats is None:
+            return None
+        return [{wanted[c]: s for c, s in stripe.items()} for stripe in stats]
+
+    def stripe_statistics(self, row_fields: Sequence[int]
+                          ) -> list[dict[int, IntegerStats]] | None:
+        """Per stripe, the statistics of the user fields at ``row_fields`` (integer fields of
+        this file; the keys are those positions), or None when the file has none to read."""
         row_type = self.row_type
         ids = column_ids(pa.schema(list(row_type)))
         if self._acid_names is not None:
             row_id = column_ids(self.schema)[ACID_FIELDS.index(ROW)]
             ids = [row_id + i for i in ids]
-        wanted = {ids[p]: p for p in row_fields if p < row_type.num_fields}
-        stats = stripe_integer_stats(metadata, reader.compression(), self.nstripes,
-                                     list(wanted))
-        if stats is None:
+        return self._statistics({ids[p]: p for p in row_fields if p < row_type.num_fields})
+
+    def acid_statistics(self, names: Sequence[str]) -> list[dict[str, IntegerStats]] | None:
+        """Per stripe, the statistics of the ACID columns ``names`` (canonical names, integer
+        columns) and, under ``""``, of the root column, whose ``values`` is the stripe's
+        number of events; None for a file without ACID columns or statistics."""
+        if self._acid_names is None:
             return None
-        return [{wanted[c]: s for c, s in stripe.items()} for stripe in stats]
+        ids = column_ids(self.schema)
+        return self._statistics({0: "", **{ids[ACID_FIELDS.index(name)]: name
+                                           for name in names}})
 
     def read_stripe(self, index: int, columns: Sequence[str]) -> pa.RecordBatch:
         """Decode one stripe with the given physical columns (as from ``physical_columns``)."""
