@@ -37,7 +37,12 @@ from acidstore.orc.schema import (
     UPDATE,
     acid_field_names,
 )
-from acidstore.orc.stats import IntegerStats, column_ids, stripe_integer_stats
+from acidstore.orc.stats import (
+    IntegerStats,
+    column_ids,
+    integer_statistics,
+    stripe_column_statistics,
+)
 
 _K = TypeVar("_K", int, str)
 
@@ -168,8 +173,8 @@ class OrcFile:
         self.path = path
         self._fs = fs
         self._prefix: pa.Buffer | None = None  # the readable bytes of a file still streamed
-        self._metadata: bytes | None = None  # the metadata section, once read
-        self._metadata_read = False
+        self._stats: list[list[bytes]] | None = None  # stripe statistics, once read
+        self._stats_read = False
         try:
             if logical_length is not None:
                 with fs.open_input_file(path) as handle:
@@ -243,12 +248,13 @@ class OrcFile:
                         if i < row_type.num_fields)
         return cols
 
-    def _metadata_section(self) -> bytes | None:
-        """The raw bytes of the file's metadata section (its stripe statistics), read once
-        per opened file: a filtered read and the ROW__ID check may both want them."""
-        if self._metadata_read:
-            return self._metadata
-        self._metadata_read = True
+    def _column_statistics(self) -> list[list[bytes]] | None:
+        """Per stripe, each column's undecoded statistics, from the file's metadata section,
+        read and split once per opened file: a filtered read and the ROW__ID check may both
+        ask (see ``orc.stats``)."""
+        if self._stats_read:
+            return self._stats
+        self._stats_read = True
         reader = self._orc.reader
         try:
             length = reader.stripe_statistics_length()
@@ -257,21 +263,21 @@ class OrcFile:
             if length <= 0 or start < 0:
                 return None
             if self._prefix is not None:
-                self._metadata = self._prefix.slice(start, length).to_pybytes()
+                metadata = self._prefix.slice(start, length).to_pybytes()
             else:
                 with self._fs.open_input_file(self.path) as handle:
-                    self._metadata = handle.read_at(length, start)
+                    metadata = handle.read_at(length, start)
         except (pa.ArrowException, OSError, ValueError):
             return None
-        return self._metadata
+        self._stats = stripe_column_statistics(metadata, reader.compression(), self.nstripes)
+        return self._stats
 
     def _statistics(self, wanted: Mapping[int, _K]) -> list[dict[_K, IntegerStats]] | None:
         """Per stripe, the statistics of the ORC column ids ``wanted`` (id -> caller's key)."""
-        metadata = self._metadata_section()
-        if metadata is None:
+        columns = self._column_statistics()
+        if columns is None:
             return None
-        stats = stripe_integer_stats(metadata, self._orc.reader.compression(), self.nstripes,
-                                     list(wanted))
+        stats = integer_statistics(columns, list(wanted))
         if stats is None:
             return None
         return [{wanted[c]: s for c, s in stripe.items()} for stripe in stats]
