@@ -36,10 +36,10 @@ from acidfiles import (
 
 import acidstore
 from acidstore.directory import acid_state
-from acidstore.errors import CorruptFileError, NotEnoughHistoryError
+from acidstore.errors import CorruptFileError, DataError, NotEnoughHistoryError
 from acidstore.layout import ACID_VERSION_FILE, METADATA_FILE
 from acidstore.orc.io import OrcFile
-from acidstore.orc.schema import DELETE, INSERT
+from acidstore.orc.schema import DELETE, INSERT, acid_field_names, event_schema
 
 LONG_MAX = 2**63 - 1
 B0 = 536870912  # V1(bucket 0, statement 0) = 0x20000000
@@ -145,6 +145,20 @@ def test_acid_field_names_any_case(tmp_path: Path, case: str) -> None:
     assert read(root, schema=SCHEMA, with_row_id=True, write_ids="t:1:9223372036854775807::"
                 ) == [with_rid(row(1, "x"), 1, B0, 0), with_rid(row(2, "y"), 1, B0, 1)]
 
+
+
+def test_acid_field_names_refuses_event_names_with_other_types() -> None:
+    """Event names decide "ACID or original"; with the names, wrong types are a corrupt file
+    (named in the error), never an original one."""
+    schema = event_schema(SCHEMA)
+    assert acid_field_names(schema) == {n: n for n in ACID_FIELD_NAMES}
+    assert acid_field_names(pa.schema(list(schema)[:5])) is None
+    renamed = schema.set(2, pa.field("bucketx", pa.int32()))
+    assert acid_field_names(renamed) is None
+    with pytest.raises(DataError, match="'rowId' has type int32, expected int64"):
+        acid_field_names(schema.set(3, pa.field("rowId", pa.int32())))
+    with pytest.raises(DataError, match="'ROW' is int64, not a struct"):
+        acid_field_names(schema.set(5, pa.field("ROW", pa.int64())))
 
 # --- streaming ingest: multi-txn deltas and side files (spec 15) -------------------------------
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -36,7 +37,14 @@ from acidstore.orc.schema import (
     UPDATE,
     acid_field_names,
 )
-from acidstore.orc.stats import IntegerStats, column_ids, stripe_integer_stats
+from acidstore.orc.stats import (
+    IntegerStats,
+    column_ids,
+    integer_statistics,
+    stripe_column_statistics,
+)
+
+_K = TypeVar("_K", int, str)
 
 __all__ = [
     "ACID_VERSION_KEY",
@@ -171,6 +179,8 @@ class OrcFile:
         self.path = path
         self._fs = fs
         self._prefix: pa.Buffer | None = None  # the readable bytes of a file still streamed
+        self._stats: list[list[bytes]] | None = None  # stripe statistics, once read
+        self._stats_read = False
         try:
             if logical_length is not None:
                 with fs.open_input_file(path) as handle:
@@ -244,10 +254,13 @@ class OrcFile:
                         if i < row_type.num_fields)
         return cols
 
-    def stripe_statistics(self, row_fields: Sequence[int]
-                          ) -> list[dict[int, IntegerStats]] | None:
-        """Per stripe, the statistics of the user fields at ``row_fields`` (integer fields of
-        this file; the keys are those positions), or None when the file has none to read."""
+    def _column_statistics(self) -> list[list[bytes]] | None:
+        """Per stripe, each column's undecoded statistics, from the file's metadata section,
+        read and split once per opened file: a filtered read and the ROW__ID check may both
+        ask (see ``orc.stats``)."""
+        if self._stats_read:
+            return self._stats
+        self._stats_read = True
         reader = self._orc.reader
         try:
             length = reader.stripe_statistics_length()
@@ -262,17 +275,39 @@ class OrcFile:
                     metadata = handle.read_at(length, start)
         except (pa.ArrowException, OSError, ValueError):
             return None
+        self._stats = stripe_column_statistics(metadata, reader.compression(), self.nstripes)
+        return self._stats
+
+    def _statistics(self, wanted: Mapping[int, _K]) -> list[dict[_K, IntegerStats]] | None:
+        """Per stripe, the statistics of the ORC column ids ``wanted`` (id -> caller's key)."""
+        columns = self._column_statistics()
+        if columns is None:
+            return None
+        stats = integer_statistics(columns, list(wanted))
+        if stats is None:
+            return None
+        return [{wanted[c]: s for c, s in stripe.items()} for stripe in stats]
+
+    def stripe_statistics(self, row_fields: Sequence[int]
+                          ) -> list[dict[int, IntegerStats]] | None:
+        """Per stripe, the statistics of the user fields at ``row_fields`` (integer fields of
+        this file; the keys are those positions), or None when the file has none to read."""
         row_type = self.row_type
         ids = column_ids(pa.schema(list(row_type)))
         if self._acid_names is not None:
             row_id = column_ids(self.schema)[ACID_FIELDS.index(ROW)]
             ids = [row_id + i for i in ids]
-        wanted = {ids[p]: p for p in row_fields if p < row_type.num_fields}
-        stats = stripe_integer_stats(metadata, reader.compression(), self.nstripes,
-                                     list(wanted))
-        if stats is None:
+        return self._statistics({ids[p]: p for p in row_fields if p < row_type.num_fields})
+
+    def acid_statistics(self, names: Sequence[str]) -> list[dict[str, IntegerStats]] | None:
+        """Per stripe, the statistics of the ACID columns ``names`` (canonical names, integer
+        columns) and, under ``""``, of the root column, whose ``values`` is the stripe's
+        number of events; None for a file without ACID columns or statistics."""
+        if self._acid_names is None:
             return None
-        return [{wanted[c]: s for c, s in stripe.items()} for stripe in stats]
+        ids = column_ids(self.schema)
+        return self._statistics({0: "", **{ids[ACID_FIELDS.index(name)]: name
+                                           for name in names}})
 
     def read_stripe(self, index: int, columns: Sequence[str]) -> pa.RecordBatch:
         """Decode one stripe with the given physical columns (as from ``physical_columns``)."""

@@ -70,6 +70,7 @@ ROW_ID_TYPE = pa.struct([
 _ACID_TYPES: tuple[pa.DataType, ...] = (
     pa.int32(), pa.int64(), pa.int32(), pa.int64(), pa.int64(),
 )
+_ACID_LOWER = [name.lower() for name in ACID_FIELDS]
 
 
 def row_struct(schema: pa.Schema | Sequence[pa.Field]) -> pa.StructType:
@@ -92,16 +93,20 @@ def acid_field_names(schema: pa.Schema) -> dict[str, str] | None:
     decides it); the types must then be the event types, otherwise the file is corrupt rather
     than "original", and that is reported instead of guessed.
     """
-    if len(schema) != len(ACID_FIELDS):
+    # names and types as two lists: every field of a pa.Schema taken on its own is a new
+    # wrapper object, and a scan asks this of every file it opens (250 after W2-W4)
+    names = schema.names
+    if len(names) != len(ACID_FIELDS):
         return None
-    if [f.name.lower() for f in schema] != [n.lower() for n in ACID_FIELDS]:
+    if [name.lower() for name in names] != _ACID_LOWER:
         return None
-    for field, want in zip(schema, _ACID_TYPES, strict=False):
-        if field.type != want:
-            raise DataError(f"ACID field {field.name!r} has type {field.type}, expected {want}")
-    if not pa.types.is_struct(schema[5].type):
-        raise DataError(f"ACID field {schema[5].name!r} is {schema[5].type}, not a struct")
-    return {canon: f.name for canon, f in zip(ACID_FIELDS, schema, strict=True)}
+    types = schema.types
+    for name, typ, want in zip(names, types, _ACID_TYPES, strict=False):
+        if typ != want:
+            raise DataError(f"ACID field {name!r} has type {typ}, expected {want}")
+    if not pa.types.is_struct(types[5]):
+        raise DataError(f"ACID field {names[5]!r} is {types[5]}, not a struct")
+    return dict(zip(ACID_FIELDS, names, strict=True))
 
 
 def is_acid_schema(schema: pa.Schema) -> bool:

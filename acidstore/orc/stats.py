@@ -28,7 +28,13 @@ import pyarrow as pa
 
 from acidstore.orc.footer import _fields, _read_varint
 
-__all__ = ["IntegerStats", "column_ids", "stripe_integer_stats"]
+__all__ = [
+    "IntegerStats",
+    "column_ids",
+    "integer_statistics",
+    "stripe_column_statistics",
+    "stripe_integer_stats",
+]
 
 
 @dataclass(frozen=True)
@@ -127,11 +133,13 @@ def _integer_stats(message: bytes) -> IntegerStats:
     return IntegerStats(values, minimum, maximum)
 
 
-def stripe_integer_stats(metadata: bytes, codec: str, nstripes: int, wanted: Sequence[int]
-                         ) -> list[dict[int, IntegerStats]] | None:
-    """Per stripe, the statistics of the ORC columns ``wanted`` (integer columns), from the
-    raw bytes of a file's metadata section and its codec (pyarrow's name: ``ZSTD``...).
-    None when they cannot be read, or the file does not hold one entry per stripe."""
+def stripe_column_statistics(metadata: bytes, codec: str, nstripes: int
+                             ) -> list[list[bytes]] | None:
+    """Per stripe, the undecoded ColumnStatistics message of each ORC column (by column id),
+    from the raw bytes of a file's metadata section and its codec (pyarrow's name:
+    ``ZSTD``...). None when they cannot be read, or the file does not hold one entry per
+    stripe. Decompressing and splitting the section is most of the cost, so a file keeps
+    this and answers every later question from it (``integer_statistics``)."""
     try:
         plain = _stream(metadata, codec)
         if plain is None:
@@ -140,13 +148,31 @@ def stripe_integer_stats(metadata: bytes, codec: str, nstripes: int, wanted: Seq
                    if number == 1 and wire == 2]
         if len(stripes) != nstripes:
             return None
-        out: list[dict[int, IntegerStats]] = []
+        out: list[list[bytes]] = []
         for stripe in stripes:
             assert isinstance(stripe, bytes)
-            columns = [value for number, wire, value, _ in _fields(stripe)
-                       if number == 1 and wire == 2]
-            out.append({c: _integer_stats(columns[c]) for c in wanted  # type: ignore[arg-type]
-                        if c < len(columns)})
+            out.append([value for number, wire, value, _ in _fields(stripe)  # type: ignore[misc]
+                        if number == 1 and wire == 2])
         return out
     except (ValueError, IndexError, zlib.error, pa.ArrowException):
         return None
+
+
+def integer_statistics(columns: Sequence[list[bytes]], wanted: Sequence[int]
+                       ) -> list[dict[int, IntegerStats]] | None:
+    """Per stripe, the statistics of the ORC columns ``wanted`` (integer columns), from
+    ``stripe_column_statistics``; None when a message is malformed."""
+    try:
+        return [{c: _integer_stats(stripe[c]) for c in wanted if c < len(stripe)}
+                for stripe in columns]
+    except (ValueError, IndexError):
+        return None
+
+
+def stripe_integer_stats(metadata: bytes, codec: str, nstripes: int, wanted: Sequence[int]
+                         ) -> list[dict[int, IntegerStats]] | None:
+    """Per stripe, the statistics of the ORC columns ``wanted`` (integer columns), from the
+    raw bytes of a file's metadata section and its codec (pyarrow's name: ``ZSTD``...).
+    None when they cannot be read, or the file does not hold one entry per stripe."""
+    columns = stripe_column_statistics(metadata, codec, nstripes)
+    return None if columns is None else integer_statistics(columns, wanted)

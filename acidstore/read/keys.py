@@ -7,7 +7,7 @@ Everything here works on whole arrays: a reader never touches a row in Python.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,8 +15,9 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from acidstore.errors import DataError
-from acidstore.orc.io import RowKey
+from acidstore.orc.io import OrcFile, RowKey
 from acidstore.orc.schema import BUCKET, CURRENT_TRANSACTION, ORIGINAL_TRANSACTION, ROW_ID
+from acidstore.orc.stats import IntegerStats
 from acidstore.writeids import ValidWriteIdList
 
 __all__ = [
@@ -25,8 +26,10 @@ __all__ = [
     "check_bucket",
     "check_files",
     "check_key_order",
+    "constant_keys",
     "current_write_ids",
     "key_le",
+    "stripe_key_constants",
     "valid_write_id_mask",
     "writer_ids",
 ]
@@ -71,6 +74,43 @@ def key_arrays(batch: pa.RecordBatch) -> KeyArrays:
     return KeyArrays(_int_array(batch.column(ORIGINAL_TRANSACTION), np.int64),
                      _int_array(batch.column(BUCKET), np.int32),
                      _int_array(batch.column(ROW_ID), np.int64))
+
+
+def stripe_key_constants(orc: OrcFile) -> list[tuple[int, int] | None]:
+    """Per stripe of an event file, its one (originalTransaction, bucket) when the stripe's
+    statistics prove that every event carries the same pair, else None.
+
+    An insert delta's stripe holds one statement's events, so only its rowIds differ:
+    decoding the other two ROW__ID columns (about 5% of a full scan's CPU, 10-15% of a
+    projected one's) buys nothing. Only a proof counts: both columns hold as many values as
+    the stripe has events (no NULL) and their minimum equals their maximum; a file without
+    statistics decodes every column, as before."""
+    stats = orc.acid_statistics([ORIGINAL_TRANSACTION, BUCKET])
+    if stats is None:
+        return [None] * orc.nstripes
+    return [_constant_pair(stripe) for stripe in stats]
+
+
+def _constant_pair(stripe: Mapping[str, IntegerStats]) -> tuple[int, int] | None:
+    events = stripe.get("")
+    write_id, bucket = stripe.get(ORIGINAL_TRANSACTION), stripe.get(BUCKET)
+    if events is None or write_id is None or bucket is None or not events.values:
+        return None
+    for column in (write_id, bucket):
+        if column.values != events.values or column.minimum is None or \
+                column.minimum != column.maximum:
+            return None
+    assert write_id.minimum is not None and bucket.minimum is not None
+    return write_id.minimum, bucket.minimum
+
+
+def constant_keys(batch: pa.RecordBatch, constant: tuple[int, int]) -> KeyArrays:
+    """The ROW__IDs of a stripe decoded with its rowIds only, the other two columns being
+    ``constant`` (see ``stripe_key_constants``)."""
+    row_id = _int_array(batch.column(ROW_ID), np.int64)
+    n = len(row_id)
+    return KeyArrays(np.full(n, constant[0], dtype=np.int64),
+                     np.full(n, constant[1], dtype=np.int32), row_id)
 
 
 def current_write_ids(batch: pa.RecordBatch) -> I64:

@@ -9,7 +9,7 @@ when needed, as Hive's ``hive.optimize.acid.meta.columns`` does.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence, Set
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,8 +32,10 @@ from acidstore.read.keys import (
     KeyArrays,
     check_bucket,
     check_key_order,
+    constant_keys,
     current_write_ids,
     key_arrays,
+    stripe_key_constants,
     valid_write_id_mask,
 )
 from acidstore.read.plan import Split
@@ -158,9 +160,17 @@ def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
         if probe is not None and orc.nrows >= PROBE_MIN_ROWS else frozenset()
     rest = [p for p in wanted if p not in probed]
     rest_columns = orc.physical_columns(acid, rest)
+    # stripes whose statistics prove one (originalTransaction, bucket) decode rowIds only
+    constants = stripe_key_constants(orc) if need_keys and batch_rows is None and \
+        orc.nrows >= PROBE_MIN_ROWS else [None] * orc.nstripes
+    lean = [c for c in acid if c not in (ORIGINAL_TRANSACTION, BUCKET)]
+    lean_columns = (orc.physical_columns(lean, wanted), orc.physical_columns(lean, rest))
     previous: RowKey | None = None
-    for stripe, raw in _decoded(orc, columns, batch_rows, not two_phase, skipped):
+    for stripe, raw in _decoded(orc, columns, batch_rows, not two_phase, skipped,
+                                lean={i for i, c in enumerate(constants) if c is not None},
+                                lean_columns=lean_columns[0]):
         keep: pa.BooleanArray | None = None
+        constant = constants[stripe] if stripe >= 0 else None
         if not two_phase:
             assert raw is not None
             batch = orc.canonical(raw)
@@ -170,14 +180,15 @@ def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
             keep = probe_mask(probe, SplitBatch(len(first), tuple(probed), first, None))
             if len(first) == 0 or (keep is not None and not pc.any(keep).as_py()):
                 continue  # no row of the stripe can pass: its other columns stay encoded
-            batch = orc.canonical(orc.read_stripe(stripe, rest_columns))
+            batch = orc.canonical(orc.read_stripe(
+                stripe, rest_columns if constant is None else lean_columns[1]))
             batch = _with_row(batch, _joined(first, probed, struct_column(batch.column(ROW)), rest,
                                              wanted))
         if batch.num_rows == 0:
             continue
         keys = None
         if need_keys:
-            keys = key_arrays(batch)
+            keys = key_arrays(batch) if constant is None else constant_keys(batch, constant)
             check_bucket(keys.bucket, split.bucket_id, split.path)
             check_key_order(keys, previous, split.path, strict=True)
             previous = keys.last()
@@ -211,18 +222,20 @@ def probe_mask(probe: Probe, batch: SplitBatch) -> pa.BooleanArray | None:
 
 
 def _decoded(orc: OrcFile, columns: list[str], batch_rows: int | None, decode: bool,
-             skipped: frozenset[int] = frozenset()
+             skipped: frozenset[int] = frozenset(), *, lean: Set[int] = frozenset(),
+             lean_columns: list[str] | None = None
              ) -> Iterator[tuple[int, pa.RecordBatch | None]]:
     """(stripe, its decoded rows) per stripe but the ``skipped`` ones, or (-1, rows) per
     batch of ``batch_rows``; without ``decode`` only the stripe numbers (a probe decodes them
-    itself)."""
+    itself). The ``lean`` stripes are decoded with ``lean_columns`` instead of ``columns``."""
     if batch_rows is not None:
         for batch in orc.batches(columns, batch_rows):
             yield -1, batch
         return
     for stripe in range(orc.nstripes):
         if stripe not in skipped:
-            yield stripe, orc.read_stripe(stripe, columns) if decode else None
+            chosen = lean_columns if stripe in lean and lean_columns is not None else columns
+            yield stripe, orc.read_stripe(stripe, chosen) if decode else None
 
 
 def _probed(orc: OrcFile, stripe: int, positions: list[int]) -> pa.StructArray:
