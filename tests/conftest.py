@@ -74,6 +74,9 @@ def spark() -> Iterator[SparkSession]:
                .config("spark.sql.shuffle.partitions", "4")
                .config("spark.default.parallelism", "2")
                .config("spark.sql.session.timeZone", "UTC")
+               # statements' units in Spark tasks, as on a cluster (a local session would
+               # run them in the driver; test_spark_units_in_driver holds the two alike)
+               .config("spark.acidstore.dml.inDriverOnLocal", "false")
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     yield session
