@@ -34,6 +34,7 @@ from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
 
 import acidstore
 from acidstore.spark import AcidTable
+from acidstore.spark.jobs import IN_DRIVER_ON_LOCAL
 from benchmarks.tasks_write import (
     DELETE_PREDICATE,
     MERGE_CONDITION,
@@ -238,6 +239,8 @@ def spark_change(args: dict[str, Any]) -> dict[str, Any]:
     (rewrite). ``digest``: also return a digest of the resulting table."""
     spark = session()
     engine = args["engine"]
+    # S2's opt-in row: the statement core's units in the driver (local mode only)
+    spark.conf.set(IN_DRIVER_ON_LOCAL, "true" if args.get("in_driver") else "false")
     if engine not in _warmed_engines:
         _warmed_engines.add(engine)
         for _ in range(int(args.get("warmups", CHANGE_WARMUPS))):

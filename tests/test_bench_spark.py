@@ -35,14 +35,15 @@ def test_s1_both_sides_read_the_same_rows(spark: SparkSession, states: dict[str,
         assert result["jvm_rss_mb"] > 0
 
 
-@pytest.mark.parametrize(("op", "changed", "shuffle"), [
-    ("update", 4, False), ("delete", 20, False), ("merge", 40, False), ("merge", 40, True)])
+@pytest.mark.parametrize(("op", "changed", "shuffle", "in_driver"), [
+    ("update", 4, False, False), ("update", 4, False, True), ("delete", 20, False, False),
+    ("merge", 40, False, False), ("merge", 40, True, False)])
 def test_s2_rewrite_makes_the_change_acidstore_makes(
         spark: SparkSession, states: dict[str, Any], monkeypatch: pytest.MonkeyPatch, op: str,
-        changed: int, shuffle: bool) -> None:
+        changed: int, shuffle: bool, in_driver: bool) -> None:
     monkeypatch.setattr("benchmarks.tasks_spark.UPDATES", 2)  # W2's shape, 2 statements not 10
     acid = spark_change({**states, "engine": "acid", "op": op, "digest": True,
-                         "shuffle": shuffle})
+                         "shuffle": shuffle, "in_driver": in_driver})
     rewrite = spark_change({**states, "engine": "rewrite", "op": op, "digest": True})
     assert acid["rows"] == changed
     assert rewrite["rows"] == rewrite["table_rows"] == acid["table_rows"]

@@ -117,6 +117,17 @@ def test_units_stay_in_tasks_when_switched_off_or_not_local(spark: SparkSession)
         units_in_driver(spark)
 
 
+def test_units_stay_in_tasks_unless_asked(spark: SparkSession) -> None:
+    """Opt-in: a statement stays a Spark job unless the session says otherwise."""
+    before = spark.conf.get(IN_DRIVER_ON_LOCAL, None)
+    spark.conf.unset(IN_DRIVER_ON_LOCAL)
+    try:
+        assert units_in_driver(spark) is None
+    finally:
+        if before is not None:
+            spark.conf.set(IN_DRIVER_ON_LOCAL, before)
+
+
 @pytest.mark.parametrize(("master", "cores"), [
     ("local", 1), ("local[3]", 3), ("local[2, 4]", 2), ("local-cluster[2, 1, 1024]", None),
     ("spark://host:7077", None), ("yarn", None), ("local[0]", None), ("local[x]", None)])

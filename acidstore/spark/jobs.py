@@ -88,9 +88,11 @@ def units_in_driver(spark: SparkSession) -> int | None:
     cores anyway, and a job of two tasks costs about 0.1 s of JVM CPU and 0.25 s of wall time
     to schedule whatever the units do (measured at 1M rows: the 10 UPDATEs of S2 took 5-6.5 s
     of CPU in the JVM and workers, 3.1-3.3 s in the driver's threads), so there the driver
-    runs them on as many threads as the session has task slots, as the embedded engine does.
-    ``spark.acidstore.dml.inDriverOnLocal=false`` keeps them in tasks."""
-    setting = (spark.conf.get(IN_DRIVER_ON_LOCAL, "true") or "true").strip().lower()
+    may run them on as many threads as the session has task slots, as the embedded engine
+    does. Opt-in (``spark.acidstore.dml.inDriverOnLocal=true``): by default a statement stays
+    a Spark job as on a cluster, visible in the Spark UI and its job groups, its decoded rows
+    in the workers, not in the driver's process."""
+    setting = (spark.conf.get(IN_DRIVER_ON_LOCAL, "false") or "false").strip().lower()
     if setting not in ("true", "false"):
         raise InvalidInputError(f"{IN_DRIVER_ON_LOCAL}={setting!r}: use 'true' or 'false'")
     if setting == "false":
