@@ -9,12 +9,11 @@ run the vectorized reader (or the heap merge) and stream Arrow batches to Spark.
 
 from __future__ import annotations
 
-import heapq
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeVar, cast
+from typing import cast
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -24,25 +23,30 @@ from pyspark.sql.types import StructType
 from acidstore import idempotent
 from acidstore.errors import InvalidInputError, SchemaMismatchError, UnknownOptionError
 from acidstore.orc.schema import ROW_ID_COLUMN, ROW_ID_TYPE
+from acidstore.read.grouped import groupable
 from acidstore.read.plan import Split
 from acidstore.read.scan import PartitionDir, Reader, Scan
 from acidstore.spark.leases import task_lease
 from acidstore.spark.locate import Target
+from acidstore.spark.packing import (
+    OPEN_COST_BYTES,
+    SMALL_OPEN_COST_BYTES,
+    pack,
+    split_bytes,
+    task_count,
+)
 from acidstore.spark.schema import arrow_schema, spark_schema, to_spark_batch
 from acidstore.table import Table
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
-__all__ = ["READ_OPTIONS", "WRITE_OPTIONS", "ReadOptions", "ReadTask", "check_options", "pack",
+__all__ = ["READ_OPTIONS", "WRITE_OPTIONS", "ReadOptions", "ReadTask", "check_options",
            "merge_schema", "plan_read", "read_options", "read_schema", "read_snapshot",
-           "replaces_whole_table", "run_read", "split_bytes", "write_app"]
+           "replaces_whole_table", "run_read", "write_app"]
 
 DEFAULT_PARTITION_BYTES = 128 << 20
-#: what opening a file costs, in bytes of reading (Spark's spark.sql.files.openCostInBytes)
-OPEN_COST_BYTES = 4 << 20
 #: the planning process's cores: the default ``minPartitions`` (local mode: the executors')
 _CORES = os.cpu_count() or 1
 DEFAULT_LEASE_SECONDS = 3600.0
-T = TypeVar("T")
 _TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no"}
 
 
@@ -267,44 +271,25 @@ def read_snapshot(table: Table, options: ReadOptions) -> tuple[ValidTxnList, Val
 
 def plan_read(table: Table, options: ReadOptions, requested: StructType,
               snapshot: tuple[ValidTxnList, ValidWriteIdList]) -> tuple[list[ReadTask], Scan]:
-    """Pack the splits ``snapshot`` selects into read tasks (on the driver)."""
+    """Pack the splits ``snapshot`` selects into read tasks (on the driver; see
+    ``acidstore.spark.packing``)."""
     columns, with_row_id = _requested(table, options, requested)
     scan = table.scan(list(columns), options.filter, None, with_row_id, snapshot=snapshot)
     fs = table.filesystem
     planned = scan.planned
     sizes = {i.path: i.size or 0 for i in fs.get_file_info([s.path for _, s in planned])}
-    costs = [sizes.get(s.path, 0) + OPEN_COST_BYTES for _, s in planned]
-    groups = pack(planned, costs, split_bytes(options, costs))
+    grouped = options.reader == "vectorized"
+    costs = [sizes.get(s.path, 0) + (SMALL_OPEN_COST_BYTES if grouped and groupable(s)
+                                     else OPEN_COST_BYTES) for _, s in planned]
+    limit = split_bytes(options.partition_bytes, options.min_partitions, costs)
+    count = task_count(costs, limit, options.min_partitions, len(planned))
+    groups = pack(planned, costs, count, keys=[(p, s.bucket_id) for p, s in planned],
+                  bundle_limit=limit // 2)
     output = arrow_schema(requested)
     tasks = [ReadTask(fs, table.info.schema, table.info.partition_schema, scan.txns,
                       scan.write_ids, columns, options.filter, with_row_id, options.reader,
                       output, tuple(group)) for group in groups]
     return tasks, scan
-
-
-def split_bytes(options: ReadOptions, costs: Sequence[int]) -> int:
-    """Bytes per task, as Spark sizes file splits (``FilePartition.maxSplitBytes``): at most
-    ``maxPartitionBytes``, but small enough that a small table still gives every core a task.
-    ``costs`` are the files' sizes plus ``OPEN_COST_BYTES`` each."""
-    per_core = -(-sum(costs) // max(options.min_partitions, 1))
-    return min(options.partition_bytes, max(OPEN_COST_BYTES, per_core))
-
-
-def pack(items: Sequence[T], costs: Sequence[int], limit: int) -> list[list[T]]:
-    """``items`` in as many groups as ``limit`` asks for (at least one, at most one per item),
-    balanced: the costliest first, each into the group with the least so far. Greedy
-    next-fit packing (Spark's) can leave a last task with one small file, so that half of
-    two cores idles through a table of ten equal buckets."""
-    count = min(len(items), max(1, -(-sum(costs) // max(limit, 1))))
-    if count <= 1:
-        return [list(items)]  # an empty snapshot still gets one (empty) task
-    loads = [(0, g) for g in range(count)]
-    members: list[list[int]] = [[] for _ in range(count)]
-    for index in sorted(range(len(items)), key=lambda i: -costs[i]):
-        load, group = heapq.heappop(loads)
-        members[group].append(index)
-        heapq.heappush(loads, (load + costs[index], group))
-    return [[items[i] for i in sorted(m)] for m in members if m]
 
 
 def run_read(task: ReadTask) -> Iterator[pa.RecordBatch]:
