@@ -30,12 +30,13 @@ def test_acid_user_metadata_readable_by_pyarrow_and_pyorc(tmp_path: Path,
     """``hive.acid.key.index`` has one ``w,b,r;`` entry per stripe (its last key);
     ``hive.acid.stats`` counts inserts,updates,deletes; ``hive.acid.version`` is 2."""
     path = tmp_path / "bucket_00001"
-    rows = [row(i, f"n{i}", float(i)) for i in range(3000)]
+    rows = [row(i, f"n{i}", float(i)) for i in range(20000)]
     events = insert_events(7, 1, rows)
-    # a tiny stripe size: pyarrow cuts a stripe after a 1024-row batch once it is "full"
+    # a tiny stripe size: pyarrow cuts a stripe after each batch (ORC_BATCH_ROWS) once it
+    # is "full"
     written = write_event_file(pafs.LocalFileSystem(), str(path), events, compression=compression,
                                stripe_size=1)
-    assert written.last_key == (7, B1, 2999)
+    assert written.last_key == (7, B1, 19999)
     assert written.size == path.stat().st_size
     with path.open("rb") as f:
         reader = pyorc.Reader(f, struct_repr=pyorc.StructRepr.DICT)
@@ -43,7 +44,7 @@ def test_acid_user_metadata_readable_by_pyarrow_and_pyorc(tmp_path: Path,
         ends = [sum(stripe_rows[:i + 1]) for i in range(len(stripe_rows))]
         expected_meta = {
             KEY_INDEX_KEY: "".join(f"7,536936448,{end - 1};" for end in ends).encode(),
-            STATS_KEY: b"3000,0,0",
+            STATS_KEY: b"20000,0,0",
             ACID_VERSION_KEY: b"2",
         }
         assert reader.user_metadata == expected_meta
@@ -54,9 +55,9 @@ def test_acid_user_metadata_readable_by_pyarrow_and_pyorc(tmp_path: Path,
     assert arrow.nstripes == len(stripe_rows)
     if compression == "uncompressed":
         assert expected_meta[KEY_INDEX_KEY] == (
-            b"7,536936448,1023;7,536936448,2047;7,536936448,2999;")
+            b"7,536936448,8191;7,536936448,16383;7,536936448,19999;")
     from_arrow = arrow.read().to_pylist()
-    assert len(from_pyorc) == len(from_arrow) == 3000
+    assert len(from_pyorc) == len(from_arrow) == 20000
     assert from_pyorc == from_arrow
 
     # a delete file: stats count deletes, key index holds the last deleted key
