@@ -53,7 +53,7 @@ from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = ["ChangeKind", "ChangeUnit", "Changes", "Executor", "StatementTarget", "UnitOutcome",
            "cast_value", "partition_inserts", "pinned_buckets", "plan_inserts", "plan_units",
-           "planned_directories", "pruned_to_buckets", "row_ids", "run_unit", "run_units",
+           "planned_directories", "row_ids", "run_unit", "run_units",
            "scan_unit", "write_changes"]
 
 ChangeKind = Literal["delete", "update", "merge", "insert"]
@@ -129,7 +129,9 @@ def pinned_buckets(target: StatementTarget, predicate: Predicate | None
     """The buckets a row ``predicate`` is true for can sit in, when it pins the bucket
     columns to literals (``id = 7``, ``id IN (1, 2)``, ANDed with anything); None when it
     does not, or the table is not bucketed. Every writer puts a row in the bucket its
-    bucket columns hash to (original files need not: ``pruned_to_buckets``)."""
+    bucket columns hash to, so a one-row UPDATE or DELETE of a table of ten buckets reads
+    one; original files (adopted, pre-ACID) need not follow the hash, so the planner reads a
+    partition holding one whole (``read.plan.plan_partition``)."""
     if not isinstance(predicate, str) or not target.bucket_by or target.buckets <= 0:
         return None
     by_lower = {f.name.lower(): f for f in target.schema}
@@ -139,20 +141,6 @@ def pinned_buckets(target: StatementTarget, predicate: Predicate | None
     wanted = buckets_of_values(equality_literals(predicate),
                                [f for f in fields if f is not None], target.buckets)
     return None if wanted is None else frozenset(wanted)
-
-
-def pruned_to_buckets(target: StatementTarget, planned: Sequence[tuple[PartitionDir, Split]],
-                      predicate: Predicate | None) -> list[tuple[PartitionDir, Split]]:
-    """The splits of ``planned`` that can hold a row ``predicate`` is true for, by bucket: in
-    a bucketed table a row is in the bucket its bucket columns hash to (every writer puts it
-    there), so a predicate that pins them (``id = 7``, ``id IN (1, 2)``, ANDed with anything)
-    needs only those buckets' files; a one-row UPDATE or DELETE of a table of ten buckets
-    reads one. Original files (adopted, pre-ACID) need not follow the hash: where there is
-    one, nothing is pruned."""
-    wanted = pinned_buckets(target, predicate)
-    if wanted is None or any(split.synthetic is not None for _, split in planned):
-        return list(planned)
-    return [(p, s) for p, s in planned if s.bucket_id in wanted]
 
 
 def plan_units(target: StatementTarget, scan: Scan, kind: ChangeKind, *, write_id: int,

@@ -51,7 +51,6 @@ from acidstore.statement import (
     plan_inserts,
     plan_units,
     planned_directories,
-    pruned_to_buckets,
     run_units,
 )
 from acidstore.statement_merge import MergeSpec, not_matched_rows
@@ -510,8 +509,7 @@ class Table:
         scan = self._scan(txn.snapshot, txn.write_ids(self.name), columns=[],
                           filter=predicate, with_row_id=True,
                           buckets=None if serializable else pinned_buckets(target, predicate))
-        planned = list(scan.planned) if serializable else \
-            pruned_to_buckets(target, scan.planned, predicate)
+        planned = list(scan.planned)
         if not planned:
             return []
         write_id = txn.write_id(self.name)

@@ -164,7 +164,7 @@ def test_planning_only_pinned_buckets_plans_what_pruning_keeps(wh: Warehouse) ->
 
 def test_planning_pinned_buckets_plans_every_original_file(wh: Warehouse) -> None:
     """An original file need not follow the bucket hash: with one in the partition, every
-    bucket is planned, as ``pruned_to_buckets`` then keeps every split."""
+    bucket of its partition is planned."""
     table = wh.create_table("db.t", SCHEMA, bucket_by=["id"], buckets=8)
     table.insert(_rows(100))
     table.delete("id = 3")
