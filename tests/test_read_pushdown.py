@@ -225,10 +225,10 @@ def test_stripe_statistics_are_the_stripes_own(tmp_path: Path, compression: str)
 
 
 def test_unreadable_statistics_give_none() -> None:
-    from acidstore.orc.stats import stripe_integer_stats
+    from acidstore.orc.stats import stripe_column_statistics
 
-    assert stripe_integer_stats(b"\x01\x02", "ZSTD", 1, [1]) is None
-    assert stripe_integer_stats(b"", "UNCOMPRESSED", 1, [1]) is None
+    assert stripe_column_statistics(b"\x01\x02", "ZSTD", 1) is None
+    assert stripe_column_statistics(b"", "UNCOMPRESSED", 1) is None
 
 
 @pytest.mark.parametrize("min_rows", [1, source.PROBE_MIN_ROWS])

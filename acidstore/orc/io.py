@@ -95,6 +95,8 @@ def compression_codec(orc_compress: str | None) -> str:
     "uncompressed"); the default when the property is not set."""
     name = (orc_compress or DEFAULT_COMPRESSION).lower()
     return _CODEC_NAMES.get(name, name)
+
+
 #: rows of each row batch the ORC writer encodes (pyarrow's default is 1,024; the CPU per row
 #: is the same within 1%). Stripes end only between batches, so this is the granularity of
 #: stripe ends, the same for ``write_event_file`` and the streaming ``EventFileWriter``: both

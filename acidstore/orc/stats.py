@@ -33,7 +33,6 @@ __all__ = [
     "column_ids",
     "integer_statistics",
     "stripe_column_statistics",
-    "stripe_integer_stats",
 ]
 
 
@@ -167,12 +166,3 @@ def integer_statistics(columns: Sequence[list[bytes]], wanted: Sequence[int]
                 for stripe in columns]
     except (ValueError, IndexError):
         return None
-
-
-def stripe_integer_stats(metadata: bytes, codec: str, nstripes: int, wanted: Sequence[int]
-                         ) -> list[dict[int, IntegerStats]] | None:
-    """Per stripe, the statistics of the ORC columns ``wanted`` (integer columns), from the
-    raw bytes of a file's metadata section and its codec (pyarrow's name: ``ZSTD``...).
-    None when they cannot be read, or the file does not hold one entry per stripe."""
-    columns = stripe_column_statistics(metadata, codec, nstripes)
-    return None if columns is None else integer_statistics(columns, wanted)

@@ -31,7 +31,7 @@ __all__ = ["IN_DRIVER_ON_LOCAL", "group_buckets", "local_cores", "run_job", "run
 _OUTPUT = "output"
 
 #: the session setting that lets a local-mode session run a statement core's units in the
-#: driver's Python process ("true" unless set; "false" keeps them in Spark tasks)
+#: driver's Python process ("false" unless set: they stay in Spark tasks)
 IN_DRIVER_ON_LOCAL = "spark.acidstore.dml.inDriverOnLocal"
 
 
