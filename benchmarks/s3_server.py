@@ -11,6 +11,7 @@ fail, they are not skipped (``pip install -c constraints.txt -e ".[dev]"`` insta
 from __future__ import annotations
 
 import itertools
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -80,6 +81,7 @@ class S3Server:
         return name
 
     def stop(self) -> None:
+        """Stop the server and remove its request log (a stopped server's log is never read)."""
         if self.process.poll() is None:
             self.process.terminate()
             try:
@@ -87,6 +89,8 @@ class S3Server:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        # the request log's temporary directory is this server's alone
+        shutil.rmtree(self.log.parent, ignore_errors=True)
 
 
 def start(timeout: float = 60.0) -> S3Server:
