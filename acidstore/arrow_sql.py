@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 __all__ = ["Compiled", "NeedsDuckDBError", "Range", "compile_predicate", "equality_literals",
-           "integer_literals_only", "integer_ranges"]
+           "exact_integer_ranges", "integer_literals_only", "integer_ranges"]
 
 Value: TypeAlias = Any  # an Arrow Array, ChunkedArray or Scalar (pyarrow ships no stubs)
 Compiled: TypeAlias = Callable[[pa.Table], Value]
@@ -401,22 +401,38 @@ def integer_ranges(text: str, column_names: list[str]) -> dict[str, list[Range]]
     makes the answer looser; a predicate with OR or a parenthesis other than an IN list, or
     outside the tokens this module reads, gives ``{}``. Statistics use it to skip stripes.
     """
+    return _ranges(text, column_names, exact=False) or {}
+
+
+def exact_integer_ranges(text: str, column_names: list[str]) -> dict[str, list[Range]] | None:
+    """``integer_ranges`` when its answer is the predicate itself: every term of the AND is
+    one of the forms it reads, so a row passes exactly when each named column's value lies
+    in one of that column's ranges (a NULL value in none). None when any term is of another
+    form (the ranges would only be looser), or the text is outside the tokens read here."""
+    return _ranges(text, column_names, exact=True)
+
+
+def _ranges(text: str, column_names: list[str], *, exact: bool
+            ) -> dict[str, list[Range]] | None:
     columns = {n.lower(): n for n in column_names}
     try:
         tokens = _tokens(text)
     except _UnsupportedError:
-        return {}
+        return None
     terms = _conjuncts(tokens)
     if terms is None or any(t.kind == "kw" and t.text == "OR" for t in tokens) or \
             not _only_in_lists(tokens):
-        return {}
+        return None
     out: dict[str, list[Range]] = {}
     for term in terms:
         found = _term_ranges(term, columns)
-        if found is not None:
-            name, ranges = found
-            out[name] = _intersect(out[name], ranges) if name in out else ranges
-    return out
+        if found is None:
+            if exact:
+                return None
+            continue
+        name, ranges = found
+        out[name] = _intersect(out[name], ranges) if name in out else ranges
+    return out if out or not exact else None
 
 
 def _only_in_lists(tokens: list[_Tok]) -> bool:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pytest
 from acidfiles import (
     bucket_property,
@@ -18,10 +19,13 @@ from acidfiles import (
     events_table,
     row,
     write_dir_stripes,
+    write_events,
     write_original,
 )
 
 import acidstore
+from acidstore.errors import DataError
+from acidstore.layout import ACID_VERSION, ACID_VERSION_FILE
 from acidstore.orc.io import OrcFile
 from acidstore.read.keys import stripe_key_constants
 from acidstore.read.source import PROBE_MIN_ROWS
@@ -62,8 +66,6 @@ def root(tmp_path: Path) -> Path:
 
 
 def test_statistics_prove_constant_keys_only_where_they_hold(root: Path) -> None:
-    import pyarrow.fs as pafs
-
     orc = OrcFile(pafs.LocalFileSystem(), str(root / DELTA / "bucket_00000"))
     assert [orc.read_stripe(i, ["rowId"]).num_rows for i in range(orc.nstripes)] == [9000] * 4
     assert stripe_key_constants(orc) == [(2, bucket_property(0)), None, None,
@@ -103,3 +105,43 @@ def test_lean_key_decoding_matches_the_heap_merge(
     full = {i for i, cols in reads if "originalTransaction" in cols}
     assert lean == {0, 3} & {i for i, _ in reads}
     assert full == {1, 2}
+
+
+def _row_ids(case: str) -> tuple[list[int], int]:
+    """2,000 rowIds broken as ``case`` says, and the rowId where the order breaks."""
+    ids = list(range(2000))
+    if case == "swapped inside a stripe":
+        ids[10], ids[11] = 11, 10
+        return ids, 10
+    if case == "a rowId twice":
+        ids[11] = 10
+        return ids, 10
+    if case == "the second stripe starts at the first one's last":
+        return ids[:1000] + list(range(999, 1999)), 999
+    return list(range(5000, 6000)) + ids[:1000], 0  # the second stripe starts below
+
+
+@pytest.mark.parametrize("where", [None, "id < 1500", "id % 3 = 0"])
+@pytest.mark.parametrize("case", [
+    "swapped inside a stripe", "a rowId twice",
+    "the second stripe starts at the first one's last", "the second stripe starts below"])
+def test_constant_stripes_still_check_the_rowid_order(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str, where: str | None) -> None:
+    """A stripe whose keys are filled from statistics checks its rowIds' order as the full
+    key check does, within the stripe and against the previous stripe's last key."""
+    root = tmp_path / "t"
+    prop = bucket_property(0)
+    row_ids, bad = _row_ids(case)
+    events = [(0, 1, prop, r, 1, row(i)) for i, r in enumerate(row_ids)]
+    directory = root / "delta_0000001_0000001_0000"
+    directory.mkdir(parents=True)
+    (directory / ACID_VERSION_FILE).write_text(ACID_VERSION)
+    path = directory / "bucket_00000"
+    # uncompressed: pyarrow buffers compressed stripes and would write one stripe
+    write_events(path, events_table(events), rows_per_stripe=500, compression="uncompressed")
+    monkeypatch.setattr("acidstore.read.source.PROBE_MIN_ROWS", 1)
+    orc = OrcFile(pafs.LocalFileSystem(), str(path))
+    assert orc.nstripes == 2 and stripe_key_constants(orc) == [(1, prop)] * 2
+    with pytest.raises(DataError, match=rf"out of ROW__ID order at \(1, {prop}, {bad}\)") as got:
+        acidstore.read_directory(root, with_row_id=True, filter=where)
+    assert str(path) in str(got.value)

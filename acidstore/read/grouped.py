@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from acidstore.errors import CorruptFileError, DataError
 from acidstore.orc.io import OrcFile
@@ -38,7 +37,7 @@ from acidstore.read.keys import (
 )
 from acidstore.read.plan import Split
 from acidstore.read.registry import DeleteRegistry
-from acidstore.read.source import Probe, SplitBatch, probe_mask, struct_column
+from acidstore.read.source import Probe, SplitBatch, probe_passing, struct_column
 from acidstore.writeids import ValidWriteIdList
 
 __all__ = ["GROUP_MAX_BYTES", "SmallFile", "groupable", "read_small_files"]
@@ -114,9 +113,8 @@ def read_small_files(files: Sequence[SmallFile], write_ids: ValidWriteIdList,
                            strict=True) if keys is not None else []
     row = struct_column(batch.column(ROW)) if wanted else None
     out = SplitBatch(batch.num_rows, tuple(wanted), row, keys)
-    keep = probe_mask(probe, out) if probe is not None else None
-    passing = np.ones(out.num_rows, dtype=np.bool_) if keep is None \
-        else pc.fill_null(keep, False).to_numpy(zero_copy_only=False)
+    keep = probe_passing(probe, out) if probe is not None else None
+    passing = np.ones(out.num_rows, dtype=np.bool_) if keep is None else keep
     if check_rows:
         passing &= valid_write_id_mask(current_write_ids(batch), write_ids)
     start = 0

@@ -26,6 +26,7 @@ __all__ = [
     "check_bucket",
     "check_files",
     "check_key_order",
+    "checked_constant_row_ids",
     "constant_keys",
     "current_write_ids",
     "key_le",
@@ -104,10 +105,31 @@ def _constant_pair(stripe: Mapping[str, IntegerStats]) -> tuple[int, int] | None
     return write_id.minimum, bucket.minimum
 
 
-def constant_keys(batch: pa.RecordBatch, constant: tuple[int, int]) -> KeyArrays:
-    """The ROW__IDs of a stripe decoded with its rowIds only, the other two columns being
-    ``constant`` (see ``stripe_key_constants``)."""
-    row_id = _int_array(batch.column(ROW_ID), np.int64)
+def checked_constant_row_ids(batch: pa.RecordBatch, constant: tuple[int, int], bucket_id: int,
+                             previous: RowKey | None, path: str) -> I64:
+    """The rowIds of a stripe decoded with its rowIds only, the other two columns being
+    ``constant`` (see ``stripe_key_constants``), checked as ``check_bucket`` and a strict
+    ``check_key_order`` check full keys: the pair once, the order on the rowIds alone. The
+    full key arrays are built by ``constant_keys`` afterwards, for only the rows a filter
+    keeps (two arrays of a constant per stripe row cost more than the checks)."""
+    row_id: I64 = _int_array(batch.column(ROW_ID), np.int64)
+    if not len(row_id):
+        return row_id
+    check_bucket(np.asarray([constant[1]], dtype=np.int32), bucket_id, path)
+    bad = row_id[1:] <= row_id[:-1]
+    first_bad: int | None = int(np.argmax(bad)) + 1 if bad.any() else None
+    if first_bad is None and previous is not None and \
+            (constant[0], constant[1], int(row_id[0])) <= previous:
+        first_bad = 0
+    if first_bad is not None:
+        at = (constant[0], constant[1], int(row_id[first_bad]))
+        raise DataError(f"events out of ROW__ID order at {at}", path=path)
+    return row_id
+
+
+def constant_keys(row_id: I64, constant: tuple[int, int]) -> KeyArrays:
+    """The ROW__IDs of rows with these rowIds and the ``constant`` (originalTransaction,
+    bucket) pair (see ``checked_constant_row_ids``)."""
     n = len(row_id)
     return KeyArrays(np.full(n, constant[0], dtype=np.int64),
                      np.full(n, constant[1], dtype=np.int32), row_id)

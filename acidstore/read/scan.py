@@ -30,6 +30,7 @@ from acidstore.read.bounds import stripe_bounds
 from acidstore.read.grouped import SmallFile, groupable, read_small_files
 from acidstore.read.merge import merge_split
 from acidstore.read.plan import Split, plan_partition
+from acidstore.read.range_mask import range_mask
 from acidstore.read.recorded import Recorded, check_recorded, with_recorded_rows
 from acidstore.read.registry import DEFAULT_DELETE_EVENT_LIMIT, DeleteCache, load_registry
 from acidstore.read.source import Probe, SplitBatch
@@ -223,6 +224,8 @@ class Scan:
             _column_index(table, n) is None for n in filter_names) and self._filter is not None
         self._bounds = stripe_bounds(self._filter, table) \
             if isinstance(self._filter, str) and not self._filter_only_partitions else None
+        self._exact = range_mask(self._filter, table) \
+            if isinstance(self._filter, str) and not self._filter_only_partitions else None
 
     def _check_filter(self) -> None:
         """Evaluate the filter once over no rows, so that a predicate that does not parse,
@@ -310,7 +313,7 @@ class Scan:
             columns = self._columns(partition, split, batch, self._filter_positions)
             return self._filter_mask(columns, batch.num_rows)
 
-        return Probe(self._filter_positions, mask, self._bounds)
+        return Probe(self._filter_positions, mask, self._bounds, self._exact)
 
     def _assemble(self, partition: PartitionDir, split: Split, batch: SplitBatch
                   ) -> pa.RecordBatch | None:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Sequence, Set
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
@@ -32,6 +33,7 @@ from acidstore.read.keys import (
     KeyArrays,
     check_bucket,
     check_key_order,
+    checked_constant_row_ids,
     constant_keys,
     current_write_ids,
     key_arrays,
@@ -39,9 +41,11 @@ from acidstore.read.keys import (
     valid_write_id_mask,
 )
 from acidstore.read.plan import Split
+from acidstore.read.range_mask import RangeMask
 from acidstore.writeids import ValidWriteIdList
 
-__all__ = ["PROBE_MIN_ROWS", "Probe", "SplitBatch", "probe_mask", "split_batches", "struct_column"]
+__all__ = ["PROBE_MIN_ROWS", "Probe", "SplitBatch", "probe_mask", "probe_passing", "split_batches",
+           "struct_column"]
 
 #: the average stripe size (rows) from which a probe pays: each stripe read has a fixed cost
 #: (about 0.1-0.3 ms in pyarrow, whatever the rows), so a file of small stripes (an UPDATE's
@@ -64,19 +68,17 @@ class SplitBatch:
     def filter(self, keep: np.ndarray) -> SplitBatch:
         """Keep the rows where ``keep`` is true."""
         count = int(np.count_nonzero(keep))
+        # a selective filter (a WHERE keeping 1% of a stripe) takes the rows by index: one
+        # pass over the mask instead of one per array, and no Arrow bitmap built from it
+        index = np.flatnonzero(keep) if count * 8 < len(keep) else None
         keys = None
         if self.keys is not None:
-            # a selective filter (a WHERE keeping 1% of a stripe) takes the keys by index:
-            # one pass over the mask instead of one per key array
-            keys = self.keys.take(np.flatnonzero(keep) if count * 8 < len(keep) else keep)
-        return SplitBatch(
-            count,
-            self.positions,
-            _filtered(self.row, pa.array(keep, type=pa.bool_())) if self.row is not None
-            else None,
-            keys,
-            self.filtered,
-        )
+            keys = self.keys.take(keep if index is None else index)
+        row = None
+        if self.row is not None:
+            row = _filtered(self.row, pa.array(keep, type=pa.bool_())) if index is None \
+                else _taken(self.row, pa.array(index))
+        return SplitBatch(count, self.positions, row, keys, self.filtered)
 
     def columns(self) -> dict[int, pa.Array]:
         """Table position -> decoded array."""
@@ -86,6 +88,14 @@ class SplitBatch:
         children = row.flatten() if row.null_count else [
             row.field(i) for i in range(row.type.num_fields)]
         return dict(zip(self.positions, children, strict=True))
+
+
+def _taken(row: pa.StructArray, index: pa.Array) -> pa.StructArray:
+    """``row.take(index)``, field by field when no row is NULL (as ``_filtered``)."""
+    if row.null_count:
+        return row.take(index)
+    fields = [row.field(i).take(index) for i in range(row.type.num_fields)]
+    return pa.StructArray.from_arrays(fields, fields=list(row.type))
 
 
 def _filtered(row: pa.StructArray, keep: pa.BooleanArray) -> pa.StructArray:
@@ -104,11 +114,13 @@ class Probe:
     row passes (``bounds``, see ``StripeBounds``) are not decoded at all; in a large stripe
     the filter's columns are decoded first and the rest only where a row passes; and rows
     are filtered before delete events are looked up. All of it sees rows before delete
-    events apply, so a row it rejects could only have been rejected later too."""
+    events apply, so a row it rejects could only have been rejected later too. ``exact``:
+    the same filter as numpy ranges, when it is one (see ``read.range_mask``)."""
 
     positions: tuple[int, ...]
     mask: Callable[[SplitBatch], pa.BooleanArray]
     bounds: StripeBounds | None = None
+    exact: RangeMask | None = None
 
 
 def struct_column(column: pa.Array | pa.ChunkedArray) -> pa.StructArray:
@@ -169,7 +181,7 @@ def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
     for stripe, raw in _decoded(orc, columns, batch_rows, not two_phase, skipped,
                                 lean={i for i, c in enumerate(constants) if c is not None},
                                 lean_columns=lean_columns[0]):
-        keep: pa.BooleanArray | None = None
+        keep: npt.NDArray[np.bool_] | None = None
         constant = constants[stripe] if stripe >= 0 else None
         if not two_phase:
             assert raw is not None
@@ -177,8 +189,8 @@ def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
         else:
             assert probe is not None
             first = _probed(orc, stripe, probed)
-            keep = probe_mask(probe, SplitBatch(len(first), tuple(probed), first, None))
-            if len(first) == 0 or (keep is not None and not pc.any(keep).as_py()):
+            keep = probe_passing(probe, SplitBatch(len(first), tuple(probed), first, None))
+            if len(first) == 0 or (keep is not None and not keep.any()):
                 continue  # no row of the stripe can pass: its other columns stay encoded
             batch = orc.canonical(orc.read_stripe(
                 stripe, rest_columns if constant is None else lean_columns[1]))
@@ -187,23 +199,32 @@ def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
         if batch.num_rows == 0:
             continue
         keys = None
-        if need_keys:
-            keys = key_arrays(batch) if constant is None else constant_keys(batch, constant)
+        row_ids = None  # a constant stripe's rowIds: its keys are built once filtered
+        if need_keys and constant is None:
+            keys = key_arrays(batch)
             check_bucket(keys.bucket, split.bucket_id, split.path)
             check_key_order(keys, previous, split.path, strict=True)
             previous = keys.last()
+        elif need_keys:
+            assert constant is not None
+            row_ids = checked_constant_row_ids(batch, constant, split.bucket_id, previous,
+                                               split.path)
+            previous = (constant[0], constant[1], int(row_ids[-1]))
         row = struct_column(batch.column(ROW)) if wanted else None
         out = SplitBatch(batch.num_rows, tuple(wanted), row, keys)
         if probe is not None and not two_phase:
-            keep = probe_mask(probe, out)
+            keep = probe_passing(probe, out)
         # the filter first, then (in the caller) the delete events: only rows that pass are
         # looked up in the delete registry, and a batch filtered here is not filtered again
-        passing = np.ones(out.num_rows, dtype=np.bool_) if keep is None \
-            else pc.fill_null(keep, False).to_numpy(zero_copy_only=False)
+        passing = np.ones(out.num_rows, dtype=np.bool_) if keep is None else keep
         if check_rows:
             passing &= valid_write_id_mask(current_write_ids(batch), write_ids)
         if not passing.all():
             out = out.filter(passing)
+            row_ids = row_ids[passing] if row_ids is not None else None
+        if row_ids is not None:
+            assert constant is not None
+            out = dataclasses.replace(out, keys=constant_keys(row_ids, constant))
         if keep is not None:
             out = dataclasses.replace(out, filtered=True)
         if out.num_rows:
@@ -219,6 +240,22 @@ def probe_mask(probe: Probe, batch: SplitBatch) -> pa.BooleanArray | None:
         return probe.mask(batch)
     except InvalidExpressionError:
         return None
+
+
+def probe_passing(probe: Probe, batch: SplitBatch) -> npt.NDArray[np.bool_] | None:
+    """``probe_mask`` as a numpy mask (NULL as false; None when the filter cannot be
+    evaluated here), computed by numpy from the values when the filter is integer ranges
+    (``Probe.exact``): readers filter numpy ROW__IDs with it, so an Arrow mask would be
+    built only to be unpacked again."""
+    if probe.exact is not None:
+        fast = probe.exact.passing(batch.columns())
+        if fast is not None:
+            return fast
+    keep = probe_mask(probe, batch)
+    if keep is None:
+        return None
+    out: npt.NDArray[np.bool_] = pc.fill_null(keep, False).to_numpy(zero_copy_only=False)
+    return out
 
 
 def _decoded(orc: OrcFile, columns: list[str], batch_rows: int | None, decode: bool,
