@@ -15,6 +15,7 @@ LAYERS: dict[str, int] = {
     "acidstore.layout": 1,
     "acidstore.writeids": 1,
     "acidstore.fs": 1,
+    "acidstore.immutable": 1,
     "acidstore.partitions": 1,
     "acidstore.orc": 2,
     "acidstore.directory": 2,

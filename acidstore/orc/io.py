@@ -24,6 +24,7 @@ import pyarrow.orc as po
 
 from acidstore.errors import CorruptFileError, DataError, InvalidInputError
 from acidstore.fs import write_bytes
+from acidstore.orc.cache import OpenedFile, held, read_small, remember, small_key
 from acidstore.orc.footer import POSTSCRIPT_TAIL, add_user_metadata, metadata_tail
 from acidstore.orc.schema import (
     ACID_FIELDS,
@@ -180,16 +181,25 @@ class OrcFile:
                  ) -> None:
         self.path = path
         self._fs = fs
-        self._prefix: pa.Buffer | None = None  # the readable bytes of a file still streamed
+        #: the file's readable bytes in memory: a file still streamed, or a small one held
+        self._prefix: pa.Buffer | None = None
         self._stats: list[list[bytes]] | None = None  # stripe statistics, once read
         self._stats_read = False
+        #: the process's copy of this small committed file (``orc.cache``), if held
+        self._opened: OpenedFile | None = None
+        key = small_key(fs, path) if logical_length is None else None
+        opened = held(key) if key is not None else None
+        if opened is not None:
+            self._adopt(opened)
+            return
         try:
             if logical_length is not None:
                 with fs.open_input_file(path) as handle:
                     self._prefix = pa.py_buffer(handle.read_at(logical_length, 0))
-                source: pa.NativeFile = pa.BufferReader(self._prefix)
-            else:
-                source = fs.open_input_file(path)
+            elif key is not None:
+                self._prefix = read_small(fs, key)
+            source: pa.NativeFile = pa.BufferReader(self._prefix) \
+                if self._prefix is not None else fs.open_input_file(path)
             self._orc = po.ORCFile(source)
             self.schema: pa.Schema = self._orc.schema
             self.nrows: int = self._orc.nrows
@@ -205,6 +215,18 @@ class OrcFile:
             self._acid_names = acid_field_names(self.schema)
         except DataError as exc:
             raise CorruptFileError(str(exc), path=path) from exc
+        if key is not None and self._prefix is not None:
+            self._opened = OpenedFile(key, self._prefix, self._orc, {
+                "schema": self.schema, "nrows": self.nrows, "nstripes": self.nstripes,
+                "user_metadata": self.user_metadata, "_acid_names": self._acid_names})
+            remember(self._opened)
+
+    def _adopt(self, opened: OpenedFile) -> None:
+        """Take what the first open of this file version derived (no read, no parse)."""
+        self._opened = opened
+        self._prefix = opened.buffer
+        self._orc = opened.orc
+        self.__dict__.update(opened.derived)
 
     # --- what the file is ----------------------------------------------------------------------
 
@@ -263,6 +285,16 @@ class OrcFile:
         if self._stats_read:
             return self._stats
         self._stats_read = True
+        opened = self._opened
+        if opened is not None:
+            with opened.lock:
+                self._stats = self._read_column_statistics()
+            opened.derived.update(_stats=self._stats, _stats_read=True)
+            return self._stats
+        self._stats = self._read_column_statistics()
+        return self._stats
+
+    def _read_column_statistics(self) -> list[list[bytes]] | None:
         reader = self._orc.reader
         try:
             length = reader.stripe_statistics_length()
@@ -277,8 +309,7 @@ class OrcFile:
                     metadata = handle.read_at(length, start)
         except (pa.ArrowException, OSError, ValueError):
             return None
-        self._stats = stripe_column_statistics(metadata, reader.compression(), self.nstripes)
-        return self._stats
+        return stripe_column_statistics(metadata, reader.compression(), self.nstripes)
 
     def _statistics(self, wanted: Mapping[int, _K]) -> list[dict[_K, IntegerStats]] | None:
         """Per stripe, the statistics of the ORC column ids ``wanted`` (id -> caller's key)."""
@@ -316,7 +347,8 @@ class OrcFile:
         try:
             # the reader itself: ``ORCFile.read_stripe`` rebuilds the file's schema on every
             # call (to resolve integer columns, which are never passed here)
-            batch: pa.RecordBatch = self._orc.reader.read_stripe(index, columns=list(columns))
+            batch: pa.RecordBatch = self._orc.reader.read_stripe(index, columns=list(columns)) \
+                if self._opened is None else self._opened.read_stripe(index, columns)
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise CorruptFileError(f"cannot decode stripe {index}: {exc}", path=self.path
                                    ) from exc
@@ -356,7 +388,11 @@ class OrcFile:
     def read(self, columns: Sequence[str]) -> pa.Table:
         """Decode the whole file with the given physical columns."""
         try:
-            table: pa.Table = self._orc.read(columns=list(columns))
+            if self._opened is not None:
+                with self._opened.lock:
+                    table: pa.Table = self._orc.read(columns=list(columns))
+            else:
+                table = self._orc.read(columns=list(columns))
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise CorruptFileError(f"cannot decode: {exc}", path=self.path) from exc
         return table

@@ -16,6 +16,7 @@ import pyarrow.fs as pafs
 from acidstore import fs as afs
 from acidstore.directory import AcidState
 from acidstore.errors import InvalidLayoutError
+from acidstore.immutable import list_dirs
 from acidstore.layout import (
     FLUSH_LENGTH_SUFFIX,
     ParsedBucketFile,
@@ -121,6 +122,14 @@ class _Planner:
         #: each directory's listing, taken once: a delta_x_x is searched for bucket files and
         #: for LOAD DATA files, and on an object store every listing is a request
         self._listings: dict[str, list[afs.Entry]] = {}
+
+    def list_all(self, names: list[str]) -> None:
+        """List the directories ``names`` (relative) in one go: those that did not change
+        since an earlier statement listed them are answered from memory
+        (``acidstore.immutable.list_dirs``: one batched ``stat`` instead of a listing each)."""
+        directories = [afs.join(self.root, name) for name in names]
+        self._listings.update(list_dirs(self.fs, [d for d in directories
+                                                  if d not in self._listings]))
 
     def _list(self, directory: str) -> list[afs.Entry]:
         if directory not in self._listings:
@@ -239,6 +248,8 @@ def _plan(fs: pafs.FileSystem, partition_dir: str, state: AcidState,
     planner = _Planner(fs, partition_dir, state, write_ids, buckets)
     if listed is not None:
         planner.listed = listed
+    planner.list_all([*state.delete_deltas, *([state.base] if state.base else []),
+                      *(n for n in state.deltas if not state.delta_info[n].delete)])
     planner.collect_deletes()
     if state.base is not None and state.base_info is not None:
         planner.acid_files(state.base, None, state.base_info.write_id)
