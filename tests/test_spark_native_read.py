@@ -177,3 +177,23 @@ def test_files_written_before_add_columns_read_nulls_natively(spark: SparkSessio
         assert reads_natively(df)
         assert spark_rows(df) == arrow_rows(t.to_arrow(with_row_id=True))
         assert spark_rows(df.select("day")) == arrow_rows(t.to_arrow(columns=["day"]))
+
+
+def test_the_native_read_lists_its_files_in_the_driver(spark: SparkSession,
+                                                       table: Table) -> None:
+    """Spark lists more than ``parallelPartitionDiscovery.threshold`` paths in a job of its
+    own (one task per path: most of the native read's tasks on S1's table); the plan already
+    names every file, so the reads list them in the driver, and the setting comes back."""
+    threshold = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+    spark.conf.set(threshold, "1")  # every partition here has more files than that
+    sc = spark.sparkContext
+    try:
+        sc.setJobGroup("native-listing", "toDF() plans the native read")
+        df = _at(spark, table).toDF(with_row_id=True)
+        assert sc.statusTracker().getJobIdsForGroup("native-listing") == []
+        assert spark.conf.get(threshold) == "1"
+        assert reads_natively(df)
+        assert spark_rows(df) == arrow_rows(table.to_arrow(with_row_id=True))
+    finally:
+        sc._jsc.clearJobGroup()
+        spark.conf.unset(threshold)

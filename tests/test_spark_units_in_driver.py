@@ -10,8 +10,8 @@ of one table, once each way.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +22,7 @@ import acidstore
 from acidstore import Table
 from acidstore.errors import InvalidInputError
 from acidstore.spark import AcidTable
+from acidstore.spark.conf import temporary_conf
 from acidstore.spark.jobs import IN_DRIVER_ON_LOCAL, local_cores, units_in_driver
 
 if TYPE_CHECKING:
@@ -31,17 +32,8 @@ START = make_rows(range(40), dts=("a", "b", "c"))
 GROUP = "acidstore-units-in-driver"
 
 
-@contextmanager
-def setting(spark: SparkSession, value: str) -> Iterator[None]:
-    before = spark.conf.get(IN_DRIVER_ON_LOCAL, None)
-    spark.conf.set(IN_DRIVER_ON_LOCAL, value)
-    try:
-        yield
-    finally:
-        if before is None:
-            spark.conf.unset(IN_DRIVER_ON_LOCAL)
-        else:
-            spark.conf.set(IN_DRIVER_ON_LOCAL, before)
+def setting(spark: SparkSession, value: str) -> AbstractContextManager[None]:
+    return temporary_conf(spark, IN_DRIVER_ON_LOCAL, value)
 
 
 def with_row_ids(table: Table) -> list[dict[str, Any]]:
