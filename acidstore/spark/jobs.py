@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import IntegerType, StructField, StructType
 
 from acidstore.errors import InvalidInputError
+from acidstore.spark.workers import freeze_long_lived
 from acidstore.spark.writing import BUCKET_COLUMN, TaskOutput, WriteJob, run_write
 from acidstore.statement import ChangeUnit, UnitOutcome
 from acidstore.statement import run_units as run_core_units
@@ -36,6 +37,7 @@ IN_DRIVER_ON_LOCAL = "spark.acidstore.dml.inDriverOnLocal"
 
 
 def _task(job: WriteJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    freeze_long_lived()
     context = TaskContext.get()
     assert context is not None, "runs inside a Spark task"
     output = run_write(job, batches, context.partitionId(), context.taskAttemptId())
@@ -101,6 +103,13 @@ def units_in_driver(spark: SparkSession) -> int | None:
     return None if cores is None else max(1, min(cores, spark.sparkContext.defaultParallelism))
 
 
+def _run_share(share: Sequence[ChangeUnit]) -> list[UnitOutcome]:
+    """One Spark task's share of a statement's units, in its Python worker (one thread: Spark
+    runs a task per core)."""
+    freeze_long_lived()
+    return run_core_units(share, threads=1)
+
+
 def run_units(spark: SparkSession, units: Sequence[ChangeUnit]) -> list[UnitOutcome]:
     """Run a statement core's units in the executors' Python workers, in as many Spark tasks
     as the session has cores (a task costs more to schedule than a small unit takes to run);
@@ -120,5 +129,5 @@ def run_units(spark: SparkSession, units: Sequence[ChangeUnit]) -> list[UnitOutc
     shares = [list(units[i * len(units) // slots:(i + 1) * len(units) // slots])
               for i in range(slots)]  # contiguous: concatenating the results keeps unit order
     done: list[list[UnitOutcome]] = spark.sparkContext.parallelize(
-        shares, slots).map(lambda share: run_core_units(share, threads=1)).collect()
+        shares, slots).map(_run_share).collect()
     return [outcome for results in done for outcome in results]

@@ -47,6 +47,7 @@ from acidstore.spark.reading import (
     write_app,
 )
 from acidstore.spark.schema import arrow_schema
+from acidstore.spark.workers import freeze_long_lived
 from acidstore.spark.writing import (
     TaskOutput,
     WriteJob,
@@ -152,6 +153,7 @@ class AcidReader(DataSourceReader):
         return [_ReadPartition(task) for task in tasks]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        freeze_long_lived()
         task: ReadTask = partition.value
         yield from run_read(task)
 
