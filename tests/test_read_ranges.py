@@ -11,16 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import acidfiles as af
 import pyarrow.fs as pafs
 import pytest
-from acidfiles import (
-    bucket_property,
-    delete_events,
-    events_table,
-    row,
-    write_dir_stripes,
-    write_original,
-)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -47,24 +40,25 @@ def _events() -> list[tuple[int, int, int, int, int, Any]]:
     events: list[tuple[int, int, int, int, int, Any]] = []
     for w, statement, count in STATEMENTS:
         first = 100_000 * w + 10_000 * statement
-        events += [(0, w, bucket_property(0, statement), i, w, row(first + i, f"n{i}", 1.0 * i))
-                   for i in range(count)]
+        prop = af.bucket_property(0, statement)
+        events += [(0, w, prop, i, w, af.row(first + i, f"n{i}", 1.0 * i)) for i in range(count)]
     return events
 
 
-DELETED = ((2, bucket_property(0), 7), (2, bucket_property(0), 8000),
-           (3, bucket_property(0), 5), (5, bucket_property(0), 13_499),
-           (0, bucket_property(0), 1))
+DELETED = ((2, af.bucket_property(0), 7), (2, af.bucket_property(0), 8000),
+           (3, af.bucket_property(0), 5), (5, af.bucket_property(0), 13_499),
+           (0, af.bucket_property(0), 1))
 
 
 def _layout(root: Path, deleted: Sequence[tuple[int, int, int]] = DELETED) -> None:
     """Write ids 2-5 in one multi-stripe bucket file (as a minor compaction leaves them), an
     original file beside it, and delete events in stripes 0, 1 and 3 (none in 2)."""
-    write_dir_stripes(root, DELTA, {0: events_table(_events())}, rows_per_stripe=ROWS_PER_STRIPE)
-    write_original(root / "000000_0", [row(i, "orig", 0.5) for i in range(3)])
+    af.write_dir_stripes(root, DELTA, {0: af.events_table(_events())},
+                         rows_per_stripe=ROWS_PER_STRIPE)
+    af.write_original(root / "000000_0", [af.row(i, "orig", 0.5) for i in range(3)])
     if deleted:
-        write_dir_stripes(root, "delete_delta_0000006_0000006_0000",
-                          {0: delete_events(deleted, 6)})
+        af.write_dir_stripes(root, "delete_delta_0000006_0000006_0000",
+                             {0: af.delete_events(deleted, 6)})
 
 
 @pytest.fixture(scope="module")
@@ -193,7 +187,7 @@ def test_ranges_with_any_deletes_equal_the_whole_file(
         tmp_path_factory: pytest.TempPathFactory,
         deleted: set[tuple[tuple[int, int], int]], parts: int) -> None:
     root = tmp_path_factory.mktemp("any") / "t"
-    _layout(root, [(w, bucket_property(0, s), r) for (w, s), r in deleted])
+    _layout(root, [(w, af.bucket_property(0, s), r) for (w, s), r in deleted])
     fs = pafs.LocalFileSystem()
     split = _delta_split(_scan(root, 1))
     ids = ValidWriteIdList.all_valid()
