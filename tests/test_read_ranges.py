@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from acidstore.errors import CorruptFileError, InvalidInputError
+from acidstore.read import ranges
 from acidstore.read.api import _snapshot
 from acidstore.read.plan import Split
 from acidstore.read.ranges import divide, ranged_units, stripe_range, stripe_ranges
@@ -59,6 +60,12 @@ def _layout(root: Path, deleted: Sequence[tuple[int, int, int]] = DELETED) -> No
     if deleted:
         af.write_dir_stripes(root, "delete_delta_0000006_0000006_0000",
                              {0: af.delete_events(deleted, 6)})
+
+
+@pytest.fixture(autouse=True)
+def _small_ranges(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This test's files are small: cut them however small a range gets."""
+    monkeypatch.setattr(ranges, "MIN_RANGE_BYTES", 1)
 
 
 @pytest.fixture(scope="module")
@@ -176,6 +183,18 @@ def test_only_files_above_a_threads_share_are_cut(root: Path) -> None:
     # the original file (tiny) stays whole, and one thread cuts nothing
     assert all(s.stripes is None for u in ranged for _, s in u if s.synthetic is not None)
     assert ranged_units(scan._fs, units, 1) == units
+
+
+def test_a_file_is_cut_only_into_ranges_of_min_range_bytes(
+        root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    scan = _scan(root, 4)
+    size = _delta_split(scan).size
+    assert size is not None
+    for floor, parts in ((size // 2, 2), (size // 2 + 1, 1), (size + 1, 1)):
+        monkeypatch.setattr(ranges, "MIN_RANGE_BYTES", floor)
+        cut = [s for u in ranged_units(scan._fs, scan._units(), 4) for _, s in u
+               if s.path.endswith(f"{DELTA}/bucket_00000")]
+        assert len(cut) == parts
 
 
 @settings(max_examples=15, deadline=None,
