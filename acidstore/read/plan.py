@@ -75,6 +75,10 @@ class Split:
     #: the file's bytes as listed (None: not known), so a reader can tell a small file,
     #: whose fixed costs outweigh its rows, before opening it
     size: int | None = None
+    #: read only the stripes ``first <= i < stop`` of the file (None: all of them); a scan
+    #: cuts a large file into such ranges so that one file can use every thread
+    #: (``read.ranges``); a file's rows keep their ROW__IDs whichever range reads them
+    stripes: tuple[int, int] | None = None
 
 
 def _bucket_files(entries: list[afs.Entry]) -> list[tuple[str, int, int]]:

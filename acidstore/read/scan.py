@@ -31,6 +31,7 @@ from acidstore.read.grouped import SmallFile, groupable, read_small_files
 from acidstore.read.merge import merge_split
 from acidstore.read.plan import Split, plan_partition
 from acidstore.read.range_mask import range_mask
+from acidstore.read.ranges import ranged_units
 from acidstore.read.recorded import Recorded, check_recorded, with_recorded_rows
 from acidstore.read.registry import DEFAULT_DELETE_EVENT_LIMIT, DeleteCache, load_registry
 from acidstore.read.source import Probe, SplitBatch
@@ -423,9 +424,18 @@ class Scan:
         """The result as a RecordBatchReader (DuckDB/Polars friendly)."""
         return pa.RecordBatchReader.from_batches(self.schema, self.to_batches())
 
+    def _parallel_units(self) -> list[list[tuple[PartitionDir, Split]]]:
+        """The units of a threaded read: a file holding more than a thread's share of the
+        bytes is cut into stripe ranges (``read.ranges``), so one large file uses every
+        thread. The streaming merge reads whole files."""
+        units = self._units()
+        if self._threads <= 1 or self._reader != "vectorized":
+            return units
+        return ranged_units(self._fs, units, self._threads)
+
     def to_table(self) -> pa.Table:
         """The whole result, reading splits in parallel threads, in split order."""
-        units = self._units()
+        units = self._parallel_units()
         if self._threads <= 1 or len(units) <= 1:
             return pa.Table.from_batches(list(self.to_batches()), schema=self.schema)
         with ThreadPoolExecutor(max_workers=self._threads) as pool:

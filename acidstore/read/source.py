@@ -42,6 +42,7 @@ from acidstore.read.keys import (
 )
 from acidstore.read.plan import Split
 from acidstore.read.range_mask import RangeMask
+from acidstore.read.ranges import stripe_range
 from acidstore.writeids import ValidWriteIdList
 
 __all__ = ["PROBE_MIN_ROWS", "Probe", "SplitBatch", "probe_mask", "probe_passing", "split_batches",
@@ -145,6 +146,7 @@ def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
                         "(reading it could return a row twice, or lose one)", path=split.path)
     width = orc.row_type.num_fields
     wanted = list(range(width)) if positions is None else [p for p in positions if p < width]
+    stripes = stripe_range(split, orc, batch_rows=batch_rows)
     if split.synthetic is not None:
         if orc.is_acid:
             raise CorruptFileError("expected a file without ACID columns", path=split.path)
@@ -179,6 +181,7 @@ def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
     lean_columns = (orc.physical_columns(lean, wanted), orc.physical_columns(lean, rest))
     previous: RowKey | None = None
     for stripe, raw in _decoded(orc, columns, batch_rows, not two_phase, skipped,
+                                stripes=stripes,
                                 lean={i for i, c in enumerate(constants) if c is not None},
                                 lean_columns=lean_columns[0]):
         keep: npt.NDArray[np.bool_] | None = None
@@ -259,17 +262,19 @@ def probe_passing(probe: Probe, batch: SplitBatch) -> npt.NDArray[np.bool_] | No
 
 
 def _decoded(orc: OrcFile, columns: list[str], batch_rows: int | None, decode: bool,
-             skipped: frozenset[int] = frozenset(), *, lean: Set[int] = frozenset(),
+             skipped: frozenset[int] = frozenset(), *, stripes: range | None = None,
+             lean: Set[int] = frozenset(),
              lean_columns: list[str] | None = None
              ) -> Iterator[tuple[int, pa.RecordBatch | None]]:
-    """(stripe, its decoded rows) per stripe but the ``skipped`` ones, or (-1, rows) per
-    batch of ``batch_rows``; without ``decode`` only the stripe numbers (a probe decodes them
-    itself). The ``lean`` stripes are decoded with ``lean_columns`` instead of ``columns``."""
+    """(stripe, its decoded rows) per stripe of ``stripes`` (a split's range) but the
+    ``skipped`` ones, or (-1, rows) per batch of ``batch_rows``; without ``decode`` only the
+    stripe numbers (a probe decodes them itself). The ``lean`` stripes are decoded with
+    ``lean_columns`` instead of ``columns``."""
     if batch_rows is not None:
         for batch in orc.batches(columns, batch_rows):
             yield -1, batch
         return
-    for stripe in range(orc.nstripes):
+    for stripe in range(orc.nstripes) if stripes is None else stripes:
         if stripe not in skipped:
             chosen = lean_columns if stripe in lean and lean_columns is not None else columns
             yield stripe, orc.read_stripe(stripe, chosen) if decode else None
