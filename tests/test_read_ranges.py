@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from acidstore.errors import CorruptFileError, InvalidInputError
+from acidstore.errors import CorruptFileError, DataError, InvalidInputError
 from acidstore.read import ranges
 from acidstore.read.api import _snapshot
 from acidstore.read.plan import Split
@@ -216,3 +216,28 @@ def test_ranges_with_any_deletes_equal_the_whole_file(
     assert _keys(cut) == _keys(whole)
     assert _rows(cut) == _rows(whole)
     assert _scan(root, parts).to_table().equals(_scan(root, 1).to_table())
+
+
+def test_a_file_out_of_order_at_a_range_boundary_is_refused(tmp_path: Path) -> None:
+    """The second stripe starts with the first stripe's last ROW__ID: each stripe is in order
+    on its own, so only the check carried across the boundary sees it, whole-file or ranged."""
+    prop, per_stripe = af.bucket_property(0), TOTAL // STRIPES  # where ORC cuts (see above)
+    events = [(0, 2, prop, i, 2, af.row(i, "a", 0.0)) for i in range(per_stripe)]
+    events += [(0, 2, prop, per_stripe - 1 + i, 2, af.row(i, "b", 0.0))
+               for i in range(per_stripe)]
+    root = tmp_path / "t"
+    af.write_dir_stripes(root, "delta_0000002_0000002", {0: af.events_table(events)},
+                         rows_per_stripe=ROWS_PER_STRIPE)
+    fs = pafs.LocalFileSystem()
+    split = next(iter(_scan(root, 1).splits))
+    ids = ValidWriteIdList.all_valid()
+    second = divide(fs, split, 2)[1]
+    assert second.stripes == (1, 2)
+    for read in (split, second):
+        with pytest.raises(DataError, match="out of ROW__ID order"):
+            list(split_batches(fs, read, ids, None, need_keys=True))
+    for threads in (1, 2):  # ROW__IDs asked for: a scan without them decodes no keys
+        scan = _scan(root, threads, with_row_id=True)
+        assert len(scan._parallel_units()) == threads
+        with pytest.raises(DataError, match="out of ROW__ID order"):
+            scan.to_table()

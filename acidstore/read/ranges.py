@@ -8,10 +8,10 @@ stripe whose statistics prove one (originalTransaction, bucket), taken from them
 registry is looked up by that key, and the key checks compare neighbouring rows. So a file can
 be cut at stripe boundaries into ranges read independently and concatenated in range order:
 the same rows in the same order. The streaming heap merge keeps whole files (it is the
-bounded-memory reference, and its memory is per open file). One check is weaker: the ROW__ID
-order is checked within each range, so the last key of one range and the first of the next
-are not compared (a file out of order exactly at a range boundary reads without a
-DataError on threads; a single-threaded read, compaction and fsck still refuse it).
+bounded-memory reference, and its memory is per open file). The ROW__ID order check
+continues across a range's start: a range after the first decodes the key columns of the
+stripe before it (``source._key_before``), so a file out of order exactly at a range boundary
+is refused on threads as in a whole-file read.
 """
 
 from __future__ import annotations

@@ -179,7 +179,10 @@ def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
         orc.nrows >= PROBE_MIN_ROWS else [None] * orc.nstripes
     lean = [c for c in acid if c not in (ORIGINAL_TRANSACTION, BUCKET)]
     lean_columns = (orc.physical_columns(lean, wanted), orc.physical_columns(lean, rest))
-    previous: RowKey | None = None
+    # a range after the file's first stripe continues the file's ROW__ID order check from
+    # the last event before it, as a whole-file read would (ranges are read on other threads)
+    previous = _key_before(orc, stripes.start, constants) \
+        if need_keys and stripes.start > 0 else None
     for stripe, raw in _decoded(orc, columns, batch_rows, not two_phase, skipped,
                                 stripes=stripes,
                                 lean={i for i, c in enumerate(constants) if c is not None},
@@ -232,6 +235,22 @@ def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
             out = dataclasses.replace(out, filtered=True)
         if out.num_rows:
             yield out
+
+
+def _key_before(orc: OrcFile, stripe: int, constants: Sequence[tuple[int, int] | None]
+                ) -> RowKey | None:
+    """The ROW__ID of the last event in the stripes before ``stripe``, decoded from the
+    nearest non-empty one (its rowIds only when statistics prove its other two columns)."""
+    for earlier in range(stripe - 1, -1, -1):
+        constant = constants[earlier]
+        acid = [ROW_ID] if constant is not None else [ORIGINAL_TRANSACTION, BUCKET, ROW_ID]
+        batch = orc.canonical(orc.read_stripe(earlier, orc.physical_columns(acid, [])))
+        if batch.num_rows == 0:
+            continue
+        if constant is None:
+            return key_arrays(batch).last()
+        return (constant[0], constant[1], int(batch.column(ROW_ID)[-1].as_py()))
+    return None
 
 
 def probe_mask(probe: Probe, batch: SplitBatch) -> pa.BooleanArray | None:
