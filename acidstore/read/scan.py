@@ -223,10 +223,10 @@ class Scan:
                               for n in wanted]
         self._filter_only_partitions = bool(filter_names) and all(
             _column_index(table, n) is None for n in filter_names) and self._filter is not None
-        self._bounds = stripe_bounds(self._filter, table) \
-            if isinstance(self._filter, str) and not self._filter_only_partitions else None
-        self._exact = range_mask(self._filter, table) \
-            if isinstance(self._filter, str) and not self._filter_only_partitions else None
+        pushed = self._filter if isinstance(self._filter, str) and \
+            not self._filter_only_partitions else None
+        self._bounds = stripe_bounds(pushed, table) if pushed is not None else None
+        self._exact = range_mask(pushed, table) if pushed is not None else None
 
     def _check_filter(self) -> None:
         """Evaluate the filter once over no rows, so that a predicate that does not parse,

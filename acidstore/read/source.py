@@ -45,7 +45,7 @@ from acidstore.read.range_mask import RangeMask
 from acidstore.read.ranges import stripe_range
 from acidstore.writeids import ValidWriteIdList
 
-__all__ = ["PROBE_MIN_ROWS", "Probe", "SplitBatch", "probe_mask", "probe_passing", "split_batches",
+__all__ = ["PROBE_MIN_ROWS", "Probe", "SplitBatch", "probe_passing", "split_batches",
            "struct_column"]
 
 #: the average stripe size (rows) from which a probe pays: each stripe read has a fixed cost
@@ -253,7 +253,7 @@ def _key_before(orc: OrcFile, stripe: int, constants: Sequence[tuple[int, int] |
     return None
 
 
-def probe_mask(probe: Probe, batch: SplitBatch) -> pa.BooleanArray | None:
+def _probe_mask(probe: Probe, batch: SplitBatch) -> pa.BooleanArray | None:
     """The rows of ``batch`` that pass the probe's filter, or None when evaluating it fails:
     the batch may hold rows a later step drops (of aborted write ids, deleted), so the filter
     is left to run where only visible rows remain, and fails there only if one of them makes
@@ -265,7 +265,7 @@ def probe_mask(probe: Probe, batch: SplitBatch) -> pa.BooleanArray | None:
 
 
 def probe_passing(probe: Probe, batch: SplitBatch) -> npt.NDArray[np.bool_] | None:
-    """``probe_mask`` as a numpy mask (NULL as false; None when the filter cannot be
+    """``_probe_mask`` as a numpy mask (NULL as false; None when the filter cannot be
     evaluated here), computed by numpy from the values when the filter is integer ranges
     (``Probe.exact``): readers filter numpy ROW__IDs with it, so an Arrow mask would be
     built only to be unpacked again."""
@@ -273,7 +273,7 @@ def probe_passing(probe: Probe, batch: SplitBatch) -> npt.NDArray[np.bool_] | No
         fast = probe.exact.passing(batch.columns())
         if fast is not None:
             return fast
-    keep = probe_mask(probe, batch)
+    keep = _probe_mask(probe, batch)
     if keep is None:
         return None
     out: npt.NDArray[np.bool_] = pc.fill_null(keep, False).to_numpy(zero_copy_only=False)
