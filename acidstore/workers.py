@@ -1,5 +1,9 @@
 """What an acidstore task does to the Spark Python worker it runs in.
 
+It sits at L1 (imports nothing of acidstore) so that every Python function Spark runs as a
+task can call it: the Spark adapter's (L5: reads, inserts, statement units, the shuffled
+MERGE) and the compaction package's, which may import acidstore's L1-L4 only.
+
 PySpark's daemon reuses a Python worker for task after task and runs a full garbage collection
 (``gc.collect()``) after each one. A worker that has run an acidstore task holds about 96,000
 objects the collector tracks (the modules of pyspark, pyarrow, numpy, DuckDB and acidstore),
