@@ -17,7 +17,7 @@ from spark_support import make_rows, new_table, to_spark
 
 import acidstore
 from acidstore.spark import AcidTable
-from acidstore.workers import freeze_long_lived
+from acidstore.workers import freeze_long_lived, thaw
 from compaction import compact
 
 if TYPE_CHECKING:
@@ -44,7 +44,9 @@ def _workers_frozen(spark: SparkSession, pool: Pool, *, unfreeze: bool = False) 
         import time
 
         if unfreeze:
-            gc.unfreeze()
+            from acidstore.workers import thaw
+
+            thaw()
         time.sleep(0.5)
         return os.getpid(), gc.get_freeze_count()
 
@@ -74,9 +76,15 @@ def test_freezes_once_per_process() -> None:
         later = [[n] for n in range(1000)]  # new tracked objects: a second freeze would take them
         freeze_long_lived()
         assert gc.get_freeze_count() == frozen
+        gc.unfreeze()  # behind its back: the process is still taken as frozen, nothing asked
+        freeze_long_lived()
+        assert gc.get_freeze_count() == 0
+        thaw()
+        freeze_long_lived()
+        assert gc.get_freeze_count() > frozen
         del later
     finally:
-        gc.unfreeze()
+        thaw()
 
 
 def _two_tables(spark: SparkSession, tmp_path: Path) -> tuple[Table, Table, AcidTable]:
