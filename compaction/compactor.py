@@ -27,6 +27,7 @@ from acidstore.orc.io import WrittenFile
 from acidstore.partitions import partition_path
 from acidstore.read.scan import table_partitions
 from acidstore.table import Table
+from acidstore.workers import freeze_long_lived
 from acidstore.writeids import ValidCompactorWriteIdList
 from compaction.execute import BucketOutput, prepare_outputs, run_bucket
 from compaction.plan import BucketWork, Kind, PartitionPlan, plan_partition_compaction
@@ -109,6 +110,14 @@ def _run_local(work: Sequence[BucketWork], progress: Progress | None) -> list[Bu
     return out
 
 
+def _bucket_task(work: BucketWork) -> BucketOutput:
+    """One bucket's compaction as a Spark task, in a Python worker: the worker's long-lived
+    objects are frozen first, as every acidstore task does (``acidstore.workers``), so that
+    PySpark's collection after the task does not traverse them."""
+    freeze_long_lived()
+    return run_bucket(work)
+
+
 def _run_spark(work: Sequence[BucketWork], spark: SparkSession | None,
                progress: Progress | None) -> list[BucketOutput]:
     """One Spark task per bucket; executors need only the filesystem, never the metastore."""
@@ -121,7 +130,7 @@ def _run_spark(work: Sequence[BucketWork], spark: SparkSession | None,
     if not work:
         return []
     outputs: list[BucketOutput] = spark.sparkContext.parallelize(
-        list(work), len(work)).map(run_bucket).collect()
+        list(work), len(work)).map(_bucket_task).collect()
     if progress is not None:
         progress(len(outputs), len(work))
     return outputs

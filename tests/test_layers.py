@@ -17,6 +17,7 @@ LAYERS: dict[str, int] = {
     "acidstore.fs": 1,
     "acidstore.immutable": 1,
     "acidstore.partitions": 1,
+    "acidstore.workers": 1,
     "acidstore.orc": 2,
     "acidstore.directory": 2,
     "acidstore.metastore": 2,

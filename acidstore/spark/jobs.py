@@ -19,10 +19,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import IntegerType, StructField, StructType
 
 from acidstore.errors import InvalidInputError
-from acidstore.spark.workers import freeze_long_lived
 from acidstore.spark.writing import BUCKET_COLUMN, TaskOutput, WriteJob, run_write
 from acidstore.statement import ChangeUnit, UnitOutcome
 from acidstore.statement import run_units as run_core_units
+from acidstore.workers import freeze_long_lived
 from acidstore.write.bucketing import bucket_ids
 from acidstore.write.conform import conform
 
@@ -54,6 +54,7 @@ def run_job(changes: DataFrame, job: WriteJob) -> list[TaskOutput]:
 
 def _with_buckets(job: WriteJob, batches: Iterator[pa.RecordBatch]
                   ) -> Iterator[pa.RecordBatch]:
+    freeze_long_lived()
     for batch in batches:
         rows = conform(pa.Table.from_batches([batch]), job.full_schema,
                        where=f"table {job.table}")

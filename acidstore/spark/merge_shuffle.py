@@ -52,6 +52,7 @@ from acidstore.statement_merge import (
 )
 from acidstore.table import Table
 from acidstore.transaction import Transaction
+from acidstore.workers import freeze_long_lived
 from acidstore.write.conform import conform
 
 __all__ = ["MAX_SEMI_JOIN_KEYS", "shuffled_merge"]
@@ -162,6 +163,7 @@ def _target_keys(spark: SparkSession, units: Sequence[ChangeUnit], names: Sequen
     plan = list(units)
 
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        freeze_long_lived()
         wanted = semi.values.value if semi is not None else None
         for batch in batches:
             for index in batch.column("id").to_pylist():
@@ -187,6 +189,7 @@ def _apply_matched(spark: SparkSession, joined: DataFrame, units: Sequence[Chang
     plan = list(units)
 
     def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        freeze_long_lived()
         given = list(batches)
         if not given:
             return
@@ -223,6 +226,7 @@ def _insert_not_matched(txn: Transaction, table: Table, spec: MergeSpec, joined:
     bare = dataclasses.replace(spec, source=spec.source.drop_columns([SOURCE_INDEX]))
 
     def compute(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        freeze_long_lived()
         evaluator = SqlEvaluator()
         wire = arrow_schema(spark_schema(full))
         try:
@@ -263,6 +267,7 @@ def _write_inserts(txn: Transaction, table: Table, rows: DataFrame, parts: list[
     first = next(iter(planned.values()))
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        freeze_long_lived()
         batched = list(batches)
         if not batched:
             return

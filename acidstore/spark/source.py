@@ -47,7 +47,6 @@ from acidstore.spark.reading import (
     write_app,
 )
 from acidstore.spark.schema import arrow_schema
-from acidstore.spark.workers import freeze_long_lived
 from acidstore.spark.writing import (
     TaskOutput,
     WriteJob,
@@ -58,6 +57,7 @@ from acidstore.spark.writing import (
 )
 from acidstore.table import Table
 from acidstore.transaction import Transaction
+from acidstore.workers import freeze_long_lived
 from acidstore.writeids import ValidTxnList
 
 __all__ = ["FORMAT", "SQL_ACCESS", "AcidDataSource", "add_new_columns", "check_columns",
@@ -256,6 +256,7 @@ class AcidWriter(DataSourceArrowWriter):
         self._snapshot = snapshot
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        freeze_long_lived()
         context = TaskContext.get()
         task = context.partitionId() if context is not None else 0
         attempt = context.taskAttemptId() if context is not None else os.getpid()
@@ -296,6 +297,7 @@ class _SkippedWriter(DataSourceArrowWriter):
     holds: its tasks drop their rows; there is no transaction to commit or abort."""
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        freeze_long_lived()
         for _ in iterator:
             pass
         return WriterCommitMessage()
