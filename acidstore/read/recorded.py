@@ -42,6 +42,7 @@ from acidstore.layout import (
     parse_directory,
 )
 from acidstore.metastore import CompactionOutput, Metastore, WriteComponent
+from acidstore.read import record_memory
 from acidstore.read.plan import Split
 from acidstore.writeids import ValidWriteIdList
 
@@ -246,12 +247,11 @@ class SnapshotRecord:
     def _load_writes(self, floor: int) -> None:
         if self._floor is not None and floor >= self._floor:
             return
-        # all again from the lower floor, not just the gap: the rows come in commit (txn)
-        # order, which decides which problem a read reports first, and the gap's rows would
-        # not merge into it (a component does not carry its txn). Partitions come in path
-        # order, so a scan lowers its floor about ln(partitions) times.
-        loaded = self._metastore.committed_components(  # 0: all, by the table's index
-            self._table, min_write_id=floor or None)
+        # all from the lower floor, in commit (txn) order, which decides which problem a read
+        # reports first; partitions come in path order, so a scan lowers its floor about
+        # ln(partitions) times. ``record_memory`` answers from what this process loaded
+        # before, plus the commits since.
+        loaded = record_memory.committed_components(self._metastore, self._table, floor)
         by_partition: dict[str, list[RecordedWrite]] = defaultdict(list)
         for c in loaded:
             by_partition[c.partition].append(RecordedWrite(c.write_id, c.directories, c.files))
