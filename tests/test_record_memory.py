@@ -18,6 +18,7 @@ from acidstore import Warehouse
 from acidstore.metastore import Metastore
 from acidstore.metastore.protocol import CommitLog
 from acidstore.read import record_memory
+from acidstore.read.recorded import _by_partition as by_partition
 
 #: what the other process does, in this order, with the memory checked after each step
 STEPS = ["insert", "insert", "abort", "hold", "insert", "update", "delete", "abort",
@@ -81,6 +82,9 @@ def test_the_memory_answers_as_a_fresh_load_beside_another_process(
         for number, step in enumerate(STEPS):
             run(step)
             assert remembered(whole.metastore, 0) == fresh(root, 0), (number, step)
+            # what a snapshot's check derives from it is recomputed once anything is new
+            assert record_memory.derived(whole.metastore, TABLE, 0, by_partition) == \
+                by_partition(fresh(root, 0)), (number, step)
             for floor in (3, 6):
                 assert remembered(above.metastore, floor) == fresh(root, floor), \
                     (number, step, floor)

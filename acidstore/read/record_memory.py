@@ -23,16 +23,22 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar, cast
 
 from acidstore.metastore import Metastore, WriteComponent
 from acidstore.metastore.protocol import CommitLog
 from acidstore.metastore.records import ComponentLog, LoggedComponent
 
-__all__ = ["MAX_REMEMBERED", "committed_components"]
+__all__ = ["MAX_REMEMBERED", "committed_components", "derived"]
 
 #: components remembered per table at most; a table with more is loaded for every read
 MAX_REMEMBERED = 200_000
+#: derived values kept per table (a scan's partitions may ask at a few floors)
+_DERIVED_KEPT = 8
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -45,19 +51,20 @@ class _Remembered:
     components: dict[tuple[int, int], WriteComponent] = field(default_factory=dict)
     #: ``components`` in key order, kept until the next ``add``
     ordered: list[WriteComponent] | None = None
+    #: (floor, derive) -> what ``derived`` computed, until the next ``add``
+    derived: dict[tuple[int, Callable[..., object]], object] = field(default_factory=dict)
 
     def add(self, logged: tuple[LoggedComponent, ...]) -> None:
         for item in logged:
             if item.component.write_id >= self.floor:
                 self.components[(item.txn_id, item.component_id)] = item.component
                 self.ordered = None
+                self.derived.clear()
 
-    def at_or_above(self, floor: int) -> list[WriteComponent]:
+    def at_or_above(self, floor: int) -> tuple[WriteComponent, ...]:
         if self.ordered is None:
             self.ordered = [self.components[key] for key in sorted(self.components)]
-        if floor <= self.floor:
-            return list(self.ordered)
-        return [c for c in self.ordered if c.write_id >= floor]
+        return tuple(c for c in self.ordered if c.write_id >= floor)
 
 
 _memory: weakref.WeakKeyDictionary[CommitLog, dict[str, _Remembered]] = \
@@ -75,9 +82,29 @@ def committed_components(metastore: Metastore, table: str, floor: int
                          ) -> list[WriteComponent]:
     """``metastore.committed_components(table, min_write_id=floor or None)``, from what this
     process loaded before plus the commits since (see the module docstring)."""
+    return list(derived(metastore, table, floor, tuple))
+
+
+def derived(metastore: Metastore, table: str, floor: int,
+            derive: Callable[[Sequence[WriteComponent]], T]) -> T:
+    """``derive`` of the components ``committed_components`` answers, computed once while no
+    commit of the table is new (per floor and ``derive``): a reader that turns the record
+    into its own lookups does so once, not per statement. ``derive`` must be a pure
+    function and its result is shared, so it must not be changed."""
     if not isinstance(metastore, CommitLog):
-        return metastore.committed_components(table, min_write_id=floor or None)
-    key = table.lower()
+        return derive(metastore.committed_components(table, min_write_id=floor or None))
+    held = _current(metastore, table.lower(), table, floor)
+    with _lock:
+        key = (floor, derive)
+        if key not in held.derived:
+            if len(held.derived) >= _DERIVED_KEPT:
+                held.derived.clear()
+            held.derived[key] = derive(held.at_or_above(floor))
+        return cast(T, held.derived[key])
+
+
+def _current(metastore: CommitLog, key: str, table: str, floor: int) -> _Remembered:
+    """The table's components from ``floor`` up, as of now (kept unless too many)."""
     with _lock:
         tables = _memory.setdefault(metastore, {})
         held = tables.get(key)
@@ -90,12 +117,11 @@ def committed_components(metastore: Metastore, table: str, floor: int
                 if log.seq > held.seq:
                     held.add(log.components)
                     held.seq = log.seq
-                found = held.at_or_above(floor)
                 if len(held.components) > MAX_REMEMBERED:
                     tables.pop(key, None)
-            return found
+            return held
     fresh = _loaded(metastore.committed_log(table, min_write_id=floor), floor)
     with _lock:
         if len(fresh.components) <= MAX_REMEMBERED:
             tables[key] = fresh
-    return fresh.at_or_above(floor)
+    return fresh
