@@ -21,6 +21,7 @@ with any other every call loads as before.
 
 from __future__ import annotations
 
+import bisect
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -49,22 +50,23 @@ class _Remembered:
     floor: int
     seq: int
     components: dict[tuple[int, int], WriteComponent] = field(default_factory=dict)
-    #: ``components`` in key order, kept until the next ``add``
-    ordered: list[WriteComponent] | None = None
+    #: the keys of ``components`` in order (a new commit's usually go at the end)
+    keys: list[tuple[int, int]] = field(default_factory=list)
     #: (floor, derive) -> what ``derived`` computed, until the next ``add``
     derived: dict[tuple[int, Callable[..., object]], object] = field(default_factory=dict)
 
     def add(self, logged: tuple[LoggedComponent, ...]) -> None:
         for item in logged:
-            if item.component.write_id >= self.floor:
-                self.components[(item.txn_id, item.component_id)] = item.component
-                self.ordered = None
+            key = (item.txn_id, item.component_id)
+            if item.component.write_id >= self.floor and key not in self.components:
+                self.components[key] = item.component
+                bisect.insort(self.keys, key)
                 self.derived.clear()
 
     def at_or_above(self, floor: int) -> tuple[WriteComponent, ...]:
-        if self.ordered is None:
-            self.ordered = [self.components[key] for key in sorted(self.components)]
-        return tuple(c for c in self.ordered if c.write_id >= floor)
+        found = (self.components[key] for key in self.keys)
+        return tuple(found) if floor <= self.floor else \
+            tuple(c for c in found if c.write_id >= floor)
 
 
 _memory: weakref.WeakKeyDictionary[CommitLog, dict[str, _Remembered]] = \
