@@ -69,6 +69,15 @@ class SplitBatch:
     def filter(self, keep: np.ndarray) -> SplitBatch:
         """Keep the rows where ``keep`` is true."""
         count = int(np.count_nonzero(keep))
+        if count == len(keep):
+            return self  # every row: the same arrays (a delta's row its predicate matches)
+        if count == 0:
+            # no row (most one-row deltas a one-row statement reads): empty slices of the
+            # same arrays instead of a take per column
+            return SplitBatch(0, self.positions,
+                              None if self.row is None else self.row.slice(0, 0),
+                              None if self.keys is None else self.keys.take(keep),
+                              self.filtered)
         # a selective filter (a WHERE keeping 1% of a stripe) takes the rows by index: one
         # pass over the mask instead of one per array, and no Arrow bitmap built from it
         index = np.flatnonzero(keep) if count * 8 < len(keep) else None
