@@ -231,6 +231,12 @@ class OrcFile:
     # --- what the file is ----------------------------------------------------------------------
 
     @property
+    def held(self) -> bool:
+        """A small committed file this process keeps (``orc.cache``): its statistics are read
+        once and kept with it, so asking them again costs no read."""
+        return self._opened is not None
+
+    @property
     def is_acid(self) -> bool:
         """True for an event file, false for an original (pre-ACID or LOAD DATA) file."""
         return self._acid_names is not None

@@ -178,9 +178,11 @@ def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
     # decoding when the filter's columns are fewer than the read's and stripes are large
     two_phase = probe is not None and bool(probed) and set(probed) < set(wanted) and \
         orc.nrows >= PROBE_MIN_ROWS * orc.nstripes
-    # statistics cost a read of the file's metadata section: worth it for a large file only
+    # statistics cost a read of the file's metadata section: worth it for a large file, and
+    # for a small one the process keeps (read once, then kept with it): a one-row statement
+    # reads its bucket's one-row deltas, and skips every one its predicate cannot match
     skipped = stripes_without_match(orc, probe, width) \
-        if probe is not None and orc.nrows >= PROBE_MIN_ROWS else frozenset()
+        if probe is not None and (orc.nrows >= PROBE_MIN_ROWS or orc.held) else frozenset()
     rest = [p for p in wanted if p not in probed]
     rest_columns = orc.physical_columns(acid, rest)
     # stripes whose statistics prove one (originalTransaction, bucket) decode rowIds only
