@@ -438,6 +438,21 @@ def exact_integer_ranges(text: str, column_names: list[str]) -> dict[str, list[R
 
 def _ranges(text: str, column_names: list[str], *, exact: bool
             ) -> dict[str, list[Range]] | None:
+    """``_scan_ranges``, kept per text and column list (``TEXTS_KEPT``); a new dict of new
+    lists for each caller."""
+    kept = _kept_ranges(text, tuple(column_names), exact)
+    return None if kept is None else {name: list(ranges) for name, ranges in kept}
+
+
+@functools.lru_cache(maxsize=TEXTS_KEPT)
+def _kept_ranges(text: str, column_names: tuple[str, ...], exact: bool
+                 ) -> tuple[tuple[str, tuple[Range, ...]], ...] | None:
+    found = _scan_ranges(text, column_names, exact=exact)
+    return None if found is None else tuple((name, tuple(r)) for name, r in found.items())
+
+
+def _scan_ranges(text: str, column_names: Sequence[str], *, exact: bool
+                 ) -> dict[str, list[Range]] | None:
     columns = {n.lower(): n for n in column_names}
     try:
         tokens = _tokens(text)

@@ -185,6 +185,9 @@ def test_a_kept_text_answers_as_one_taken_apart_afresh(text: str) -> None:
     for _ in range(2):  # the second call is answered from what the first kept
         assert arrow_sql._tokens(text) == arrow_sql._scan_tokens(text)
         assert expressions._tokens(text) == expressions._tokens.__wrapped__(text)
+        for exact in (False, True):
+            assert arrow_sql._ranges(text, TABLE.column_names, exact=exact) == \
+                arrow_sql._scan_ranges(text, TABLE.column_names, exact=exact)
         kept = compile_predicate(text, TABLE.column_names)
         fresh = arrow_sql._compiled.__wrapped__(text, tuple(TABLE.column_names))
         assert (kept is None) == (fresh is None)
@@ -202,3 +205,7 @@ def test_kept_tokens_are_a_new_list_for_every_caller() -> None:
     assert arrow_sql._tokens("i = 1 AND j IN (1, 2)") == arrow_sql._scan_tokens(
         "i = 1 AND j IN (1, 2)")
     assert compile_predicate("i = 1", ["I", "j"]) is not compile_predicate("i = 1", ["i", "j"])
+    ranges = arrow_sql.integer_ranges("i < 3 AND j IN (1, 2)", ["i", "j"])
+    ranges["i"].append((7, 7))  # a caller's copy: the kept ranges must not change
+    assert arrow_sql.integer_ranges("i < 3 AND j IN (1, 2)", ["i", "j"]) == {
+        "i": [(None, 2)], "j": [(1, 1), (2, 2)]}
