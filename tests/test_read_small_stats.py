@@ -69,6 +69,15 @@ def test_filtered_reads_over_kept_small_files_answer_as_plain_ones(wh: Warehouse
     assert OrcFile(wh.filesystem, f"{delta}/{bucket}").held  # the new path is the one taken
     again = _reads(wh)  # now with the kept statistics
     assert all(again[k].equals(first[k]) for k in FILTERS)
+    # the statistics a kept file answers from what an earlier open parsed are a fresh parse's
+    path = f"{delta}/{bucket}"
+    kept = [OrcFile(wh.filesystem, path).stripe_statistics(p) for p in ([0], [0, 1], [1])]
+    before = immutable.set_cache_bytes(0)
+    try:
+        fresh = [OrcFile(wh.filesystem, path).stripe_statistics(p) for p in ([0], [0, 1], [1])]
+    finally:
+        immutable.set_cache_bytes(before)
+    assert kept == fresh and fresh[1] is not None and fresh[1][0][0].minimum is not None
 
 
 def test_the_same_reads_with_nothing_kept(wh: Warehouse, nothing_kept: None) -> None:
