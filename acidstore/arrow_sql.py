@@ -13,9 +13,10 @@ combination at run time. A differential test holds the two to the same answers.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -52,7 +53,23 @@ class _Tok:
     text: str
 
 
+#: texts whose tokens and compiled form a process keeps: a one-row statement's predicate
+#: is taken apart by the statement's planning scan, its unit's scan, the bucket pruning and
+#: the stripe bounds, each once (about 0.3 ms of a 13 ms UPDATE, for the same text)
+TEXTS_KEPT = 256
+
+
 def _tokens(text: str) -> list[_Tok]:
+    """The tokens of ``text`` (a new list: a parser may consume it)."""
+    return list(_kept_tokens(text))
+
+
+@functools.lru_cache(maxsize=TEXTS_KEPT)
+def _kept_tokens(text: str) -> tuple[_Tok, ...]:
+    return tuple(_scan_tokens(text))
+
+
+def _scan_tokens(text: str) -> list[_Tok]:
     out: list[_Tok] = []
     pos = 0
     while pos < len(text):
@@ -294,8 +311,15 @@ def _remainder_by_constant(a: Value, b: Value) -> Value | None:
     return pa.chunked_array(out, type=pa.int64()) if isinstance(a, pa.ChunkedArray) else out[0]
 
 
-def compile_predicate(text: str, column_names: list[str]) -> Compiled | None:
-    """A function computing ``text`` over a table, or None outside the supported subset."""
+def compile_predicate(text: str, column_names: Sequence[str]) -> Compiled | None:
+    """A function computing ``text`` over a table, or None outside the supported subset.
+    Compiled once per text and column list in a process (a compiled function only reads
+    the table it is given, so one may serve every caller and thread)."""
+    return _compiled(text, tuple(column_names))
+
+
+@functools.lru_cache(maxsize=TEXTS_KEPT)
+def _compiled(text: str, column_names: tuple[str, ...]) -> Compiled | None:
     columns = {n.lower(): n for n in column_names}
     try:
         return _Parser(_tokens(text), columns).parse()
@@ -414,6 +438,21 @@ def exact_integer_ranges(text: str, column_names: list[str]) -> dict[str, list[R
 
 def _ranges(text: str, column_names: list[str], *, exact: bool
             ) -> dict[str, list[Range]] | None:
+    """``_scan_ranges``, kept per text and column list (``TEXTS_KEPT``); a new dict of new
+    lists for each caller."""
+    kept = _kept_ranges(text, tuple(column_names), exact)
+    return None if kept is None else {name: list(ranges) for name, ranges in kept}
+
+
+@functools.lru_cache(maxsize=TEXTS_KEPT)
+def _kept_ranges(text: str, column_names: tuple[str, ...], exact: bool
+                 ) -> tuple[tuple[str, tuple[Range, ...]], ...] | None:
+    found = _scan_ranges(text, column_names, exact=exact)
+    return None if found is None else tuple((name, tuple(r)) for name, r in found.items())
+
+
+def _scan_ranges(text: str, column_names: Sequence[str], *, exact: bool
+                 ) -> dict[str, list[Range]] | None:
     columns = {n.lower(): n for n in column_names}
     try:
         tokens = _tokens(text)

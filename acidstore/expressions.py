@@ -8,6 +8,7 @@ one expression, never a way to append another statement.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeAlias
@@ -17,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from acidstore.arrow_sql import (
+    TEXTS_KEPT,
     Compiled,
     NeedsDuckDBError,
     compile_predicate,
@@ -33,8 +35,10 @@ Predicate: TypeAlias = str | pc.Expression
 _TABLE = "__acidstore_batch"
 
 
-def _tokens(text: str) -> list[tuple[str, str]]:
-    """(token text, token type name) of a SQL expression."""
+@functools.lru_cache(maxsize=TEXTS_KEPT)
+def _tokens(text: str) -> tuple[tuple[str, str], ...]:
+    """(token text, token type name) of a SQL expression, kept per text in a process (one
+    statement checks its predicate in each scan it makes)."""
     try:
         spans = duckdb.tokenize(text)
     except Exception as exc:  # duckdb raises its own error types
@@ -43,7 +47,7 @@ def _tokens(text: str) -> list[tuple[str, str]]:
     for i, (start, kind) in enumerate(spans):
         end = spans[i + 1][0] if i + 1 < len(spans) else len(text)
         out.append((text[start:end].strip(), getattr(kind, "name", str(kind))))
-    return out
+    return tuple(out)
 
 
 def quote(identifier: str) -> str:

@@ -163,3 +163,49 @@ def test_remainder_by_a_constant_equals_the_checked_kernels(kind: pa.DataType,
     slow = pc.subtract_checked(column, pc.multiply_checked(pc.divide_checked(column, b), b))
     assert fast.type == slow.type == pa.int64()
     assert fast.to_pylist() == slow.to_pylist()
+
+
+def _values(compiled: object) -> object:
+    assert callable(compiled)
+    try:
+        result = compiled(TABLE)
+    except (pa.ArrowException, NeedsDuckDBError) as exc:
+        return type(exc)
+    return [result.as_py()] * TABLE.num_rows if isinstance(result, pa.Scalar) \
+        else result.to_pylist()
+
+
+@settings(max_examples=100)
+@given(predicates())
+def test_a_kept_text_answers_as_one_taken_apart_afresh(text: str) -> None:
+    """A process keeps each text's tokens and compiled form (``arrow_sql.TEXTS_KEPT``): asked
+    again, or by another module, it must answer what parsing it anew answers."""
+    from acidstore import arrow_sql, expressions
+
+    for _ in range(2):  # the second call is answered from what the first kept
+        assert arrow_sql._tokens(text) == arrow_sql._scan_tokens(text)
+        assert expressions._tokens(text) == expressions._tokens.__wrapped__(text)
+        for exact in (False, True):
+            assert arrow_sql._ranges(text, TABLE.column_names, exact=exact) == \
+                arrow_sql._scan_ranges(text, TABLE.column_names, exact=exact)
+        kept = compile_predicate(text, TABLE.column_names)
+        fresh = arrow_sql._compiled.__wrapped__(text, tuple(TABLE.column_names))
+        assert (kept is None) == (fresh is None)
+        if kept is not None:
+            ours, theirs = _values(kept), _values(fresh)
+            assert ours == theirs if isinstance(ours, type) else \
+                same(ours, theirs), text  # type: ignore[arg-type]
+
+
+def test_kept_tokens_are_a_new_list_for_every_caller() -> None:
+    from acidstore import arrow_sql
+
+    first = arrow_sql._tokens("i = 1 AND j IN (1, 2)")
+    first.clear()  # a parser consumes its list; the kept tokens must not change
+    assert arrow_sql._tokens("i = 1 AND j IN (1, 2)") == arrow_sql._scan_tokens(
+        "i = 1 AND j IN (1, 2)")
+    assert compile_predicate("i = 1", ["I", "j"]) is not compile_predicate("i = 1", ["i", "j"])
+    ranges = arrow_sql.integer_ranges("i < 3 AND j IN (1, 2)", ["i", "j"])
+    ranges["i"].append((7, 7))  # a caller's copy: the kept ranges must not change
+    assert arrow_sql.integer_ranges("i < 3 AND j IN (1, 2)", ["i", "j"]) == {
+        "i": [(None, 2)], "j": [(1, 1), (2, 2)]}

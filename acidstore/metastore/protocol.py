@@ -32,6 +32,7 @@ from acidstore.metastore.records import (
     CommitInfo,
     CommittedWrite,
     CompactionOutput,
+    ComponentLog,
     HistoryEntry,
     LeaseInfo,
     LockInfo,
@@ -44,7 +45,7 @@ from acidstore.metastore.records import (
 )
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
-__all__ = ["Metastore"]
+__all__ = ["CommitLog", "Metastore"]
 
 
 @runtime_checkable
@@ -346,4 +347,20 @@ class Metastore(Protocol):
 
     def close(self) -> None:
         """Release connections; the object is unusable afterwards."""
+        ...
+
+
+@runtime_checkable
+class CommitLog(Protocol):
+    """A metastore whose commits are numbered in the order readers see them, so that a
+    reader can hold a table's committed components and ask only for those committed since
+    (``read.record_memory``). SQLite's are (one database write lock, WAL snapshots);
+    PostgreSQL's are not (commits on different tables run in parallel, so a sequence number
+    can be seen before a smaller one commits), so it does not offer this."""
+
+    def committed_log(self, table: str, *, min_write_id: int = 0,
+                      after_seq: int | None = None) -> ComponentLog:
+        """Components of ``table`` in one snapshot: of every committed write with write id
+        at least ``min_write_id`` (``after_seq`` None), or of every commit numbered above
+        ``after_seq`` whatever its write id; ordered by txn id, then component id."""
         ...

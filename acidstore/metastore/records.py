@@ -310,3 +310,26 @@ class LeaseInfo:
 
 #: ``check(components, overlapping)`` raises ``WriteConflictError`` if rows really overlap.
 CommitCheck = Callable[[Sequence[WriteComponent], Sequence[CommittedWrite]], None]
+
+
+@dataclass(frozen=True)
+class LoggedComponent:
+    """A committed component with where it sits in the commit log: ``txn_id`` and
+    ``component_id`` order components as ``committed_components`` does (commit, then write
+    order), which a reader merging later commits into what it holds must keep."""
+
+    txn_id: int
+    component_id: int
+    component: WriteComponent
+
+
+@dataclass(frozen=True)
+class ComponentLog:
+    """Committed components of one table read in one metastore snapshot, and ``seq``, the
+    last commit sequence number that snapshot holds: every commit at or below it is in
+    (or below the asked write id), none above it is. ``table_id`` tells a table from one
+    dropped and created again under its name (whose write ids start over)."""
+
+    table_id: int
+    seq: int
+    components: tuple[LoggedComponent, ...]

@@ -36,8 +36,10 @@ from acidstore.errors import (
     ReadOnlyWarehouseError,
 )
 from acidstore.metastore import sql_txn as txns
+from acidstore.metastore.records import ComponentLog
 from acidstore.metastore.sql import SQLITE, Dialect, Session
 from acidstore.metastore.sql_base import Lock, positive_seconds
+from acidstore.metastore.sql_log import committed_log
 from acidstore.metastore.sql_schema import (
     SCHEMA_VERSION,
     ensure_schema,
@@ -213,6 +215,17 @@ class SqliteMetastore(SqlMetastore):
                 conn.execute("COMMIT")
         except sqlite3.Error as exc:
             raise MetastoreError(f"metastore {self._path} failed: {exc}") from exc
+
+    def committed_log(self, table: str, *, min_write_id: int = 0,
+                      after_seq: int | None = None) -> ComponentLog:
+        """See ``CommitLog``: every commit takes the database write lock, and one read is one
+        WAL snapshot, so the commit sequence a read sees has no gaps below its last value."""
+        def body(conn: Session) -> ComponentLog:
+            table_id = int(self._table_row(conn, table)["table_id"])
+            return committed_log(conn, table_id, min_write_id=min_write_id,
+                                 after_seq=after_seq)
+
+        return self._read(body)
 
 
 def _unwritable(path: str) -> bool:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -185,6 +185,8 @@ class OrcFile:
         self._prefix: pa.Buffer | None = None
         self._stats: list[list[bytes]] | None = None  # stripe statistics, once read
         self._stats_read = False
+        #: parsed statistics by what was asked (shared by every open of a held file)
+        self._parsed_stats: dict[tuple[object, ...], object] = {}
         #: the process's copy of this small committed file (``orc.cache``), if held
         self._opened: OpenedFile | None = None
         key = small_key(fs, path) if logical_length is None else None
@@ -218,7 +220,8 @@ class OrcFile:
         if key is not None and self._prefix is not None:
             self._opened = OpenedFile(key, self._prefix, self._orc, {
                 "schema": self.schema, "nrows": self.nrows, "nstripes": self.nstripes,
-                "user_metadata": self.user_metadata, "_acid_names": self._acid_names})
+                "user_metadata": self.user_metadata, "_acid_names": self._acid_names,
+                "_parsed_stats": self._parsed_stats})
             remember(self._opened)
 
     def _adopt(self, opened: OpenedFile) -> None:
@@ -229,6 +232,12 @@ class OrcFile:
         self.__dict__.update(opened.derived)
 
     # --- what the file is ----------------------------------------------------------------------
+
+    @property
+    def held(self) -> bool:
+        """A small committed file this process keeps (``orc.cache``): its statistics are read
+        once and kept with it, so asking them again costs no read."""
+        return self._opened is not None
 
     @property
     def is_acid(self) -> bool:
@@ -324,13 +333,19 @@ class OrcFile:
     def stripe_statistics(self, row_fields: Sequence[int]
                           ) -> list[dict[int, IntegerStats]] | None:
         """Per stripe, the statistics of the user fields at ``row_fields`` (integer fields of
-        this file; the keys are those positions), or None when the file has none to read."""
-        row_type = self.row_type
-        ids = column_ids(pa.schema(list(row_type)))
-        if self._acid_names is not None:
-            row_id = column_ids(self.schema)[ACID_FIELDS.index(ROW)]
-            ids = [row_id + i for i in ids]
-        return self._statistics({ids[p]: p for p in row_fields if p < row_type.num_fields})
+        this file; the keys are those positions), or None when the file has none to read.
+        Parsed once per file and shared (a held file's by every open of it): not to be
+        changed."""
+        key = ("row", *row_fields)
+        if key not in self._parsed_stats:  # parsed once per file (a held file: per process)
+            row_type = self.row_type
+            ids = column_ids(pa.schema(list(row_type)))
+            if self._acid_names is not None:
+                row_id = column_ids(self.schema)[ACID_FIELDS.index(ROW)]
+                ids = [row_id + i for i in ids]
+            self._parsed_stats[key] = self._statistics(
+                {ids[p]: p for p in row_fields if p < row_type.num_fields})
+        return cast("list[dict[int, IntegerStats]] | None", self._parsed_stats[key])
 
     def acid_statistics(self, names: Sequence[str]) -> list[dict[str, IntegerStats]] | None:
         """Per stripe, the statistics of the ACID columns ``names`` (canonical names, integer

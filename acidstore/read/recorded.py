@@ -42,6 +42,7 @@ from acidstore.layout import (
     parse_directory,
 )
 from acidstore.metastore import CompactionOutput, Metastore, WriteComponent
+from acidstore.read import record_memory
 from acidstore.read.plan import Split
 from acidstore.writeids import ValidWriteIdList
 
@@ -213,6 +214,25 @@ def record_floor(state: AcidState) -> int:
     return 0 if state.base_info is None else state.base_info.write_id
 
 
+@dataclass(frozen=True)
+class _Writes:
+    """A table's committed writes as a snapshot's check looks them up (shared by every
+    ``SnapshotRecord`` of a process while no commit is new: never changed)."""
+
+    writes: Mapping[str, tuple[RecordedWrite, ...]]
+    write_ids: frozenset[int]
+    recorded: frozenset[int]
+
+
+def _by_partition(components: Sequence[WriteComponent]) -> _Writes:
+    grouped: dict[str, list[RecordedWrite]] = defaultdict(list)
+    for c in components:
+        grouped[c.partition].append(RecordedWrite(c.write_id, c.directories, c.files))
+    writes = [w for part in grouped.values() for w in part]
+    return _Writes({k: tuple(v) for k, v in grouped.items()}, _layout_write_ids(writes),
+                   frozenset(w.write_id for w in writes))
+
+
 class SnapshotRecord:
     """A table's record loaded as a snapshot's reads need it: per partition, only the writes
     at or above its selected base's write id (``record_floor``) and the compaction outputs
@@ -229,7 +249,7 @@ class SnapshotRecord:
         self._pending = pending
         #: every committed write id >= this is loaded (all partitions); None: nothing yet
         self._floor: int | None = None
-        self._writes: dict[str, list[RecordedWrite]] = {}
+        self._writes: Mapping[str, tuple[RecordedWrite, ...]] = {}
         self._write_ids: frozenset[int] = frozenset()
         self._recorded: frozenset[int] = pending
         self._outputs: dict[int, list[CompactionOutput]] = {}
@@ -246,19 +266,13 @@ class SnapshotRecord:
     def _load_writes(self, floor: int) -> None:
         if self._floor is not None and floor >= self._floor:
             return
-        # all again from the lower floor, not just the gap: the rows come in commit (txn)
-        # order, which decides which problem a read reports first, and the gap's rows would
-        # not merge into it (a component does not carry its txn). Partitions come in path
-        # order, so a scan lowers its floor about ln(partitions) times.
-        loaded = self._metastore.committed_components(  # 0: all, by the table's index
-            self._table, min_write_id=floor or None)
-        by_partition: dict[str, list[RecordedWrite]] = defaultdict(list)
-        for c in loaded:
-            by_partition[c.partition].append(RecordedWrite(c.write_id, c.directories, c.files))
-        self._writes, self._floor = by_partition, floor
-        writes = [w for part in by_partition.values() for w in part]
-        self._write_ids = _layout_write_ids(writes)
-        self._recorded = frozenset(w.write_id for w in writes) | self._pending
+        # all from the lower floor, in commit (txn) order, which decides which problem a read
+        # reports first; partitions come in path order, so a scan lowers its floor about
+        # ln(partitions) times. ``record_memory`` answers from what this process loaded
+        # before, plus the commits since.
+        found = record_memory.derived(self._metastore, self._table, floor, _by_partition)
+        self._writes, self._write_ids, self._floor = found.writes, found.write_ids, floor
+        self._recorded = found.recorded | self._pending
 
     def _load_outputs(self, txn_ids: set[int]) -> None:
         wanted = set() if self._every_txn else txn_ids - self._outputs.keys()

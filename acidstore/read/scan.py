@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from acidstore import fs as afs
+from acidstore.arrow_sql import TEXTS_KEPT
 from acidstore.directory import acid_state
 from acidstore.errors import InvalidInputError, StrayPathError
 from acidstore.expressions import Predicate, SqlEvaluator, check_expression, referenced_columns
@@ -114,6 +116,10 @@ def _column_index(schema: pa.Schema, name: str) -> int | None:
 
 
 SplitReader = Callable[..., Iterator[SplitBatch]]
+
+#: (SQL filter, fields) that passed ``Scan._check_filter`` in this process, oldest first
+_CHECKED: dict[tuple[str, tuple[pa.Field, ...]], None] = {}
+_CHECKED_LOCK = threading.Lock()
 
 
 class Scan:
@@ -231,11 +237,21 @@ class Scan:
     def _check_filter(self) -> None:
         """Evaluate the filter once over no rows, so that a predicate that does not parse,
         names an unknown column or is not boolean fails whether or not the snapshot holds any
-        rows (it would otherwise only fail on the first non-empty batch)."""
+        rows (it would otherwise only fail on the first non-empty batch). A SQL text that
+        passed over the same fields before in this process passes again (the check depends
+        on nothing else), so a statement's second scan does not repeat it."""
         fields = list(self.table_schema) + list(self._partition_schema)
+        key = (self._filter, tuple(fields)) if isinstance(self._filter, str) else None
+        if key is not None and key in _CHECKED:
+            return
         empty = pa.table([pa.array([], f.type) for f in fields], names=[f.name for f in fields]) \
             if fields else pa.table({"_": pa.array([], pa.int8())})
         self._mask(empty)
+        if key is not None:
+            with _CHECKED_LOCK:
+                if len(_CHECKED) >= TEXTS_KEPT:
+                    _CHECKED.pop(next(iter(_CHECKED)))
+                _CHECKED[key] = None
 
     def _partition_matches(self, partition: PartitionDir) -> bool:
         """Skip a partition whose values fail a predicate that reads partition columns only."""

@@ -69,6 +69,15 @@ class SplitBatch:
     def filter(self, keep: np.ndarray) -> SplitBatch:
         """Keep the rows where ``keep`` is true."""
         count = int(np.count_nonzero(keep))
+        if count == len(keep):
+            return self  # every row: the same arrays (a delta's row its predicate matches)
+        if count == 0:
+            # no row (most one-row deltas a one-row statement reads): empty slices of the
+            # same arrays instead of a take per column
+            return SplitBatch(0, self.positions,
+                              None if self.row is None else self.row.slice(0, 0),
+                              None if self.keys is None else self.keys.take(keep),
+                              self.filtered)
         # a selective filter (a WHERE keeping 1% of a stripe) takes the rows by index: one
         # pass over the mask instead of one per array, and no Arrow bitmap built from it
         index = np.flatnonzero(keep) if count * 8 < len(keep) else None
@@ -169,9 +178,11 @@ def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
     # decoding when the filter's columns are fewer than the read's and stripes are large
     two_phase = probe is not None and bool(probed) and set(probed) < set(wanted) and \
         orc.nrows >= PROBE_MIN_ROWS * orc.nstripes
-    # statistics cost a read of the file's metadata section: worth it for a large file only
+    # statistics cost a read of the file's metadata section: worth it for a large file, and
+    # for a small one the process keeps (read once, then kept with it): a one-row statement
+    # reads its bucket's one-row deltas, and skips every one its predicate cannot match
     skipped = stripes_without_match(orc, probe, width) \
-        if probe is not None and orc.nrows >= PROBE_MIN_ROWS else frozenset()
+        if probe is not None and (orc.nrows >= PROBE_MIN_ROWS or orc.held) else frozenset()
     rest = [p for p in wanted if p not in probed]
     rest_columns = orc.physical_columns(acid, rest)
     # stripes whose statistics prove one (originalTransaction, bucket) decode rowIds only
