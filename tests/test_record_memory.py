@@ -5,7 +5,9 @@ in between; and reads that use it must see what a fresh process sees."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -111,4 +113,28 @@ def test_dml_in_this_process_after_another_process_commits(
         run("release")
         table.update("id = 102", {"id": "202"})
         assert sorted(table.to_arrow().column("id").to_pylist()) == [2, 101, 202]
+        assert remembered(wh.metastore, 0) == fresh(root, 0)
+
+
+def _copy(source: Path, target: Path) -> None:
+    """SQLite's online backup: a consistent copy whatever the WAL holds."""
+    with closing(sqlite3.connect(source)) as src, closing(sqlite3.connect(target)) as dst:
+        src.backup(dst)
+
+
+def test_a_metastore_restored_from_an_older_copy_is_loaded_again(tmp_path: Path) -> None:
+    """A lower commit sequence than the one held means the metastore went back in time (a
+    backup restored into it): what is held names commits it no longer has, so all is loaded
+    again."""
+    root = tmp_path / "wh"
+    with acidstore.connect(root) as wh:
+        table = wh.create_table(TABLE, SCHEMA, partition_by=["dt"])
+        table.insert(rows([1]))
+        db, backup = root / "_acidstore_metastore.db", tmp_path / "backup.db"
+        _copy(db, backup)
+        table.insert(rows([2]))
+        table.insert(rows([3]))
+        assert len(remembered(wh.metastore, 0)) == len(fresh(root, 0)) == 3
+        _copy(backup, db)
+        assert len(fresh(root, 0)) == 1
         assert remembered(wh.metastore, 0) == fresh(root, 0)

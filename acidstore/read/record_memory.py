@@ -112,7 +112,9 @@ def _current(metastore: CommitLog, key: str, table: str, floor: int) -> _Remembe
         held = tables.get(key)
     if held is not None and floor >= held.floor:
         log = metastore.committed_log(table, after_seq=held.seq)
-        if log.table_id == held.table_id:
+        # a lower sequence than the one held: the metastore's file was replaced by an older
+        # one (a restored backup), so what is held may name commits it no longer has
+        if log.table_id == held.table_id and log.seq >= held.seq:
             with _lock:
                 # another thread may have moved it on meanwhile: both loads are complete up
                 # to their own seq, and a component is the same whoever loaded it
