@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import getpass
 import socket
-import threading
 from collections import defaultdict
 from collections.abc import Sequence
 from types import TracebackType
@@ -51,6 +50,7 @@ from acidstore.metastore import (
 from acidstore.metastore.conflicts import conflict_error
 from acidstore.read.keys import KeyArrays
 from acidstore.read.registry import directory_delete_keys
+from acidstore.transaction_heartbeat import Heartbeat
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 if TYPE_CHECKING:
@@ -60,43 +60,6 @@ __all__ = ["Transaction", "current_user"]
 
 # "unknown": the metastore could not say whether the commit landed; the files stay
 State = Literal["open", "committed", "aborted", "unknown"]
-
-
-class _Heartbeat:
-    """Keeps the transaction alive while work runs (spec §14: every timeout / 2)."""
-
-    def __init__(self, metastore: Metastore, txn_id: int, interval: float) -> None:
-        self._metastore = metastore
-        self._txn_id = txn_id
-        self._interval = interval
-        self._stop = threading.Event()
-        #: held while a heartbeat call runs, so ``stop`` can wait for that call alone
-        self._beating = threading.Lock()
-        self.error: AcidStoreError | None = None
-        self._thread = threading.Thread(target=self._run, name=f"acidstore-heartbeat-{txn_id}",
-                                        daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval):
-            with self._beating:
-                if self._stop.is_set():
-                    return
-                try:
-                    self._metastore.heartbeat(self._txn_id)
-                except AcidStoreError as exc:
-                    self.error = exc
-                    return
-
-    def stop(self) -> None:
-        """Once this returns no heartbeat call runs any more, and a failed one's error is in
-        ``error``. The thread is not joined: it exits by itself when it next runs, and
-        waiting for it to be scheduled cost every statement milliseconds of wall time on a
-        busy machine."""
-        self._stop.set()
-        if threading.current_thread() is not self._thread:
-            with self._beating:
-                pass
 
 
 class Transaction:
@@ -130,7 +93,7 @@ class Transaction:
         self._deleted: dict[tuple[str, str], list[KeyArrays]] = defaultdict(list)
         self._statements: dict[str, int] = defaultdict(int)
         self._overwritten: set[tuple[str, str]] = set()
-        self._heartbeat = _Heartbeat(self._metastore, self.txn_id, heartbeat_interval) \
+        self._heartbeat = Heartbeat(self._metastore, self.txn_id, heartbeat_interval) \
             if heartbeat_interval is not None else None
 
     @classmethod

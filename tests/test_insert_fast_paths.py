@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.orc as po
 import pytest
@@ -27,6 +28,7 @@ from acidstore.orc.io import (
     OrcFile,
     _stripe_row_counts,
     acid_metadata,
+    operation_counts,
     write_event_file,
 )
 from acidstore.orc.schema import OPERATION
@@ -110,7 +112,7 @@ def test_stripe_row_counts_from_the_footer_match_a_decode(tmp_path: Path) -> Non
         orc = po.ORCFile(pa.BufferReader(data))
         decoded = [orc.read_stripe(i, columns=[OPERATION]).num_rows
                    for i in range(orc.nstripes)]
-        assert _stripe_row_counts(data) == decoded
+        assert _stripe_row_counts(data, events.num_rows) == decoded
         path = tmp_path / f"bucket_{stripe_size}"
         written = write_event_file(pafs.LocalFileSystem(), str(path), events,
                                    stripe_size=stripe_size)
@@ -176,6 +178,34 @@ def test_hashing_in_slices_is_hashing_at_once(monkeypatch: pytest.MonkeyPatch) -
     np.testing.assert_array_equal(bucketing.row_hashes(rows, ["s", "k", "id"]), whole)
 
 
+def _decoded_stripe_rows(data: pa.Buffer) -> list[int]:
+    orc = po.ORCFile(pa.BufferReader(data))
+    return [orc.read_stripe(i, columns=[OPERATION]).num_rows for i in range(orc.nstripes)]
+
+
+@pytest.mark.parametrize("rows", [0, 1, 16, ORC_BATCH_ROWS, ORC_BATCH_ROWS + 1])
+def test_stripe_row_counts_of_small_files_match_a_decode(rows: int) -> None:
+    """Events of at most one row batch are counted as one stripe without parsing the file:
+    held to a decode of the file, with the smallest stripe size (a stripe per batch) and
+    the events in chunks of 100 rows (the writer still fills whole batches across them)."""
+    events = insert_events(_rows(rows), 1, 536870912, SCHEMA)
+    chunked = pa.Table.from_batches(events.to_batches(max_chunksize=100), events.schema) \
+        if rows else events
+    for table in (events, chunked):
+        sink = pa.BufferOutputStream()
+        po.write_table(table, sink, compression="uncompressed", stripe_size=1,
+                       batch_size=ORC_BATCH_ROWS)
+        data = sink.getvalue()
+        assert _stripe_row_counts(data, rows) == _decoded_stripe_rows(data)
+
+
+def test_operation_counts_match_pyarrow_compute() -> None:
+    ops = np.random.default_rng(3).integers(0, 3, 1000).astype(np.int32)
+    expected = [pc.sum(pc.equal(pa.array(ops), op)).as_py() or 0 for op in (0, 1, 2)]
+    assert operation_counts(ops) == expected
+    assert operation_counts(np.zeros(0, np.int32)) == [0, 0, 0]
+
+
 @pytest.mark.parametrize("stripe_size", [64 << 10, 64 << 20])
 def test_an_event_file_is_its_encoding_with_the_metadata_added(tmp_path: Path,
                                                                stripe_size: int) -> None:
@@ -186,7 +216,7 @@ def test_an_event_file_is_its_encoding_with_the_metadata_added(tmp_path: Path,
     sink = pa.BufferOutputStream()
     po.write_table(events, sink, compression="zstd", stripe_size=stripe_size,
                        batch_size=ORC_BATCH_ROWS)
-    counts = _stripe_row_counts(sink.getvalue())
+    counts = _stripe_row_counts(sink.getvalue(), events.num_rows)
     keys = [(1, 536870912, int(end) - 1) for end in np.cumsum(counts)]
     plain = add_user_metadata(sink.getvalue().to_pybytes(),
                               acid_metadata(keys, AcidStats(30_000, 0, 0)))

@@ -27,6 +27,7 @@ LAYERS: dict[str, int] = {
     "acidstore.statement_merge": 3,
     "acidstore.statement_joined": 3,
     "acidstore.transaction": 4,
+    "acidstore.transaction_heartbeat": 4,
     "acidstore.table": 4,
     "acidstore.results": 4,
     "acidstore.idempotent": 4,

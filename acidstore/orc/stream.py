@@ -39,15 +39,13 @@ from acidstore.orc.io import (
     WrittenFile,
     acid_metadata,
     check_event_schema,
+    operation_counts,
 )
 from acidstore.orc.schema import (
     BUCKET,
-    DELETE,
-    INSERT,
     OPERATION,
     ORIGINAL_TRANSACTION,
     ROW_ID,
-    UPDATE,
 )
 
 __all__ = ["DEFAULT_BATCH_ROWS", "EventFileWriter"]
@@ -172,8 +170,7 @@ class EventFileWriter:
             self._last = chunk.slice(n - 1)
             if self._sink.position > max(before, _MAGIC_LENGTH):  # the add ended a stripe
                 self._end_stripe()
-            ops = chunk.column(OPERATION).to_numpy()
-            self._ops += [np.count_nonzero(ops == op) for op in (INSERT, UPDATE, DELETE)]
+            self._ops += operation_counts(chunk.column(OPERATION).to_numpy())
 
     def _end_stripe(self) -> None:
         last = self._last
