@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 import numpy as np
 import pyarrow.fs as pafs
 
+from acidstore import durable
 from acidstore import fs as afs
 from acidstore.errors import (
     AcidStoreError,
@@ -145,6 +146,13 @@ class Transaction:
             self._settle_aborted(f"heartbeat failed: {self._heartbeat.error}")
             raise TransactionAbortedError(
                 f"transaction {self.txn_id} was aborted while it ran: {self._heartbeat.error}")
+        try:
+            self._flush_files()
+        except OSError as exc:
+            self._settle_aborted(f"flushing its files failed: {exc}")
+            raise CommitFailedError(
+                f"transaction {self.txn_id}: flushing its files to disk failed ({exc}); it is "
+                "aborted and nothing of it is visible") from exc
         keys = _DeleteKeys(self._warehouse.filesystem)
         self._read_conflict_files(keys)
         try:
@@ -332,6 +340,21 @@ class Transaction:
                 if (location, directory) not in removed:
                     removed.add((location, directory))
                     _remove_quietly(fs, afs.join(location, directory))
+
+    def _flush_files(self) -> None:
+        """Put every directory the commit will publish on disk first (``acidstore.durable``):
+        the metastore's commit is durable, so what it names must be too."""
+        if not durable.flush_enabled():
+            return
+        by_table: dict[str, list[str]] = {}
+        for component in self._components:
+            by_table.setdefault(component.table, []).extend(component.directories)
+        for output in self._outputs:
+            by_table.setdefault(output.table, []).append(output.directory)
+        for table, directories in by_table.items():
+            if directories:
+                durable.flush_written(self._warehouse.filesystem,
+                                      self._warehouse.location_of(table), directories)
 
     def _read_conflict_files(self, keys: _DeleteKeys) -> None:
         """Read the delete deltas the conflict check will compare *before* the metastore's

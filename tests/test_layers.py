@@ -14,6 +14,7 @@ LAYERS: dict[str, int] = {
     "acidstore.errors": 0,
     "acidstore.layout": 1,
     "acidstore.writeids": 1,
+    "acidstore.durable": 1,
     "acidstore.fs": 1,
     "acidstore.immutable": 1,
     "acidstore.partitions": 1,
