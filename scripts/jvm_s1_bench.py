@@ -65,7 +65,9 @@ def main() -> None:
              .config("spark.sql.session.timeZone", "UTC").config("spark.driver.memory", "2g")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
-    jvm_pid = int(spark.sparkContext._jvm.ProcessHandle.current().pid())
+    gateway = spark.sparkContext._jvm
+    assert gateway is not None
+    jvm_pid = int(gateway.ProcessHandle.current().pid())
     jvm = psutil.Process(jvm_pid)
     warehouse = str(state / "acid_after")
     wh = acidstore.connect(warehouse)
