@@ -13,6 +13,7 @@ to the Python path there, as ``spark/native.py`` does.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import struct
 from collections import defaultdict
@@ -64,8 +65,10 @@ def _deleted(fs: pafs.FileSystem, scan: Scan, split: Split, cache: DeleteCache
     return w[mine], b[mine], r[mine]
 
 
-def plan_tasks(table: Table, tasks: int, scan: Scan | None = None) -> list[list[FileTask]]:
-    """The snapshot's files as ``tasks`` groups (a bucket's files together, LPT by bytes)."""
+def plan_tasks(table: Table, tasks: int, scan: Scan | None = None, *,
+               ignore_deletes: bool = False) -> list[list[FileTask]]:
+    """The snapshot's files as ``tasks`` groups (a bucket's files together, LPT by bytes).
+    ``ignore_deletes`` (measurements only: wrong rows) plans no delete keys."""
     scan = scan if scan is not None else table.scan()
     fs = table.filesystem
     if not isinstance(fs, pafs.LocalFileSystem):
@@ -79,7 +82,8 @@ def plan_tasks(table: Table, tasks: int, scan: Scan | None = None) -> list[list[
                 or not split.rows_valid or split.size is None:
             raise Unsupported(f"{split.path}: the JVM reader reads no original files, "
                               "_flush_length side files or per-row write-id checks")
-        w, b, r = _deleted(fs, scan, split, cache)
+        w, b, r = _deleted(fs, scan, dataclasses.replace(split, deletes=())
+                           if ignore_deletes else split, cache)
         by_bucket[split.bucket_id].append(FileTask(split.path, split.size, split.stripes, w, b, r))
     groups: list[list[FileTask]] = [[] for _ in range(tasks)]
     load = [0] * tasks
@@ -107,9 +111,9 @@ def write_plan(groups: list[list[FileTask]], path: str) -> None:
 
 
 def jvm_frame(spark: SparkSession, table: Table, plan_path: str, *, tasks: int,
-              with_row_id: bool = False) -> DataFrame:
+              with_row_id: bool = False, ignore_deletes: bool = False) -> DataFrame:
     """The table's current snapshot through the JVM reader (``spark.jars`` must hold it)."""
-    write_plan(plan_tasks(table, tasks), plan_path)
+    write_plan(plan_tasks(table, tasks, ignore_deletes=ignore_deletes), plan_path)
     schema = read_schema(table, ReadOptions(with_row_id=with_row_id))
     user = [f.name for f in table.info.schema]
     return (spark.read.format(SOURCE).schema(schema).option("plan", plan_path)

@@ -56,6 +56,12 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=2)
     ap.add_argument("--python-path", action="store_true", help="also AcidTable.toDF()")
     ap.add_argument("--shapes", default="scan,count,project")
+    ap.add_argument("--no-deletes", action="store_true",
+                    help="also the JVM reader planned without delete keys (wrong rows)")
+    ap.add_argument("--acid", default="acid_after")
+    ap.add_argument("--limit", default="limit_after")
+    ap.add_argument("--only", default="", help="comma-separated readers to run (default all)")
+    ap.add_argument("--java-options", default="", help="spark.driver.extraJavaOptions")
     args = ap.parse_args()
     state = Path(args.state)
     spark = (SparkSession.builder.master("local[2]").appName("jvm-spike")
@@ -63,13 +69,14 @@ def main() -> None:
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "4").config("spark.default.parallelism", "2")
              .config("spark.sql.session.timeZone", "UTC").config("spark.driver.memory", "2g")
+             .config("spark.driver.extraJavaOptions", args.java_options)
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     gateway = spark.sparkContext._jvm
     assert gateway is not None
     jvm_pid = int(gateway.ProcessHandle.current().pid())
     jvm = psutil.Process(jvm_pid)
-    warehouse = str(state / "acid_after")
+    warehouse = str(state / args.acid)
     wh = acidstore.connect(warehouse)
     table = wh.table("bench.t")
     acid = AcidTable.forName(spark, "bench.t", warehouse=warehouse)
@@ -78,11 +85,16 @@ def main() -> None:
         return jvm_frame(spark, table, "/tmp/jvm-bench.plan", tasks=args.tasks)
 
     readers: dict[str, Callable[[], DataFrame]] = {
-        "peer": lambda: spark.read.orc(str(state / "limit_after")),
+        "peer": lambda: spark.read.orc(str(state / args.limit)),
         "jvm": jvm_read,
     }
+    if args.no_deletes:
+        readers["nodel"] = lambda: jvm_frame(spark, table, "/tmp/jvm-bench2.plan",
+                                             tasks=args.tasks, ignore_deletes=True)
     if args.python_path:
         readers["toDF"] = acid.toDF
+    if args.only:
+        readers = {r: readers[r] for r in args.only.split(",")}
     shapes: dict[str, Callable[[DataFrame], object]] = {
         "scan": lambda df: df.write.format("noop").mode("overwrite").save(),
         "count": lambda df: df.count(),
@@ -91,11 +103,15 @@ def main() -> None:
     }
 
     def once(reader: str, shape: str) -> tuple[float, float, float, float]:
-        j0, w0, p0, t0 = _cpu(jvm_pid), _workers_cpu(jvm), time.process_time(), \
-            time.perf_counter()
+        # only the Python path has workers; a worker that exits between two readings
+        # would count negative
+        workers = reader == "toDF"
+        w0 = _workers_cpu(jvm) if workers else 0.0
+        j0, p0, t0 = _cpu(jvm_pid), time.process_time(), time.perf_counter()
         shapes[shape](readers[reader]())
         t1, p1 = time.perf_counter(), time.process_time()
-        return t1 - t0, _cpu(jvm_pid) - j0, p1 - p0, _workers_cpu(jvm) - w0
+        w1 = _workers_cpu(jvm) if workers else 0.0
+        return t1 - t0, _cpu(jvm_pid) - j0, p1 - p0, max(0.0, w1 - w0)
 
     for shape in args.shapes.split(","):
         for reader in readers:
@@ -111,7 +127,7 @@ def main() -> None:
                 flush=True)
         best = {r: (min(x[0] for x in g), min(x[1] + x[2] + x[3] for x in g))
                 for r, g in runs.items()}
-        peer_wall, peer_cpu = best["peer"]
+        peer_wall, peer_cpu = best.get("peer", (1.0, 1.0))
         for reader, (wall, cpu) in best.items():
             print(f"{shape:8s} {reader:5s} min wall {wall:.3f} ({wall / peer_wall:.2f}x)  "
                   f"min cpu {cpu:.2f} ({cpu / peer_cpu:.2f}x)", flush=True)
