@@ -53,7 +53,8 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
   private int deleteAt;
   private long lastW = Long.MIN_VALUE, lastR = Long.MIN_VALUE;
   private int lastB = Integer.MIN_VALUE;
-  private final int[] keep = new int[BATCH];
+  /** the batch's deleted row positions, ascending */
+  private final int[] dropped = new int[BATCH];
 
   AcidBatchReader(Plan.Task task, StructType required, String[] userColumns) {
     this.files = task.files;
@@ -192,11 +193,68 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
     LongColumnVector w = (LongColumnVector) batch.cols[WRITE_ID];
     LongColumnVector b = (LongColumnVector) batch.cols[BUCKET];
     LongColumnVector r = (LongColumnVector) batch.cols[ROW_ID];
+    int gone = w.isRepeating && b.isRepeating && !r.isRepeating
+        ? deletedOneWriter(w.vector[0], (int) b.vector[0], r.vector, n)
+        : deletedAnyWriter(w, b, r, n);
+    if (gone == 0) {
+      return n;
+    }
+    for (ColumnVector v : projected) {
+      if (v != null) Compact.apply(v, dropped, gone, n);
+    }
+    if (withRowId) {
+      Compact.apply(w, dropped, gone, n);
+      Compact.apply(b, dropped, gone, n);
+      Compact.apply(r, dropped, gone, n);
+    }
+    return n - gone;
+  }
+
+  /**
+   * A batch of one writer (a delta file's usual batch): checks the rowIds ascend, then
+   * searches the deletes of that writer inside the batch's rowId range into the batch.
+   */
+  private int deletedOneWriter(long kw, int kb, long[] rows, int n) throws IOException {
+    advance(kw, kb, rows[0]);
+    for (int i = 1; i < n; i++) {
+      if (rows[i] <= rows[i - 1]) {
+        lastR = rows[i - 1];
+        advance(kw, kb, rows[i]);  // throws
+      }
+    }
+    lastR = rows[n - 1];
     long[] dw = file.deletedWriteIds;
     int[] db = file.deletedBuckets;
     long[] dr = file.deletedRowIds;
     int d = deleteAt;
-    int kept = 0;
+    while (d < dr.length && (dw[d] < kw || (dw[d] == kw && (db[d] < kb
+        || (db[d] == kb && dr[d] < rows[0]))))) {
+      d++;
+    }
+    int gone = 0;
+    int from = 0;
+    while (d < dr.length && dw[d] == kw && db[d] == kb && dr[d] <= rows[n - 1]) {
+      int at = Arrays.binarySearch(rows, from, n, dr[d]);
+      if (at >= 0) {
+        dropped[gone++] = at;
+        from = at + 1;
+      } else {
+        from = -at - 1;
+      }
+      d++;
+    }
+    deleteAt = d;
+    return gone;
+  }
+
+  /** The general walk: every row's key against the sorted deletes. */
+  private int deletedAnyWriter(LongColumnVector w, LongColumnVector b, LongColumnVector r,
+                               int n) throws IOException {
+    long[] dw = file.deletedWriteIds;
+    int[] db = file.deletedBuckets;
+    long[] dr = file.deletedRowIds;
+    int d = deleteAt;
+    int gone = 0;
     for (int i = 0; i < n; i++) {
       long kw = w.vector[w.isRepeating ? 0 : i];
       int kb = (int) b.vector[b.isRepeating ? 0 : i];
@@ -208,22 +266,11 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
       }
       if (d < dr.length && dw[d] == kw && db[d] == kb && dr[d] == kr) {
         d++;
-      } else {
-        keep[kept++] = i;
+        dropped[gone++] = i;
       }
     }
     deleteAt = d;
-    if (kept < n) {
-      for (ColumnVector v : projected) {
-        if (v != null) Compact.apply(v, keep, kept);
-      }
-      if (withRowId) {
-        Compact.apply(w, keep, kept);
-        Compact.apply(b, keep, kept);
-        Compact.apply(r, keep, kept);
-      }
-    }
-    return kept;
+    return gone;
   }
 
   @Override
@@ -243,40 +290,46 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
     closeRows();
   }
 
-  /** In-place removal of rows from ORC vectors (kept indices ascending). */
+  /** In-place removal of rows from ORC vectors: the runs between deleted rows are moved
+   *  down with System.arraycopy (1% deleted rows: ~40 runs per 4096-row batch). */
   static final class Compact {
     private Compact() {}
 
-    static void apply(ColumnVector v, int[] keep, int kept) {
+    static void apply(ColumnVector v, int[] dropped, int gone, int n) {
       if (v.isRepeating) {
         return;
       }
       if (!v.noNulls) {
-        boolean[] nulls = v.isNull;
-        for (int j = 0; j < kept; j++) nulls[j] = nulls[keep[j]];
+        move(v.isNull, dropped, gone, n);
       }
       if (v instanceof LongColumnVector) {
-        long[] a = ((LongColumnVector) v).vector;
-        for (int j = 0; j < kept; j++) a[j] = a[keep[j]];
+        move(((LongColumnVector) v).vector, dropped, gone, n);
       } else if (v instanceof DoubleColumnVector) {
-        double[] a = ((DoubleColumnVector) v).vector;
-        for (int j = 0; j < kept; j++) a[j] = a[keep[j]];
+        move(((DoubleColumnVector) v).vector, dropped, gone, n);
       } else if (v instanceof BytesColumnVector) {
         BytesColumnVector s = (BytesColumnVector) v;
-        for (int j = 0; j < kept; j++) {
-          int i = keep[j];
-          s.vector[j] = s.vector[i];
-          s.start[j] = s.start[i];
-          s.length[j] = s.length[i];
-        }
+        move(s.vector, dropped, gone, n);
+        move(s.start, dropped, gone, n);
+        move(s.length, dropped, gone, n);
       } else if (v instanceof TimestampColumnVector) {
         TimestampColumnVector t = (TimestampColumnVector) v;
-        for (int j = 0; j < kept; j++) {
-          t.time[j] = t.time[keep[j]];
-          t.nanos[j] = t.nanos[keep[j]];
-        }
+        move(t.time, dropped, gone, n);
+        move(t.nanos, dropped, gone, n);
       } else {
         throw new UnsupportedOperationException("cannot drop rows of " + v.getClass());
+      }
+    }
+
+    /** Shifts the runs of {@code array} between the dropped positions down (any array). */
+    private static void move(Object array, int[] dropped, int gone, int n) {
+      int to = dropped[0];
+      for (int k = 0; k < gone; k++) {
+        int from = dropped[k] + 1;
+        int end = k + 1 < gone ? dropped[k + 1] : n;
+        if (end > from) {
+          System.arraycopy(array, from, array, to, end - from);
+          to += end - from;
+        }
       }
     }
   }

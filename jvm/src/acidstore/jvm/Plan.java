@@ -1,9 +1,9 @@
 package acidstore.jvm;
 
-import java.io.BufferedInputStream;
-import java.io.DataInputStream;
-import java.io.FileInputStream;
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Paths;
 import java.io.Serializable;
 import java.nio.charset.StandardCharsets;
 
@@ -51,34 +51,37 @@ final class Plan {
     }
   }
 
+  /** Reads the whole plan at once; the key arrays are bulk copies (the planner's driver
+   *  profile showed a per-value DataInputStream loop at 0.1-0.2 s for 200,000 keys). */
   static Task[] read(String path) throws IOException {
-    try (DataInputStream in = new DataInputStream(new BufferedInputStream(
-        new FileInputStream(path), 1 << 16))) {
-      if (in.readInt() != 0x41434a31) {
-        throw new IOException("not an acidstore plan: " + path);
-      }
-      Task[] tasks = new Task[in.readInt()];
-      for (int t = 0; t < tasks.length; t++) {
-        FileTask[] files = new FileTask[in.readInt()];
-        for (int f = 0; f < files.length; f++) {
-          byte[] name = new byte[in.readInt()];
-          in.readFully(name);
-          long length = in.readLong();
-          int first = in.readInt();
-          int stop = in.readInt();
-          int n = in.readInt();
-          long[] w = new long[n];
-          int[] b = new int[n];
-          long[] r = new long[n];
-          for (int i = 0; i < n; i++) w[i] = in.readLong();
-          for (int i = 0; i < n; i++) b[i] = in.readInt();
-          for (int i = 0; i < n; i++) r[i] = in.readLong();
-          files[f] = new FileTask(new String(name, StandardCharsets.UTF_8), length, first, stop,
-                                  w, b, r);
-        }
-        tasks[t] = new Task(files);
-      }
-      return tasks;
+    ByteBuffer in = ByteBuffer.wrap(Files.readAllBytes(Paths.get(path)));
+    if (in.getInt() != 0x41434a31) {
+      throw new IOException("not an acidstore plan: " + path);
     }
+    Task[] tasks = new Task[in.getInt()];
+    for (int t = 0; t < tasks.length; t++) {
+      FileTask[] files = new FileTask[in.getInt()];
+      for (int f = 0; f < files.length; f++) {
+        byte[] name = new byte[in.getInt()];
+        in.get(name);
+        long length = in.getLong();
+        int first = in.getInt();
+        int stop = in.getInt();
+        int n = in.getInt();
+        long[] w = new long[n];
+        int[] b = new int[n];
+        long[] r = new long[n];
+        in.asLongBuffer().get(w);
+        in.position(in.position() + 8 * n);
+        in.asIntBuffer().get(b);
+        in.position(in.position() + 4 * n);
+        in.asLongBuffer().get(r);
+        in.position(in.position() + 8 * n);
+        files[f] = new FileTask(new String(name, StandardCharsets.UTF_8), length, first, stop,
+                                w, b, r);
+      }
+      tasks[t] = new Task(files);
+    }
+    return tasks;
   }
 }
