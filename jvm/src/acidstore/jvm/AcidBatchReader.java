@@ -53,6 +53,9 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
   private int deleteAt;
   private long lastW = Long.MIN_VALUE, lastR = Long.MIN_VALUE;
   private int lastB = Integer.MIN_VALUE;
+  /** per stripe, the rows a count() sees (null: decode the file) */
+  private long[] counts;
+  private int nextCount;
   /** the batch's deleted row positions, ascending */
   private final int[] dropped = new int[BATCH];
 
@@ -86,6 +89,7 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
 
   private boolean openNext() throws IOException {
     closeRows();
+    counts = null;
     if (next >= files.length) {
       return false;
     }
@@ -96,6 +100,14 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
     List<TypeDescription> top = schema.getChildren();
     if (top.size() != 6 || !schema.getFieldNames().get(ROW).equals("row")) {
       throw new IOException("not an ACID event file: " + file.path + " (" + schema + ")");
+    }
+    if (required.fields().length == 0 && file.deletedRowIds.length > 0) {
+      counts = StatsCount.rows(reader, file);
+      if (counts != null) {
+        nextCount = 0;
+        out = new ColumnarBatch(new SparkVectors.Wrapper[0]);
+        return true;
+      }
     }
     TypeDescription row = top.get(ROW);
     keys = withRowId || file.deletedRowIds.length > 0;
@@ -146,8 +158,19 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
   @Override
   public boolean next() throws IOException {
     while (true) {
+      if (counts != null) {  // a count() answered from stripe statistics
+        if (nextCount < counts.length) {
+          out.setNumRows((int) counts[nextCount++]);
+          return true;
+        }
+        counts = null;
+        continue;
+      }
       if (rows == null && !openNext()) {
         return false;
+      }
+      if (counts != null) {
+        continue;
       }
       if (!rows.nextBatch(batch)) {
         closeRows();
