@@ -84,6 +84,11 @@ def _aggregates(spark: SparkSession, table: Table, warehouse: str) -> None:
     for name, a, b in zip(sums, got, want, strict=True):
         print(name, a, b, "equal" if a == b else "DIFFERENT")
     assert got == want
+    # without row__id the reader places deletes by stripe statistics, not decoded keys
+    plain = sums[:-3]
+    got = list(jvm_frame(spark, table, plan, tasks=2).selectExpr(*plain).collect()[0])
+    assert got == want[:-3], (got, want[:-3])
+    print("the same without row__id")
 
 
 if __name__ == "__main__":

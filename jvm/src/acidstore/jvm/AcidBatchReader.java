@@ -53,6 +53,9 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
   private int deleteAt;
   private long lastW = Long.MIN_VALUE, lastR = Long.MIN_VALUE;
   private int lastB = Integer.MIN_VALUE;
+  /** file-row positions of deleted rows proven by stripe statistics (null: walk the keys) */
+  private long[] positions;
+  private int nextPosition;
   /** per stripe, the rows a count() sees (null: decode the file) */
   private long[] counts;
   private int nextCount;
@@ -110,7 +113,10 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
       }
     }
     TypeDescription row = top.get(ROW);
-    keys = withRowId || file.deletedRowIds.length > 0;
+    positions = !withRowId && file.deletedRowIds.length > 0
+        ? StatsCount.positions(reader, file) : null;
+    nextPosition = 0;
+    keys = withRowId || (file.deletedRowIds.length > 0 && positions == null);
     boolean[] include = new boolean[schema.getMaximumId() + 1];
     include[0] = true;
     if (keys) {
@@ -172,12 +178,15 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
       if (counts != null) {
         continue;
       }
+      long base = rows.getRowNumber();
       if (!rows.nextBatch(batch)) {
         closeRows();
         continue;
       }
       int n = batch.size;
-      if (file.deletedRowIds.length > 0) {
+      if (positions != null) {
+        n = dropPositions(base, n);
+      } else if (file.deletedRowIds.length > 0) {
         n = dropDeleted(n);
       } else if (keys) {
         checkOrder(n);
@@ -209,6 +218,24 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
     lastW = kw;
     lastB = kb;
     lastR = kr;
+  }
+
+  /** Drops the deleted rows a stripe-statistics proof placed (no keys decoded). */
+  private int dropPositions(long base, int n) {
+    int gone = 0;
+    while (nextPosition < positions.length && positions[nextPosition] < base + n) {
+      long at = positions[nextPosition++] - base;
+      if (at >= 0) {
+        dropped[gone++] = (int) at;
+      }
+    }
+    if (gone == 0) {
+      return n;
+    }
+    for (ColumnVector v : projected) {
+      if (v != null) Compact.apply(v, dropped, gone, n);
+    }
+    return n - gone;
   }
 
   /** Drops the batch's deleted rows in place; returns the rows left. */
