@@ -45,6 +45,7 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
   private int next;
   private RecordReader rows;
   private VectorizedRowBatch batch;
+  private TypeDescription batchSchema;
   private ColumnVector[] projected;
   private SparkVectors.Wrapper[] wrappers;
   private ColumnarBatch out;
@@ -139,7 +140,11 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
       options.range(start, last.getOffset() + last.getLength() - start);
     }
     rows = reader.rows(options);
-    batch = schema.createRowBatch(BATCH);
+    if (batch == null || !schema.equals(batchSchema)) {
+      // one batch per schema, not per file: a task opens ~65 small files on S1's table
+      batch = schema.createRowBatch(BATCH);
+      batchSchema = schema;
+    }
     StructColumnVector rowVector = (StructColumnVector) batch.cols[ROW];
     StructField[] fields = required.fields();
     projected = new ColumnVector[fields.length];
