@@ -57,7 +57,7 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
   /** file-row positions of deleted rows proven by stripe statistics (null: walk the keys) */
   private long[] positions;
   private int nextPosition;
-  /** per stripe, the rows a count() sees (null: decode the file) */
+  /** the rows a count() sees, as batch sizes (null: decode the file) */
   private long[] counts;
   private int nextCount;
   /** the batch's deleted row positions, ascending */

@@ -19,39 +19,29 @@ import org.apache.orc.StripeStatistics;
 final class StatsCount {
   private StatsCount() {}
 
+  /** The rows a count() sees in the file's stripes read, as batch sizes; null without
+   *  the proof (see {@link #positions}). */
   static long[] rows(Reader reader, Plan.FileTask file) throws IOException {
-    List<StripeInformation> stripes = reader.getStripes();
-    List<StripeStatistics> stats = reader.getStripeStatistics();
-    if (stats.size() != stripes.size()) {
+    long[] gone = positions(reader, file);
+    if (gone == null) {
       return null;
     }
-    int first = file.firstStripe >= 0 ? file.firstStripe : 0;
-    int stop = file.firstStripe >= 0 ? file.stopStripe : stripes.size();
-    long[] out = new long[stop - first];
-    for (int s = first; s < stop; s++) {
-      ColumnStatistics[] cols = stats.get(s).getColumnStatistics();
-      long rows = stripes.get(s).getNumberOfRows();
-      if (!(cols[2] instanceof IntegerColumnStatistics)
-          || !(cols[3] instanceof IntegerColumnStatistics)
-          || !(cols[4] instanceof IntegerColumnStatistics)) {
-        return null;
-      }
-      IntegerColumnStatistics w = (IntegerColumnStatistics) cols[2];
-      IntegerColumnStatistics b = (IntegerColumnStatistics) cols[3];
-      IntegerColumnStatistics r = (IntegerColumnStatistics) cols[4];
-      if (rows == 0) {
-        out[s - first] = 0;
-        continue;
-      }
-      if (w.getMinimum() != w.getMaximum() || b.getMinimum() != b.getMaximum()
-          || r.getNumberOfValues() != rows || r.hasNull()
-          || r.getMaximum() - r.getMinimum() + 1 != rows) {
-        return null;
-      }
-      out[s - first] = rows - hits(file, w.getMinimum(), (int) b.getMinimum(), r.getMinimum(),
-                                   r.getMaximum());
+    List<StripeInformation> stripes = reader.getStripes();
+    int[] range = range(stripes, file);
+    long total = -gone.length;
+    for (int s = range[0]; s < range[1]; s++) total += stripes.get(s).getNumberOfRows();
+    long[] out = new long[(int) (total / Integer.MAX_VALUE) + 1];
+    for (int i = 0; i < out.length; i++) {
+      out[i] = Math.min(total, Integer.MAX_VALUE);
+      total -= out[i];
     }
     return out;
+  }
+
+  /** The stripes read: {first, stop}. */
+  private static int[] range(List<StripeInformation> stripes, Plan.FileTask file) {
+    return file.firstStripe >= 0 ? new int[] {file.firstStripe, file.stopStripe}
+        : new int[] {0, stripes.size()};
   }
 
   /**
@@ -65,8 +55,8 @@ final class StatsCount {
     if (stats.size() != stripes.size()) {
       return null;
     }
-    int first = file.firstStripe >= 0 ? file.firstStripe : 0;
-    int stop = file.firstStripe >= 0 ? file.stopStripe : stripes.size();
+    int first = range(stripes, file)[0];
+    int stop = range(stripes, file)[1];
     long firstRow = 0;
     for (int s = 0; s < first; s++) firstRow += stripes.get(s).getNumberOfRows();
     long[] out = new long[file.deletedRowIds.length];
@@ -75,24 +65,14 @@ final class StatsCount {
     for (int s = first; s < stop; s++) {
       long rows = stripes.get(s).getNumberOfRows();
       if (rows > 0) {
-        ColumnStatistics[] cols = stats.get(s).getColumnStatistics();
-        if (!(cols[2] instanceof IntegerColumnStatistics)
-            || !(cols[3] instanceof IntegerColumnStatistics)
-            || !(cols[4] instanceof IntegerColumnStatistics)) {
+        long[] key = dense(stats.get(s), rows);
+        if (key == null) {
           return null;
         }
-        IntegerColumnStatistics w = (IntegerColumnStatistics) cols[2];
-        IntegerColumnStatistics b = (IntegerColumnStatistics) cols[3];
-        IntegerColumnStatistics r = (IntegerColumnStatistics) cols[4];
-        if (w.getMinimum() != w.getMaximum() || b.getMinimum() != b.getMaximum()
-            || r.getNumberOfValues() != rows || r.hasNull()
-            || r.getMaximum() - r.getMinimum() + 1 != rows) {
-          return null;
-        }
-        int lo = lowerBound(file, w.getMinimum(), (int) b.getMinimum(), r.getMinimum());
-        int hi = lowerBound(file, w.getMinimum(), (int) b.getMinimum(), r.getMaximum() + 1);
+        int lo = lowerBound(file, key[0], (int) key[1], key[2]);
+        int hi = lowerBound(file, key[0], (int) key[1], key[3] + 1);
         for (int d = lo; d < hi; d++) {
-          out[n++] = stripeRow + file.deletedRowIds[d] - r.getMinimum();
+          out[n++] = stripeRow + file.deletedRowIds[d] - key[2];
         }
       }
       stripeRow += rows;
@@ -100,11 +80,29 @@ final class StatsCount {
     return java.util.Arrays.copyOf(out, n);
   }
 
-  /** Deletes equal to (w, b) with rowId in [lo, hi]: the keys are sorted (w, b, rowId). */
-  private static int hits(Plan.FileTask f, long w, int b, long lo, long hi) {
-    return lowerBound(f, w, b, hi + 1) - lowerBound(f, w, b, lo);
+  /**
+   * (writer, bucket, min rowId, max rowId) of a non-empty stripe whose statistics prove one
+   * writer and dense rowIds; null otherwise.
+   */
+  private static long[] dense(StripeStatistics stripe, long rows) {
+    ColumnStatistics[] cols = stripe.getColumnStatistics();
+    if (!(cols[2] instanceof IntegerColumnStatistics)
+        || !(cols[3] instanceof IntegerColumnStatistics)
+        || !(cols[4] instanceof IntegerColumnStatistics)) {
+      return null;
+    }
+    IntegerColumnStatistics w = (IntegerColumnStatistics) cols[2];
+    IntegerColumnStatistics b = (IntegerColumnStatistics) cols[3];
+    IntegerColumnStatistics r = (IntegerColumnStatistics) cols[4];
+    if (w.getMinimum() != w.getMaximum() || b.getMinimum() != b.getMaximum()
+        || r.getNumberOfValues() != rows || r.hasNull()
+        || r.getMaximum() - r.getMinimum() + 1 != rows) {
+      return null;
+    }
+    return new long[] {w.getMinimum(), b.getMinimum(), r.getMinimum(), r.getMaximum()};
   }
 
+  /** The first delete at or after (w, b, r): the keys are sorted (w, b, rowId). */
   private static int lowerBound(Plan.FileTask f, long w, int b, long r) {
     int lo = 0, hi = f.deletedRowIds.length;
     while (lo < hi) {
