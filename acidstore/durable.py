@@ -11,10 +11,10 @@ table's location (whose entries name the new directories), as a database flushes
 before its log record says the data is there.
 
 Object stores need nothing (a file is stored when its upload returns); HDFS's pyarrow client
-offers no hsync, and HDFS replicates on close. ``set_flush(False)`` turns flushing off for the
-process, for throwaway warehouses whose loss after a power cut does not matter (about 1 ms a
-one-row statement on this project's machines: 4-7 flushes, which the disk's journal commits
-together).
+offers no hsync, and HDFS replicates on close. ``set_flush(False)`` (or ``ACIDSTORE_FLUSH=0`` in
+the environment of every process) turns flushing off, for throwaway warehouses whose loss
+after a power cut does not matter (about 1 ms a one-row statement on this project's machines:
+4-7 flushes, which the disk's journal commits together).
 """
 
 from __future__ import annotations
@@ -27,10 +27,15 @@ import pyarrow.fs as pafs
 
 from acidstore import fs as afs
 
-__all__ = ["flush_enabled", "flush_written", "set_flush"]
+__all__ = ["FLUSH_ENV", "flush_enabled", "flush_written", "set_flush"]
+
+#: the environment's default for every process that imports acidstore (a test run sets it for
+#: the processes it starts): "0" turns flushing off, anything else or unset leaves it on
+FLUSH_ENV = "ACIDSTORE_FLUSH"
 
 _enabled = threading.Event()
-_enabled.set()
+if os.environ.get(FLUSH_ENV, "1").strip() != "0":
+    _enabled.set()
 
 
 def set_flush(enabled: bool) -> None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import errno
 import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -147,3 +149,14 @@ def test_only_local_filesystems_are_flushed(tmp_path: Path) -> None:
     s3 = pafs.S3FileSystem(anonymous=True, region="us-east-1")
     assert durable._local_path(s3, "bucket/table") is None
     durable.flush_written(s3, "bucket/table", ["delta_1"])  # nothing to do, no request
+
+
+def test_the_environment_turns_it_off_for_a_new_process() -> None:
+    """``ACIDSTORE_FLUSH=0`` reaches every process started with it (unset, the other tests of
+    this module see it on)."""
+    code = "from acidstore import durable; print(durable.flush_enabled())"
+    env = {**os.environ, durable.FLUSH_ENV: "0"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                         capture_output=True, text=True).stdout.strip()
+    assert out == "False"
+    assert durable.flush_enabled()
