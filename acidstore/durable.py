@@ -78,7 +78,7 @@ def flush_written(fs: pafs.FileSystem, location: str, directories: Iterable[str]
     if root is None:
         return
     parents: set[str] = set()
-    for relative in directories:
+    for relative in dict.fromkeys(directories):  # a directory two components name, once
         directory = os.path.join(root, relative)
         try:
             with os.scandir(directory) as entries:
