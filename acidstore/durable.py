@@ -50,14 +50,6 @@ def flush_enabled() -> bool:
     return _enabled.is_set()
 
 
-def _local_path(fs: pafs.FileSystem, path: str) -> str | None:
-    """``path`` of ``fs`` as an operating-system path, or None if ``fs`` is not local."""
-    while isinstance(fs, pafs.SubTreeFileSystem):
-        path = afs.join(fs.base_path, path)
-        fs = fs.base_fs
-    return path if fs.type_name == "local" else None
-
-
 def _flush(path: str) -> None:
     """fsync one file or directory (Linux and macOS flush a file through a read-only handle,
     and a directory must be opened read-only)."""
@@ -74,7 +66,7 @@ def flush_written(fs: pafs.FileSystem, location: str, directories: Iterable[str]
     A directory that is not there is skipped: the commit's own checks say what is missing."""
     if not _enabled.is_set():
         return
-    root = _local_path(fs, location)
+    root = afs.local_path(fs, location)
     if root is None:
         return
     parents: set[str] = set()

@@ -24,6 +24,7 @@ __all__ = [
     "join",
     "list_dir",
     "list_files_recursive",
+    "local_path",
     "read_bytes",
     "relative",
     "resolve",
@@ -49,10 +50,22 @@ _SCHEME_TYPES = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "file": "lo
                  "hdfs": "hdfs", "viewfs": "hdfs"}
 
 
-def _base(fs: pafs.FileSystem) -> pafs.FileSystem:
+def _unwrapped(fs: pafs.FileSystem, path: str) -> tuple[pafs.FileSystem, str]:
+    """The filesystem under any ``SubTreeFileSystem`` wrappers, and ``path`` on it."""
     while isinstance(fs, pafs.SubTreeFileSystem):
+        path = join(fs.base_path, path)
         fs = fs.base_fs
-    return fs
+    return fs, path
+
+
+def _base(fs: pafs.FileSystem) -> pafs.FileSystem:
+    return _unwrapped(fs, "")[0]
+
+
+def local_path(fs: pafs.FileSystem, path: str) -> str | None:
+    """``path`` of ``fs`` as an operating-system path, or None if ``fs`` is not local."""
+    base, unwrapped = _unwrapped(fs, path)
+    return unwrapped if base.type_name == "local" else None
 
 
 def is_object_store(fs: pafs.FileSystem) -> bool:

@@ -18,6 +18,7 @@ import pyarrow.fs as pafs
 import pytest
 
 from acidstore import Warehouse, durable
+from acidstore import fs as afs
 from acidstore.errors import CommitFailedError
 from compaction import compact
 
@@ -144,10 +145,10 @@ def test_only_local_filesystems_are_flushed(tmp_path: Path) -> None:
     inner.mkdir(parents=True)
     (inner / "bucket_00000").write_bytes(b"x")
     subtree = pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem())
-    assert durable._local_path(subtree, "table") == str(tmp_path / "table")
+    assert afs.local_path(subtree, "table") == str(tmp_path / "table")
     durable.flush_written(subtree, "table", ["delta_1", "missing_2"])  # no error
     s3 = pafs.S3FileSystem(anonymous=True, region="us-east-1")
-    assert durable._local_path(s3, "bucket/table") is None
+    assert afs.local_path(s3, "bucket/table") is None
     durable.flush_written(s3, "bucket/table", ["delta_1"])  # nothing to do, no request
 
 
