@@ -67,6 +67,12 @@ def _thawed(spark: SparkSession, pool: Pool) -> None:
     assert max(_workers_frozen(spark, pool, unfreeze=True)) == 0
 
 
+def _collected(thing: object) -> bool:
+    """Whether ``thing`` is in one of the collector's generations, i.e. not frozen:
+    ``gc.get_objects()`` leaves out the permanent generation."""
+    return any(o is thing for o in gc.get_objects())
+
+
 def test_freezes_once_per_process() -> None:
     assert gc.get_freeze_count() == 0, "nothing froze the test process before"
     try:
@@ -75,13 +81,16 @@ def test_freezes_once_per_process() -> None:
         assert frozen > 0
         later = [[n] for n in range(1000)]  # new tracked objects: a second freeze would take them
         freeze_long_lived()
-        assert gc.get_freeze_count() == frozen
+        # frozen objects that die meanwhile leave the count (CI saw it drop by 3), so the count may
+        # only fall; that ``later`` is still with the collector is the real check
+        assert gc.get_freeze_count() <= frozen
+        assert _collected(later)
         gc.unfreeze()  # behind its back: the process is still taken as frozen, nothing asked
         freeze_long_lived()
         assert gc.get_freeze_count() == 0
         thaw()
         freeze_long_lived()
-        assert gc.get_freeze_count() > frozen
+        assert not _collected(later), "after thaw the next freeze takes what came since"
         del later
     finally:
         thaw()
