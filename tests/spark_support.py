@@ -106,6 +106,11 @@ def add_originals(t: Table, rows: pa.Table, *, buckets: int) -> None:
                     write_original(Path(t.location) / f"dt={dt}" / name, chunk, schema=USER)
 
 
+def reads_on_jvm(df: DataFrame) -> bool:
+    """Whether acidstore's Java reader reads the event files (``acidstore.spark.jvm_read``)."""
+    return "acidstore_jvm(" in str(df._jdf.queryExecution().executedPlan().toString())
+
+
 def reads_natively(df: DataFrame) -> bool:
     """Whether Spark's own ORC reader reads the event files (``acidstore.spark.native``)."""
     return "FileScan orc" in str(df._jdf.queryExecution().executedPlan().toString())

@@ -27,6 +27,7 @@ import acidstore
 from acidstore import Table
 from acidstore.errors import MissingDataError
 from acidstore.spark import AcidTable
+from acidstore.spark.jvm_read import JVM_READ_CONF
 from acidstore.spark.native import NATIVE_READ_CONF
 
 if TYPE_CHECKING:
@@ -48,10 +49,13 @@ def _rows(ids: range, tag: str) -> pa.Table:
 
 @pytest.fixture(autouse=True)
 def native_on(spark: SparkSession) -> Iterator[None]:
-    """The native path is opt-in (``spark.acidstore.nativeRead``)."""
+    """The native path is opt-in (``spark.acidstore.nativeRead``), and the Java reader, when
+    it can read, comes first: it is turned off here."""
     spark.conf.set(NATIVE_READ_CONF, "true")
+    spark.conf.set(JVM_READ_CONF, "false")
     yield
     spark.conf.unset(NATIVE_READ_CONF)
+    spark.conf.unset(JVM_READ_CONF)
 
 
 @pytest.fixture(scope="module")

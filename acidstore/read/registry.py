@@ -89,6 +89,15 @@ class DeleteRegistry:
         at = int(np.searchsorted(self._run_write_id, low, "left"))
         return at < len(self._run_write_id) and int(self._run_write_id[at]) <= high
 
+    def sorted_keys(self, low: int, high: int) -> KeyArrays:
+        """The events naming rows of write ids ``low..high``, one per ROW__ID, in ROW__ID
+        order (a reader outside this process, the Spark JVM reader, walks them beside a
+        file's rows, which are in that order too)."""
+        counts = np.diff(self._run_end, prepend=np.int32(0)).astype(np.int64)
+        keys = KeyArrays(np.repeat(self._run_write_id, counts),
+                         np.repeat(self._run_bucket, counts), self._row_ids)
+        return in_write_id_range(keys, low, high)
+
     @property
     def nbytes(self) -> int:
         """Resident size of the registry's arrays."""

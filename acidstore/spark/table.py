@@ -29,6 +29,7 @@ from acidstore.spark import leases, merge_shuffle
 from acidstore.spark.columns import column_sql
 from acidstore.spark.errors import spark_errors
 from acidstore.spark.jobs import group_buckets, run_job, run_units
+from acidstore.spark.jvm_read import jvm_read
 from acidstore.spark.locate import Target, open_target, table_path
 from acidstore.spark.native import native_read
 from acidstore.spark.reading import DEFAULT_LEASE_SECONDS
@@ -151,18 +152,22 @@ class AcidTable:
              filter: str | None = None, as_of: int | datetime | None = None,
              with_row_id: bool = False) -> DataFrame:
         """The table at a snapshot taken now (or ``as_of`` a write id or time); every action
-        on the DataFrame reads that snapshot. Spark's own ORC reader reads the event files
-        when it can (``acidstore.spark.native``); otherwise, and with ``filter`` (SQL the
-        embedded engine evaluates; partitions it rules out are never opened), the acidstore
-        data source reads them in Python workers."""
+        on the DataFrame reads that snapshot. acidstore's Java reader reads the event files
+        when it can (``acidstore.spark.jvm_read``), else Spark's own ORC reader if
+        ``spark.acidstore.nativeRead`` is on (``acidstore.spark.native``); otherwise, and with
+        ``filter`` (SQL the embedded engine evaluates; partitions it rules out are never
+        opened), the acidstore data source reads them in Python workers."""
         with spark_errors(f"read of {self.name}"), self._table() as table:
             # leased before anything is listed and held by this process (Spark may run the
             # plan any time later): released when the session stops, else it expires
             txns, write_ids, lease = table.leased_snapshot(
                 as_of, ttl_seconds=DEFAULT_LEASE_SECONDS)
             try:
-                df = None if filter is not None else native_read(
-                    self._spark, table, (txns, write_ids), columns, with_row_id)
+                df = None
+                if filter is None:
+                    df = jvm_read(self._spark, table, (txns, write_ids), columns,
+                                  with_row_id) or native_read(
+                        self._spark, table, (txns, write_ids), columns, with_row_id)
             except BaseException:
                 table.warehouse.metastore.release_lease(lease)
                 raise

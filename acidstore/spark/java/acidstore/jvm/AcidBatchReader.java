@@ -10,6 +10,7 @@ import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.RawLocalFileSystem;
 import org.apache.hadoop.hive.ql.exec.vector.BytesColumnVector;
 import org.apache.hadoop.hive.ql.exec.vector.ColumnVector;
+import org.apache.hadoop.hive.ql.exec.vector.DecimalColumnVector;
 import org.apache.hadoop.hive.ql.exec.vector.DoubleColumnVector;
 import org.apache.hadoop.hive.ql.exec.vector.LongColumnVector;
 import org.apache.hadoop.hive.ql.exec.vector.StructColumnVector;
@@ -39,9 +40,13 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
 
   private final Plan.FileTask[] files;
   private final StructType required;
-  /** per output column: the row struct child it reads, or -1 for ROW__ID */
+  private static final int ROW__ID = -1, PARTITION = -2;
+  /** per output column: the row struct child it reads, ROW__ID, or PARTITION - p for the
+   *  p-th partition column */
   private final int[] childOf;
   private final boolean withRowId;
+  /** no column is decoded: a count(), or partition columns only */
+  private final boolean onlyConstants;
   private int next;
   private RecordReader rows;
   private VectorizedRowBatch batch;
@@ -63,23 +68,32 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
   /** the batch's deleted row positions, ascending */
   private final int[] dropped = new int[BATCH];
 
-  AcidBatchReader(Plan.Task task, StructType required, String[] userColumns) {
+  AcidBatchReader(Plan.Task task, StructType required, String[] columns,
+                  String[] partitionColumns) {
     this.files = task.files;
     this.required = required;
-    List<String> names = Arrays.asList(userColumns);
+    List<String> names = Arrays.asList(columns);
+    List<String> partitions = Arrays.asList(partitionColumns);
     StructField[] fields = required.fields();
     childOf = new int[fields.length];
     boolean rowId = false;
+    boolean decoded = false;
     for (int i = 0; i < fields.length; i++) {
-      childOf[i] = names.indexOf(fields[i].name());
-      if (childOf[i] < 0) {
-        if (!fields[i].name().equals("row__id")) {
-          throw new IllegalArgumentException("no column " + fields[i].name() + " in the plan");
-        }
+      String name = fields[i].name();
+      childOf[i] = names.indexOf(name);
+      if (childOf[i] >= 0) {
+        decoded = true;
+      } else if (partitions.contains(name)) {
+        childOf[i] = PARTITION - partitions.indexOf(name);
+      } else if (name.equals("row__id")) {
+        childOf[i] = ROW__ID;
         rowId = true;
+      } else {
+        throw new IllegalArgumentException("no column " + name + " in the plan");
       }
     }
     withRowId = rowId;
+    onlyConstants = !decoded && !rowId;
   }
 
   private static synchronized FileSystem fs() throws IOException {
@@ -105,11 +119,24 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
     if (top.size() != 6 || !schema.getFieldNames().get(ROW).equals("row")) {
       throw new IOException("not an ACID event file: " + file.path + " (" + schema + ")");
     }
-    if (required.fields().length == 0 && file.deletedRowIds.length > 0) {
+    if (file.expectedRows >= 0 && reader.getNumberOfRows() != file.expectedRows) {
+      throw new IOException(file.path + " holds " + reader.getNumberOfRows() + " events, not the "
+          + file.expectedRows + " its compaction recorded: events were added or removed after "
+          + "its commit");
+    }
+    StructField[] fields = required.fields();
+    wrappers = new SparkVectors.Wrapper[fields.length];
+    for (int i = 0; i < fields.length; i++) {
+      if (childOf[i] <= PARTITION) {
+        wrappers[i] = SparkVectors.constant(fields[i].dataType(),
+            file.partitionValues[PARTITION - childOf[i]], file.path);
+      }
+    }
+    if (onlyConstants && file.deletedRowIds.length > 0) {
       counts = StatsCount.rows(reader, file);
       if (counts != null) {
         nextCount = 0;
-        out = new ColumnarBatch(new SparkVectors.Wrapper[0]);
+        out = new ColumnarBatch(wrappers);
         return true;
       }
     }
@@ -126,8 +153,9 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
       include[top.get(ROW_ID).getId()] = true;
     }
     include[row.getId()] = true;
+    int children = row.getChildren().size();  // fewer than the table's: before add_columns
     for (int c : childOf) {
-      if (c >= 0) {
+      if (c >= 0 && c < children) {
         TypeDescription child = row.getChildren().get(c);
         for (int id = child.getId(); id <= child.getMaximumId(); id++) include[id] = true;
       }
@@ -146,11 +174,13 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
       batchSchema = schema;
     }
     StructColumnVector rowVector = (StructColumnVector) batch.cols[ROW];
-    StructField[] fields = required.fields();
     projected = new ColumnVector[fields.length];
-    wrappers = new SparkVectors.Wrapper[fields.length];
     for (int i = 0; i < fields.length; i++) {
-      if (childOf[i] >= 0) {
+      if (childOf[i] <= PARTITION) {
+        continue;
+      } else if (childOf[i] >= children) {
+        wrappers[i] = SparkVectors.nulls(fields[i].dataType());  // as Hive: NULL, by position
+      } else if (childOf[i] >= 0) {
         projected[i] = rowVector.fields[childOf[i]];
         wrappers[i] = SparkVectors.wrap(fields[i].dataType(), projected[i], file.path);
       } else {
@@ -370,8 +400,29 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
         TimestampColumnVector t = (TimestampColumnVector) v;
         move(t.time, dropped, gone, n);
         move(t.nanos, dropped, gone, n);
+      } else if (v instanceof DecimalColumnVector) {
+        swapDown(((DecimalColumnVector) v).vector, dropped, gone, n);
       } else {
         throw new UnsupportedOperationException("cannot drop rows of " + v.getClass());
+      }
+    }
+
+    /**
+     * Moves the kept rows of an array of objects ORC fills in place (a decimal vector's
+     * writables) down by swapping, never copying: a copied reference would leave two slots
+     * sharing one writable, and ORC's next batch would write both rows into it.
+     */
+    private static void swapDown(Object[] array, int[] dropped, int gone, int n) {
+      int to = dropped[0];
+      int k = 0;
+      for (int from = dropped[0]; from < n; from++) {
+        if (k < gone && dropped[k] == from) {
+          k++;
+          continue;
+        }
+        Object kept = array[from];
+        array[from] = array[to];
+        array[to++] = kept;
       }
     }
 

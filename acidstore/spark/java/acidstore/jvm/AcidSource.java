@@ -1,5 +1,7 @@
 package acidstore.jvm;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.util.EnumSet;
 import java.util.Map;
 import java.util.Set;
@@ -15,10 +17,12 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
- * Spike (issue 11): a DataSource V2 reader of Hive ACID event files planned by acidstore's
- * Python driver. The driver picks the snapshot's files and the delete events that apply to
- * each, writes them to a plan file (option "plan", see {@link Plan}) and passes the table's
- * Spark schema as JSON (option "schema"); this side only decodes and drops deleted rows.
+ * A DataSource V2 reader of Hive ACID event files planned by acidstore's Python driver
+ * ({@code acidstore/spark/jvm_read.py}). The driver picks the snapshot's files and the delete
+ * events that apply to each, writes them to a plan file (option "plan", see {@link Plan}) and
+ * passes the table's Spark schema (given to the reader, or as JSON in option "schema"); this side only decodes and drops
+ * deleted rows. The plan is read once, when the DataFrame is made: the driver deletes the file
+ * right after, and every action on the DataFrame reads the same snapshot.
  */
 public final class AcidSource implements TableProvider {
   @Override
@@ -33,24 +37,29 @@ public final class AcidSource implements TableProvider {
 
   @Override
   public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> props) {
-    return new AcidTable(schema, props.get("plan"), props.get("columns"));
+    String plan = props.get("plan");
+    try {
+      return new AcidTable(schema, plan, Plan.read(plan));
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read the acidstore plan " + plan, e);
+    }
   }
 
   /** The planned snapshot as a readable table. */
   static final class AcidTable implements Table, SupportsRead {
     private final StructType schema;
     private final String plan;
-    private final String userColumns;
+    private final Plan planned;
 
-    AcidTable(StructType schema, String plan, String userColumns) {
+    AcidTable(StructType schema, String plan, Plan planned) {
       this.schema = schema;
       this.plan = plan;
-      this.userColumns = userColumns;
+      this.planned = planned;
     }
 
     @Override
     public String name() {
-      return "acidstore_jvm(" + plan + ")";
+      return "acidstore_jvm(" + plan.substring(plan.lastIndexOf('/') + 1) + ")";
     }
 
     @Override
@@ -65,7 +74,7 @@ public final class AcidSource implements TableProvider {
 
     @Override
     public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-      return new AcidScan(schema, plan, userColumns.split(","));
+      return new AcidScan(schema, planned);
     }
   }
 }

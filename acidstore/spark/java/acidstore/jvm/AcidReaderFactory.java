@@ -11,11 +11,13 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
 final class AcidReaderFactory implements PartitionReaderFactory {
   private static final long serialVersionUID = 1L;
   private final StructType required;
-  private final String[] userColumns;
+  private final String[] columns;
+  private final String[] partitionColumns;
 
-  AcidReaderFactory(StructType required, String[] userColumns) {
+  AcidReaderFactory(StructType required, String[] columns, String[] partitionColumns) {
     this.required = required;
-    this.userColumns = userColumns;
+    this.columns = columns;
+    this.partitionColumns = partitionColumns;
   }
 
   @Override
@@ -30,6 +32,6 @@ final class AcidReaderFactory implements PartitionReaderFactory {
 
   @Override
   public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
-    return new AcidBatchReader((Plan.Task) partition, required, userColumns);
+    return new AcidBatchReader((Plan.Task) partition, required, columns, partitionColumns);
   }
 }

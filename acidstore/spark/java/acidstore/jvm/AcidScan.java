@@ -1,8 +1,5 @@
 package acidstore.jvm;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-
 import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
@@ -13,13 +10,11 @@ import org.apache.spark.sql.types.StructType;
 /** Column pruning (the row struct's children, ROW__ID only when asked) and the plan's tasks. */
 final class AcidScan implements SupportsPushDownRequiredColumns, Scan, Batch {
   private StructType required;
-  private final String plan;
-  private final String[] userColumns;
+  private final Plan plan;
 
-  AcidScan(StructType schema, String plan, String[] userColumns) {
+  AcidScan(StructType schema, Plan plan) {
     this.required = schema;
     this.plan = plan;
-    this.userColumns = userColumns;
   }
 
   @Override
@@ -44,15 +39,11 @@ final class AcidScan implements SupportsPushDownRequiredColumns, Scan, Batch {
 
   @Override
   public InputPartition[] planInputPartitions() {
-    try {
-      return Plan.read(plan);
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot read the acidstore plan " + plan, e);
-    }
+    return plan.tasks;
   }
 
   @Override
   public PartitionReaderFactory createReaderFactory() {
-    return new AcidReaderFactory(required, userColumns);
+    return new AcidReaderFactory(required, plan.columns, plan.partitionColumns);
   }
 }

@@ -2,21 +2,25 @@ package acidstore.jvm;
 
 import org.apache.hadoop.hive.ql.exec.vector.BytesColumnVector;
 import org.apache.hadoop.hive.ql.exec.vector.ColumnVector;
+import org.apache.hadoop.hive.ql.exec.vector.DecimalColumnVector;
 import org.apache.hadoop.hive.ql.exec.vector.DoubleColumnVector;
 import org.apache.hadoop.hive.ql.exec.vector.LongColumnVector;
 import org.apache.hadoop.hive.ql.exec.vector.TimestampColumnVector;
+import org.apache.hadoop.hive.serde2.io.HiveDecimalWritable;
 import org.apache.spark.sql.types.BinaryType;
 import org.apache.spark.sql.types.BooleanType;
 import org.apache.spark.sql.types.ByteType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DateType;
 import org.apache.spark.sql.types.Decimal;
+import org.apache.spark.sql.types.DecimalType;
 import org.apache.spark.sql.types.DoubleType;
 import org.apache.spark.sql.types.FloatType;
 import org.apache.spark.sql.types.IntegerType;
 import org.apache.spark.sql.types.LongType;
 import org.apache.spark.sql.types.ShortType;
 import org.apache.spark.sql.types.StringType;
+import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.types.TimestampNTZType;
 import org.apache.spark.sql.vectorized.ColumnarArray;
@@ -41,6 +45,9 @@ final class SparkVectors {
         || type instanceof BinaryType)) {
       return new Bytes(type, (BytesColumnVector) v);
     }
+    if (v instanceof DecimalColumnVector && type instanceof DecimalType) {
+      return new Decimals((DecimalType) type, (DecimalColumnVector) v);
+    }
     if (v instanceof TimestampColumnVector && type instanceof TimestampNTZType) {
       return new WallClock(type, (TimestampColumnVector) v);
     }
@@ -48,11 +55,55 @@ final class SparkVectors {
         + v.getClass().getSimpleName() + " in " + path);
   }
 
+  /** A column the file does not have (written before the table's add_columns): all NULL. */
+  static Wrapper nulls(DataType type) {
+    return new Nulls(type);
+  }
+
+  /** A partition column: the value of the file's partition, in Spark's internal form (Long
+   *  for integers, booleans, dates and TIMESTAMP_NTZ micros; Double; UTF-8 or binary bytes). */
+  static Wrapper constant(DataType type, Object value, String path) {
+    if (value == null) {
+      return new Nulls(type);
+    }
+    boolean fits = value instanceof Long ? type instanceof LongType
+        || type instanceof IntegerType || type instanceof ShortType || type instanceof ByteType
+        || type instanceof BooleanType || type instanceof DateType
+        || type instanceof TimestampNTZType
+        : value instanceof Double ? type instanceof DoubleType || type instanceof FloatType
+        : value instanceof byte[] && (type instanceof StringType || type instanceof BinaryType);
+    if (!fits) {
+      throw new UnsupportedOperationException("acidstore_jvm cannot return a "
+          + value.getClass().getSimpleName() + " partition value as " + type + " for " + path);
+    }
+    return new Constant(type, value);
+  }
+
+  /** ROW__ID as Spark asked for it: the struct, or the fields of it a query names (nested
+   *  pruning hands the reader e.g. {@code struct<writeid>} alone). */
   static Wrapper rowId(DataType type, LongColumnVector w, LongColumnVector b,
                        LongColumnVector r) {
     StructType struct = (StructType) type;
-    return new RowId(struct, new Longs(struct.fields()[0].dataType(), w),
-        new Longs(struct.fields()[1].dataType(), b), new Longs(struct.fields()[2].dataType(), r));
+    StructField[] fields = struct.fields();
+    Wrapper[] children = new Wrapper[fields.length];
+    for (int i = 0; i < fields.length; i++) {
+      LongColumnVector source;
+      switch (fields[i].name()) {
+        case "writeid":
+          source = w;
+          break;
+        case "bucketid":
+          source = b;
+          break;
+        case "rowid":
+          source = r;
+          break;
+        default:
+          throw new IllegalArgumentException("row__id has no field " + fields[i].name());
+      }
+      children[i] = new Longs(fields[i].dataType(), source);
+    }
+    return new RowId(struct, children);
   }
 
   /** What every wrapper shares: nulls from the ORC vector, no nested types. */
@@ -226,6 +277,30 @@ final class SparkVectors {
     }
   }
 
+  /** DECIMAL(p, s): the unscaled long where it fits (p <= 18), else a BigDecimal. */
+  static final class Decimals extends Wrapper {
+    private final DecimalColumnVector v;
+    private final int precision;
+    private final int scale;
+
+    Decimals(DecimalType type, DecimalColumnVector v) {
+      super(type, v);
+      this.v = v;
+      this.precision = type.precision();
+      this.scale = type.scale();
+    }
+
+    @Override
+    public Decimal getDecimal(int row, int precision, int scale) {
+      HiveDecimalWritable value = v.vector[at(row)];
+      if (this.precision <= Decimal.MAX_LONG_DIGITS()) {
+        return Decimal.createUnsafe(value.serialize64(this.scale), this.precision, this.scale);
+      }
+      return Decimal.apply(value.getHiveDecimal().bigDecimalValue().setScale(this.scale),
+                           this.precision, this.scale);
+    }
+  }
+
   /** Hive's zone-less TIMESTAMP (read with useUTCTimestamp) as Spark's TIMESTAMP_NTZ micros. */
   static final class WallClock extends Wrapper {
     private final TimestampColumnVector v;
@@ -242,13 +317,96 @@ final class SparkVectors {
     }
   }
 
+  /** Every row NULL. */
+  static final class Nulls extends Wrapper {
+    Nulls(DataType type) {
+      super(type, null);
+    }
+
+    @Override
+    public boolean hasNull() {
+      return true;
+    }
+
+    @Override
+    public boolean isNullAt(int row) {
+      return true;
+    }
+  }
+
+  /** One value in every row (a partition column). */
+  static final class Constant extends Wrapper {
+    private final long integral;
+    private final double real;
+    private final byte[] bytes;
+    private final UTF8String text;
+
+    Constant(DataType type, Object value) {
+      super(type, null);
+      integral = value instanceof Long ? (Long) value : 0;
+      real = value instanceof Double ? (Double) value : 0;
+      bytes = value instanceof byte[] ? (byte[]) value : null;
+      text = bytes != null ? UTF8String.fromBytes(bytes) : null;
+    }
+
+    @Override
+    public boolean isNullAt(int row) {
+      return false;
+    }
+
+    @Override
+    public boolean getBoolean(int row) {
+      return integral != 0;
+    }
+
+    @Override
+    public byte getByte(int row) {
+      return (byte) integral;
+    }
+
+    @Override
+    public short getShort(int row) {
+      return (short) integral;
+    }
+
+    @Override
+    public int getInt(int row) {
+      return (int) integral;
+    }
+
+    @Override
+    public long getLong(int row) {
+      return integral;
+    }
+
+    @Override
+    public float getFloat(int row) {
+      return (float) real;
+    }
+
+    @Override
+    public double getDouble(int row) {
+      return real;
+    }
+
+    @Override
+    public UTF8String getUTF8String(int row) {
+      return text;
+    }
+
+    @Override
+    public byte[] getBinary(int row) {
+      return bytes;
+    }
+  }
+
   /** ROW__ID as struct(writeid, bucketid, rowid) over the three key vectors. */
   static final class RowId extends Wrapper {
     private final Wrapper[] children;
 
-    RowId(StructType type, Wrapper w, Wrapper b, Wrapper r) {
+    RowId(StructType type, Wrapper[] children) {
       super(type, null);
-      this.children = new Wrapper[] {w, b, r};
+      this.children = children;
     }
 
     @Override

@@ -1,0 +1,209 @@
+"""``AcidTable.toDF()`` through acidstore's own Java reader (the default where it can read).
+
+The Python data source sends every row through a Python worker and Arrow into the JVM, which
+alone costs about 1.25x Spark's native ORC read; Spark's own ORC reader on the event files
+(``spark.acidstore.nativeRead``) applies deletes with a join that grows with the deleted ids.
+Here the driver plans the snapshot exactly as an embedded scan does (lease, directory
+selection, recorded-writes check, each file's valid delete events cut to the write ids its
+rows can carry) and writes the plan to a file the Java reader (``acidstore/spark/java``,
+``acidstore.jvm.AcidSource``) loads when the DataFrame is made; the file is deleted then.
+Each Spark task decodes only the requested columns of its files with ORC-Java and drops the
+planned ROW__IDs in place, so Spark gets columnar batches with no Python in between.
+
+What the Java reader does not read exactly makes ``jvm_read`` return None, and the caller
+takes the next path: pre-ACID original files (synthetic ROW__IDs), streaming deltas with
+``_flush_length`` side files, deltas the snapshot accepts only partly (per-row write-id
+checks), files not on local disk, more delete events than a registry
+holds, a ``filter`` option (SQL the embedded engine evaluates) and column types outside
+``_TYPES`` (partition columns: ``_PARTITION_TYPES``). tests/test_spark_jvm_read.py and
+tests/test_spark_read_shapes.py hold every read shape to the embedded reader's rows.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.fs as pafs
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    TimestampNTZType,
+)
+
+from acidstore.orc.schema import cast_to
+from acidstore.read.keys import KeyArrays
+from acidstore.read.plan import Split
+from acidstore.read.registry import DeleteCache, load_registry
+from acidstore.read.scan import PartitionDir, Scan
+from acidstore.spark import jvm_jar
+from acidstore.spark.packing import SMALL_OPEN_COST_BYTES, pack, split_bytes, task_count
+from acidstore.spark.reading import ReadOptions, read_schema
+from acidstore.spark.schema import spark_schema
+from acidstore.table import Table
+from acidstore.writeids import ValidTxnList, ValidWriteIdList
+
+__all__ = ["JVM_READ_CONF", "jvm_read"]
+
+#: Spark conf: "false" keeps ``toDF()`` off the Java reader (on by default where it loads)
+JVM_READ_CONF = "spark.acidstore.jvmRead"
+#: Spark conf the task sizes follow, as for Spark's own file reads
+_PARTITION_BYTES_CONF = "spark.sql.files.maxPartitionBytes"
+_MAGIC = 0x41434A32  # "ACJ2"
+#: Spark types the Java reader returns exactly as the Python path does (``SparkVectors``)
+_PARTITION_TYPES: tuple[type[DataType], ...] = (
+    BooleanType, ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType,
+    StringType, BinaryType, DateType, TimestampNTZType)
+_TYPES = (*_PARTITION_TYPES, DecimalType)
+
+
+@dataclass(frozen=True)
+class _File:
+    """One event file for the Java reader, with the ROW__IDs deleted among its rows."""
+
+    partition: PartitionDir
+    split: Split
+    deleted: KeyArrays
+
+
+def _readable(scan: Scan, table: Table) -> bool:
+    if not isinstance(table.filesystem, pafs.LocalFileSystem):
+        return False
+    if not all(isinstance(f.dataType, _TYPES) for f in spark_schema(table.info.schema)) \
+            or not all(isinstance(f.dataType, _PARTITION_TYPES)
+                       for f in spark_schema(table.info.partition_schema)):
+        return False
+    return all(s.synthetic is None and s.logical_length is None and s.rows_valid
+               and s.size is not None and s.path.startswith("/") for _, s in scan.planned)
+
+
+def _partition_value(value: str | None, field: pa.Field, where: str) -> bytes:
+    """A partition directory's value in Spark's internal form, tagged as ``Plan.java`` reads
+    it; converted as the Python path converts it (``cast_to``: a bad value is the same typed
+    error, raised here when the DataFrame is made)."""
+    if value is None:
+        return b"\x00"
+    array = cast_to(pa.array([value], pa.string()), field.type,
+                    f"partition value {value!r} of {field.name!r} is not a {field.type} "
+                    f"({where})")
+    kind = field.type
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        data = value.encode()
+        return b"\x03" + struct.pack(">i", len(data)) + data
+    if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+        data = bytes(array[0].as_py())
+        return b"\x03" + struct.pack(">i", len(data)) + data
+    if pa.types.is_floating(kind):
+        return b"\x02" + struct.pack(">d", array[0].as_py())
+    if pa.types.is_boolean(kind):
+        return b"\x01" + struct.pack(">q", int(array[0].as_py()))
+    if pa.types.is_date(kind):
+        array = array.cast(pa.date32()).cast(pa.int32())
+    elif pa.types.is_timestamp(kind):
+        array = array.cast(pa.timestamp("us")).cast(pa.int64())
+    return b"\x01" + struct.pack(">q", array[0].as_py())
+
+
+def _files(scan: Scan, fs: pafs.FileSystem) -> list[_File] | None:
+    """Every split with its delete events, or None where a split has more than a registry
+    holds (the Python path merges those instead)."""
+    cache = DeleteCache()
+    out = []
+    empty = KeyArrays(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int64))
+    for partition, split in scan.planned:
+        deleted = empty
+        if split.deletes:
+            registry = load_registry(fs, split, scan.write_ids, cache=cache)
+            if registry is None:
+                return None
+            deleted = registry.sorted_keys(split.min_write_id, split.max_write_id)
+        out.append(_File(partition, split, deleted))
+    return out
+
+
+def _tasks(spark: SparkSession, files: list[_File]) -> list[list[_File]]:
+    """Files in tasks as the Python path packs them (``acidstore.spark.packing``): a bucket's
+    files together, balanced by bytes over a multiple of the cores."""
+    cores = spark.sparkContext.defaultParallelism
+    partition_bytes = int(spark.conf.get(_PARTITION_BYTES_CONF, str(128 << 20)) or 128 << 20)
+    costs = [(f.split.size or 0) + SMALL_OPEN_COST_BYTES for f in files]
+    limit = split_bytes(partition_bytes, cores, costs)
+    count = task_count(costs, limit, cores, len(files))
+    return pack(files, costs, count, keys=[(f.partition, f.split.bucket_id) for f in files],
+                bundle_limit=limit // 2)
+
+
+def _names(names: Sequence[str]) -> bytes:
+    data = [n.encode() for n in names]
+    return struct.pack(">i", len(data)) + b"".join(struct.pack(">i", len(d)) + d for d in data)
+
+
+def _plan_bytes(table: Table, tasks: list[list[_File]]) -> bytes:
+    """The plan ``Plan.java`` reads (big-endian; its docstring has the layout)."""
+    partitioning = table.info.partition_schema
+    parts = [struct.pack(">i", _MAGIC), _names(table.info.schema.names),
+             _names(partitioning.names), struct.pack(">i", len(tasks))]
+    values: dict[PartitionDir, bytes] = {}
+    for task in tasks:
+        parts.append(struct.pack(">i", len(task)))
+        for f in task:
+            if f.partition not in values:
+                given = dict(f.partition.values)
+                values[f.partition] = b"".join(
+                    _partition_value(given.get(field.name), field, f.partition.path)
+                    for field in partitioning)
+            name = f.split.path.encode()
+            first, stop = f.split.stripes if f.split.stripes is not None else (-1, -1)
+            expected = f.split.expected_rows if f.split.expected_rows is not None else -1
+            parts.append(struct.pack(">i", len(name)) + name)
+            parts.append(struct.pack(">qiiq", f.split.size or 0, first, stop, expected))
+            parts.append(values[f.partition])
+            parts.append(struct.pack(">i", len(f.deleted)))
+            parts.append(f.deleted.write_id.astype(">i8").tobytes())
+            parts.append(f.deleted.bucket.astype(">i4").tobytes())
+            parts.append(f.deleted.row_id.astype(">i8").tobytes())
+    return b"".join(parts)
+
+
+def jvm_read(spark: SparkSession, table: Table,
+             snapshot: tuple[ValidTxnList, ValidWriteIdList], columns: Sequence[str] | None,
+             with_row_id: bool) -> DataFrame | None:
+    """``table`` at ``snapshot`` (leased by the caller before this lists anything) through the
+    Java reader, or None when the session or the snapshot needs another path."""
+    if (spark.conf.get(JVM_READ_CONF, "true") or "").strip().lower() == "false" \
+            or not jvm_jar.install(spark):
+        return None
+    scan = table.scan(None, None, None, with_row_id, snapshot=snapshot)
+    if not _readable(scan, table):
+        return None
+    files = _files(scan, table.filesystem)
+    if files is None:
+        return None
+    schema = read_schema(table, ReadOptions(with_row_id=with_row_id))
+    output = read_schema(table, ReadOptions(  # checks the names as every path does
+        columns=tuple(columns) if columns is not None else None, with_row_id=with_row_id))
+    handle, plan = tempfile.mkstemp(prefix="acidstore-plan-", suffix=".bin")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(_plan_bytes(table, _tasks(spark, files)))
+        # load() reads the plan: every action on the frame runs these tasks
+        frame = spark.read.format(jvm_jar.SOURCE_CLASS).schema(schema).option("plan", plan).load()
+    finally:
+        os.unlink(plan)
+    return frame if columns is None else frame.select(*output.fieldNames())

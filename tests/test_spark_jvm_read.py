@@ -1,0 +1,307 @@
+"""``AcidTable.toDF()`` on acidstore's Java reader (``acidstore.spark.jvm_read``).
+
+The Java reader maps Spark's pruned read schema onto the files by name, drops deleted rows in
+place and answers some ``count()``s from stripe statistics: every one of those is a way to
+return wrong rows. These tests read every column alone and together, with and without
+``row__id`` (whole or one field of it), on partitioned tables with int, date and string
+partitions (a NULL one too), after updates, deletes and compactions, and check the values
+against the embedded reader; they pin what the Java reader must not take (the next path reads
+it, with the same rows), that a DataFrame reads the snapshot taken when it was made, and that
+damaged or missing files stop the read instead of returning fewer rows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.orc as po
+import pytest
+from py4j.protocol import Py4JJavaError
+from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
+from spark_support import (
+    add_originals,
+    arrow_rows,
+    make_rows,
+    new_table,
+    reads_on_jvm,
+    spark_rows,
+)
+
+import acidstore
+from acidstore import Table
+from acidstore.errors import MissingDataError
+from acidstore.spark import AcidTable, jvm_jar
+from acidstore.spark.jvm_read import JVM_READ_CONF
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+SCHEMA = pa.schema([
+    ("id", pa.int64()), ("name", pa.string()), ("price", pa.decimal128(9, 2)),
+    ("big", pa.decimal128(30, 4)), ("day", pa.date32()), ("ok", pa.bool_()),
+    ("score", pa.float64()), ("ratio", pa.float32()), ("small", pa.int16()),
+    ("tiny", pa.int8()), ("n", pa.int32()), ("blob", pa.binary()),
+    ("at", pa.timestamp("us")), ("part", pa.string()), ("region", pa.int32())])
+
+
+def _rows(ids: range, tag: str) -> pa.Table:
+    return pa.table({
+        "id": list(ids), "name": [f"{tag}{i}" if i % 7 else None for i in ids],
+        "price": [Decimal(i) / 4 for i in ids],
+        "big": [Decimal(10) ** 20 + Decimal(i) / 8 for i in ids],
+        "day": [dt.date(2026, 1, 1) + dt.timedelta(days=i) for i in ids],
+        "ok": [i % 2 == 0 for i in ids], "score": [i * 1.5 for i in ids],
+        "ratio": [i / 3 for i in ids], "small": [i - 20 for i in ids],
+        "tiny": [i % 100 for i in ids], "n": [i * 1000 for i in ids],
+        "blob": [bytes([i % 256, 0]) for i in ids],
+        "at": [dt.datetime(2026, 3, 8, 2, 30) + dt.timedelta(hours=i) for i in ids],
+        "part": ["p" if i % 3 else ("q" if i % 2 else None) for i in ids],
+        "region": [i % 2 for i in ids]}, schema=SCHEMA)
+
+
+def _at(spark: SparkSession, t: Table) -> AcidTable:
+    return AcidTable.forName(spark, t.name, warehouse=str(t.warehouse.location))
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Table]:
+    """Partitioned by a string (NULL included) and an int, bucketed; two inserts, an update,
+    deletes in several partitions (their ROW__IDs coincide: each partition's deltas number
+    rows from 0), a minor compaction of some of it, and a delete after that."""
+    with acidstore.connect(tmp_path_factory.mktemp("jvm") / "wh") as wh:
+        t = wh.create_table("db.j", SCHEMA, partition_by=["part", "region"], bucket_by=["id"],
+                            buckets=2)
+        t.insert(_rows(range(0, 40), "a"))
+        t.insert(_rows(range(40, 60), "b"))
+        t.update("id % 5 = 0", {"score": "score + 1000", "name": "upper(name)"})
+        t.delete("id IN (1, 2, 41)")
+        t.optimize("minor")
+        t.delete("id IN (3, 44, 59)")
+        yield t
+
+
+def test_every_column_alone_and_together_reads_its_own_values(spark: SparkSession,
+                                                               table: Table) -> None:
+    df = _at(spark, table).toDF(with_row_id=True)
+    assert reads_on_jvm(df)
+    expected = table.to_arrow(with_row_id=True)
+    assert spark_rows(df) == arrow_rows(expected)
+    for name in expected.column_names:
+        assert spark_rows(df.select(name)) == arrow_rows(expected.select([name])), name
+    for names in (["score", "id"], ["part", "day", "name"], ["ok", "row__id", "price"],
+                  ["region", "part"], ["big", "at", "blob", "region"]):
+        assert spark_rows(df.select(*names)) == arrow_rows(expected.select(names)), names
+    writeids = spark_rows(df.select(F.col("row__id.writeid"), F.col("row__id.rowid")))
+    assert writeids == sorted(((r["writeid"], r["rowid"]) for r in expected["row__id"]
+                               .to_pylist()), key=repr)
+    assert df.count() == expected.num_rows
+    assert df.select("part").count() == expected.num_rows
+    assert df.filter(F.col("score") >= 1000).count() == table.to_arrow(
+        filter="score >= 1000").num_rows > 0
+    assert spark_rows(df.filter("part = 'q' AND ok").select("id")) == arrow_rows(
+        table.to_arrow(columns=["id"], filter="part = 'q' AND ok"))
+
+
+def test_counts_and_partition_columns_at_every_snapshot(spark: SparkSession,
+                                                        table: Table) -> None:
+    """``count()`` and ``select('part')`` decode no column: the reader counts rows (from
+    stripe statistics where they prove one writer and dense row ids) less the deleted ones."""
+    at = _at(spark, table)
+    for as_of in range(1, 6):
+        expected = table.to_arrow(columns=["part", "region"], as_of=as_of)
+        df = at.toDF(as_of=as_of)
+        assert reads_on_jvm(df)
+        assert df.count() == expected.num_rows, as_of
+        assert spark_rows(df.select("part", "region")) == arrow_rows(expected), as_of
+        assert spark_rows(df.groupBy("region").count()) == arrow_rows(
+            expected.group_by("region").aggregate([([], "count_all")])), as_of
+
+
+def test_columns_and_as_of(spark: SparkSession, table: Table) -> None:
+    at = _at(spark, table)
+    for as_of in range(1, 6):
+        df = at.toDF(columns=["name", "part", "big"], as_of=as_of, with_row_id=True)
+        assert reads_on_jvm(df)
+        assert df.columns == ["name", "part", "big", "row__id"]
+        assert spark_rows(df) == arrow_rows(table.to_arrow(
+            columns=["name", "part", "big"], as_of=as_of, with_row_id=True)), as_of
+
+
+def test_timestamps_are_the_stored_wall_clock_in_any_session_zone(spark: SparkSession,
+                                                                  tmp_path: Path) -> None:
+    """Hive's TIMESTAMP has no zone: the stored date-time comes back whatever the session's
+    zone, in the hour a DST change repeats or skips, before 1970 and near the ORC limits;
+    deletes move these rows in place too."""
+    schema = pa.schema([("id", pa.int64()), ("at", pa.timestamp("us"))])
+    values = [dt.datetime(1969, 12, 31, 23, 59, 59), dt.datetime(2026, 11, 23, 12, 0, 0, 5),
+              dt.datetime(2026, 3, 8, 2, 30), dt.datetime(2026, 11, 1, 1, 30, 0, 999999),
+              dt.datetime(1900, 1, 1), dt.datetime(2262, 4, 10, 23, 59, 59, 999999),
+              dt.datetime(1677, 9, 22), None]
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        with acidstore.connect(tmp_path / "wh") as wh:
+            t = wh.create_table("db.ts", schema)
+            t.insert(pa.table({"id": range(len(values)), "at": values}, schema=schema))
+            t.delete("id = 1")
+            df = _at(spark, t).toDF()
+            assert reads_on_jvm(df)
+            assert spark_rows(df) == arrow_rows(t.to_arrow())
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+
+
+def test_partition_values_of_every_type(spark: SparkSession, tmp_path: Path) -> None:
+    """Partition values come from directory names (escaped), converted as the embedded reader
+    converts them, NULL ones included."""
+    schema = pa.schema([("id", pa.int64()), ("d", pa.date32()), ("b", pa.bool_()),
+                        ("x", pa.float64()), ("s", pa.string())])
+    with acidstore.connect(tmp_path / "wh") as wh:
+        t = wh.create_table("db.p", schema, partition_by=["d", "b", "x", "s"])
+        t.insert(pa.table({"id": [1, 2, 3], "d": [dt.date(2026, 2, 1), None, dt.date(1960, 1, 1)],
+                           "b": [True, False, None], "x": [0.25, None, -3.5],
+                           "s": ["a b/c", "é", None]}, schema=schema))
+        df = _at(spark, t).toDF()
+        assert reads_on_jvm(df)
+        assert spark_rows(df) == arrow_rows(t.to_arrow())
+
+
+def test_files_written_before_add_columns_read_nulls(spark: SparkSession,
+                                                     tmp_path: Path) -> None:
+    with acidstore.connect(tmp_path / "wh") as wh:
+        t = wh.create_table("db.e", pa.schema([("id", pa.int64()), ("name", pa.string())]),
+                            bucket_by=["id"], buckets=2)
+        t.insert(pa.table({"id": [1, 2, 3], "name": ["a", "b", "c"]}))
+        t.add_columns(pa.schema([("score", pa.float64()), ("day", pa.date32())]))
+        t.insert(pa.table({"id": [4], "name": ["d"], "score": [0.5],
+                           "day": [dt.date(2026, 11, 23)]}))
+        t.delete("id = 2")
+        df = _at(spark, t).toDF(with_row_id=True)
+        assert reads_on_jvm(df)
+        assert spark_rows(df) == arrow_rows(t.to_arrow(with_row_id=True))
+        assert spark_rows(df.select("day")) == arrow_rows(t.to_arrow(columns=["day"]))
+
+
+def test_a_dataframe_reads_its_snapshot_and_keeps_no_plan_file(spark: SparkSession,
+                                                               tmp_path: Path) -> None:
+    """The plan is loaded when the DataFrame is made and its file deleted: later actions,
+    after more writes, still read ``toDF()``'s snapshot."""
+    with acidstore.connect(tmp_path / "wh") as wh:
+        t = new_table(wh)
+        t.insert(make_rows(range(10)))
+        plans = set(Path(os.environ.get("TMPDIR", "/tmp")).glob("acidstore-plan-*"))
+        df = _at(spark, t).toDF()
+        assert reads_on_jvm(df)
+        assert set(Path(os.environ.get("TMPDIR", "/tmp")).glob("acidstore-plan-*")) <= plans
+        t.insert(make_rows(range(10, 15)))
+        t.delete("id < 3")
+        assert df.count() == 10
+        assert spark_rows(df.union(df).select("id").distinct()) == [(i,) for i in range(10)]
+        assert _at(spark, t).toDF().count() == 12
+
+
+def test_what_the_java_reader_does_not_take_reads_the_same_rows(spark: SparkSession,
+                                                                tmp_path: Path) -> None:
+    with acidstore.connect(tmp_path / "wh") as wh:
+        t = new_table(wh, buckets=2)
+        add_originals(t, make_rows(range(6)), buckets=2)  # synthetic ROW__IDs: Python path
+        t.insert(make_rows(range(10, 14)))
+        t.delete("id IN (1, 11)")
+        df = _at(spark, t).toDF(with_row_id=True)
+        assert not reads_on_jvm(df)
+        assert spark_rows(df) == arrow_rows(t.to_arrow(with_row_id=True))
+
+        plain = new_table(wh, "db.plain")
+        plain.insert(make_rows(range(8)))
+        filtered = _at(spark, plain).toDF(filter="id > 3")  # the embedded engine's SQL
+        assert not reads_on_jvm(filtered)
+        assert spark_rows(filtered) == arrow_rows(plain.to_arrow(filter="id > 3"))
+        spark.conf.set(JVM_READ_CONF, "false")
+        try:
+            off = _at(spark, plain).toDF()
+            assert not reads_on_jvm(off)
+            assert spark_rows(off) == arrow_rows(plain.to_arrow())
+        finally:
+            spark.conf.unset(JVM_READ_CONF)
+
+
+def test_a_missing_committed_directory_is_an_error_not_fewer_rows(spark: SparkSession,
+                                                                 tmp_path: Path) -> None:
+    with acidstore.connect(tmp_path / "wh") as wh:
+        t = new_table(wh)
+        t.insert(make_rows(range(10)))
+        t.delete("id < 3")
+        shutil.rmtree(next(Path(t.location).rglob("delete_delta_*")))
+        with pytest.raises(MissingDataError, match="delete_delta"):
+            _at(spark, t).toDF()
+
+
+def test_a_file_removed_after_toDF_fails_the_action_naming_it(spark: SparkSession,
+                                                              tmp_path: Path) -> None:
+    with acidstore.connect(tmp_path / "wh") as wh:
+        t = new_table(wh, partitioned=False, buckets=0)
+        t.insert(make_rows(range(10)).drop_columns(["dt"]))
+        df = _at(spark, t).toDF()
+        assert reads_on_jvm(df)
+        gone = next(Path(t.location).rglob("bucket_*"))
+        gone.unlink()
+        with pytest.raises(Py4JJavaError, match=gone.name):
+            df.collect()
+
+
+def test_a_compacted_file_holding_other_events_than_recorded_fails(spark: SparkSession,
+                                                                  tmp_path: Path) -> None:
+    """A compaction records how many events its file holds; a file rewritten since (here:
+    one event cut off) fails the read naming it, as the embedded reader does."""
+    with acidstore.connect(tmp_path / "wh") as wh:
+        t = new_table(wh, partitioned=False, buckets=0)
+        t.insert(make_rows(range(10)).drop_columns(["dt"]))
+        t.insert(make_rows(range(10, 20)).drop_columns(["dt"]))
+        t.optimize("major")
+        base = next(Path(t.location).glob("base_*/bucket_*"))
+        events = po.read_table(base)
+        po.write_table(events.slice(1), base)
+        df = _at(spark, t).toDF()
+        assert reads_on_jvm(df)
+        with pytest.raises(Py4JJavaError, match="its compaction recorded"):
+            df.collect()
+
+
+def test_without_javac_no_jar_is_built(tmp_path: Path) -> None:
+    """A machine with a JRE only: ``jar_path()`` is None (Spark reads take the Python data
+    source), with a warning that says why; nothing is left in the cache directory."""
+    env = {**os.environ, "PATH": str(tmp_path / "bin"), jvm_jar.CACHE_ENV: str(tmp_path / "c")}
+    (tmp_path / "bin").mkdir()
+    os.symlink(sys.executable, tmp_path / "bin" / "python")
+    run = subprocess.run([sys.executable, "-c", "from acidstore.spark import jvm_jar; "
+                          "print(jvm_jar.jar_path())"], env=env, capture_output=True, text=True,
+                         check=True)
+    assert run.stdout.strip() == "None"
+    assert "no javac" in run.stderr
+    assert not (tmp_path / "c").exists()
+
+
+def test_the_jar_is_compiled_once_into_its_cache(tmp_path: Path) -> None:
+    """A fresh cache directory gets one jar holding the reader; a second process finds it."""
+    env = {**os.environ, jvm_jar.CACHE_ENV: str(tmp_path / "c")}
+    code = "from acidstore.spark import jvm_jar; print(jvm_jar.jar_path())"
+    first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, check=True).stdout.strip()
+    jar = Path(first)
+    assert jar.is_file() and jar.is_relative_to(tmp_path / "c")
+    listing = subprocess.run(["jar", "tf", str(jar)], capture_output=True, text=True,
+                             check=True).stdout
+    assert "acidstore/jvm/AcidSource.class" in listing
+    built = jar.stat().st_mtime_ns
+    second = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                            text=True, check=True).stdout.strip()
+    assert second == first and jar.stat().st_mtime_ns == built
+    assert [p.name for p in jar.parent.iterdir()] == [jar.name]  # no build leftovers
