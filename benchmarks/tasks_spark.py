@@ -109,7 +109,7 @@ def spark_scan(args: dict[str, Any]) -> dict[str, Any]:
     ``spark.read.orc`` of ``limit_after``), every column pulled by a ``noop`` write; both time
     building the DataFrame and the action. ``split_by_cores``: the Python data source
     (``format("acidstore")``) with ``maxPartitionBytes`` set to the table's bytes / cores (one
-    task per core), for comparison with ``toDF()``'s native path."""
+    task per core), for comparison with ``toDF()``, which reads with acidstore's Java reader."""
     spark = session()
     engine, split = args["engine"], bool(args.get("split_by_cores"))
     if engine == "acid":

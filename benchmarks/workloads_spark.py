@@ -40,7 +40,8 @@ def s1(m: Measure) -> list[Row]:
     native = m("spark_scan", engine="native")
     what = "Spark full scan after W2-W4, write.format('noop')"
     return [
-        _row("S1", "toDF()", f"{what}: AcidTable.toDF()", m("spark_scan", engine="acid"),
+        _row("S1", "toDF()", f"{what}: AcidTable.toDF() (the Java reader)",
+             m("spark_scan", engine="acid"),
              "Spark native ORC read, 10 files", native, "<= 1.25x"),
         _row("S1", "Python data source", f"{what}: format('acidstore'), the Python data "
              "source, maxPartitionBytes = bytes / cores",
