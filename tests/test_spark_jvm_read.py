@@ -5,9 +5,11 @@ place and answers some ``count()``s from stripe statistics: every one of those i
 return wrong rows. These tests read every column alone and together, with and without
 ``row__id`` (whole or one field of it), on partitioned tables with int, date and string
 partitions (a NULL one too), after updates, deletes and compactions, and check the values
-against the embedded reader; they pin what the Java reader must not take (the next path reads
-it, with the same rows), that a DataFrame reads the snapshot taken when it was made, and that
-damaged or missing files stop the read instead of returning fewer rows.
+against the embedded reader (files written before ``add_columns`` and timestamps in a zone
+with DST: in tests/test_spark_native_read.py, for both JVM readers); they pin what the Java
+reader must not take (the next path reads it, with the same rows), that a DataFrame reads the
+snapshot taken when it was made, and that damaged or missing files stop the read instead of
+returning fewer rows.
 """
 
 from __future__ import annotations
@@ -136,29 +138,6 @@ def test_columns_and_as_of(spark: SparkSession, table: Table) -> None:
             columns=["name", "part", "big"], as_of=as_of, with_row_id=True)), as_of
 
 
-def test_timestamps_are_the_stored_wall_clock_in_any_session_zone(spark: SparkSession,
-                                                                  tmp_path: Path) -> None:
-    """Hive's TIMESTAMP has no zone: the stored date-time comes back whatever the session's
-    zone, in the hour a DST change repeats or skips, before 1970 and near the ORC limits;
-    deletes move these rows in place too."""
-    schema = pa.schema([("id", pa.int64()), ("at", pa.timestamp("us"))])
-    values = [dt.datetime(1969, 12, 31, 23, 59, 59), dt.datetime(2026, 11, 23, 12, 0, 0, 5),
-              dt.datetime(2026, 3, 8, 2, 30), dt.datetime(2026, 11, 1, 1, 30, 0, 999999),
-              dt.datetime(1900, 1, 1), dt.datetime(2262, 4, 10, 23, 59, 59, 999999),
-              dt.datetime(1677, 9, 22), None]
-    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
-    try:
-        with acidstore.connect(tmp_path / "wh") as wh:
-            t = wh.create_table("db.ts", schema)
-            t.insert(pa.table({"id": range(len(values)), "at": values}, schema=schema))
-            t.delete("id = 1")
-            df = _at(spark, t).toDF()
-            assert reads_on_jvm(df)
-            assert spark_rows(df) == arrow_rows(t.to_arrow())
-    finally:
-        spark.conf.set("spark.sql.session.timeZone", "UTC")
-
-
 def test_partition_values_of_every_type(spark: SparkSession, tmp_path: Path) -> None:
     """Partition values come from directory names (escaped), converted as the embedded reader
     converts them, NULL ones included."""
@@ -172,22 +151,6 @@ def test_partition_values_of_every_type(spark: SparkSession, tmp_path: Path) -> 
         df = _at(spark, t).toDF()
         assert reads_on_jvm(df)
         assert spark_rows(df) == arrow_rows(t.to_arrow())
-
-
-def test_files_written_before_add_columns_read_nulls(spark: SparkSession,
-                                                     tmp_path: Path) -> None:
-    with acidstore.connect(tmp_path / "wh") as wh:
-        t = wh.create_table("db.e", pa.schema([("id", pa.int64()), ("name", pa.string())]),
-                            bucket_by=["id"], buckets=2)
-        t.insert(pa.table({"id": [1, 2, 3], "name": ["a", "b", "c"]}))
-        t.add_columns(pa.schema([("score", pa.float64()), ("day", pa.date32())]))
-        t.insert(pa.table({"id": [4], "name": ["d"], "score": [0.5],
-                           "day": [dt.date(2026, 11, 23)]}))
-        t.delete("id = 2")
-        df = _at(spark, t).toDF(with_row_id=True)
-        assert reads_on_jvm(df)
-        assert spark_rows(df) == arrow_rows(t.to_arrow(with_row_id=True))
-        assert spark_rows(df.select("day")) == arrow_rows(t.to_arrow(columns=["day"]))
 
 
 def test_a_dataframe_reads_its_snapshot_and_keeps_no_plan_file(spark: SparkSession,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
-from spark_support import arrow_rows, reads_natively, spark_rows
+from spark_support import arrow_rows, reads_natively, reads_on_jvm, spark_rows
 
 import acidstore
 from acidstore import Table
@@ -113,11 +113,15 @@ def test_what_the_native_path_does_not_take_reads_the_same_rows(spark: SparkSess
     assert spark_rows(off) == spark_rows(at.toDF(with_row_id=True))
 
 
+@pytest.mark.parametrize("java", [False, True])
 def test_timestamps_read_natively_as_the_stored_wall_clock(spark: SparkSession,
-                                                          tmp_path: Path) -> None:
-    """Hive's TIMESTAMP is a date-time without a zone: whatever the session's time zone, the
-    native path returns the stored value, also in the hour a DST change repeats or skips,
-    before 1970 and near the ends of the range ORC readers can decode."""
+                                                          tmp_path: Path, java: bool) -> None:
+    """Hive's TIMESTAMP is a date-time without a zone: whatever the session's time zone, both
+    JVM readers return the stored value, also in the hour a DST change repeats or skips,
+    before 1970 and near the ends of the range ORC readers can decode, with a deleted row
+    among them (moved out in place by the Java reader)."""
+    if java:
+        spark.conf.set(JVM_READ_CONF, "true")  # the fixture turns it off again
     schema = pa.schema([("id", pa.int64()), ("at", pa.timestamp("us"))])
     values = [dt.datetime(1969, 12, 31, 23, 59, 59), dt.datetime(2026, 11, 23, 12, 0, 0, 5),
               dt.datetime(2026, 3, 8, 2, 30), dt.datetime(2026, 11, 1, 1, 30, 0, 999999),
@@ -128,8 +132,9 @@ def test_timestamps_read_natively_as_the_stored_wall_clock(spark: SparkSession,
         with acidstore.connect(tmp_path / "wh") as wh:
             t = wh.create_table("db.ts", schema)
             t.insert(pa.table({"id": range(len(values)), "at": values}, schema=schema))
+            t.delete("id = 1")
             df = _at(spark, t).toDF()
-            assert reads_natively(df)
+            assert reads_on_jvm(df) if java else reads_natively(df)
             assert spark_rows(df) == arrow_rows(t.to_arrow())
             assert spark_rows(df.select("at")) == arrow_rows(t.to_arrow(columns=["at"]))
     finally:
@@ -166,9 +171,13 @@ def test_a_missing_committed_directory_is_an_error_not_fewer_rows(spark: SparkSe
             _at(spark, t).toDF()
 
 
+@pytest.mark.parametrize("java", [False, True])
 def test_files_written_before_add_columns_read_nulls_natively(spark: SparkSession,
-                                                               tmp_path: Path) -> None:
-    """ORC-Java maps ``row`` by position: files with fewer fields give NULL for the rest."""
+                                                               tmp_path: Path, java: bool) -> None:
+    """ORC-Java maps ``row`` by position: files with fewer fields give NULL for the rest, on
+    Spark's ORC reader and on acidstore's Java reader."""
+    if java:
+        spark.conf.set(JVM_READ_CONF, "true")  # the fixture turns it off again
     with acidstore.connect(tmp_path / "wh") as wh:
         t = wh.create_table("db.e", pa.schema([("id", pa.int64()), ("name", pa.string())]),
                             bucket_by=["id"], buckets=2)
@@ -178,7 +187,7 @@ def test_files_written_before_add_columns_read_nulls_natively(spark: SparkSessio
                            "day": [dt.date(2026, 11, 23)]}))
         t.delete("id = 2")
         df = _at(spark, t).toDF(with_row_id=True)
-        assert reads_natively(df)
+        assert reads_on_jvm(df) if java else reads_natively(df)
         assert spark_rows(df) == arrow_rows(t.to_arrow(with_row_id=True))
         assert spark_rows(df.select("day")) == arrow_rows(t.to_arrow(columns=["day"]))
 

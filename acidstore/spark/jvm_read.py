@@ -13,10 +13,11 @@ planned ROW__IDs in place, so Spark gets columnar batches with no Python in betw
 What the Java reader does not read exactly makes ``jvm_read`` return None, and the caller
 takes the next path: pre-ACID original files (synthetic ROW__IDs), streaming deltas with
 ``_flush_length`` side files, deltas the snapshot accepts only partly (per-row write-id
-checks), files not on local disk, more delete events than a registry
-holds, a ``filter`` option (SQL the embedded engine evaluates) and column types outside
-``_TYPES`` (partition columns: ``_PARTITION_TYPES``). tests/test_spark_jvm_read.py and
-tests/test_spark_read_shapes.py hold every read shape to the embedded reader's rows.
+checks), files not on local disk, more delete events than a registry holds, a ``filter``
+option (SQL the embedded engine evaluates) and column types outside
+``spark.schema.FLAT_TYPES`` (partition columns: no decimals either).
+tests/test_spark_jvm_read.py and tests/test_spark_read_shapes.py hold every read shape to the
+embedded reader's rows.
 """
 
 from __future__ import annotations
@@ -31,21 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import (
-    BinaryType,
-    BooleanType,
-    ByteType,
-    DataType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FloatType,
-    IntegerType,
-    LongType,
-    ShortType,
-    StringType,
-    TimestampNTZType,
-)
+from pyspark.sql.types import DecimalType
 
 from acidstore.orc.schema import cast_to
 from acidstore.read.keys import KeyArrays
@@ -55,7 +42,7 @@ from acidstore.read.scan import PartitionDir, Scan
 from acidstore.spark import jvm_jar
 from acidstore.spark.packing import SMALL_OPEN_COST_BYTES, pack, split_bytes, task_count
 from acidstore.spark.reading import ReadOptions, read_schema
-from acidstore.spark.schema import spark_schema
+from acidstore.spark.schema import FLAT_TYPES, flat, spark_schema
 from acidstore.table import Table
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
@@ -66,11 +53,8 @@ JVM_READ_CONF = "spark.acidstore.jvmRead"
 #: Spark conf the task sizes follow, as for Spark's own file reads
 _PARTITION_BYTES_CONF = "spark.sql.files.maxPartitionBytes"
 _MAGIC = 0x41434A32  # "ACJ2"
-#: Spark types the Java reader returns exactly as the Python path does (``SparkVectors``)
-_PARTITION_TYPES: tuple[type[DataType], ...] = (
-    BooleanType, ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType,
-    StringType, BinaryType, DateType, TimestampNTZType)
-_TYPES = (*_PARTITION_TYPES, DecimalType)
+#: partition columns are constants the plan carries as longs, doubles or bytes: no decimals
+_PARTITION_TYPES = tuple(t for t in FLAT_TYPES if t is not DecimalType)
 
 
 @dataclass(frozen=True)
@@ -85,9 +69,8 @@ class _File:
 def _readable(scan: Scan, table: Table) -> bool:
     if not isinstance(table.filesystem, pafs.LocalFileSystem):
         return False
-    if not all(isinstance(f.dataType, _TYPES) for f in spark_schema(table.info.schema)) \
-            or not all(isinstance(f.dataType, _PARTITION_TYPES)
-                       for f in spark_schema(table.info.partition_schema)):
+    if not flat(spark_schema(table.info.schema)) \
+            or not flat(spark_schema(table.info.partition_schema), _PARTITION_TYPES):
         return False
     return all(s.synthetic is None and s.logical_length is None and s.rows_valid
                and s.size is not None and s.path.startswith("/") for _, s in scan.planned)

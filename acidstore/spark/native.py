@@ -35,18 +35,8 @@ import pyarrow.fs as pafs
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
 from pyspark.sql.types import (
-    BinaryType,
-    BooleanType,
-    ByteType,
-    DataType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FloatType,
     IntegerType,
     LongType,
-    ShortType,
-    StringType,
     StructField,
     StructType,
     TimestampNTZType,
@@ -57,7 +47,7 @@ from acidstore.orc.schema import ROW_ID_COLUMN
 from acidstore.read.scan import PartitionDir, Scan
 from acidstore.spark.conf import temporary_conf
 from acidstore.spark.reading import ReadOptions, read_schema
-from acidstore.spark.schema import spark_schema
+from acidstore.spark.schema import flat, spark_schema
 from acidstore.table import Table
 from acidstore.writeids import RangeResponse, ValidTxnList, ValidWriteIdList
 
@@ -70,13 +60,6 @@ NATIVE_READ_CONF = "spark.acidstore.nativeRead"
 
 _EVENT_COLUMNS = ("operation", "originalTransaction", "bucket", "rowId", "currentTransaction")
 _KEY = ["originalTransaction", "bucket", "rowId"]
-#: Spark types whose ORC reading matches the Python path's exactly (Hive's zone-less
-#: timestamps via ``_wall_clock``; zoned ones and nested types take the Python path)
-_SAFE_TYPES: tuple[type[DataType], ...] = (
-    BooleanType, ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType,
-    StringType, BinaryType, DateType, DecimalType, TimestampNTZType)
-
-
 @dataclass(frozen=True)
 class NativePartition:
     """One partition's files, as URIs the JVM opens: insert events and delete events."""
@@ -93,15 +76,11 @@ def _jvm_uri(fs: pafs.FileSystem, path: str) -> str | None:
     return None
 
 
-def _safe_schema(schema: StructType) -> bool:
-    return all(isinstance(f.dataType, _SAFE_TYPES) for f in schema.fields)
-
-
 def native_plan(scan: Scan, fs: pafs.FileSystem, user_schema: pa.Schema
                 ) -> list[NativePartition] | None:
     """The files of ``scan`` grouped by partition, or None when Spark's ORC reader cannot
     read them exactly as acidstore does (see the module docstring)."""
-    if not _safe_schema(spark_schema(user_schema)):
+    if not flat(spark_schema(user_schema)):
         return None
     write_ids = scan.write_ids
     inserts: dict[PartitionDir, list[str]] = defaultdict(list)

@@ -9,11 +9,38 @@ from __future__ import annotations
 
 import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
-from pyspark.sql.types import StructType
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructType,
+    TimestampNTZType,
+)
 
 from acidstore.errors import SchemaMismatchError
 
-__all__ = ["arrow_schema", "spark_schema", "to_spark_batch"]
+__all__ = ["FLAT_TYPES", "arrow_schema", "flat", "spark_schema", "to_spark_batch"]
+
+#: the Spark types whose values the JVM readers (acidstore's Java reader, Spark's ORC reader)
+#: return exactly as the Python path does: Hive's zone-less TIMESTAMP as TIMESTAMP_NTZ; zoned
+#: timestamps and nested types take the Python path
+FLAT_TYPES: tuple[type[DataType], ...] = (
+    BooleanType, ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType,
+    StringType, BinaryType, DateType, DecimalType, TimestampNTZType)
+
+
+def flat(schema: StructType, types: tuple[type[DataType], ...] = FLAT_TYPES) -> bool:
+    """Whether every column of ``schema`` is of one of ``types``."""
+    return all(isinstance(f.dataType, types) for f in schema.fields)
 
 
 def spark_schema(schema: pa.Schema) -> StructType:

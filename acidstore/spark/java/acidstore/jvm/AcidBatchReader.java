@@ -38,9 +38,10 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
   private static final Configuration CONF = new Configuration();
   private static FileSystem localFs;
 
+  private static final int ROW__ID = -1, PARTITION = -2;
+
   private final Plan.FileTask[] files;
   private final StructType required;
-  private static final int ROW__ID = -1, PARTITION = -2;
   /** per output column: the row struct child it reads, ROW__ID, or PARTITION - p for the
    *  p-th partition column */
   private final int[] childOf;
@@ -48,6 +49,7 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
   /** no column is decoded: a count(), or partition columns only */
   private final boolean onlyConstants;
   private int next;
+  private Reader reader;
   private RecordReader rows;
   private VectorizedRowBatch batch;
   private TypeDescription batchSchema;
@@ -112,7 +114,7 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
       return false;
     }
     file = files[next++];
-    Reader reader = OrcFile.createReader(new Path(file.path), OrcFile.readerOptions(CONF)
+    reader = OrcFile.createReader(new Path(file.path), OrcFile.readerOptions(CONF)
         .filesystem(fs()).maxLength(file.length).useUTCTimestamp(true));
     TypeDescription schema = reader.getSchema();
     List<TypeDescription> top = schema.getChildren();
@@ -363,10 +365,16 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
     return out;
   }
 
+  /** Closes the file's record reader and the reader (which holds the open file: a count()
+   *  answered from statistics opens no record reader). */
   private void closeRows() throws IOException {
     if (rows != null) {
       rows.close();
       rows = null;
+    }
+    if (reader != null) {
+      reader.close();
+      reader = null;
     }
   }
 
