@@ -24,7 +24,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.orc as po
 import pytest
 from py4j.protocol import Py4JJavaError
@@ -43,6 +45,7 @@ from acidstore import Table
 from acidstore.errors import MissingDataError
 from acidstore.spark import AcidTable, jvm_jar
 from acidstore.spark.jvm_read import JVM_READ_CONF
+from acidstore.write import files as write_files
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -151,6 +154,32 @@ def test_partition_values_of_every_type(spark: SparkSession, tmp_path: Path) -> 
         df = _at(spark, t).toDF()
         assert reads_on_jvm(df)
         assert spark_rows(df) == arrow_rows(t.to_arrow())
+
+
+def test_a_file_larger_than_a_task_is_read_as_stripe_ranges(
+        spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One large file (an unbucketed table's single file) is cut into stripe ranges, one task
+    each; with deleted rows in every stripe, a count (from statistics), the rows placed by
+    position and the rows with ROW__IDs (keys decoded) all equal the embedded reader's."""
+    monkeypatch.setattr(write_files, "DELTA_STRIPE_SIZE", 1 << 20)  # many stripes
+    n = 1_500_000  # ~10 MB of zstd: two ranges of at least read.ranges.MIN_RANGE_BYTES
+    values = np.random.default_rng(7).integers(0, 1 << 52, n)
+    with acidstore.connect(tmp_path / "wh") as wh:
+        t = wh.create_table("db.big", pa.schema([("id", pa.int64()), ("x", pa.int64())]))
+        t.insert(pa.table({"id": np.arange(n), "x": values}))
+        t.delete("id % 50000 = 7 OR id = 0 OR id = 1499999")
+        df = _at(spark, t).toDF(with_row_id=True)
+        assert reads_on_jvm(df)
+        assert df.rdd.getNumPartitions() >= 2
+        expected = t.to_arrow(with_row_id=True)
+        rowids = pc.struct_field(expected["row__id"], "rowid")
+        assert df.count() == expected.num_rows == n - 32
+        residues = int((expected["x"].to_numpy() % 1_000_003).sum())
+        got = df.agg(F.sum("id"), F.sum(F.col("x") % 1_000_003), F.sum("row__id.rowid"),
+                     F.min("id"), F.max("id")).collect()[0]
+        assert list(got) == [pc.sum(expected["id"]).as_py(), residues, pc.sum(rowids).as_py(),
+                             1, n - 2]
+        assert df.select("x").agg(F.sum(F.col("x") % 1_000_003)).collect()[0][0] == residues
 
 
 def test_a_dataframe_reads_its_snapshot_and_keeps_no_plan_file(spark: SparkSession,

@@ -30,7 +30,7 @@ import pyspark
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-__all__ = ["CACHE_ENV", "SOURCE_CLASS", "install", "installed", "jar_path"]
+__all__ = ["CACHE_ENV", "SOURCE_CLASS", "install", "jar_path"]
 
 _log = logging.getLogger(__name__)
 
@@ -114,17 +114,11 @@ def install(spark: SparkSession) -> bool:
         return ok
 
 
-def installed(spark: SparkSession) -> bool:
-    """Whether ``install`` put the reader into ``spark``'s SparkContext."""
-    return _installed.get(spark.sparkContext, False)
-
-
 def _install(spark: SparkSession) -> bool:
-    jar = jar_path()
-    if jar is None:
-        return False
     jvm = spark._jvm
-    assert jvm is not None
+    jar = jar_path() if jvm is not None else None  # no JVM gateway here: a remote session
+    if jvm is None or jar is None:
+        return False
     loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
     try:
         loader.addURL(jvm.java.io.File(str(jar)).toURI().toURL())

@@ -22,6 +22,8 @@ embedded reader's rows.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import os
 import struct
 import tempfile
@@ -37,6 +39,7 @@ from pyspark.sql.types import DecimalType
 from acidstore.orc.schema import cast_to
 from acidstore.read.keys import KeyArrays
 from acidstore.read.plan import Split
+from acidstore.read.ranges import MIN_RANGE_BYTES, divide
 from acidstore.read.registry import DeleteCache, load_registry
 from acidstore.read.scan import PartitionDir, Scan
 from acidstore.spark import jvm_jar
@@ -120,15 +123,33 @@ def _files(scan: Scan, fs: pafs.FileSystem) -> list[_File] | None:
     return out
 
 
-def _tasks(spark: SparkSession, files: list[_File]) -> list[list[_File]]:
-    """Files in tasks as the Python path packs them (``acidstore.spark.packing``): a bucket's
-    files together, balanced by bytes over a multiple of the cores."""
+def _ranged(fs: pafs.FileSystem, files: list[_File], limit: int) -> list[tuple[_File, int]]:
+    """Each file with its bytes, a file larger than a task's ``limit`` cut into stripe ranges
+    (``read.ranges.divide``, at most one per ``MIN_RANGE_BYTES``) with their share of its
+    bytes: one large file (the compacted base of an unbucketed table) is then read by several
+    tasks, as Spark splits its own files. Every range carries the file's delete keys."""
+    out: list[tuple[_File, int]] = []
+    for f in files:
+        size = f.split.size or 0
+        parts = min(math.ceil(size / limit), size // MIN_RANGE_BYTES) if size > limit else 1
+        pieces = divide(fs, f.split, parts) if parts > 1 else [f.split]
+        out.extend((dataclasses.replace(f, split=piece), size // len(pieces)) for piece in pieces)
+    return out
+
+
+def _tasks(spark: SparkSession, fs: pafs.FileSystem, files: list[_File]) -> list[list[_File]]:
+    """Files (or stripe ranges of large ones) in tasks as the Python path packs them
+    (``acidstore.spark.packing``): a bucket's files together, balanced by bytes over a
+    multiple of the cores."""
     cores = spark.sparkContext.defaultParallelism
     partition_bytes = int(spark.conf.get(_PARTITION_BYTES_CONF, str(128 << 20)) or 128 << 20)
-    costs = [(f.split.size or 0) + SMALL_OPEN_COST_BYTES for f in files]
-    limit = split_bytes(partition_bytes, cores, costs)
-    count = task_count(costs, limit, cores, len(files))
-    return pack(files, costs, count, keys=[(f.partition, f.split.bucket_id) for f in files],
+    limit = split_bytes(partition_bytes, cores,
+                        [(f.split.size or 0) + SMALL_OPEN_COST_BYTES for f in files])
+    ranged = _ranged(fs, files, limit)
+    costs = [size + SMALL_OPEN_COST_BYTES for _, size in ranged]
+    count = task_count(costs, limit, cores, len(ranged))
+    return pack([f for f, _ in ranged], costs, count,
+                keys=[(f.partition, f.split.bucket_id) for f, _ in ranged],
                 bundle_limit=limit // 2)
 
 
@@ -184,7 +205,7 @@ def jvm_read(spark: SparkSession, table: Table,
     handle, plan = tempfile.mkstemp(prefix="acidstore-plan-", suffix=".bin")
     try:
         with os.fdopen(handle, "wb") as out:
-            out.write(_plan_bytes(table, _tasks(spark, files)))
+            out.write(_plan_bytes(table, _tasks(spark, table.filesystem, files)))
         # load() reads the plan: every action on the frame runs these tasks
         frame = spark.read.format(jvm_jar.SOURCE_CLASS).schema(schema).option("plan", plan).load()
     finally:
