@@ -267,6 +267,27 @@ def test_a_compacted_file_holding_other_events_than_recorded_fails(spark: SparkS
             df.collect()
 
 
+def test_deletes_placed_by_position_check_the_row_ids(spark: SparkSession,
+                                                       tmp_path: Path) -> None:
+    """Stripe statistics of one writer and as many rows as rowIds from min to max let the
+    reader place deletes by position; only strictly ascending rowIds make that right. A file
+    whose rowIds are 0, 2, 2, 3 has such statistics: the read fails naming it instead of
+    dropping one of the two rows the delete event names."""
+    with acidstore.connect(tmp_path / "wh") as wh:
+        t = new_table(wh, partitioned=False, buckets=0)
+        t.insert(make_rows(range(4)).drop_columns(["dt"]))
+        t.delete("id = 2")
+        delta = next(Path(t.location).glob("delta_*/bucket_*"))
+        events = po.read_table(delta)
+        rowids = pa.array([0, 2, 2, 3], pa.int64())
+        po.write_table(events.set_column(events.schema.get_field_index("rowId"), "rowId",
+                                         rowids), delta)
+        df = _at(spark, t).toDF()
+        assert reads_on_jvm(df)
+        with pytest.raises(Py4JJavaError, match="out of order"):
+            df.collect()
+
+
 def test_without_javac_no_jar_is_built(tmp_path: Path) -> None:
     """A machine with a JRE only: ``jar_path()`` is None (Spark reads take the Python data
     source), with a warning that says why; nothing is left in the cache directory."""

@@ -146,7 +146,10 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
     positions = !withRowId && file.deletedRowIds.length > 0
         ? StatsCount.positions(reader, file) : null;
     nextPosition = 0;
-    keys = withRowId || (file.deletedRowIds.length > 0 && positions == null);
+    // the key columns are decoded for deletes placed by position too: the statistics prove
+    // one writer and as many rows as rowIds from min to max, and only strictly ascending
+    // keys (checked per batch) make that exactly min..max, so each row where it is placed
+    keys = withRowId || file.deletedRowIds.length > 0;
     boolean[] include = new boolean[schema.getMaximumId() + 1];
     include[0] = true;
     if (keys) {
@@ -222,6 +225,7 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
       }
       int n = batch.size;
       if (positions != null) {
+        checkOrder(n);
         n = dropPositions(base, n);
       } else if (file.deletedRowIds.length > 0) {
         n = dropDeleted(n);

@@ -14,7 +14,9 @@ import org.apache.orc.StripeStatistics;
  * prove one writer (originalTransaction and bucket constant) and dense rowIds (max - min + 1
  * values, none null; rowIds ascend strictly in an ACID file), every delete of that writer
  * inside [min, max] names a row of the stripe, so its visible rows are its rows minus those
- * deletes. Any stripe without that proof makes the file decode its keys as usual.
+ * deletes. Any stripe without that proof makes the file decode its keys as usual. A count
+ * takes the strict order on trust (a file breaking it is corrupt); a read placing deletes by
+ * {@link #positions} checks it on the decoded keys (AcidBatchReader.checkOrder).
  */
 final class StatsCount {
   private StatsCount() {}
