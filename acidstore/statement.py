@@ -261,7 +261,7 @@ def bucket_of_rows(target: StatementTarget, rows: pa.Table) -> npt.NDArray[np.in
 
 
 def _empty(partition: str) -> UnitOutcome:
-    none = KeyArrays(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int64))
+    none = KeyArrays.empty()
     return UnitOutcome(partition, (), 0, 0, 0, 0, none)
 
 

@@ -82,8 +82,7 @@ def _old_rows(unit: ChangeUnit, wanted: KeyArrays, where: str) -> pa.Table:
     """The full rows (every column) of the ROW__IDs ``wanted``, in that order, read at the
     unit's snapshot: an UPDATE clause keeps the columns it does not set."""
     batches = scan_unit(unit, None)
-    have = row_ids(batches) if batches else KeyArrays(
-        np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int64))
+    have = row_ids(batches) if batches else KeyArrays.empty()
     index = pa.table({"w": have.write_id, "b": have.bucket, "r": have.row_id,
                       "__at": np.arange(len(have), dtype=np.int64)})
     asked = pa.table({"w": wanted.write_id, "b": wanted.bucket, "r": wanted.row_id,

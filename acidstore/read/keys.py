@@ -51,6 +51,11 @@ class KeyArrays:
     bucket: I32
     row_id: I64
 
+    @classmethod
+    def empty(cls) -> KeyArrays:
+        """No events, typed as every batch is (so concatenation keeps the dtypes)."""
+        return cls(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int64))
+
     def __len__(self) -> int:
         return len(self.row_id)
 

@@ -207,7 +207,7 @@ def directory_delete_keys(fs: pafs.FileSystem, directory: str) -> KeyArrays:
 def _joined(parts: list[KeyArrays]) -> KeyArrays:
     """The ROW__IDs of ``parts`` as one KeyArrays (empty, typed, for no parts)."""
     if not parts:
-        return KeyArrays(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int64))
+        return KeyArrays.empty()
     return KeyArrays(np.concatenate([p.write_id for p in parts]),
                      np.concatenate([p.bucket for p in parts]),
                      np.concatenate([p.row_id for p in parts]))

@@ -30,7 +30,6 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 from pyspark.sql import DataFrame, SparkSession
@@ -111,9 +110,8 @@ def _files(scan: Scan, fs: pafs.FileSystem) -> list[_File] | None:
     holds (the Python path merges those instead)."""
     cache = DeleteCache()
     out = []
-    empty = KeyArrays(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int64))
     for partition, split in scan.planned:
-        deleted = empty
+        deleted = KeyArrays.empty()
         if split.deletes:
             registry = load_registry(fs, split, scan.write_ids, cache=cache)
             if registry is None:
