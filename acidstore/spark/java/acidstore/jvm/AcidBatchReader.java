@@ -61,8 +61,8 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
   private int deleteAt;
   private long lastW = Long.MIN_VALUE, lastR = Long.MIN_VALUE;
   private int lastB = Integer.MIN_VALUE;
-  /** file-row positions of deleted rows proven by stripe statistics (null: walk the keys) */
-  private long[] positions;
+  /** deleted rows placed by stripe statistics (null: walk the keys) */
+  private StatsCount.Placement positions;
   private int nextPosition;
   /** the rows a count() sees, as batch sizes (null: decode the file) */
   private long[] counts;
@@ -146,15 +146,15 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
     positions = !withRowId && file.deletedRowIds.length > 0
         ? StatsCount.positions(reader, file) : null;
     nextPosition = 0;
-    // the key columns are decoded for deletes placed by position too: the statistics prove
-    // one writer and as many rows as rowIds from min to max, and only strictly ascending
-    // keys (checked per batch) make that exactly min..max, so each row where it is placed
+    // deletes placed by position decode the rowIds too: the statistics prove one writer and
+    // as many rows as rowIds from min to max, and only strictly ascending rowIds (checked per
+    // batch) make that exactly min..max, so each row where it is placed
     keys = withRowId || file.deletedRowIds.length > 0;
     boolean[] include = new boolean[schema.getMaximumId() + 1];
     include[0] = true;
     if (keys) {
-      include[top.get(WRITE_ID).getId()] = true;
-      include[top.get(BUCKET).getId()] = true;
+      include[top.get(WRITE_ID).getId()] = positions == null;
+      include[top.get(BUCKET).getId()] = positions == null;
       include[top.get(ROW_ID).getId()] = true;
     }
     include[row.getId()] = true;
@@ -225,7 +225,8 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
       }
       int n = batch.size;
       if (positions != null) {
-        checkOrder(n);
+        LongColumnVector r = (LongColumnVector) batch.cols[ROW_ID];
+        positions.check(base, r.vector, r.isRepeating, n);
         n = dropPositions(base, n);
       } else if (file.deletedRowIds.length > 0) {
         n = dropDeleted(n);
@@ -264,8 +265,9 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
   /** Drops the deleted rows a stripe-statistics proof placed (no keys decoded). */
   private int dropPositions(long base, int n) {
     int gone = 0;
-    while (nextPosition < positions.length && positions[nextPosition] < base + n) {
-      long at = positions[nextPosition++] - base;
+    long[] deleted = positions.deleted;
+    while (nextPosition < deleted.length && deleted[nextPosition] < base + n) {
+      long at = deleted[nextPosition++] - base;
       if (at >= 0) {
         dropped[gone++] = (int) at;
       }

@@ -16,7 +16,9 @@ import org.apache.orc.StripeStatistics;
  * inside [min, max] names a row of the stripe, so its visible rows are its rows minus those
  * deletes. Any stripe without that proof makes the file decode its keys as usual. A count
  * takes the strict order on trust (a file breaking it is corrupt); a read placing deletes by
- * {@link #positions} checks it on the decoded keys (AcidBatchReader.checkOrder).
+ * {@link #positions} checks it on the decoded rowIds alone ({@link Placement#check}): with
+ * the writer constant and max - min + 1 rowIds, strictly ascending means the row at offset
+ * i of its stripe has rowId min + i, one comparison a row.
  */
 final class StatsCount {
   private StatsCount() {}
@@ -24,10 +26,11 @@ final class StatsCount {
   /** The rows a count() sees in the file's stripes read, as batch sizes; null without
    *  the proof (see {@link #positions}). */
   static long[] rows(Reader reader, Plan.FileTask file) throws IOException {
-    long[] gone = positions(reader, file);
-    if (gone == null) {
+    Placement placed = positions(reader, file);
+    if (placed == null) {
       return null;
     }
+    long[] gone = placed.deleted;
     List<StripeInformation> stripes = reader.getStripes();
     int[] range = range(stripes, file);
     long total = -gone.length;
@@ -47,11 +50,11 @@ final class StatsCount {
   }
 
   /**
-   * The file-row positions of the deleted rows among the stripes read, ascending, where
-   * every stripe proves one writer and dense rowIds (a row's position is then its stripe's
-   * first row plus rowId - min); null otherwise (decode the keys).
+   * Where the deleted rows of the stripes read are, and what each stripe's rowIds must be,
+   * when every stripe proves one writer and dense rowIds (a row's position is then its
+   * stripe's first row plus rowId - min); null otherwise (decode the keys).
    */
-  static long[] positions(Reader reader, Plan.FileTask file) throws IOException {
+  static Placement positions(Reader reader, Plan.FileTask file) throws IOException {
     List<StripeInformation> stripes = reader.getStripes();
     List<StripeStatistics> stats = reader.getStripeStatistics();
     if (stats.size() != stripes.size()) {
@@ -62,15 +65,19 @@ final class StatsCount {
     long firstRow = 0;
     for (int s = 0; s < first; s++) firstRow += stripes.get(s).getNumberOfRows();
     long[] out = new long[file.deletedRowIds.length];
+    long[] starts = new long[stop - first + 1];
+    long[] mins = new long[stop - first];
     int n = 0;
     long stripeRow = firstRow;
     for (int s = first; s < stop; s++) {
       long rows = stripes.get(s).getNumberOfRows();
+      starts[s - first] = stripeRow;
       if (rows > 0) {
         long[] key = dense(stats.get(s), rows);
         if (key == null) {
           return null;
         }
+        mins[s - first] = key[2];
         int lo = lowerBound(file, key[0], (int) key[1], key[2]);
         int hi = lowerBound(file, key[0], (int) key[1], key[3] + 1);
         for (int d = lo; d < hi; d++) {
@@ -79,7 +86,52 @@ final class StatsCount {
       }
       stripeRow += rows;
     }
-    return java.util.Arrays.copyOf(out, n);
+    starts[stop - first] = stripeRow;
+    return new Placement(java.util.Arrays.copyOf(out, n), starts, mins, file.path);
+  }
+
+  /** Deleted rows placed by stripe statistics, and the rowIds that placement assumes. */
+  static final class Placement {
+    /** file-row positions of the deleted rows, ascending */
+    final long[] deleted;
+    /** each stripe's first file row, then the row after the last stripe */
+    private final long[] starts;
+    /** each stripe's least rowId */
+    private final long[] mins;
+    private final String path;
+    private int stripe;
+
+    Placement(long[] deleted, long[] starts, long[] mins, String path) {
+      this.deleted = deleted;
+      this.starts = starts;
+      this.mins = mins;
+      this.path = path;
+    }
+
+    /**
+     * Fails unless the rows at file positions base .. base + n - 1 carry exactly the rowIds
+     * the placement assumed; rows come in file order, so the stripe only moves forward.
+     */
+    void check(long base, long[] rowIds, boolean repeating, int n) throws IOException {
+      int i = 0;
+      while (i < n) {
+        long at = base + i;
+        while (stripe + 1 < starts.length && starts[stripe + 1] <= at) stripe++;
+        if (stripe >= mins.length) {
+          throw new IOException("more rows than the stripe statistics of " + path + " count");
+        }
+        int end = (int) Math.min(n, starts[stripe + 1] - base);
+        long expect = mins[stripe] + (at - starts[stripe]) - i;  // rowId of batch row j: expect + j
+        for (int j = i; j < end; j++) {
+          if (rowIds[repeating ? 0 : j] != expect + j) {
+            throw new IOException("ROW__IDs out of order in " + path + " at row " + (base + j)
+                + ": rowId " + rowIds[repeating ? 0 : j] + " where the stripe statistics place "
+                + (expect + j));
+          }
+        }
+        i = end;
+      }
+    }
   }
 
   /**
