@@ -1,8 +1,8 @@
 """``AcidTable.toDF()`` on acidstore's Java reader (``acidstore.spark.jvm_read``).
 
 The Java reader maps Spark's pruned read schema onto the files by name, drops deleted rows in
-place and answers some ``count()``s from stripe statistics: every one of those is a way to
-return wrong rows. These tests read every column alone and together, with and without
+place (by position, where stripe statistics prove where they are) and counts rows without
+decoding columns: every one of those is a way to return wrong rows. These tests read every column alone and together, with and without
 ``row__id`` (whole or one field of it), on partitioned tables with int, date and string
 partitions (a NULL one too), after updates, deletes and compactions, and check the values
 against the embedded reader (files written before ``add_columns`` and timestamps in a zone
@@ -118,8 +118,9 @@ def test_every_column_alone_and_together_reads_its_own_values(spark: SparkSessio
 
 def test_counts_and_partition_columns_at_every_snapshot(spark: SparkSession,
                                                         table: Table) -> None:
-    """``count()`` and ``select('part')`` decode no column: the reader counts rows (from
-    stripe statistics where they prove one writer and dense row ids) less the deleted ones."""
+    """``count()`` and ``select('part')`` decode no column of the rows: the reader counts
+    rows less the deleted ones (found by the keys, or placed by stripe statistics and their
+    rowIds checked)."""
     at = _at(spark, table)
     for as_of in range(1, 6):
         expected = table.to_arrow(columns=["part", "region"], as_of=as_of)
@@ -272,7 +273,8 @@ def test_deletes_placed_by_position_check_the_row_ids(spark: SparkSession,
     """Stripe statistics of one writer and as many rows as rowIds from min to max let the
     reader place deletes by position; only strictly ascending rowIds make that right. A file
     whose rowIds are 0, 2, 2, 3 has such statistics: the read fails naming it instead of
-    dropping one of the two rows the delete event names."""
+    dropping one of the two rows the delete event names, and so does a ``count()``, which
+    decodes no column of the rows but still their rowIds."""
     with acidstore.connect(tmp_path / "wh") as wh:
         t = new_table(wh, partitioned=False, buckets=0)
         t.insert(make_rows(range(4)).drop_columns(["dt"]))
@@ -286,6 +288,8 @@ def test_deletes_placed_by_position_check_the_row_ids(spark: SparkSession,
         assert reads_on_jvm(df)
         with pytest.raises(Py4JJavaError, match="out of order"):
             df.collect()
+        with pytest.raises(Py4JJavaError, match=f"out of order in .*{delta.name}"):
+            df.count()
 
 
 def test_without_javac_no_jar_is_built(tmp_path: Path) -> None:

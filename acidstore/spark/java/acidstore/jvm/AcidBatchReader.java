@@ -46,8 +46,6 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
    *  p-th partition column */
   private final int[] childOf;
   private final boolean withRowId;
-  /** no column is decoded: a count(), or partition columns only */
-  private final boolean onlyConstants;
   private int next;
   private Reader reader;
   private RecordReader rows;
@@ -62,11 +60,8 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
   private long lastW = Long.MIN_VALUE, lastR = Long.MIN_VALUE;
   private int lastB = Integer.MIN_VALUE;
   /** deleted rows placed by stripe statistics (null: walk the keys) */
-  private StatsCount.Placement positions;
+  private StripePlacement positions;
   private int nextPosition;
-  /** the rows a count() sees, as batch sizes (null: decode the file) */
-  private long[] counts;
-  private int nextCount;
   /** the batch's deleted row positions, ascending */
   private final int[] dropped = new int[BATCH];
 
@@ -79,13 +74,13 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
     StructField[] fields = required.fields();
     childOf = new int[fields.length];
     boolean rowId = false;
-    boolean decoded = false;
     for (int i = 0; i < fields.length; i++) {
       String name = fields[i].name();
       childOf[i] = names.indexOf(name);
       if (childOf[i] >= 0) {
-        decoded = true;
-      } else if (partitions.contains(name)) {
+        continue;  // a field of the row struct
+      }
+      if (partitions.contains(name)) {
         childOf[i] = PARTITION - partitions.indexOf(name);
       } else if (name.equals("row__id")) {
         childOf[i] = ROW__ID;
@@ -95,7 +90,6 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
       }
     }
     withRowId = rowId;
-    onlyConstants = !decoded && !rowId;
   }
 
   private static synchronized FileSystem fs() throws IOException {
@@ -109,7 +103,6 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
 
   private boolean openNext() throws IOException {
     closeRows();
-    counts = null;
     if (next >= files.length) {
       return false;
     }
@@ -134,17 +127,9 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
             file.partitionValues[PARTITION - childOf[i]], file.path);
       }
     }
-    if (onlyConstants && file.deletedRowIds.length > 0) {
-      counts = StatsCount.rows(reader, file);
-      if (counts != null) {
-        nextCount = 0;
-        out = new ColumnarBatch(wrappers);
-        return true;
-      }
-    }
     TypeDescription row = top.get(ROW);
     positions = !withRowId && file.deletedRowIds.length > 0
-        ? StatsCount.positions(reader, file) : null;
+        ? StripePlacement.of(reader, file) : null;
     nextPosition = 0;
     // deletes placed by position decode the rowIds too: the statistics prove one writer and
     // as many rows as rowIds from min to max, and only strictly ascending rowIds (checked per
@@ -204,19 +189,8 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
   @Override
   public boolean next() throws IOException {
     while (true) {
-      if (counts != null) {  // a count() answered from stripe statistics
-        if (nextCount < counts.length) {
-          out.setNumRows((int) counts[nextCount++]);
-          return true;
-        }
-        counts = null;
-        continue;
-      }
       if (rows == null && !openNext()) {
         return false;
-      }
-      if (counts != null) {
-        continue;
       }
       long base = rows.getRowNumber();
       if (!rows.nextBatch(batch)) {
@@ -262,7 +236,7 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
     lastR = kr;
   }
 
-  /** Drops the deleted rows a stripe-statistics proof placed (no keys decoded). */
+  /** Drops the deleted rows a stripe-statistics proof placed (their rowIds checked). */
   private int dropPositions(long base, int n) {
     int gone = 0;
     long[] deleted = positions.deleted;

@@ -1,0 +1,144 @@
+package acidstore.jvm;
+
+import java.io.IOException;
+import java.util.List;
+
+import org.apache.orc.ColumnStatistics;
+import org.apache.orc.IntegerColumnStatistics;
+import org.apache.orc.Reader;
+import org.apache.orc.StripeInformation;
+import org.apache.orc.StripeStatistics;
+
+/**
+ * A file's deleted rows placed by stripe statistics, without decoding its writer and bucket
+ * columns: where a stripe's statistics prove one writer (originalTransaction and bucket
+ * constant) and dense rowIds (max - min + 1 values, none null), every delete of that writer
+ * inside [min, max] names a row of the stripe, at its first row plus rowId - min. That holds
+ * only if the rowIds ascend strictly, which the statistics cannot prove, so the reader
+ * decodes the rowId column and {@link #check}s it: strictly ascending is then exactly "the
+ * row at offset i of its stripe has rowId min + i", one comparison a row. A count() goes this
+ * way too (rowIds decoded, nothing else), so a file breaking the order fails every read.
+ */
+final class StripePlacement {
+  /** file-row positions of the deleted rows, ascending */
+  final long[] deleted;
+  /** each stripe's first file row, then the row after the last stripe */
+  private final long[] starts;
+  /** each stripe's least rowId */
+  private final long[] mins;
+  private final String path;
+  private int stripe;
+
+  private StripePlacement(long[] deleted, long[] starts, long[] mins, String path) {
+    this.deleted = deleted;
+    this.starts = starts;
+    this.mins = mins;
+    this.path = path;
+  }
+
+  /**
+   * The placement of the deleted rows of the file's stripes read, when every one of them
+   * proves one writer and dense rowIds; null otherwise (decode the keys).
+   */
+  static StripePlacement of(Reader reader, Plan.FileTask file) throws IOException {
+    List<StripeInformation> stripes = reader.getStripes();
+    List<StripeStatistics> stats = reader.getStripeStatistics();
+    if (stats.size() != stripes.size()) {
+      return null;
+    }
+    int first = range(stripes, file)[0];
+    int stop = range(stripes, file)[1];
+    long firstRow = 0;
+    for (int s = 0; s < first; s++) firstRow += stripes.get(s).getNumberOfRows();
+    long[] out = new long[file.deletedRowIds.length];
+    long[] starts = new long[stop - first + 1];
+    long[] mins = new long[stop - first];
+    int n = 0;
+    long stripeRow = firstRow;
+    for (int s = first; s < stop; s++) {
+      long rows = stripes.get(s).getNumberOfRows();
+      starts[s - first] = stripeRow;
+      if (rows > 0) {
+        long[] key = dense(stats.get(s), rows);
+        if (key == null) {
+          return null;
+        }
+        mins[s - first] = key[2];
+        int lo = lowerBound(file, key[0], (int) key[1], key[2]);
+        int hi = lowerBound(file, key[0], (int) key[1], key[3] + 1);
+        for (int d = lo; d < hi; d++) {
+          out[n++] = stripeRow + file.deletedRowIds[d] - key[2];
+        }
+      }
+      stripeRow += rows;
+    }
+    starts[stop - first] = stripeRow;
+    return new StripePlacement(java.util.Arrays.copyOf(out, n), starts, mins, file.path);
+  }
+
+  /**
+   * Fails unless the rows at file positions base .. base + n - 1 carry exactly the rowIds
+   * the placement assumed; rows come in file order, so the stripe only moves forward.
+   */
+  void check(long base, long[] rowIds, boolean repeating, int n) throws IOException {
+    int i = 0;
+    while (i < n) {
+      long at = base + i;
+      while (stripe + 1 < starts.length && starts[stripe + 1] <= at) stripe++;
+      if (stripe >= mins.length) {
+        throw new IOException("more rows than the stripe statistics of " + path + " count");
+      }
+      int end = (int) Math.min(n, starts[stripe + 1] - base);
+      long expect = mins[stripe] + (at - starts[stripe]) - i;  // rowId of batch row j: expect + j
+      for (int j = i; j < end; j++) {
+        if (rowIds[repeating ? 0 : j] != expect + j) {
+          throw new IOException("ROW__IDs out of order in " + path + " at row " + (base + j)
+              + ": rowId " + rowIds[repeating ? 0 : j] + " where the stripe statistics place "
+              + (expect + j));
+        }
+      }
+      i = end;
+    }
+  }
+
+  /** The stripes read: {first, stop}. */
+  private static int[] range(List<StripeInformation> stripes, Plan.FileTask file) {
+    return file.firstStripe >= 0 ? new int[] {file.firstStripe, file.stopStripe}
+        : new int[] {0, stripes.size()};
+  }
+
+  /**
+   * (writer, bucket, min rowId, max rowId) of a non-empty stripe whose statistics prove one
+   * writer and dense rowIds; null otherwise.
+   */
+  private static long[] dense(StripeStatistics stripe, long rows) {
+    ColumnStatistics[] cols = stripe.getColumnStatistics();
+    if (!(cols[2] instanceof IntegerColumnStatistics)
+        || !(cols[3] instanceof IntegerColumnStatistics)
+        || !(cols[4] instanceof IntegerColumnStatistics)) {
+      return null;
+    }
+    IntegerColumnStatistics w = (IntegerColumnStatistics) cols[2];
+    IntegerColumnStatistics b = (IntegerColumnStatistics) cols[3];
+    IntegerColumnStatistics r = (IntegerColumnStatistics) cols[4];
+    if (w.getMinimum() != w.getMaximum() || b.getMinimum() != b.getMaximum()
+        || r.getNumberOfValues() != rows || r.hasNull()
+        || r.getMaximum() - r.getMinimum() + 1 != rows) {
+      return null;
+    }
+    return new long[] {w.getMinimum(), b.getMinimum(), r.getMinimum(), r.getMaximum()};
+  }
+
+  /** The first delete at or after (w, b, r): the keys are sorted (w, b, rowId). */
+  private static int lowerBound(Plan.FileTask f, long w, int b, long r) {
+    int lo = 0, hi = f.deletedRowIds.length;
+    while (lo < hi) {
+      int mid = (lo + hi) >>> 1;
+      long mw = f.deletedWriteIds[mid];
+      int mb = f.deletedBuckets[mid];
+      boolean less = mw < w || (mw == w && (mb < b || (mb == b && f.deletedRowIds[mid] < r)));
+      if (less) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+  }
+}
