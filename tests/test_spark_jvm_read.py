@@ -1,15 +1,16 @@
 """``AcidTable.toDF()`` on acidstore's Java reader (``acidstore.spark.jvm_read``).
 
-The Java reader maps Spark's pruned read schema onto the files by name, drops deleted rows in
-place (by position, where stripe statistics prove where they are) and counts rows without
-decoding columns: every one of those is a way to return wrong rows. These tests read every column alone and together, with and without
-``row__id`` (whole or one field of it), on partitioned tables with int, date and string
-partitions (a NULL one too), after updates, deletes and compactions, and check the values
-against the embedded reader (files written before ``add_columns`` and timestamps in a zone
-with DST: in tests/test_spark_native_read.py, for both JVM readers); they pin what the Java
-reader must not take (the next path reads it, with the same rows), that a DataFrame reads the
-snapshot taken when it was made, and that damaged or missing files stop the read instead of
-returning fewer rows.
+The Java reader maps Spark's pruned read schema onto the files by name, drops deleted rows
+in place (by position, where stripe statistics prove where they are) and counts rows without
+decoding columns: every one of those is a way to return wrong rows. These tests read every
+column alone and together, with and without ``row__id`` (whole or one field of it), on
+partitioned tables with int, date and string partitions (a NULL one too), after updates,
+deletes and compactions, and check the values against the embedded reader (files written
+before ``add_columns`` and timestamps in a zone with DST: in
+tests/test_spark_native_read.py, for both JVM readers); they pin what the Java reader must
+not take (the next path reads it, with the same rows), that a DataFrame reads the snapshot
+taken when it was made, and that damaged or missing files stop the read instead of returning
+fewer rows.
 """
 
 from __future__ import annotations
