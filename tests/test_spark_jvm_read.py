@@ -293,6 +293,63 @@ def test_deletes_placed_by_position_check_the_row_ids(spark: SparkSession,
             df.count()
 
 
+def _two_stripes(events: pa.Table, path: Path) -> None:
+    """The 1.5M events of ``test_a_row_id_repeated_across_two_ranges_fails_the_read``
+    rewritten to ``path`` in two stripes (the writer cuts stripes by its own size estimate:
+    that test checks the count)."""
+    po.write_table(events, path, stripe_size=8 << 20, batch_size=1 << 16)
+
+
+def test_a_row_id_repeated_in_the_next_stripe_fails_the_read(spark: SparkSession,
+                                                             tmp_path: Path) -> None:
+    """Each stripe's statistics can prove one writer and dense rowIds while two stripes hold
+    the same ROW__IDs (here the second repeats the first): placing deletes by position checks
+    the rowIds inside each stripe only, so the stripes' key ranges must ascend too; a read
+    and a ``count()`` fail naming the file instead of dropping a row from both stripes."""
+    with acidstore.connect(tmp_path / "wh") as wh:
+        t = new_table(wh, partitioned=False, buckets=0)
+        t.insert(make_rows(range(4)).drop_columns(["dt"]))
+        t.delete("id = 2")
+        delta = next(Path(t.location).glob("delta_*/bucket_*"))
+        events = po.read_table(delta)
+        po.write_table(pa.concat_tables([events, events]), delta, stripe_size=1, batch_size=4)
+        assert po.ORCFile(delta).nstripes == 2
+        df = _at(spark, t).toDF()
+        assert reads_on_jvm(df)
+        with pytest.raises(Py4JJavaError, match=f"out of order in .*{delta.name}: stripe 1"):
+            df.collect()
+        with pytest.raises(Py4JJavaError, match="out of order"):
+            df.count()
+
+
+def test_a_row_id_repeated_across_two_ranges_fails_the_read(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """A file of two stripes larger than a task is read as two ranges, one task each; the
+    second continues the order check from the last event of the first (decoded for it), so
+    a ROW__ID repeated across the boundary fails the read instead of coming back twice."""
+    n = 1_500_000
+    values = np.random.default_rng(11).integers(0, 1 << 52, n)
+    with acidstore.connect(tmp_path / "wh") as wh:
+        t = wh.create_table("db.big", pa.schema([("id", pa.int64()), ("x", pa.int64())]))
+        t.insert(pa.table({"id": np.arange(n), "x": values}))
+        delta = next(Path(t.location).glob("delta_*/bucket_*"))
+        events = po.read_table(delta)
+        _two_stripes(events, delta)
+        orc = po.ORCFile(delta)
+        assert orc.nstripes == 2
+        first = orc.read_stripe(0, columns=["rowId"]).num_rows
+        rowids = events["rowId"].to_numpy().copy()
+        rowids[first] = rowids[first - 1]  # the second stripe starts with the first's last
+        _two_stripes(events.set_column(events.schema.get_field_index("rowId"), "rowId",
+                                       pa.array(rowids)), delta)
+        assert po.ORCFile(delta).read_stripe(0, columns=["rowId"]).num_rows == first
+        df = _at(spark, t).toDF(with_row_id=True)
+        assert reads_on_jvm(df)
+        assert df.rdd.getNumPartitions() == 2
+        with pytest.raises(Py4JJavaError, match=f"out of order in .*{delta.name}"):
+            df.agg(F.count("row__id")).collect()
+
+
 def test_without_javac_no_jar_is_built(tmp_path: Path) -> None:
     """A machine with a JRE only: ``jar_path()`` is None (Spark reads take the Python data
     source), with a warning that says why; nothing is left in the cache directory."""

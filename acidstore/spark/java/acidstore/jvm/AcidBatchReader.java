@@ -183,7 +183,40 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
     lastW = Long.MIN_VALUE;
     lastB = Integer.MIN_VALUE;
     lastR = Long.MIN_VALUE;
+    if (keys && positions == null && file.firstStripe > 0) {
+      keyBefore(schema, top);
+    }
     return true;
+  }
+
+  /**
+   * Starts the order check of a range after the file's first stripe from the last event
+   * before it, as a whole-file read would check it: without this, a ROW__ID repeated across
+   * the boundary of two ranges (two tasks) would be read twice.
+   */
+  private void keyBefore(TypeDescription schema, List<TypeDescription> top) throws IOException {
+    long row = 0;
+    List<StripeInformation> stripes = reader.getStripes();
+    for (int s = 0; s < file.firstStripe; s++) row += stripes.get(s).getNumberOfRows();
+    if (row == 0) {
+      return;
+    }
+    boolean[] include = new boolean[schema.getMaximumId() + 1];
+    include[0] = true;
+    include[top.get(WRITE_ID).getId()] = true;
+    include[top.get(BUCKET).getId()] = true;
+    include[top.get(ROW_ID).getId()] = true;
+    try (RecordReader before = reader.rows(reader.options().schema(schema).include(include))) {
+      before.seekToRow(row - 1);
+      VectorizedRowBatch one = schema.createRowBatch(1);
+      if (!before.nextBatch(one) || one.size != 1) {
+        throw new IOException("no event at row " + (row - 1) + " of " + file.path
+            + ", where its stripes say one is");
+      }
+      lastW = ((LongColumnVector) one.cols[WRITE_ID]).vector[0];
+      lastB = (int) ((LongColumnVector) one.cols[BUCKET]).vector[0];
+      lastR = ((LongColumnVector) one.cols[ROW_ID]).vector[0];
+    }
   }
 
   @Override

@@ -37,14 +37,38 @@ final class StripePlacement {
   }
 
   /**
-   * The placement of the deleted rows of the file's stripes read, when every one of them
-   * proves one writer and dense rowIds; null otherwise (decode the keys).
+   * The placement of the deleted rows of the file's stripes read, when every stripe of the
+   * file proves one writer and dense rowIds; null otherwise (decode the keys). The stripes'
+   * key ranges must then ascend through the whole file, each stripe's first key above the
+   * last one before it: each task checks only the rowIds inside its own stripes, so this is
+   * what keeps two stripes (in one task or in two) from holding the same ROW__ID.
    */
   static StripePlacement of(Reader reader, Plan.FileTask file) throws IOException {
     List<StripeInformation> stripes = reader.getStripes();
     List<StripeStatistics> stats = reader.getStripeStatistics();
     if (stats.size() != stripes.size()) {
       return null;
+    }
+    long[][] keys = new long[stripes.size()][];
+    long[] previous = null;
+    for (int s = 0; s < stripes.size(); s++) {
+      long rows = stripes.get(s).getNumberOfRows();
+      if (rows == 0) {
+        continue;
+      }
+      keys[s] = dense(stats.get(s), rows);
+      if (keys[s] == null) {
+        return null;
+      }
+      if (previous != null && !(previous[0] < keys[s][0] || (previous[0] == keys[s][0]
+          && (previous[1] < keys[s][1] || (previous[1] == keys[s][1]
+          && previous[3] < keys[s][2]))))) {
+        throw new IOException("ROW__IDs out of order in " + file.path + ": stripe " + s
+            + " starts at (" + keys[s][0] + ", " + keys[s][1] + ", " + keys[s][2]
+            + "), not after the stripe before it, which ends at (" + previous[0] + ", "
+            + previous[1] + ", " + previous[3] + ")");
+      }
+      previous = keys[s];
     }
     int first = range(stripes, file)[0];
     int stop = range(stripes, file)[1];
@@ -56,13 +80,9 @@ final class StripePlacement {
     int n = 0;
     long stripeRow = firstRow;
     for (int s = first; s < stop; s++) {
-      long rows = stripes.get(s).getNumberOfRows();
       starts[s - first] = stripeRow;
-      if (rows > 0) {
-        long[] key = dense(stats.get(s), rows);
-        if (key == null) {
-          return null;
-        }
+      long[] key = keys[s];
+      if (key != null) {
         mins[s - first] = key[2];
         int lo = lowerBound(file, key[0], (int) key[1], key[2]);
         int hi = lowerBound(file, key[0], (int) key[1], key[3] + 1);
@@ -70,7 +90,7 @@ final class StripePlacement {
           out[n++] = stripeRow + file.deletedRowIds[d] - key[2];
         }
       }
-      stripeRow += rows;
+      stripeRow += stripes.get(s).getNumberOfRows();
     }
     starts[stop - first] = stripeRow;
     return new StripePlacement(java.util.Arrays.copyOf(out, n), starts, mins, file.path);
