@@ -20,7 +20,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -269,25 +269,38 @@ def test_a_compacted_file_holding_other_events_than_recorded_fails(spark: SparkS
             df.collect()
 
 
-def test_deletes_placed_by_position_check_the_row_ids(spark: SparkSession,
-                                                       tmp_path: Path) -> None:
+def _row_id_repeated(events: pa.Table, path: Path) -> None:
+    """The four events with rowIds 0, 2, 2, 3: one writer, rowIds 0 to 3, four rows."""
+    po.write_table(events.set_column(events.schema.get_field_index("rowId"), "rowId",
+                                     pa.array([0, 2, 2, 3], pa.int64())), path)
+
+
+def _stripe_repeated(events: pa.Table, path: Path) -> None:
+    """The four events twice, in two stripes: each stripe's statistics alone look right."""
+    po.write_table(pa.concat_tables([events, events]), path, stripe_size=1, batch_size=4)
+    assert po.ORCFile(path).nstripes == 2
+
+
+@pytest.mark.parametrize("corrupt", [_row_id_repeated, _stripe_repeated],
+                         ids=["in-a-stripe", "in-the-next-stripe"])
+def test_deletes_placed_by_position_check_the_row_ids(
+        spark: SparkSession, tmp_path: Path, corrupt: Callable[[pa.Table, Path], None]) -> None:
     """Stripe statistics of one writer and as many rows as rowIds from min to max let the
-    reader place deletes by position; only strictly ascending rowIds make that right. A file
-    whose rowIds are 0, 2, 2, 3 has such statistics: the read fails naming it instead of
-    dropping one of the two rows the delete event names, and so does a ``count()``, which
-    decodes no column of the rows but still their rowIds."""
+    reader place deletes by position; only ROW__IDs ascending strictly through the file make
+    that right. A stripe whose rowIds are 0, 2, 2, 3 has such statistics, and so do two
+    stripes holding the same rowIds (the reader checks the rowIds inside each stripe, and
+    the stripes' key ranges against each other): the read fails naming the file instead of
+    dropping the wrong row or one row twice, and so does a ``count()``, which decodes no
+    column of the rows but still their rowIds."""
     with acidstore.connect(tmp_path / "wh") as wh:
         t = new_table(wh, partitioned=False, buckets=0)
         t.insert(make_rows(range(4)).drop_columns(["dt"]))
         t.delete("id = 2")
         delta = next(Path(t.location).glob("delta_*/bucket_*"))
-        events = po.read_table(delta)
-        rowids = pa.array([0, 2, 2, 3], pa.int64())
-        po.write_table(events.set_column(events.schema.get_field_index("rowId"), "rowId",
-                                         rowids), delta)
+        corrupt(po.read_table(delta), delta)
         df = _at(spark, t).toDF()
         assert reads_on_jvm(df)
-        with pytest.raises(Py4JJavaError, match="out of order"):
+        with pytest.raises(Py4JJavaError, match=f"out of order in .*{delta.name}"):
             df.collect()
         with pytest.raises(Py4JJavaError, match=f"out of order in .*{delta.name}"):
             df.count()
@@ -298,28 +311,6 @@ def _two_stripes(events: pa.Table, path: Path) -> None:
     rewritten to ``path`` in two stripes (the writer cuts stripes by its own size estimate:
     that test checks the count)."""
     po.write_table(events, path, stripe_size=8 << 20, batch_size=1 << 16)
-
-
-def test_a_row_id_repeated_in_the_next_stripe_fails_the_read(spark: SparkSession,
-                                                             tmp_path: Path) -> None:
-    """Each stripe's statistics can prove one writer and dense rowIds while two stripes hold
-    the same ROW__IDs (here the second repeats the first): placing deletes by position checks
-    the rowIds inside each stripe only, so the stripes' key ranges must ascend too; a read
-    and a ``count()`` fail naming the file instead of dropping a row from both stripes."""
-    with acidstore.connect(tmp_path / "wh") as wh:
-        t = new_table(wh, partitioned=False, buckets=0)
-        t.insert(make_rows(range(4)).drop_columns(["dt"]))
-        t.delete("id = 2")
-        delta = next(Path(t.location).glob("delta_*/bucket_*"))
-        events = po.read_table(delta)
-        po.write_table(pa.concat_tables([events, events]), delta, stripe_size=1, batch_size=4)
-        assert po.ORCFile(delta).nstripes == 2
-        df = _at(spark, t).toDF()
-        assert reads_on_jvm(df)
-        with pytest.raises(Py4JJavaError, match=f"out of order in .*{delta.name}: stripe 1"):
-            df.collect()
-        with pytest.raises(Py4JJavaError, match="out of order"):
-            df.count()
 
 
 def test_a_row_id_repeated_across_two_ranges_fails_the_read(
