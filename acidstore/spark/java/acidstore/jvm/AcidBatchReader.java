@@ -260,7 +260,7 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
   }
 
   private void advance(long kw, int kb, long kr) throws IOException {
-    if (kw < lastW || (kw == lastW && (kb < lastB || (kb == lastB && kr <= lastR)))) {
+    if (!StripePlacement.after(lastW, lastB, lastR, kw, kb, kr)) {
       throw new IOException("ROW__IDs out of order in " + file.path + " at (" + kw + ", "
                             + kb + ", " + kr + ")");
     }

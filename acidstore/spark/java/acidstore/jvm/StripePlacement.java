@@ -60,9 +60,8 @@ final class StripePlacement {
       if (keys[s] == null) {
         return null;
       }
-      if (previous != null && !(previous[0] < keys[s][0] || (previous[0] == keys[s][0]
-          && (previous[1] < keys[s][1] || (previous[1] == keys[s][1]
-          && previous[3] < keys[s][2]))))) {
+      if (previous != null
+          && !after(previous[0], previous[1], previous[3], keys[s][0], keys[s][1], keys[s][2])) {
         throw new IOException("ROW__IDs out of order in " + file.path + ": stripe " + s
             + " starts at (" + keys[s][0] + ", " + keys[s][1] + ", " + keys[s][2]
             + "), not after the stripe before it, which ends at (" + previous[0] + ", "
@@ -70,8 +69,9 @@ final class StripePlacement {
       }
       previous = keys[s];
     }
-    int first = range(stripes, file)[0];
-    int stop = range(stripes, file)[1];
+    int[] range = range(stripes, file);
+    int first = range[0];
+    int stop = range[1];
     long firstRow = 0;
     for (int s = 0; s < first; s++) firstRow += stripes.get(s).getNumberOfRows();
     long[] out = new long[file.deletedRowIds.length];
@@ -119,6 +119,11 @@ final class StripePlacement {
       }
       i = end;
     }
+  }
+
+  /** Whether (w1, b1, r1) comes strictly after (w0, b0, r0) in ROW__ID order. */
+  static boolean after(long w0, long b0, long r0, long w1, long b1, long r1) {
+    return w1 > w0 || (w1 == w0 && (b1 > b0 || (b1 == b0 && r1 > r0)));
   }
 
   /** The stripes read: {first, stop}. */
