@@ -195,9 +195,7 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
    * the boundary of two ranges (two tasks) would be read twice.
    */
   private void keyBefore(TypeDescription schema, List<TypeDescription> top) throws IOException {
-    long row = 0;
-    List<StripeInformation> stripes = reader.getStripes();
-    for (int s = 0; s < file.firstStripe; s++) row += stripes.get(s).getNumberOfRows();
+    long row = StripePlacement.rowsBefore(reader.getStripes(), file.firstStripe);
     if (row == 0) {
       return;
     }
@@ -327,8 +325,7 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
     int[] db = file.deletedBuckets;
     long[] dr = file.deletedRowIds;
     int d = deleteAt;
-    while (d < dr.length && (dw[d] < kw || (dw[d] == kw && (db[d] < kb
-        || (db[d] == kb && dr[d] < rows[0]))))) {
+    while (d < dr.length && StripePlacement.after(dw[d], db[d], dr[d], kw, kb, rows[0])) {
       d++;
     }
     int gone = 0;
@@ -360,8 +357,7 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
       int kb = (int) b.vector[b.isRepeating ? 0 : i];
       long kr = r.vector[r.isRepeating ? 0 : i];
       advance(kw, kb, kr);
-      while (d < dr.length && (dw[d] < kw || (dw[d] == kw && (db[d] < kb
-          || (db[d] == kb && dr[d] < kr))))) {
+      while (d < dr.length && StripePlacement.after(dw[d], db[d], dr[d], kw, kb, kr)) {
         d++;
       }
       if (d < dr.length && dw[d] == kw && db[d] == kb && dr[d] == kr) {

@@ -72,8 +72,7 @@ final class StripePlacement {
     int[] range = range(stripes, file);
     int first = range[0];
     int stop = range[1];
-    long firstRow = 0;
-    for (int s = 0; s < first; s++) firstRow += stripes.get(s).getNumberOfRows();
+    long firstRow = rowsBefore(stripes, first);
     long[] out = new long[file.deletedRowIds.length];
     long[] starts = new long[stop - first + 1];
     long[] mins = new long[stop - first];
@@ -126,6 +125,13 @@ final class StripePlacement {
     return w1 > w0 || (w1 == w0 && (b1 > b0 || (b1 == b0 && r1 > r0)));
   }
 
+  /** The file's rows before {@code stripe}: the file-row position of its first row. */
+  static long rowsBefore(List<StripeInformation> stripes, int stripe) {
+    long rows = 0;
+    for (int s = 0; s < stripe; s++) rows += stripes.get(s).getNumberOfRows();
+    return rows;
+  }
+
   /** The stripes read: {first, stop}. */
   private static int[] range(List<StripeInformation> stripes, Plan.FileTask file) {
     return file.firstStripe >= 0 ? new int[] {file.firstStripe, file.stopStripe}
@@ -159,10 +165,11 @@ final class StripePlacement {
     int lo = 0, hi = f.deletedRowIds.length;
     while (lo < hi) {
       int mid = (lo + hi) >>> 1;
-      long mw = f.deletedWriteIds[mid];
-      int mb = f.deletedBuckets[mid];
-      boolean less = mw < w || (mw == w && (mb < b || (mb == b && f.deletedRowIds[mid] < r)));
-      if (less) lo = mid + 1; else hi = mid;
+      if (after(f.deletedWriteIds[mid], f.deletedBuckets[mid], f.deletedRowIds[mid], w, b, r)) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
     }
     return lo;
   }
