@@ -1,25 +1,54 @@
 package acidstore.jvm;
 
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.stream.Collectors;
+
 import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.SupportsPushDownFilters;
 import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
+import org.apache.spark.sql.sources.Filter;
 import org.apache.spark.sql.types.StructType;
 
-/** Column pruning (the row struct's children, ROW__ID only when asked) and the plan's tasks. */
-final class AcidScan implements SupportsPushDownRequiredColumns, Scan, Batch {
+/**
+ * Column pruning (the row struct's children, ROW__ID only when asked), partition pruning by
+ * the query's filters on partition columns ({@link PartitionPruning}), and the plan's tasks.
+ * Spark makes one of these per query (a {@code newScanBuilder} call), so the filters pushed
+ * here belong to this query alone.
+ */
+final class AcidScan implements SupportsPushDownRequiredColumns, SupportsPushDownFilters, Scan,
+    Batch {
   private StructType required;
+  private final StructType schema;
   private final Plan plan;
+  private Filter[] pruning = new Filter[0];
 
   AcidScan(StructType schema, Plan plan) {
     this.required = schema;
+    this.schema = schema;
     this.plan = plan;
   }
 
   @Override
   public void pruneColumns(StructType requiredSchema) {
     this.required = requiredSchema;
+  }
+
+  /** Keeps the filters on partition columns for pruning; every filter is still Spark's to
+   *  apply to the rows read (all are returned). */
+  @Override
+  public Filter[] pushFilters(Filter[] filters) {
+    pruning = PartitionPruning.partitionOnly(filters, plan.partitionColumns);
+    return filters;
+  }
+
+  @Override
+  public Filter[] pushedFilters() {
+    return pruning;
   }
 
   @Override
@@ -33,13 +62,35 @@ final class AcidScan implements SupportsPushDownRequiredColumns, Scan, Batch {
   }
 
   @Override
+  public String description() {
+    return "acidstore_jvm" + (pruning.length == 0 ? "" : " partition filters: "
+        + Arrays.stream(pruning).map(Filter::toString).collect(Collectors.joining(", ")));
+  }
+
+  @Override
   public Batch toBatch() {
     return this;
   }
 
+  /** The plan's tasks without the files of partitions the pushed filters rule out (a task
+   *  left with none is dropped). */
   @Override
   public InputPartition[] planInputPartitions() {
-    return plan.tasks;
+    if (pruning.length == 0) {
+      return plan.tasks;
+    }
+    PartitionPruning prune = new PartitionPruning(pruning, plan.partitionColumns, schema);
+    List<InputPartition> out = new ArrayList<>();
+    for (Plan.Task task : plan.tasks) {
+      Plan.FileTask[] kept = Arrays.stream(task.files)
+          .filter(f -> !prune.rulesOut(f.partitionValues)).toArray(Plan.FileTask[]::new);
+      if (kept.length == task.files.length) {
+        out.add(task);
+      } else if (kept.length > 0) {
+        out.add(new Plan.Task(kept));
+      }
+    }
+    return out.toArray(new InputPartition[0]);
   }
 
   @Override

@@ -1,0 +1,180 @@
+"""Partition pruning in acidstore's Java reader (``AcidScan``/``PartitionPruning.java``).
+
+A filter on partition columns (``toDF().where("part = 'q'")``) keeps the files of the
+partitions it rules out from being opened, as Spark's own file sources prune partitions. A
+wrong prune is a wrong answer (rows missing), so every filter here is checked twice: its rows
+against the same filter applied by Spark to the Python data source's rows (which prunes
+nothing), and the scan's own row count (Spark's ``numOutputRows`` of the scan, before Spark
+filters) against the rows of the partitions the filter keeps: with no pruning the scan would
+return every row of the table and that check fails.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pytest
+from py4j.protocol import Py4JJavaError
+from spark_support import reads_on_jvm, spark_rows
+
+import acidstore
+from acidstore import Table
+from acidstore.spark import AcidTable
+from acidstore.spark.jvm_read import JVM_READ_CONF
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+SCHEMA = pa.schema([("id", pa.int64()), ("x", pa.float64()), ("part", pa.string()),
+                    ("region", pa.int32())])
+#: partition columns of every type the Java reader takes
+TYPED = pa.schema([("id", pa.int64()), ("d", pa.date32()), ("b", pa.bool_()),
+                   ("f", pa.float64()), ("s", pa.string()), ("t", pa.timestamp("us")),
+                   ("small", pa.int8())])
+
+
+def _at(spark: SparkSession, t: Table) -> AcidTable:
+    return AcidTable.forName(spark, t.name, warehouse=str(t.warehouse.location))
+
+
+def _scanned(df: DataFrame) -> tuple[list[tuple[object, ...]], int]:
+    """The rows of ``df`` and how many rows its scan returned before Spark's filter."""
+    rows = spark_rows(df)
+    plan = df._jdf.queryExecution().executedPlan()
+    if plan.nodeName().startswith("AdaptiveSparkPlan"):
+        plan = plan.executedPlan()
+    leaves = plan.collectLeaves()
+    scans = [leaves.apply(i) for i in range(leaves.size())
+             if "BatchScan" in leaves.apply(i).nodeName()]
+    assert len(scans) == 1, plan.toString()
+    return rows, int(scans[0].metrics().apply("numOutputRows").value())
+
+
+def _python_rows(spark: SparkSession, t: Table, condition: str) -> list[tuple[object, ...]]:
+    """The rows Spark's filter keeps of the Python data source's read (no pruning there)."""
+    spark.conf.set(JVM_READ_CONF, "false")
+    try:
+        df = _at(spark, t).toDF()
+        assert not reads_on_jvm(df)
+        return spark_rows(df.where(condition))
+    finally:
+        spark.conf.unset(JVM_READ_CONF)
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Table]:
+    """Partitioned by a string (NULL included) and an int, bucketed; an update, deletes and a
+    minor compaction, so pruned and kept partitions have deltas and delete deltas."""
+    with acidstore.connect(tmp_path_factory.mktemp("prune") / "wh") as wh:
+        t = wh.create_table("db.p", SCHEMA, partition_by=["part", "region"],
+                            bucket_by=["id"], buckets=2)
+        ids = range(60)
+        t.insert(pa.table({"id": list(ids), "x": [i * 0.5 for i in ids],
+                           "part": [("p", "q", "r", None)[i % 4] for i in ids],
+                           "region": [i % 3 for i in ids]}, schema=SCHEMA))
+        t.update("id % 5 = 0", {"x": "x + 100"})
+        t.delete("id IN (1, 2, 41)")
+        t.optimize("minor")
+        t.delete("id IN (3, 44, 59)")
+        yield t
+
+
+# (filter, the rows its scan returns: those of the partitions its partition-only conjuncts
+# keep, the filter itself when it names only partition columns; None = every row)
+FILTERS = [
+    ("part = 'q'", "part = 'q'"),
+    ("region = 1", "region = 1"),
+    ("part = 'q' AND region > 0", "part = 'q' AND region > 0"),
+    ("region IN (0, 2)", "region IN (0, 2)"),
+    ("part IN ('p', 'r')", "part IN ('p', 'r')"),
+    ("part IS NULL", "part IS NULL"),
+    ("part IS NOT NULL AND region <= 1", "part IS NOT NULL AND region <= 1"),
+    ("NOT (part = 'p')", "NOT (part = 'p')"),  # NULL partition out too: NOT NULL is NULL
+    ("part = 'p' OR region = 2", "part = 'p' OR region = 2"),
+    ("part <=> NULL", "part <=> NULL"),
+    ("part LIKE 'q%'", "part LIKE 'q%'"),
+    ("part > 'p' AND part < 'r'", "part > 'p' AND part < 'r'"),
+    ("region = 7", "region = 7"),  # no partition kept: no task at all
+    ("region = 1 AND x > 20", "region = 1"),  # the row column's conjunct stays Spark's
+    ("part = 'q' OR x > 20", None),  # an OR with a row column prunes nothing
+    ("coalesce(part, 'z') = 'z'", None),  # not pushed: read all, filtered by Spark
+]
+
+
+@pytest.mark.parametrize(("condition", "scans"), FILTERS, ids=[f for f, _ in FILTERS])
+def test_a_filter_on_partition_columns_opens_only_the_partitions_it_keeps(
+        spark: SparkSession, table: Table, condition: str, scans: str | None) -> None:
+    df = _at(spark, table).toDF()
+    assert reads_on_jvm(df)
+    rows, scanned = _scanned(df.where(condition))
+    assert rows == _python_rows(spark, table, condition)
+    assert scanned == (table.to_arrow().num_rows if scans is None
+                       else len(_python_rows(spark, table, scans)))
+
+
+def test_a_pruned_partition_is_never_opened(spark: SparkSession, tmp_path: Path) -> None:
+    """A file of a ruled-out partition removed after ``toDF()`` does not fail a query that
+    prunes it, and fails one that reads it, naming the file."""
+    with acidstore.connect(tmp_path / "wh") as wh:
+        t = wh.create_table("db.g", SCHEMA, partition_by=["part", "region"])
+        t.insert(pa.table({"id": [1, 2], "x": [0.5, 1.5], "part": ["p", "q"],
+                           "region": [0, 0]}, schema=SCHEMA))
+        df = _at(spark, t).toDF()
+        assert reads_on_jvm(df)
+        gone = next(Path(t.location).glob("part=q/region=0/delta_*/bucket_*"))
+        gone.unlink()
+        assert spark_rows(df.where("part = 'p'").select("id")) == [(1,)]
+        with pytest.raises(Py4JJavaError, match=gone.name):
+            df.where("x > 0").collect()
+
+
+TYPED_FILTERS = [
+    "d = DATE'2026-02-01'",
+    "d < DATE'2000-01-01'",
+    "d >= DATE'2026-01-01' AND d IS NOT NULL",
+    "b",
+    "NOT b",
+    "b IS NULL",
+    "f = 0.25",
+    "f > -1.0",
+    "f = 0.0",  # -0.0 is equal to 0.0
+    "s = 'é'",
+    "s >= 'b'",
+    "s LIKE '%b%'",
+    "t = TIMESTAMP_NTZ'2026-03-08 02:30:00'",
+    "t < TIMESTAMP_NTZ'2000-01-01 00:00:00'",
+    "small = -3",
+    "small IN (5, -3)",
+    "small > 4",
+]
+
+
+@pytest.fixture(scope="module")
+def typed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Table]:
+    with acidstore.connect(tmp_path_factory.mktemp("typed") / "wh") as wh:
+        t = wh.create_table("db.typed", TYPED, partition_by=["d", "b", "f", "s", "t", "small"])
+        t.insert(pa.table({
+            "id": [1, 2, 3, 4, 5],
+            "d": [dt.date(2026, 2, 1), None, dt.date(1960, 1, 1), dt.date(2026, 2, 1),
+                  dt.date(2030, 5, 5)],
+            "b": [True, False, None, True, False],
+            "f": [0.25, None, -3.5, -0.0, 7.0],
+            "s": ["a b/c", "é", None, "abba", "z"],
+            "t": [dt.datetime(2026, 3, 8, 2, 30), None, dt.datetime(1969, 12, 31, 23, 59),
+                  dt.datetime(2026, 3, 8, 2, 30), dt.datetime(2100, 1, 1)],
+            "small": [5, -3, None, 5, 9]}, schema=TYPED))
+        yield t
+
+
+@pytest.mark.parametrize("condition", TYPED_FILTERS)
+def test_partition_values_of_every_type_are_compared_as_spark_compares_them(
+        spark: SparkSession, typed: Table, condition: str) -> None:
+    df = _at(spark, typed).toDF()
+    assert reads_on_jvm(df)
+    rows, scanned = _scanned(df.where(condition))
+    assert rows == _python_rows(spark, typed, condition)
+    assert scanned == len(rows), condition
