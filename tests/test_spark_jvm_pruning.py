@@ -1,12 +1,14 @@
-"""Partition pruning in acidstore's Java reader (``AcidScan``/``PartitionPruning.java``).
+"""Partition pruning and stripe skipping in acidstore's Java reader (``AcidScan``,
+``FilterBounds.java``, ``PartitionPruning.java``, ``StripeSkipping.java``).
 
 A filter on partition columns (``toDF().where("part = 'q'")``) keeps the files of the
-partitions it rules out from being opened, as Spark's own file sources prune partitions. A
-wrong prune is a wrong answer (rows missing), so every filter here is checked twice: its rows
-against the same filter applied by Spark to the Python data source's rows (which prunes
-nothing), and the scan's own row count (Spark's ``numOutputRows`` of the scan, before Spark
-filters) against the rows of the partitions the filter keeps: with no pruning the scan would
-return every row of the table and that check fails.
+partitions it rules out from being opened, as Spark's own file sources prune partitions, and
+a filter on the rows' columns skips the stripes whose ORC statistics rule it out. A wrong
+prune or skip is a wrong answer (rows missing), so every filter here is checked twice: its
+rows against the embedded reader's rows under the same SQL (which reads every partition
+and stripe of the snapshot), and the scan's own row count (Spark's ``numOutputRows`` of the
+scan, before Spark filters) against the rows it should have read: with no pruning or skipping
+the scan returns every row of the table and that check fails.
 """
 
 from __future__ import annotations
@@ -16,15 +18,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.orc as po
 import pytest
 from py4j.protocol import Py4JJavaError
-from spark_support import reads_on_jvm, spark_rows
+from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
+from spark_support import arrow_rows, reads_on_jvm, spark_rows
 
 import acidstore
 from acidstore import Table
 from acidstore.spark import AcidTable
-from acidstore.spark.jvm_read import JVM_READ_CONF
+from acidstore.write import files as write_files
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -54,15 +59,11 @@ def _scanned(df: DataFrame) -> tuple[list[tuple[object, ...]], int]:
     return rows, int(scans[0].metrics().apply("numOutputRows").value())
 
 
-def _python_rows(spark: SparkSession, t: Table, condition: str) -> list[tuple[object, ...]]:
-    """The rows Spark's filter keeps of the Python data source's read (no pruning there)."""
-    spark.conf.set(JVM_READ_CONF, "false")
-    try:
-        df = _at(spark, t).toDF()
-        assert not reads_on_jvm(df)
-        return spark_rows(df.where(condition))
-    finally:
-        spark.conf.unset(JVM_READ_CONF)
+def _embedded(t: Table, condition: str, with_row_id: bool = False) -> list[tuple[object, ...]]:
+    """The embedded reader's rows under ``condition`` (Spark's SQL, the few spellings the
+    embedded engine writes otherwise translated)."""
+    sql = condition.replace("<=> NULL", "IS NULL").replace("TIMESTAMP_NTZ", "TIMESTAMP ")
+    return arrow_rows(t.to_arrow(filter=sql, with_row_id=with_row_id))
 
 
 @pytest.fixture(scope="module")
@@ -111,9 +112,9 @@ def test_a_filter_on_partition_columns_opens_only_the_partitions_it_keeps(
     df = _at(spark, table).toDF()
     assert reads_on_jvm(df)
     rows, scanned = _scanned(df.where(condition))
-    assert rows == _python_rows(spark, table, condition)
+    assert rows == _embedded(table, condition)
     assert scanned == (table.to_arrow().num_rows if scans is None
-                       else len(_python_rows(spark, table, scans)))
+                       else len(_embedded(table, scans)))
 
 
 def test_a_pruned_partition_is_never_opened(spark: SparkSession, tmp_path: Path) -> None:
@@ -133,9 +134,9 @@ def test_a_pruned_partition_is_never_opened(spark: SparkSession, tmp_path: Path)
 
 
 TYPED_FILTERS = [
-    "d = DATE'2026-02-01'",
-    "d < DATE'2000-01-01'",
-    "d >= DATE'2026-01-01' AND d IS NOT NULL",
+    "d = DATE '2026-02-01'",
+    "d < DATE '2000-01-01'",
+    "d >= DATE '2026-01-01' AND d IS NOT NULL",
     "b",
     "NOT b",
     "b IS NULL",
@@ -176,5 +177,91 @@ def test_partition_values_of_every_type_are_compared_as_spark_compares_them(
     df = _at(spark, typed).toDF()
     assert reads_on_jvm(df)
     rows, scanned = _scanned(df.where(condition))
-    assert rows == _python_rows(spark, typed, condition)
+    assert rows == _embedded(typed, condition)
     assert scanned == len(rows), condition
+
+
+STRIPED_ROWS = 300_000
+STRIPED = pa.schema([("id", pa.int64()), ("x", pa.float64()), ("s", pa.string()),
+                     ("n", pa.int32()), ("day", pa.date32())])
+
+
+@pytest.fixture(scope="module")
+def striped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Table]:
+    """One bucket file of many stripes through which ``id``, ``s`` and ``day`` rise (each
+    stripe holds a range of them), ``n`` NULL in the first fifth, ``x`` random; deleted rows
+    in every stripe, some deleted after a second insert."""
+    ids = np.arange(STRIPED_ROWS)
+    with pytest.MonkeyPatch.context() as patch, \
+            acidstore.connect(tmp_path_factory.mktemp("striped") / "wh") as wh:
+        patch.setattr(write_files, "DELTA_STRIPE_SIZE", 256 << 10)  # ~20 stripes
+        t = wh.create_table("db.s", STRIPED)
+        t.insert(pa.table({
+            "id": ids, "x": np.random.default_rng(3).random(STRIPED_ROWS),
+            "s": [f"k{i:08d}" for i in ids],
+            "n": pa.array(np.where(ids < STRIPED_ROWS // 5, 0, ids % 10), pa.int32(),
+                          mask=ids < STRIPED_ROWS // 5),
+            "day": pa.array(ids // 1000, pa.int32()).cast(pa.date32())}, schema=STRIPED))
+        t.delete("id % 997 = 3")
+        t.insert(pa.table({"id": [-5, 10**9], "x": [0.5, 0.25], "s": ["a", "z"],
+                           "n": [7, None], "day": [dt.date(1999, 1, 1), None]},
+                          schema=STRIPED))
+        t.delete("id % 1009 = 8 OR id = -5")
+        yield t
+
+
+# (filter, the most rows its scan may return: a bound well under the table when stripes are
+# skipped, the whole table when statistics cannot rule out any)
+STRIPE_FILTERS = [
+    ("id BETWEEN 150000 AND 150100", STRIPED_ROWS // 4),
+    ("id < 1000 OR id > 299000", STRIPED_ROWS // 4),
+    ("id = 123456 AND x > 0.5", STRIPED_ROWS // 4),
+    ("s >= 'k00290000'", STRIPED_ROWS // 4),
+    ("s LIKE 'k0029%'", STRIPED_ROWS // 4),
+    ("day = DATE '1970-06-01'", STRIPED_ROWS // 4),
+    ("n IS NULL", STRIPED_ROWS // 2),
+    ("n = 7 AND id < 100000", STRIPED_ROWS // 2),
+    ("NOT (id >= 1000)", STRIPED_ROWS // 4),
+    ("id < 0", STRIPED_ROWS // 4),
+    ("x > 0.99", STRIPED_ROWS + 2),  # floating-point statistics are not used
+    ("n + 1 = 8", STRIPED_ROWS + 2),  # an expression: not pushed
+]
+
+
+@pytest.mark.parametrize("with_row_id", [False, True], ids=["placed", "walked"])
+@pytest.mark.parametrize(("condition", "at_most"), STRIPE_FILTERS,
+                         ids=[f for f, _ in STRIPE_FILTERS])
+def test_stripes_no_row_of_which_can_match_are_not_read(
+        spark: SparkSession, striped: Table, condition: str, at_most: int,
+        with_row_id: bool) -> None:
+    """Without ``row__id`` the deleted rows are placed by position, with it the keys are
+    walked: either way a skipped stripe's deletes are passed over, and a kept stripe range
+    after a skipped one continues the ROW__ID order check."""
+    df = _at(spark, striped).toDF(with_row_id=with_row_id)
+    assert reads_on_jvm(df)
+    rows, scanned = _scanned(df.where(condition))
+    assert rows == _embedded(striped, condition, with_row_id)
+    assert len(rows) <= scanned <= at_most
+    assert df.where(condition).count() == len(rows)
+
+
+def test_a_stripe_bound_itself_keeps_its_stripe(spark: SparkSession, striped: Table) -> None:
+    """Comparisons with each stripe's own minimum and maximum ``id`` (and one either side)
+    keep exactly the rows numpy keeps: an off-by-one in the bounds would skip a stripe whose
+    first or last row matches."""
+    ids = striped.to_arrow(columns=["id"])["id"].to_numpy()
+    big = next(Path(striped.location).glob("delta_0000001_*/bucket_*"))
+    orc = po.ORCFile(str(big))
+    assert orc.nstripes >= 4
+    ops = {"<": np.less, "<=": np.less_equal, "=": np.equal, ">=": np.greater_equal,
+           ">": np.greater}
+    df = _at(spark, striped).toDF()
+    for stripe in (0, orc.nstripes - 1):
+        rows = orc.read_stripe(stripe, columns=["row"]).column(0).field(0).to_numpy()
+        low, high = int(rows.min()), int(rows.max())
+        for value in (low - 1, low, high, high + 1):
+            for op, keep in ops.items():
+                got = df.where(f"id {op} {value}").agg(F.count("id"), F.sum("id")).collect()
+                kept = ids[keep(ids, value)]
+                assert list(got[0]) == [len(kept), int(kept.sum()) if len(kept) else None], \
+                    (op, value)

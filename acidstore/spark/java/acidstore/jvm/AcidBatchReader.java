@@ -1,6 +1,7 @@
 package acidstore.jvm;
 
 import java.io.IOException;
+import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.List;
 
@@ -41,6 +42,9 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
   private static final int ROW__ID = -1, PARTITION = -2;
 
   private final Plan.FileTask[] files;
+  /** the stripe ranges left to read of a file whose other stripes were skipped */
+  private final ArrayDeque<Plan.FileTask> runs = new ArrayDeque<>();
+  private final StripeSkipping skipping;
   private final StructType required;
   /** per output column: the row struct child it reads, ROW__ID, or PARTITION - p for the
    *  p-th partition column */
@@ -66,8 +70,9 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
   private final int[] dropped = new int[BATCH];
 
   AcidBatchReader(Plan.Task task, StructType required, String[] columns,
-                  String[] partitionColumns) {
+                  String[] partitionColumns, StripeSkipping skipping) {
     this.files = task.files;
+    this.skipping = skipping;
     this.required = required;
     List<String> names = Arrays.asList(columns);
     List<String> partitions = Arrays.asList(partitionColumns);
@@ -103,21 +108,33 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
 
   private boolean openNext() throws IOException {
     closeRows();
-    if (next >= files.length) {
-      return false;
-    }
-    file = files[next++];
-    reader = OrcFile.createReader(new Path(file.path), OrcFile.readerOptions(CONF)
-        .filesystem(fs()).maxLength(file.length).useUTCTimestamp(true));
-    TypeDescription schema = reader.getSchema();
-    List<TypeDescription> top = schema.getChildren();
-    if (top.size() != 6 || !schema.getFieldNames().get(ROW).equals("row")) {
-      throw new IOException("not an ACID event file: " + file.path + " (" + schema + ")");
-    }
-    if (file.expectedRows >= 0 && reader.getNumberOfRows() != file.expectedRows) {
-      throw new IOException(file.path + " holds " + reader.getNumberOfRows() + " events, not the "
-          + file.expectedRows + " its compaction recorded: events were added or removed after "
-          + "its commit");
+    TypeDescription schema;
+    List<TypeDescription> top;
+    while (true) {
+      boolean planned = runs.isEmpty();
+      if (planned && next >= files.length) {
+        return false;
+      }
+      file = planned ? files[next++] : runs.poll();
+      reader = OrcFile.createReader(new Path(file.path), OrcFile.readerOptions(CONF)
+          .filesystem(fs()).maxLength(file.length).useUTCTimestamp(true));
+      schema = reader.getSchema();
+      top = schema.getChildren();
+      if (top.size() != 6 || !schema.getFieldNames().get(ROW).equals("row")) {
+        throw new IOException("not an ACID event file: " + file.path + " (" + schema + ")");
+      }
+      if (file.expectedRows >= 0 && reader.getNumberOfRows() != file.expectedRows) {
+        throw new IOException(file.path + " holds " + reader.getNumberOfRows() + " events, not "
+            + "the " + file.expectedRows + " its compaction recorded: events were added or "
+            + "removed after its commit");
+      }
+      List<Plan.FileTask> kept = planned && skipping != null
+          ? skipping.runs(reader, file, top.get(ROW)) : null;
+      if (kept == null) {
+        break;
+      }
+      runs.addAll(kept);  // the file's stripes that may match, read as ranges
+      closeRows();
     }
     StructField[] fields = required.fields();
     wrappers = new SparkVectors.Wrapper[fields.length];

@@ -13,11 +13,14 @@ final class AcidReaderFactory implements PartitionReaderFactory {
   private final StructType required;
   private final String[] columns;
   private final String[] partitionColumns;
+  private final StripeSkipping skipping;
 
-  AcidReaderFactory(StructType required, String[] columns, String[] partitionColumns) {
+  AcidReaderFactory(StructType required, String[] columns, String[] partitionColumns,
+                    StripeSkipping skipping) {
     this.required = required;
     this.columns = columns;
     this.partitionColumns = partitionColumns;
+    this.skipping = skipping;
   }
 
   @Override
@@ -32,6 +35,7 @@ final class AcidReaderFactory implements PartitionReaderFactory {
 
   @Override
   public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
-    return new AcidBatchReader((Plan.Task) partition, required, columns, partitionColumns);
+    return new AcidBatchReader((Plan.Task) partition, required, columns, partitionColumns,
+        skipping);
   }
 }

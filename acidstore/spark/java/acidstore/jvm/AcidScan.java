@@ -16,7 +16,8 @@ import org.apache.spark.sql.types.StructType;
 
 /**
  * Column pruning (the row struct's children, ROW__ID only when asked), partition pruning by
- * the query's filters on partition columns ({@link PartitionPruning}), and the plan's tasks.
+ * the query's filters on partition columns ({@link PartitionPruning}), stripe skipping by its
+ * filters on the rows' columns ({@link StripeSkipping}, in the tasks), and the plan's tasks.
  * Spark makes one of these per query (a {@code newScanBuilder} call), so the filters pushed
  * here belong to this query alone.
  */
@@ -25,7 +26,9 @@ final class AcidScan implements SupportsPushDownRequiredColumns, SupportsPushDow
   private StructType required;
   private final StructType schema;
   private final Plan plan;
+  /** the pushed filters naming only partition columns, and only the rows' columns */
   private Filter[] pruning = new Filter[0];
+  private Filter[] skipping = new Filter[0];
 
   AcidScan(StructType schema, Plan plan) {
     this.required = schema;
@@ -38,17 +41,21 @@ final class AcidScan implements SupportsPushDownRequiredColumns, SupportsPushDow
     this.required = requiredSchema;
   }
 
-  /** Keeps the filters on partition columns for pruning; every filter is still Spark's to
-   *  apply to the rows read (all are returned). */
+  /** Keeps the filters on partition columns for pruning and those on the rows' columns for
+   *  skipping stripes; every filter is still Spark's to apply to the rows read (all are
+   *  returned). */
   @Override
   public Filter[] pushFilters(Filter[] filters) {
-    pruning = PartitionPruning.partitionOnly(filters, plan.partitionColumns);
+    pruning = FilterBounds.naming(filters, plan.partitionColumns);
+    skipping = FilterBounds.naming(filters, plan.columns);
     return filters;
   }
 
   @Override
   public Filter[] pushedFilters() {
-    return pruning;
+    Filter[] both = Arrays.copyOf(pruning, pruning.length + skipping.length);
+    System.arraycopy(skipping, 0, both, pruning.length, skipping.length);
+    return both;
   }
 
   @Override
@@ -63,8 +70,13 @@ final class AcidScan implements SupportsPushDownRequiredColumns, SupportsPushDow
 
   @Override
   public String description() {
-    return "acidstore_jvm" + (pruning.length == 0 ? "" : " partition filters: "
-        + Arrays.stream(pruning).map(Filter::toString).collect(Collectors.joining(", ")));
+    return "acidstore_jvm" + listed(" partition filters: ", pruning)
+        + listed(" stripe filters: ", skipping);
+  }
+
+  private static String listed(String what, Filter[] filters) {
+    return filters.length == 0 ? "" : what
+        + Arrays.stream(filters).map(Filter::toString).collect(Collectors.joining(", "));
   }
 
   @Override
@@ -95,6 +107,7 @@ final class AcidScan implements SupportsPushDownRequiredColumns, SupportsPushDow
 
   @Override
   public PartitionReaderFactory createReaderFactory() {
-    return new AcidReaderFactory(required, plan.columns, plan.partitionColumns);
+    return new AcidReaderFactory(required, plan.columns, plan.partitionColumns,
+        skipping.length == 0 ? null : new StripeSkipping(skipping, plan.columns, schema));
   }
 }

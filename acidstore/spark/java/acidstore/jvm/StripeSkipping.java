@@ -1,0 +1,110 @@
+package acidstore.jvm;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.apache.orc.ColumnStatistics;
+import org.apache.orc.DateColumnStatistics;
+import org.apache.orc.IntegerColumnStatistics;
+import org.apache.orc.Reader;
+import org.apache.orc.StringColumnStatistics;
+import org.apache.orc.StripeInformation;
+import org.apache.orc.StripeStatistics;
+import org.apache.orc.TypeDescription;
+import org.apache.spark.sql.sources.Filter;
+import org.apache.spark.sql.types.ByteType;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.DateType;
+import org.apache.spark.sql.types.IntegerType;
+import org.apache.spark.sql.types.LongType;
+import org.apache.spark.sql.types.ShortType;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.unsafe.types.UTF8String;
+
+/**
+ * The stripes of an event file that the filters Spark pushes on the rows' columns may match,
+ * by the ORC statistics of the {@code row} struct's fields ({@link FilterBounds}): integer,
+ * date and string columns, whose minimum and maximum bound every value. A stripe no row of
+ * which can satisfy a filter is not read, as Spark's ORC reader skips stripes; the deleted
+ * ROW__IDs of a skipped stripe are passed over by the reads of the stripes kept, which are
+ * read as stripe ranges. Floating-point and timestamp statistics are not used (NaN and
+ * zone handling differ between writers), nor statistics a file lacks.
+ */
+final class StripeSkipping implements java.io.Serializable {
+  private static final long serialVersionUID = 1L;
+  private final Filter[] filters;
+  private final FilterBounds.Columns columns;
+
+  StripeSkipping(Filter[] filters, String[] columns, StructType schema) {
+    this.filters = filters;
+    this.columns = new FilterBounds.Columns(columns, schema);
+  }
+
+  /**
+   * The stripe ranges of {@code file} to read instead of it, or null to read it as planned
+   * (every stripe may match, or the file has no usable statistics); empty when none may.
+   */
+  List<Plan.FileTask> runs(Reader reader, Plan.FileTask file, TypeDescription row)
+      throws IOException {
+    List<StripeInformation> stripes = reader.getStripes();
+    List<StripeStatistics> stats = reader.getStripeStatistics();
+    if (stats.size() != stripes.size()) {
+      return null;
+    }
+    int first = file.firstStripe >= 0 ? file.firstStripe : 0;
+    int stop = file.firstStripe >= 0 ? file.stopStripe : stripes.size();
+    List<Plan.FileTask> out = new ArrayList<>();
+    int runStart = -1;
+    for (int s = first; s <= stop; s++) {
+      boolean read = s < stop && mayMatch(stats.get(s).getColumnStatistics(),
+          stripes.get(s).getNumberOfRows(), row);
+      if (read && runStart < 0) {
+        runStart = s;
+      } else if (!read && runStart >= 0) {
+        if (runStart == first && s == stop) {
+          return null;  // nothing skipped
+        }
+        out.add(new Plan.FileTask(file.path, file.length, runStart, s, file.expectedRows,
+            file.partitionValues, file.deletedWriteIds, file.deletedBuckets,
+            file.deletedRowIds));
+        runStart = -1;
+      }
+    }
+    return out;
+  }
+
+  private boolean mayMatch(ColumnStatistics[] stats, long rows, TypeDescription row) {
+    return FilterBounds.mayMatch(filters, name -> {
+      int i = columns.names.indexOf(name);
+      if (i < 0 || i >= row.getChildren().size()) {
+        return null;  // not a row column, or one added after this file was written
+      }
+      int id = row.getChildren().get(i).getId();
+      return id < stats.length ? range(columns.types[i], stats[id], rows) : null;
+    });
+  }
+
+  /** What a stripe's statistics bound of a column of {@code type}, or null (nothing). */
+  static FilterBounds.Range range(DataType type, ColumnStatistics s, long rows) {
+    boolean mayBeNull = s.hasNull() || s.getNumberOfValues() < rows;
+    if (s.getNumberOfValues() == 0) {
+      return new FilterBounds.Range(type, null, null, true);
+    }
+    if ((type instanceof ByteType || type instanceof ShortType || type instanceof IntegerType
+        || type instanceof LongType) && s instanceof IntegerColumnStatistics i) {
+      return new FilterBounds.Range(type, i.getMinimum(), i.getMaximum(), mayBeNull);
+    }
+    if (type instanceof DateType && s instanceof DateColumnStatistics d) {
+      return new FilterBounds.Range(type, (long) d.getMinimumDayOfEpoch(),
+          (long) d.getMaximumDayOfEpoch(), mayBeNull);
+    }
+    if (type.equals(DataTypes.StringType) && s instanceof StringColumnStatistics t
+        && t.getLowerBound() != null && t.getUpperBound() != null) {
+      return new FilterBounds.Range(type, UTF8String.fromString(t.getLowerBound()),
+          UTF8String.fromString(t.getUpperBound()), mayBeNull);
+    }
+    return null;
+  }
+}
