@@ -6,6 +6,7 @@ import java.util.List;
 
 import org.apache.orc.ColumnStatistics;
 import org.apache.orc.DateColumnStatistics;
+import org.apache.orc.DoubleColumnStatistics;
 import org.apache.orc.IntegerColumnStatistics;
 import org.apache.orc.Reader;
 import org.apache.orc.StringColumnStatistics;
@@ -17,6 +18,8 @@ import org.apache.spark.sql.types.ByteType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.DateType;
+import org.apache.spark.sql.types.DoubleType;
+import org.apache.spark.sql.types.FloatType;
 import org.apache.spark.sql.types.IntegerType;
 import org.apache.spark.sql.types.LongType;
 import org.apache.spark.sql.types.ShortType;
@@ -26,11 +29,12 @@ import org.apache.spark.unsafe.types.UTF8String;
 /**
  * The stripes of an event file that the filters Spark pushes on the rows' columns may match,
  * by the ORC statistics of the {@code row} struct's fields ({@link FilterBounds}): integer,
- * date and string columns, whose minimum and maximum bound every value. A stripe no row of
+ * floating-point (where no NaN is among the values), date and string columns, whose minimum
+ * and maximum bound every value. A stripe no row of
  * which can satisfy a filter is not read, as Spark's ORC reader skips stripes; the deleted
  * ROW__IDs of a skipped stripe are passed over by the reads of the stripes kept, which are
- * read as stripe ranges. Floating-point and timestamp statistics are not used (NaN and
- * zone handling differ between writers), nor statistics a file lacks.
+ * read as stripe ranges. Timestamp statistics are not used (writers differ in their zone
+ * handling), nor statistics a file lacks.
  */
 final class StripeSkipping implements java.io.Serializable {
   private static final long serialVersionUID = 1L;
@@ -95,6 +99,12 @@ final class StripeSkipping implements java.io.Serializable {
     if ((type instanceof ByteType || type instanceof ShortType || type instanceof IntegerType
         || type instanceof LongType) && s instanceof IntegerColumnStatistics i) {
       return new FilterBounds.Range(type, i.getMinimum(), i.getMaximum(), mayBeNull);
+    }
+    if ((type instanceof DoubleType || type instanceof FloatType)
+        && s instanceof DoubleColumnStatistics d && !Double.isNaN(d.getSum())) {
+      // a NaN among the values makes the sum NaN; writers leave it out of the minimum and
+      // maximum, yet Spark orders it above every number, so only a NaN-free stripe is bounded
+      return new FilterBounds.Range(type, d.getMinimum(), d.getMaximum(), mayBeNull);
     }
     if (type instanceof DateType && s instanceof DateColumnStatistics d) {
       return new FilterBounds.Range(type, (long) d.getMinimumDayOfEpoch(),
