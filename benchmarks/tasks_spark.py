@@ -101,7 +101,7 @@ def _table_bytes(root: str) -> int:
 #: untimed runs of an S1 scan before the first timed one in a process: the JVM's JIT needs
 #: several (at 2M rows the 2nd run is still ~2x the 5th for both readers), one is not enough
 SCAN_WARMUPS = 3
-_warmed: set[tuple[str, bool]] = set()
+_warmed: set[tuple[str, bool, str | None]] = set()
 
 
 def spark_scan(args: dict[str, Any]) -> dict[str, Any]:
@@ -109,9 +109,12 @@ def spark_scan(args: dict[str, Any]) -> dict[str, Any]:
     ``spark.read.orc`` of ``limit_after``), every column pulled by a ``noop`` write; both time
     building the DataFrame and the action. ``split_by_cores``: the Python data source
     (``format("acidstore")``) with ``maxPartitionBytes`` set to the table's bytes / cores (one
-    task per core), for comparison with ``toDF()``, which reads with acidstore's Java reader."""
+    task per core), for comparison with ``toDF()``, which reads with acidstore's Java reader.
+    ``where``: a filter both apply with ``DataFrame.where`` (Spark pushes it into either scan:
+    partition pruning and stripe skipping in acidstore's, row-group skipping in Spark's)."""
     spark = session()
     engine, split = args["engine"], bool(args.get("split_by_cores"))
+    where: str | None = args.get("where")
     if engine == "acid":
         table = AcidTable.forName(spark, TABLE, warehouse=args["acid_after"])
         per_core = _table_bytes(args["acid_after"]) // spark.sparkContext.defaultParallelism + 1
@@ -126,11 +129,13 @@ def spark_scan(args: dict[str, Any]) -> dict[str, Any]:
 
     def scan() -> float:
         start = time.perf_counter()
-        frame().write.format("noop").mode("overwrite").save()
+        df = frame()
+        (df if where is None else df.where(where)).write.format("noop").mode(
+            "overwrite").save()
         return time.perf_counter() - start
 
-    if (engine, split) not in _warmed:
-        _warmed.add((engine, split))
+    if (engine, split, where) not in _warmed:
+        _warmed.add((engine, split, where))
         for _ in range(int(args.get("warmups", SCAN_WARMUPS))):
             scan()
     seconds = scan()

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from benchmarks.tasks_spark import spark_change, spark_scan
+from benchmarks.workloads_spark import FILTERED_SCANS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -27,8 +28,13 @@ def test_s1_both_sides_read_the_same_rows(spark: SparkSession, states: dict[str,
     assert sorted(acid.select("id").toArrow().column(0).to_pylist()) == sorted(
         native.select("id").toArrow().column(0).to_pylist())
     assert states["after_rows"] == acid.count()
-    for args in ({"engine": "acid"}, {"engine": "acid", "split_by_cores": True},
-                 {"engine": "native"}):
+    for where, _ in FILTERED_SCANS:
+        assert acid.where(where).count() == native.where(where).count(), where
+    scans: list[dict[str, Any]] = [
+        {"engine": "acid"}, {"engine": "acid", "split_by_cores": True}, {"engine": "native"},
+        *({"engine": engine, "where": where} for where, _ in FILTERED_SCANS
+          for engine in ("acid", "native"))]
+    for args in scans:
         result = spark_scan({**states, **args})
         assert result["rows"] == states["after_rows"]
         assert result["seconds"] > 0

@@ -182,6 +182,9 @@ def test_partition_values_of_every_type_are_compared_as_spark_compares_them(
 
 
 STRIPED_ROWS = 300_000
+#: the rows of a row group (the writer's row index stride): ids rise one a row, so each of the
+#: big file's row groups holds 10,000 consecutive ids
+GROUP = 10_000
 STRIPED = pa.schema([("id", pa.int64()), ("x", pa.float64()), ("s", pa.string()),
                      ("n", pa.int32()), ("day", pa.date32())])
 
@@ -213,15 +216,18 @@ def striped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Table]:
         yield t
 
 
-# (filter, the most rows its scan may return: a bound well under the table when stripes are
-# skipped, the whole table when statistics cannot rule out any)
+# (filter, the most rows its scan may return: what the row groups it may match hold, or the
+# whole table when statistics cannot rule out any)
 STRIPE_FILTERS = [
-    ("id BETWEEN 150000 AND 150100", STRIPED_ROWS // 4),
-    ("id < 1000 OR id > 299000", STRIPED_ROWS // 4),
-    ("id = 123456 AND x > 0.5", STRIPED_ROWS // 4),
-    ("s >= 'k00290000'", STRIPED_ROWS // 4),
-    ("s LIKE 'k0029%'", STRIPED_ROWS // 4),
-    ("day = DATE '1970-06-01'", STRIPED_ROWS // 4),
+    # row groups start with their stripe, so a range of ids may straddle two; a stripe holds
+    # about 37,500 rows, so these bounds fail if only stripes are skipped (+1: the small
+    # file's row)
+    ("id BETWEEN 150000 AND 150100", 2 * GROUP + 1),
+    ("id < 1000 OR id > 299000", 3 * GROUP + 1),
+    ("id = 123456 AND x > 0.5", GROUP + 1),
+    ("s >= 'k00290000'", 2 * GROUP + 1),
+    ("s LIKE 'k0029%'", 2 * GROUP + 1),
+    ("day = DATE '1970-06-01'", 2 * GROUP + 1),
     ("n IS NULL", STRIPED_ROWS // 2),
     ("n = 7 AND id < 100000", STRIPED_ROWS // 2),
     ("NOT (id >= 1000)", STRIPED_ROWS // 4),
@@ -250,9 +256,9 @@ def test_stripes_no_row_of_which_can_match_are_not_read(
 
 
 def test_a_stripe_bound_itself_keeps_its_stripe(spark: SparkSession, striped: Table) -> None:
-    """Comparisons with each stripe's own minimum and maximum ``id`` (and one either side)
-    keep exactly the rows numpy keeps: an off-by-one in the bounds would skip a stripe whose
-    first or last row matches."""
+    """Comparisons with each stripe's own minimum and maximum ``id``, and a row group's first
+    id inside a stripe (and one either side) keep exactly the rows numpy keeps: an off-by-one
+    in the bounds would skip a stripe or row group whose first or last row matches."""
     ids = striped.to_arrow(columns=["id"])["id"].to_numpy()
     big = next(Path(striped.location).glob("delta_0000001_*/bucket_*"))
     orc = po.ORCFile(str(big))
@@ -263,7 +269,8 @@ def test_a_stripe_bound_itself_keeps_its_stripe(spark: SparkSession, striped: Ta
     for stripe in (0, orc.nstripes - 1):
         rows = orc.read_stripe(stripe, columns=["row"]).column(0).field(0).to_numpy()
         low, high = int(rows.min()), int(rows.max())
-        for value in (low - 1, low, high, high + 1):
+        group = low + GROUP  # the stripe's second row group starts here (ids rise by one)
+        for value in (low - 1, low, group - 1, group, high, high + 1):
             for op, keep in ops.items():
                 got = df.where(f"id {op} {value}").agg(F.count("id"), F.sum("id")).collect()
                 kept = ids[keep(ids, value)]

@@ -63,6 +63,11 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
   private int deleteAt;
   private long lastW = Long.MIN_VALUE, lastR = Long.MIN_VALUE;
   private int lastB = Integer.MIN_VALUE;
+  /** the open file's row-group runs to read ([start, end) file rows in pairs; null: all of
+   *  it), the next run's index and the current run's end */
+  private long[] rowRuns;
+  private int nextRun;
+  private long runEnd;
   /** deleted rows placed by stripe statistics (null: walk the keys) */
   private StripePlacement positions;
   private int nextPosition;
@@ -175,6 +180,9 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
       options.range(start, last.getOffset() + last.getLength() - start);
     }
     rows = reader.rows(options);
+    rowRuns = skipping == null ? null : skipping.rowGroups(rows, reader, file, row);
+    nextRun = 0;
+    runEnd = -1;  // the first next() seeks to the first run
     if (batch == null || !schema.equals(batchSchema)) {
       // one batch per schema, not per file: a task opens ~65 small files on S1's table
       batch = schema.createRowBatch(BATCH);
@@ -200,22 +208,39 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
     lastW = Long.MIN_VALUE;
     lastB = Integer.MIN_VALUE;
     lastR = Long.MIN_VALUE;
-    if (keys && positions == null && file.firstStripe > 0) {
-      keyBefore(schema, top);
+    if (keys && positions == null && file.firstStripe > 0 && rowRuns == null) {
+      keyBefore(StripePlacement.rowsBefore(reader.getStripes(), file.firstStripe));
+    }
+    return true;
+  }
+
+  /** Seeks to the next row-group run of the file; false when none is left. */
+  private boolean seekRun() throws IOException {
+    if (2 * nextRun >= rowRuns.length) {
+      return false;
+    }
+    long start = rowRuns[2 * nextRun];
+    runEnd = rowRuns[2 * nextRun + 1];
+    nextRun++;
+    rows.seekToRow(start);
+    if (keys && positions == null) {
+      keyBefore(start);
     }
     return true;
   }
 
   /**
-   * Starts the order check of a range after the file's first stripe from the last event
-   * before it, as a whole-file read would check it: without this, a ROW__ID repeated across
-   * the boundary of two ranges (two tasks) would be read twice.
+   * Starts the order check of a read beginning at file row {@code row} (a stripe range, or a
+   * row-group run after skipped rows) from the last event before it, as a whole-file read
+   * would check it: without this, a ROW__ID repeated across the boundary of two ranges (two
+   * tasks) would be read twice.
    */
-  private void keyBefore(TypeDescription schema, List<TypeDescription> top) throws IOException {
-    long row = StripePlacement.rowsBefore(reader.getStripes(), file.firstStripe);
+  private void keyBefore(long row) throws IOException {
     if (row == 0) {
       return;
     }
+    TypeDescription schema = reader.getSchema();
+    List<TypeDescription> top = schema.getChildren();
     boolean[] include = new boolean[schema.getMaximumId() + 1];
     include[0] = true;
     include[top.get(WRITE_ID).getId()] = true;
@@ -240,12 +265,17 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
       if (rows == null && !openNext()) {
         return false;
       }
+      if (rowRuns != null && rows.getRowNumber() >= runEnd && !seekRun()) {
+        closeRows();
+        continue;
+      }
       long base = rows.getRowNumber();
       if (!rows.nextBatch(batch)) {
         closeRows();
         continue;
       }
-      int n = batch.size;
+      // a batch running past its row-group run holds rows the filters rule out: cut there
+      int n = rowRuns == null ? batch.size : (int) Math.min(batch.size, runEnd - base);
       if (positions != null) {
         LongColumnVector r = (LongColumnVector) batch.cols[ROW_ID];
         positions.check(base, r.vector, r.isRepeating, n);

@@ -2,17 +2,22 @@ package acidstore.jvm;
 
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 import org.apache.orc.ColumnStatistics;
 import org.apache.orc.DateColumnStatistics;
 import org.apache.orc.DoubleColumnStatistics;
 import org.apache.orc.IntegerColumnStatistics;
+import org.apache.orc.OrcProto;
 import org.apache.orc.Reader;
+import org.apache.orc.RecordReader;
 import org.apache.orc.StringColumnStatistics;
 import org.apache.orc.StripeInformation;
 import org.apache.orc.StripeStatistics;
 import org.apache.orc.TypeDescription;
+import org.apache.orc.impl.ColumnStatisticsImpl;
+import org.apache.orc.impl.RecordReaderImpl;
 import org.apache.spark.sql.sources.Filter;
 import org.apache.spark.sql.types.ByteType;
 import org.apache.spark.sql.types.DataType;
@@ -27,14 +32,15 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
- * The stripes of an event file that the filters Spark pushes on the rows' columns may match,
- * by the ORC statistics of the {@code row} struct's fields ({@link FilterBounds}): integer,
- * floating-point (where no NaN is among the values), date and string columns, whose minimum
- * and maximum bound every value. A stripe no row of
- * which can satisfy a filter is not read, as Spark's ORC reader skips stripes; the deleted
- * ROW__IDs of a skipped stripe are passed over by the reads of the stripes kept, which are
- * read as stripe ranges. Timestamp statistics are not used (writers differ in their zone
- * handling), nor statistics a file lacks.
+ * The stripes and row groups of an event file that the filters Spark pushes on the rows'
+ * columns may match, by the ORC statistics of the {@code row} struct's fields
+ * ({@link FilterBounds}): integer, floating-point (where no NaN is among the values), date and
+ * string columns, whose minimum and maximum bound every value. What no row of which can
+ * satisfy a filter is not read, as Spark's ORC reader skips it: stripes by the file's stripe
+ * statistics (the rest read as stripe ranges), then row groups by the row index of the kept
+ * stripes (the rest read as runs, one seek each). The deleted ROW__IDs among skipped rows
+ * are passed over by the reads of the rows kept. Timestamp statistics are not used (writers
+ * differ in their zone handling), nor statistics a file lacks.
  */
 final class StripeSkipping implements java.io.Serializable {
   private static final long serialVersionUID = 1L;
@@ -79,6 +85,75 @@ final class StripeSkipping implements java.io.Serializable {
     return out;
   }
 
+  /**
+   * The file rows [start, end) of {@code file}'s row groups whose row-index statistics may
+   * match (pairs, ascending, adjacent groups merged), or null when every group may match
+   * or the file has no row index: then read it as planned. Stripe statistics ruled out
+   * whole stripes first; this reads the row index of the filters' columns only.
+   */
+  long[] rowGroups(RecordReader rows, Reader reader, Plan.FileTask file, TypeDescription row)
+      throws IOException {
+    long stride = reader.getRowIndexStride();
+    if (stride <= 0 || !(rows instanceof RecordReaderImpl impl)) {
+      return null;
+    }
+    boolean[] indexed = new boolean[reader.getSchema().getMaximumId() + 1];
+    for (Filter f : filters) {
+      for (String name : f.references()) {
+        int i = columns.names.indexOf(name);
+        if (i >= 0 && i < row.getChildren().size()) {
+          indexed[row.getChildren().get(i).getId()] = true;
+        }
+      }
+    }
+    indexed[0] = true;
+    indexed[row.getId()] = true;
+    List<StripeInformation> stripes = reader.getStripes();
+    int first = file.firstStripe >= 0 ? file.firstStripe : 0;
+    int stop = file.firstStripe >= 0 ? file.stopStripe : stripes.size();
+    long at = StripePlacement.rowsBefore(stripes, first);
+    long[] out = new long[8];
+    int n = 0;
+    boolean all = true;
+    for (int s = first; s < stop; s++) {
+      // the reader's stripes are those of its range: index s - first
+      OrcProto.RowIndex[] index = impl.readRowIndex(s - first, indexed, indexed)
+          .getRowGroupIndex();
+      long stripeRows = stripes.get(s).getNumberOfRows();
+      for (long start = at; start < at + stripeRows; start += stride) {
+        long end = Math.min(start + stride, at + stripeRows);
+        int group = (int) ((start - at) / stride);
+        if (!mayMatch(groupStatistics(index, group, row), end - start, row)) {
+          all = false;
+        } else if (n > 0 && out[n - 1] == start) {
+          out[n - 1] = end;
+        } else {
+          if (n == out.length) {
+            out = Arrays.copyOf(out, 2 * n);
+          }
+          out[n++] = start;
+          out[n++] = end;
+        }
+      }
+      at += stripeRows;
+    }
+    return all ? null : Arrays.copyOf(out, n);
+  }
+
+  /** One row group's statistics of the indexed columns (null where a column has none). */
+  private static ColumnStatistics[] groupStatistics(OrcProto.RowIndex[] index, int group,
+                                                   TypeDescription row) {
+    ColumnStatistics[] out = new ColumnStatistics[index.length];
+    for (TypeDescription child : row.getChildren()) {
+      int id = child.getId();
+      if (id < index.length && index[id] != null && group < index[id].getEntryCount()) {
+        out[id] = ColumnStatisticsImpl.deserialize(child,
+            index[id].getEntry(group).getStatistics());
+      }
+    }
+    return out;
+  }
+
   private boolean mayMatch(ColumnStatistics[] stats, long rows, TypeDescription row) {
     return FilterBounds.mayMatch(filters, name -> {
       int i = columns.names.indexOf(name);
@@ -86,7 +161,8 @@ final class StripeSkipping implements java.io.Serializable {
         return null;  // not a row column, or one added after this file was written
       }
       int id = row.getChildren().get(i).getId();
-      return id < stats.length ? range(columns.types[i], stats[id], rows) : null;
+      return id < stats.length && stats[id] != null
+          ? range(columns.types[i], stats[id], rows) : null;
     });
   }
 
