@@ -9,6 +9,7 @@ import org.apache.orc.ColumnStatistics;
 import org.apache.orc.DateColumnStatistics;
 import org.apache.orc.DoubleColumnStatistics;
 import org.apache.orc.IntegerColumnStatistics;
+import org.apache.orc.OrcFile;
 import org.apache.orc.OrcProto;
 import org.apache.orc.Reader;
 import org.apache.orc.RecordReader;
@@ -65,11 +66,12 @@ final class StripeSkipping implements java.io.Serializable {
     }
     int first = file.firstStripe >= 0 ? file.firstStripe : 0;
     int stop = file.firstStripe >= 0 ? file.stopStripe : stripes.size();
+    boolean strings = stringsBounded(reader);
     List<Plan.FileTask> out = new ArrayList<>();
     int runStart = -1;
     for (int s = first; s <= stop; s++) {
       boolean read = s < stop && mayMatch(stats.get(s).getColumnStatistics(),
-          stripes.get(s).getNumberOfRows(), row);
+          stripes.get(s).getNumberOfRows(), row, strings);
       if (read && runStart < 0) {
         runStart = s;
       } else if (!read && runStart >= 0) {
@@ -112,6 +114,7 @@ final class StripeSkipping implements java.io.Serializable {
     int first = file.firstStripe >= 0 ? file.firstStripe : 0;
     int stop = file.firstStripe >= 0 ? file.stopStripe : stripes.size();
     long at = StripePlacement.rowsBefore(stripes, first);
+    boolean strings = stringsBounded(reader);
     long[] out = new long[8];
     int n = 0;
     boolean all = true;
@@ -123,7 +126,7 @@ final class StripeSkipping implements java.io.Serializable {
       for (long start = at; start < at + stripeRows; start += stride) {
         long end = Math.min(start + stride, at + stripeRows);
         int group = (int) ((start - at) / stride);
-        if (!mayMatch(groupStatistics(index, group, row), end - start, row)) {
+        if (!mayMatch(groupStatistics(index, group, row), end - start, row, strings)) {
           all = false;
         } else if (n > 0 && out[n - 1] == start) {
           out[n - 1] = end;
@@ -154,7 +157,14 @@ final class StripeSkipping implements java.io.Serializable {
     return out;
   }
 
-  private boolean mayMatch(ColumnStatistics[] stats, long rows, TypeDescription row) {
+  /** Hive's ORC writers before HIVE-8732 wrote wrong string minimums and maximums (ORC's
+   *  own predicate pushdown ignores them too); every other writer's bound the values. */
+  private static boolean stringsBounded(Reader reader) {
+    return reader.getWriterVersion().includes(OrcFile.WriterVersion.HIVE_8732);
+  }
+
+  private boolean mayMatch(ColumnStatistics[] stats, long rows, TypeDescription row,
+                           boolean strings) {
     return FilterBounds.mayMatch(filters, name -> {
       int i = columns.names.indexOf(name);
       if (i < 0 || i >= row.getChildren().size()) {
@@ -162,12 +172,14 @@ final class StripeSkipping implements java.io.Serializable {
       }
       int id = row.getChildren().get(i).getId();
       return id < stats.length && stats[id] != null
-          ? range(columns.types[i], stats[id], rows) : null;
+          ? range(columns.types[i], stats[id], rows, strings) : null;
     });
   }
 
-  /** What a stripe's statistics bound of a column of {@code type}, or null (nothing). */
-  static FilterBounds.Range range(DataType type, ColumnStatistics s, long rows) {
+  /** What the statistics of {@code rows} rows bound of a column of {@code type}, or null
+   *  (nothing); string bounds only where {@code strings} says the writer got them right. */
+  static FilterBounds.Range range(DataType type, ColumnStatistics s, long rows,
+                                  boolean strings) {
     boolean mayBeNull = s.hasNull() || s.getNumberOfValues() < rows;
     if (s.getNumberOfValues() == 0) {
       return new FilterBounds.Range(type, null, null, true);
@@ -186,7 +198,7 @@ final class StripeSkipping implements java.io.Serializable {
       return new FilterBounds.Range(type, (long) d.getMinimumDayOfEpoch(),
           (long) d.getMaximumDayOfEpoch(), mayBeNull);
     }
-    if (type.equals(DataTypes.StringType) && s instanceof StringColumnStatistics t
+    if (strings && type.equals(DataTypes.StringType) && s instanceof StringColumnStatistics t
         && t.getLowerBound() != null && t.getUpperBound() != null) {
       return new FilterBounds.Range(type, UTF8String.fromString(t.getLowerBound()),
           UTF8String.fromString(t.getUpperBound()), mayBeNull);
