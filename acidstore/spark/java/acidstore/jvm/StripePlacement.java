@@ -132,8 +132,8 @@ final class StripePlacement {
     return rows;
   }
 
-  /** The stripes read: {first, stop}. */
-  private static int[] range(List<StripeInformation> stripes, Plan.FileTask file) {
+  /** The stripes a file task reads: {first, stop}. */
+  static int[] range(List<StripeInformation> stripes, Plan.FileTask file) {
     return file.firstStripe >= 0 ? new int[] {file.firstStripe, file.stopStripe}
         : new int[] {0, stripes.size()};
   }

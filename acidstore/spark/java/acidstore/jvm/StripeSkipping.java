@@ -64,8 +64,8 @@ final class StripeSkipping implements java.io.Serializable {
     if (stats.size() != stripes.size()) {
       return null;
     }
-    int first = file.firstStripe >= 0 ? file.firstStripe : 0;
-    int stop = file.firstStripe >= 0 ? file.stopStripe : stripes.size();
+    int[] range = StripePlacement.range(stripes, file);
+    int first = range[0], stop = range[1];
     boolean strings = stringsBounded(reader);
     List<Plan.FileTask> out = new ArrayList<>();
     int runStart = -1;
@@ -111,22 +111,25 @@ final class StripeSkipping implements java.io.Serializable {
     indexed[0] = true;
     indexed[row.getId()] = true;
     List<StripeInformation> stripes = reader.getStripes();
-    int first = file.firstStripe >= 0 ? file.firstStripe : 0;
-    int stop = file.firstStripe >= 0 ? file.stopStripe : stripes.size();
+    int[] range = StripePlacement.range(stripes, file);
+    int first = range[0], stop = range[1];
     long at = StripePlacement.rowsBefore(stripes, first);
     boolean strings = stringsBounded(reader);
     long[] out = new long[8];
     int n = 0;
     boolean all = true;
     for (int s = first; s < stop; s++) {
-      // the reader's stripes are those of its range: index s - first
-      OrcProto.RowIndex[] index = impl.readRowIndex(s - first, indexed, indexed)
-          .getRowGroupIndex();
       long stripeRows = stripes.get(s).getNumberOfRows();
+      // the reader's stripes are those of its range (index s - first); a stripe of one row
+      // group was judged by its stripe statistics already (its index, one more read for
+      // each small delta file, could rule out nothing more)
+      OrcProto.RowIndex[] index = stripeRows <= stride ? null
+          : impl.readRowIndex(s - first, indexed, indexed).getRowGroupIndex();
       for (long start = at; start < at + stripeRows; start += stride) {
         long end = Math.min(start + stride, at + stripeRows);
         int group = (int) ((start - at) / stride);
-        if (!mayMatch(groupStatistics(index, group, row), end - start, row, strings)) {
+        if (index != null
+            && !mayMatch(groupStatistics(index, group, row), end - start, row, strings)) {
           all = false;
         } else if (n > 0 && out[n - 1] == start) {
           out[n - 1] = end;
