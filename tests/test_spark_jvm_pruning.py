@@ -28,6 +28,7 @@ from spark_support import arrow_rows, reads_on_jvm, spark_rows
 
 import acidstore
 from acidstore import Table
+from acidstore.orc import footer
 from acidstore.spark import AcidTable
 from acidstore.write import files as write_files
 
@@ -276,3 +277,54 @@ def test_a_stripe_bound_itself_keeps_its_stripe(spark: SparkSession, striped: Ta
                 kept = ids[keep(ids, value)]
                 assert list(got[0]) == [len(kept), int(kept.sum()) if len(kept) else None], \
                     (op, value)
+
+
+OLD_ROWS = 80_000  # above 65,536, so the insert streams the file in stripes
+
+
+def _claim_orc_java_before_hive_8732(path: Path) -> None:
+    """Make ``path`` say ORC-Java wrote it before HIVE-8732, as Hive 0.13 did: the footer's
+    writer set to ORC-Java (a field appended to the footer as an uncompressed chunk: protobuf
+    keeps a scalar's last value) and the postscript's writer version to ORIGINAL. ORC-Java
+    holds the version against the writer (a C++ file is never "before HIVE-8732"), so both
+    are needed. Only the file's claim changes: its stripes and statistics stay pyarrow's."""
+    data = path.read_bytes()
+    ps_length = data[-1]
+    fields = footer._fields(data[-1 - ps_length:-1])
+    values = {number: value for number, _, value, _ in fields}
+    extra = footer._as_stream(footer._varint(9 << 3) + footer._varint(0),  # writer = ORC_JAVA
+                              values.get(2, 0) != 0, int(values.get(3, 256 << 10)))
+    postscript = b"".join(
+        footer._varint(1 << 3) + footer._varint(int(value) + len(extra)) if number == 1
+        else footer._varint(6 << 3) + footer._varint(0) if number == 6  # writerVersion
+        else raw for number, _, value, raw in fields)
+    path.write_bytes(data[:-1 - ps_length] + extra + postscript + bytes([len(postscript)]))
+
+
+@pytest.fixture(scope="module")
+def old_writer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Table]:
+    """One bucket file of several stripes through which ``id`` and ``s`` rise, claiming an
+    ORC-Java writer from before HIVE-8732, whose string minimums and maximums were wrong."""
+    ids = np.arange(OLD_ROWS)
+    schema = pa.schema([("id", pa.int64()), ("s", pa.string())])
+    with pytest.MonkeyPatch.context() as patch, \
+            acidstore.connect(tmp_path_factory.mktemp("old") / "wh") as wh:
+        patch.setattr(write_files, "DELTA_STRIPE_SIZE", 16 << 10)
+        t = wh.create_table("db.old", schema)
+        t.insert(pa.table({"id": ids, "s": [f"k{i:08d}" for i in ids]}, schema=schema))
+        (big,) = Path(t.location).glob("delta_*/bucket_*")
+        assert po.ORCFile(str(big)).nstripes >= 3
+        _claim_orc_java_before_hive_8732(big)
+        yield t
+
+
+@pytest.mark.parametrize(("condition", "skipped"),
+                         [("id >= 75000", True), ("s >= 'k00075000'", False)])
+def test_string_statistics_of_writers_before_hive_8732_skip_nothing(
+        spark: SparkSession, old_writer: Table, condition: str, skipped: bool) -> None:
+    """Such a file's integer statistics still skip its stripes; its string statistics skip
+    none (ORC's own predicate pushdown distrusts them too), though here they are right."""
+    rows, scanned = _scanned(_at(spark, old_writer).toDF().where(condition))
+    assert rows == _embedded(old_writer, condition)
+    assert len(rows) == 5000
+    assert (scanned < OLD_ROWS) is skipped, scanned
