@@ -20,7 +20,7 @@ import pytest
 import acidstore
 from acidstore import fs as afs
 from acidstore import immutable
-from acidstore.errors import CorruptFileError, MissingDataError
+from acidstore.errors import MissingDataError
 from acidstore.orc import cache
 from acidstore.orc.io import OrcFile, write_event_file
 from acidstore.warehouse import Warehouse
@@ -177,9 +177,9 @@ def test_missing_file_still_fails_naming_it(tmp_path: Path) -> None:
     _settle(tmp_path)
     assert _row_ids(path) == [5]
     os.unlink(path)
-    with pytest.raises(CorruptFileError) as cached_error:
+    with pytest.raises(MissingDataError) as cached_error:
         _row_ids(path)
-    with pytest.raises(CorruptFileError) as plain_error:
+    with pytest.raises(MissingDataError) as plain_error:
         _uncached(lambda: _row_ids(path))
     assert cached_error.value.path == plain_error.value.path == path
     assert str(cached_error.value) == str(plain_error.value)

@@ -162,6 +162,20 @@ def test_a_removed_or_emptied_bucket_file_is_named(flat: Table, how: str) -> Non
             action()
 
 
+@pytest.mark.parametrize("prefix", ["delta_0000001", "delete_delta_0000002"])
+def test_a_bucket_file_removed_after_planning_is_missing_not_corrupt(flat: Table,
+                                                                    prefix: str) -> None:
+    """A file gone between a scan's planning and its reading (a racing ``rm``; a cleaner
+    never removes what a planned reader needs) is MissingDataError naming it, as the Spark
+    readers report it."""
+    scan = flat.scan()
+    gone = sorted(only(flat.location, prefix).glob("bucket_*"))[0]
+    gone.unlink()
+    with pytest.raises(MissingDataError) as caught:
+        list(scan.to_batches())
+    assert caught.value.path == str(gone)
+
+
 def test_an_emptied_delete_delta_file_is_named(flat: Table) -> None:
     """A committed delete event file truncated to 0 bytes brought deleted rows back."""
     files = sorted(only(flat.location, "delete_delta_0000002").glob("bucket_*"))

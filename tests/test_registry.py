@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from acidstore.errors import CorruptFileError
+from acidstore.errors import CorruptFileError, MissingDataError
 from acidstore.orc.footer import add_user_metadata
 from acidstore.read.keys import KeyArrays
 from acidstore.read.merge import surviving
@@ -339,7 +339,7 @@ def test_delete_cache_decodes_each_file_once(tmp_path: Path) -> None:
     partial = DeleteCache()
     next(iter(partial.events(fs, source, snapshot)))  # read, but never finished
     Path(path).unlink()
-    with pytest.raises(CorruptFileError):
+    with pytest.raises(MissingDataError):
         list(partial.events(fs, source, snapshot))
 
     write_dir(tmp_path, "delete_delta_0000002_0000002_0000",
@@ -347,7 +347,7 @@ def test_delete_cache_decodes_each_file_once(tmp_path: Path) -> None:
     small = DeleteCache(max_events=4)  # 5 events exceed its budget: read, but not kept
     assert sum(len(k) for k in small.events(fs, source, snapshot)) == 5
     Path(path).unlink()
-    with pytest.raises(CorruptFileError):
+    with pytest.raises(MissingDataError):
         list(small.events(fs, source, snapshot))
 
 

@@ -43,8 +43,8 @@ from spark_support import (
 
 import acidstore
 from acidstore import Table
-from acidstore.errors import MissingDataError
-from acidstore.spark import AcidTable, jvm_jar
+from acidstore.errors import AcidStoreError, DataError, MissingDataError
+from acidstore.spark import AcidTable, jvm_jar, typed_error
 from acidstore.spark.jvm_read import JVM_READ_CONF
 from acidstore.write import files as write_files
 
@@ -238,17 +238,37 @@ def test_a_missing_committed_directory_is_an_error_not_fewer_rows(spark: SparkSe
             _at(spark, t).toDF()
 
 
-def test_a_file_removed_after_toDF_fails_the_action_naming_it(spark: SparkSession,
-                                                              tmp_path: Path) -> None:
+def _typed(caught: pytest.ExceptionInfo[Exception], expected: type[AcidStoreError]
+           ) -> AcidStoreError:
+    """The acidstore error a failed Spark action carries (``acidstore.spark.typed_error``),
+    checked to be exactly ``expected``: a Java task's failure is text when it reaches the
+    driver, so its message names the Python class, as a Python worker's traceback does."""
+    typed = typed_error(caught.value)
+    assert type(typed) is expected, caught.value
+    return typed
+
+
+@pytest.mark.parametrize("on_jvm", [True, False], ids=["java-reader", "python-source"])
+def test_a_file_removed_after_toDF_fails_the_action_naming_it(
+        spark: SparkSession, tmp_path: Path, on_jvm: bool) -> None:
+    """Either reader: Spark's exception carries MissingDataError naming the file (the Java
+    reader's tasks, planned by ``toDF()``) or its directory (the Python data source plans
+    when the action runs, and finds the directory short of what its write committed), never
+    fewer rows."""
     with acidstore.connect(tmp_path / "wh") as wh:
         t = new_table(wh, partitioned=False, buckets=0)
         t.insert(make_rows(range(10)).drop_columns(["dt"]))
-        df = _at(spark, t).toDF()
-        assert reads_on_jvm(df)
+        spark.conf.set(JVM_READ_CONF, str(on_jvm).lower())
+        try:
+            df = _at(spark, t).toDF()
+        finally:
+            spark.conf.unset(JVM_READ_CONF)
+        assert reads_on_jvm(df) is on_jvm
         gone = next(Path(t.location).rglob("bucket_*"))
         gone.unlink()
-        with pytest.raises(Py4JJavaError, match=gone.name):
+        with pytest.raises(Exception, match=gone.parent.name) as caught:
             df.collect()
+        assert (gone.name if on_jvm else gone.parent.name) in str(_typed(caught, MissingDataError))
 
 
 def test_a_compacted_file_holding_other_events_than_recorded_fails(spark: SparkSession,
@@ -265,8 +285,9 @@ def test_a_compacted_file_holding_other_events_than_recorded_fails(spark: SparkS
         po.write_table(events.slice(1), base)
         df = _at(spark, t).toDF()
         assert reads_on_jvm(df)
-        with pytest.raises(Py4JJavaError, match="its compaction recorded"):
+        with pytest.raises(Py4JJavaError, match="its compaction recorded") as caught:
             df.collect()
+        assert base.name in str(_typed(caught, DataError))
 
 
 def _row_id_repeated(events: pa.Table, path: Path) -> None:
@@ -300,10 +321,10 @@ def test_deletes_placed_by_position_check_the_row_ids(
         corrupt(po.read_table(delta), delta)
         df = _at(spark, t).toDF()
         assert reads_on_jvm(df)
-        with pytest.raises(Py4JJavaError, match=f"out of order in .*{delta.name}"):
-            df.collect()
-        with pytest.raises(Py4JJavaError, match=f"out of order in .*{delta.name}"):
-            df.count()
+        for action in (df.collect, df.count):
+            with pytest.raises(Py4JJavaError, match=f"out of order in .*{delta.name}") as caught:
+                action()
+            _typed(caught, DataError)
 
 
 def _two_stripes(events: pa.Table, path: Path) -> None:

@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow.fs as pafs
 
-from acidstore.errors import CorruptFileError, DataError
+from acidstore.errors import CorruptFileError, DataError, MissingDataError
 from acidstore.fsck.findings import Check
 from acidstore.layout import FLUSH_LENGTH_SUFFIX
 from acidstore.orc.io import OrcFile, RowKey, read_flush_length
@@ -131,7 +131,7 @@ def scan_file(fs: pafs.FileSystem, path: str, bucket_id: int, span: Span, *,
     problems = report.problems
     try:
         orc = _open(fs, path, span)
-    except CorruptFileError as exc:
+    except (CorruptFileError, MissingDataError) as exc:  # gone since listed
         problems.append(("unreadable_file", str(exc)))
         return report
     if not orc.is_acid:

@@ -19,7 +19,12 @@ import pyarrow.fs as pafs
 
 from acidstore import fs as afs
 from acidstore.directory import AcidState, list_partition, select
-from acidstore.errors import AcidStoreError, CorruptFileError, InvalidLayoutError
+from acidstore.errors import (
+    AcidStoreError,
+    CorruptFileError,
+    InvalidLayoutError,
+    MissingDataError,
+)
 from acidstore.fsck.events import DeleteTargets, Span, scan_file
 from acidstore.fsck.findings import Check, Finding, Severity
 from acidstore.layout import (
@@ -183,7 +188,7 @@ class _Partition:
             path = afs.join(self.directory, relative)
             try:
                 rows = OrcFile(self.fs, path).nrows
-            except CorruptFileError as exc:
+            except (CorruptFileError, MissingDataError) as exc:  # gone since listed
                 self.add(path, "unreadable_file", "error", str(exc))
                 continue
             if bucket in targets and rows:

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.orc as po
 
-from acidstore.errors import CorruptFileError, DataError, InvalidInputError
+from acidstore.errors import CorruptFileError, DataError, InvalidInputError, MissingDataError
 from acidstore.fs import write_bytes
 from acidstore.orc.cache import OpenedFile, held, read_small, remember, small_key
 from acidstore.orc.footer import POSTSCRIPT_TAIL, add_user_metadata, metadata_tail
@@ -209,6 +209,10 @@ class OrcFile:
             self.nrows: int = self._orc.nrows
             self.nstripes: int = self._orc.nstripes
             raw_meta = self._orc.metadata
+        except FileNotFoundError as exc:
+            # planned reads list their files first: one gone since is missing, not corrupt
+            raise MissingDataError(f"ORC file gone since it was listed: {exc}",
+                                   path=path) from exc
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise CorruptFileError(f"cannot open ORC file: {exc}", path=path) from exc
         self.user_metadata: dict[str, bytes] = {

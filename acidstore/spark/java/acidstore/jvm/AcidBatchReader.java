@@ -121,15 +121,19 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
         return false;
       }
       file = planned ? files[next++] : runs.poll();
-      reader = OrcFile.createReader(new Path(file.path), OrcFile.readerOptions(CONF)
-          .filesystem(fs()).maxLength(file.length).useUTCTimestamp(true));
+      try {
+        reader = OrcFile.createReader(new Path(file.path), OrcFile.readerOptions(CONF)
+            .filesystem(fs()).maxLength(file.length).useUTCTimestamp(true));
+      } catch (IOException e) {
+        throw AcidErrors.opening(file.path, e);
+      }
       schema = reader.getSchema();
       top = schema.getChildren();
       if (top.size() != 6 || !schema.getFieldNames().get(ROW).equals("row")) {
-        throw new IOException("not an ACID event file: " + file.path + " (" + schema + ")");
+        throw AcidErrors.corrupt("not an ACID event file: " + file.path + " (" + schema + ")");
       }
       if (file.expectedRows >= 0 && reader.getNumberOfRows() != file.expectedRows) {
-        throw new IOException(file.path + " holds " + reader.getNumberOfRows() + " events, not "
+        throw AcidErrors.data(file.path + " holds " + reader.getNumberOfRows() + " events, not "
             + "the " + file.expectedRows + " its compaction recorded: events were added or "
             + "removed after its commit");
       }
@@ -250,7 +254,7 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
       before.seekToRow(row - 1);
       VectorizedRowBatch one = schema.createRowBatch(1);
       if (!before.nextBatch(one) || one.size != 1) {
-        throw new IOException("no event at row " + (row - 1) + " of " + file.path
+        throw AcidErrors.corrupt("no event at row " + (row - 1) + " of " + file.path
             + ", where its stripes say one is");
       }
       lastW = ((LongColumnVector) one.cols[WRITE_ID]).vector[0];
@@ -306,7 +310,7 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
 
   private void advance(long kw, int kb, long kr) throws IOException {
     if (!StripePlacement.after(lastW, lastB, lastR, kw, kb, kr)) {
-      throw new IOException("ROW__IDs out of order in " + file.path + " at (" + kw + ", "
+      throw AcidErrors.data("ROW__IDs out of order in " + file.path + " at (" + kw + ", "
                             + kb + ", " + kr + ")");
     }
     lastW = kw;

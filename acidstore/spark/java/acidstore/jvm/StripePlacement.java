@@ -62,7 +62,7 @@ final class StripePlacement {
       }
       if (previous != null
           && !after(previous[0], previous[1], previous[3], keys[s][0], keys[s][1], keys[s][2])) {
-        throw new IOException("ROW__IDs out of order in " + file.path + ": stripe " + s
+        throw AcidErrors.data("ROW__IDs out of order in " + file.path + ": stripe " + s
             + " starts at (" + keys[s][0] + ", " + keys[s][1] + ", " + keys[s][2]
             + "), not after the stripe before it, which ends at (" + previous[0] + ", "
             + previous[1] + ", " + previous[3] + ")");
@@ -105,13 +105,13 @@ final class StripePlacement {
       long at = base + i;
       while (stripe + 1 < starts.length && starts[stripe + 1] <= at) stripe++;
       if (stripe >= mins.length) {
-        throw new IOException("more rows than the stripe statistics of " + path + " count");
+        throw AcidErrors.corrupt("more rows than the stripe statistics of " + path + " count");
       }
       int end = (int) Math.min(n, starts[stripe + 1] - base);
       long expect = mins[stripe] + (at - starts[stripe]) - i;  // rowId of batch row j: expect + j
       for (int j = i; j < end; j++) {
         if (rowIds[repeating ? 0 : j] != expect + j) {
-          throw new IOException("ROW__IDs out of order in " + path + " at row " + (base + j)
+          throw AcidErrors.data("ROW__IDs out of order in " + path + " at row " + (base + j)
               + ": rowId " + rowIds[repeating ? 0 : j] + " where the stripe statistics place "
               + (expect + j));
         }
