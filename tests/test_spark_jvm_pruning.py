@@ -120,6 +120,20 @@ def test_a_filter_on_partition_columns_opens_only_the_partitions_it_keeps(
                        else len(_embedded(table, scans)))
 
 
+def test_spark_sql_on_a_view_of_toDF_prunes_as_the_dataframe_does(
+        spark: SparkSession, table: Table) -> None:
+    """SQL over a temporary view made from ``toDF()`` gets the Java reader and Spark pushes
+    the query's WHERE into it: partitions pruned, as README's "Spark SQL" shows."""
+    _at(spark, table).toDF().createOrReplaceTempView("pruned_view")
+    try:
+        condition = "part = 'q' AND region > 0 AND x > 5"
+        rows, scanned = _scanned(spark.sql(f"SELECT * FROM pruned_view WHERE {condition}"))
+        assert rows == _embedded(table, condition)
+        assert scanned == len(_embedded(table, "part = 'q' AND region > 0"))
+    finally:
+        spark.catalog.dropTempView("pruned_view")
+
+
 def test_a_pruned_partition_is_never_opened(spark: SparkSession, tmp_path: Path) -> None:
     """A file of a ruled-out partition removed after ``toDF()`` does not fail a query that
     prunes it, and fails one that reads it, naming the file."""
