@@ -1,4 +1,4 @@
-"""Transactions: one snapshot, many statements and tables, one commit (DESIGN.md habit 3).
+"""Transactions: one snapshot, many statements and tables, one commit.
 
 A transaction opens in the metastore (a global txn id and a fixed snapshot), allocates one write
 id per table it writes, numbers its statements per table, writes files, and publishes them all

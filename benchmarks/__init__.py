@@ -1,1 +1,1 @@
-"""The acidstore benchmark suite (see README "Benchmarks" and ../shared/BENCHMARKS.md)."""
+"""The acidstore benchmark suite (see README "Benchmarks" and docs/benchmarks.md)."""

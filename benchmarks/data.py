@@ -1,4 +1,4 @@
-"""Seeded synthetic data of BENCHMARKS.md and the on-disk layouts the workloads read.
+"""Seeded synthetic data of docs/benchmarks.md and the on-disk layouts the workloads read.
 
 The same generated rows feed every peer: the ACID layout (one insert delta of ten bucket
 files, then delete deltas) and the "limit" layout (ten plain ORC files with no ACID columns).

@@ -5,7 +5,7 @@
     python -m benchmarks.metastore --cpu                # CPU per cycle, client and server
 
 Each writer is a process of its own with its own metastore handle (as separate programs are)
-and its own table (BENCHMARKS.md: "8 writers on different tables"). A cycle is a writer's whole
+and its own table (docs/benchmarks.md: 8 writers on different tables). A cycle is a writer's whole
 metastore traffic for one insert, measured two ways side by side, the writers switching
 between them every half second throughout one run:
 - ``4 calls``: open a txn, allocate a write id, record the component, commit (four durable

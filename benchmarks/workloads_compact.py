@@ -1,8 +1,8 @@
 """Rows of W7 (minor then major compaction after W2-W4), W8 (full scan after it) and S3
-(major compaction on Spark), acidstore beside the peers of ../shared/BENCHMARKS.md.
+(major compaction on Spark), acidstore beside the peers of docs/benchmarks.md.
 
 Targets as ratios acidstore / peer: W7 "major within 1.2x of limit read+write" is ``<= 1.2x``,
-W8 "within 1.1x of the limit" ``<= 1.1x``; BENCHMARKS.md sets none for S3.
+W8 "within 1.1x of the limit" ``<= 1.1x``; docs/benchmarks.md sets none for S3.
 """
 
 from __future__ import annotations

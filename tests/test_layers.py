@@ -1,4 +1,5 @@
-"""The import graph points down the layers of DESIGN.md; this test fails on any upward import."""
+"""The import graph points down the layers of docs/architecture.md; this test fails on any
+upward import."""
 
 from __future__ import annotations
 
@@ -52,8 +53,8 @@ LAYERS: dict[str, int] = {
 }
 # The package facade re-exports the public API and sits above the library layers it names.
 FACADES = {"acidstore": 4}
-#: the command line (DESIGN.md: "cli may import compaction; nothing else may"): acidstore.cli
-#: and its command modules acidstore.cli_*
+#: the command line (the one layer that may import compaction): acidstore.cli and its
+#: command modules acidstore.cli_*
 CLI_LAYER = 5
 
 

@@ -7,8 +7,8 @@ files under ``tmp_path``). No mocks: real databases. Parts 2 and 3 are
 ``test_metastore_concurrency.py`` (threads, spawned processes, a stateful model) and
 ``test_metastore_records.py`` (recorded writes, locks, introspection, snapshot leases).
 
-Facts checked come from spec/hive-acid.md: §6.5 (a table's ValidWriteIdList from a txn
-snapshot), §12.1 (write-id allocation), §14 (timeouts).
+Facts checked come from Hive (the § numbers: docs/format.md, "The sections the code cites"):
+§6.5 (a table's ValidWriteIdList from a txn snapshot), §12.1 (write-id allocation), §14 (timeouts).
 """
 
 from __future__ import annotations

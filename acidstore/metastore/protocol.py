@@ -7,9 +7,10 @@ readers, compaction) talks to it through this protocol only, so SQLite (one mach
 server database (many machines) are interchangeable and are held to one contract test suite
 (``tests/test_metastore_contract.py``).
 
-Facts come from spec/hive-acid.md: §6.5 (how a table's ``ValidWriteIdList`` is built from a
-transaction snapshot), §12 (allocation, commit, write-write conflicts), §14 (heartbeats and the
-300 s timeout). Values are frozen so that a snapshot handed out can never change under a reader.
+Facts come from Hive (the § numbers: docs/format.md, "The sections the code cites"): §6.5
+(how a table's ``ValidWriteIdList`` is built from a transaction snapshot), §12 (allocation,
+commit, write-write conflicts), §14 (heartbeats and the 300 s timeout). Values are frozen so
+that a snapshot handed out can never change under a reader.
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ INSERT = 0
 UPDATE = 1
 DELETE = 2
 
-#: The name of the optional row-id column of a read, and its type (DESIGN.md).
+#: The name of the optional row-id column of a read, and its type (the public read API).
 ROW_ID_COLUMN = "row__id"
 #: prefix of the working columns acidstore adds while it joins and evaluates (MERGE, SET):
 #: no table column may start with it
