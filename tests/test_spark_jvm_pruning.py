@@ -396,13 +396,14 @@ def _atom(literals: dict[str, st.SearchStrategy[str]], like: str
     return atom()
 
 
+def _combined(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    both = st.tuples(inner, st.sampled_from(["AND", "OR"]), inner)
+    return both.map(" ".join).map("({})".format) | inner.map("NOT ({})".format)
+
+
 def _filters(literals: dict[str, st.SearchStrategy[str]], like: str) -> st.SearchStrategy[str]:
     """Atoms under AND, OR and NOT, up to four of them."""
-    return st.recursive(
-        _atom(literals, like),
-        lambda inner: st.tuples(inner, st.sampled_from(["AND", "OR"]), inner).map(
-            lambda t: f"({t[0]} {t[1]} {t[2]})") | inner.map(lambda f: f"NOT ({f})"),
-        max_leaves=4)
+    return st.recursive(_atom(literals, like), _combined, max_leaves=4)
 
 
 @pytest.fixture(scope="module")
