@@ -43,7 +43,7 @@ from spark_support import (
 
 import acidstore
 from acidstore import Table
-from acidstore.errors import AcidStoreError, DataError, MissingDataError
+from acidstore.errors import AcidStoreError, CorruptFileError, DataError, MissingDataError
 from acidstore.spark import AcidTable, jvm_jar, typed_error
 from acidstore.spark.jvm_read import JVM_READ_CONF
 from acidstore.write import files as write_files
@@ -269,6 +269,20 @@ def test_a_file_removed_after_toDF_fails_the_action_naming_it(
         with pytest.raises(Exception, match=gone.parent.name) as caught:
             df.collect()
         assert (gone.name if on_jvm else gone.parent.name) in str(_typed(caught, MissingDataError))
+
+
+def test_a_file_overwritten_after_toDF_with_what_is_not_orc_is_corrupt(
+        spark: SparkSession, tmp_path: Path) -> None:
+    with acidstore.connect(tmp_path / "wh") as wh:
+        t = new_table(wh, partitioned=False, buckets=0)
+        t.insert(make_rows(range(10)).drop_columns(["dt"]))
+        df = _at(spark, t).toDF()
+        assert reads_on_jvm(df)
+        victim = next(Path(t.location).rglob("bucket_*"))
+        victim.write_bytes(b"x" * victim.stat().st_size)  # same length, not ORC
+        with pytest.raises(Py4JJavaError, match=victim.name) as caught:
+            df.collect()
+        assert victim.name in str(_typed(caught, CorruptFileError))
 
 
 def test_a_compacted_file_holding_other_events_than_recorded_fails(spark: SparkSession,
