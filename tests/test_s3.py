@@ -268,6 +268,16 @@ def test_integrity_checks_see_s3_listings(wh: acidstore.Warehouse, s3_place: S3P
         out.write(data)
     assert wh.fsck().num_rows == 0
 
+    # a file removed between a scan's planning and its reading
+    scan = t.scan()
+    fs.delete_file(bucket_file)
+    with pytest.raises(MissingDataError) as caught:
+        list(scan.to_batches())
+    assert caught.value.path is not None and caught.value.path.endswith(
+        bucket_file.split("/", 1)[1])
+    with fs.open_output_stream(bucket_file) as out:
+        out.write(data)
+
     # a stray directory above the partitions: as an object under a prefix, or a bare marker
     fs.create_dir(f"{t.location}/base_0000009")
     with pytest.raises(StrayPathError, match="base_0000009"):
