@@ -76,7 +76,7 @@ def s2(m: Measure) -> list[Row]:
     rewrites = {op: m("spark_change", engine="rewrite", op=op) for op, *_ in shapes}
     rows = [_row("S2", op, what, m("spark_change", engine="acid", op=op), peer, rewrites[op],
                  target) for op, what, peer, target in shapes]
-    rows.append(_row("S2", "update", "the same 10 UPDATEs, units in the driver "
+    rows.append(_row("S2", "update in the driver", "the same 10 UPDATEs, units in the driver "
                      "(spark.acidstore.dml.inDriverOnLocal=true, opt-in)",
                      m("spark_change", engine="acid", op="update", in_driver=True),
                      "Spark rewrite x 10", rewrites["update"], "<= 0.15x"))
