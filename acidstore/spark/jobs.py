@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import IntegerType, StructField, StructType
 
 from acidstore.errors import InvalidInputError
+from acidstore.spark.packing import SMALL_OPEN_COST_BYTES, pack
 from acidstore.spark.writing import BUCKET_COLUMN, TaskOutput, WriteJob, run_write
 from acidstore.statement import ChangeUnit, UnitOutcome
 from acidstore.statement import run_units as run_core_units
@@ -27,7 +28,7 @@ from acidstore.write.bucketing import bucket_ids
 from acidstore.write.conform import conform
 
 __all__ = ["IN_DRIVER_ON_LOCAL", "group_buckets", "local_cores", "run_job", "run_units",
-           "units_in_driver"]
+           "unit_bytes", "unit_shares", "units_in_driver"]
 
 _OUTPUT = "output"
 
@@ -127,8 +128,26 @@ def run_units(spark: SparkSession, units: Sequence[ChangeUnit]) -> list[UnitOutc
     if threads is not None:
         return run_core_units(units, threads=threads)
     slots = max(1, min(len(units), spark.sparkContext.defaultParallelism))
-    shares = [list(units[i * len(units) // slots:(i + 1) * len(units) // slots])
-              for i in range(slots)]  # contiguous: concatenating the results keeps unit order
+    shares = unit_shares(units, slots)
     done: list[list[UnitOutcome]] = spark.sparkContext.parallelize(
-        shares, slots).map(_run_share).collect()
-    return [outcome for results in done for outcome in results]
+        [[units[i] for i in share] for share in shares], len(shares)).map(_run_share).collect()
+    outcomes: dict[int, UnitOutcome] = {}
+    for share, results in zip(shares, done, strict=True):
+        outcomes.update(zip(share, results, strict=True))
+    return [outcomes[i] for i in range(len(units))]
+
+
+def unit_shares(units: Sequence[ChangeUnit], slots: int) -> list[list[int]]:
+    """The indexes of ``units`` in at most ``slots`` tasks of about equal bytes
+    (``unit_bytes``), each task's in unit order."""
+    return pack(list(range(len(units))), [unit_bytes(u) for u in units], slots)
+
+
+def unit_bytes(unit: ChangeUnit) -> int:
+    """What a unit costs to run, in bytes to read (the files it plans and those files' delete
+    events, each file also charged the fixed cost of opening it), so that a statement's tasks
+    get equal work: partitions differ in size, and shares of equal unit counts left one core
+    idle while the other ran the large partition's units."""
+    files = [split.size for _, split in unit.planned] + [
+        source.size for _, split in unit.planned for source in split.deletes]
+    return sum((size or 0) + SMALL_OPEN_COST_BYTES for size in files)
