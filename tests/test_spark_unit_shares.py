@@ -6,6 +6,8 @@ embedded one writes."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +21,7 @@ from acidstore.spark import AcidTable
 from acidstore.spark.conf import temporary_conf
 from acidstore.spark.jobs import IN_DRIVER_ON_LOCAL, run_units, unit_bytes, unit_shares
 from acidstore.statement import ChangeUnit
+from acidstore.transaction import Transaction
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -29,6 +32,17 @@ LARGE, SMALL = 150_000, 60
 
 class _AbortError(Exception):
     """Leaves a transaction that only planned."""
+
+
+@contextmanager
+def aborted_transaction(table: Table) -> Iterator[Transaction]:
+    """A transaction of ``table``'s warehouse that aborts when the block ends."""
+    try:
+        with table.warehouse.transaction() as txn:
+            yield txn
+            raise _AbortError
+    except _AbortError:
+        pass
 
 
 def skewed_table(root: Path) -> Table:
@@ -42,14 +56,8 @@ def skewed_table(root: Path) -> Table:
 
 
 def planned_units(table: Table) -> list[ChangeUnit]:
-    units: list[ChangeUnit] = []
-    try:
-        with table.warehouse.transaction() as txn:
-            units = table.plan_change(txn, "delete", "id >= 0")
-            raise _AbortError
-    except _AbortError:
-        pass
-    return units
+    with aborted_transaction(table) as txn:
+        return table.plan_change(txn, "delete", "id >= 0")
 
 
 def test_units_are_shared_by_bytes(tmp_path: Path) -> None:
@@ -71,15 +79,10 @@ def test_units_are_shared_by_bytes(tmp_path: Path) -> None:
 
 def test_outcomes_come_back_in_unit_order(spark: SparkSession, tmp_path: Path) -> None:
     table = skewed_table(tmp_path / "wh")
-    try:
-        with table.warehouse.transaction() as txn, \
-                temporary_conf(spark, IN_DRIVER_ON_LOCAL, "false"):
-            units = table.plan_change(txn, "delete", "id % 3 = 0")
-            assert unit_shares(units, 2)[0] != list(range(len(units) // 2))  # reordered
-            outcomes = run_units(spark, units)
-            raise _AbortError
-    except _AbortError:
-        pass
+    with aborted_transaction(table) as txn, temporary_conf(spark, IN_DRIVER_ON_LOCAL, "false"):
+        units = table.plan_change(txn, "delete", "id % 3 = 0")
+        assert unit_shares(units, 2)[0] != list(range(len(units) // 2))  # reordered
+        outcomes = run_units(spark, units)
     assert table.to_arrow().num_rows == LARGE + SMALL  # aborted: every row is still there
     # each outcome is its unit's: same partition, and deleted rows of the unit's bucket only
     assert [o.partition for o in outcomes] == [u.partition for u in units]
