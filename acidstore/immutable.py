@@ -9,7 +9,7 @@ decoded files are remembered between statements, keyed by what a replacement mus
 - a file by its path, inode, size and modification time (one ``stat``);
 - a directory's listing by its path and modification time (creating, removing or renaming an
   entry changes it), the sizes of its files always taken fresh (``list_dirs``), so a file
-  truncated in place is seen as it is now.
+  truncated in place is seen as it is now (hidden files, never read as rows, excepted).
 
 A key is trusted only once *settled*: its modification time lies more than ``SETTLE_NS``
 before the ``stat`` that read it. Filesystem timestamps tick coarsely (a jiffy, up to 10 ms),
@@ -100,6 +100,21 @@ class LruCache(Generic[_K, _V]):
             self._items[key] = (value, nbytes)
             self._bytes += nbytes
             self._evict()
+
+    def get_many(self, keys: Sequence[_K]) -> list[_V | None]:
+        """``get`` of each of ``keys`` under one hold of the lock (a statement asks for a
+        partition's every directory at once)."""
+        out: list[_V | None] = []
+        with self._lock:
+            items = self._items
+            for key in keys:
+                found = items.get(key)
+                if found is None:
+                    out.append(None)
+                else:
+                    items.move_to_end(key)
+                    out.append(found[0])
+        return out
 
     def grow(self, key: _K, nbytes: int) -> None:
         """Count ``nbytes`` more for ``key``'s value (if still held)."""
@@ -198,8 +213,26 @@ class _Listing:
     mtime_ns: int
     #: the listing as taken, sorted by name
     entries: list[Entry]
-    #: each child's full path, in the same order (what the next check stats)
+    #: the children the next check stats, in the same order
+    checked: list[Entry]
+    #: their full paths
     paths: tuple[str, ...]
+    #: what each one's ``FileInfo.size`` reads while it is as listed (None for a
+    #: directory), so the check is one list comparison rather than a loop per child
+    sizes: list[int | None]
+    #: whether any of them is a directory: a directory's size reads None, as a vanished
+    #: file's does, so such a listing is checked child by child (``_still``)
+    has_dirs: bool
+
+
+def _listing(mtime_ns: int, path: str, entries: list[Entry]) -> _Listing:
+    """Remember ``entries``; the hidden ones (Hive's filter: a name starting with '_' or
+    '.', such as ``_orc_acid_version``) are never read as rows, so their sizes are not
+    checked again: a third fewer ``stat`` calls for a delta of one bucket file."""
+    checked = [e for e in entries if not e.name.startswith(("_", "."))]
+    return _Listing(mtime_ns, entries, checked, tuple(f"{path}/{e.name}" for e in checked),
+                    [None if e.is_dir else e.size for e in checked],
+                    any(e.is_dir for e in checked))
 
 
 _LISTINGS: LruCache[str, _Listing] = LruCache("listings")
@@ -208,31 +241,41 @@ _LISTINGS: LruCache[str, _Listing] = LruCache("listings")
 def list_dirs(fs: pafs.FileSystem, paths: Sequence[str]) -> dict[str, list[Entry]]:
     """``fs.list_dir`` of each of ``paths``, answered from remembered listings where the
     directory did not change since (checked, with every remembered file's size, by one
-    batched ``stat`` of the directories and their files). Callers must not modify the
-    lists returned: they may be the remembered ones."""
+    batched ``stat`` of the directories and their files; hidden files, never read as rows,
+    keep the size they were listed with). Callers must not modify the lists returned:
+    they may be the remembered ones.
+
+    A statement among hundreds of deltas checks every one of them, so the check reads each
+    ``FileInfo`` once and compares whole size lists, not entry by entry."""
     if not _cacheable(fs) or not paths:
         return {path: list_dir(fs, path) for path in paths}
-    known = [_LISTINGS.get(path) for path in paths]
+    known = _LISTINGS.get_many(paths)
     probe: list[str] = list(paths)
     for listing in known:
         if listing is not None:
             probe.extend(listing.paths)
     now = time.time_ns()
     infos = fs.get_file_info(probe)
+    sizes = [info.size for info in infos]
     out: dict[str, list[Entry]] = {}
     at = len(paths)
-    for path, listing, info in zip(paths, known, infos, strict=False):
+    for path, listing, info, size in zip(paths, known, infos, sizes, strict=False):
         entries = None
+        mtime = info.mtime_ns
+        is_dir = mtime is not None and size is None  # ``_is_dir`` without the call
         if listing is not None:
-            children = infos[at:at + len(listing.paths)]
-            at += len(listing.paths)
-            if info.mtime_ns == listing.mtime_ns and _is_dir(info):
-                entries = _still(listing, children)
+            end = at + len(listing.paths)
+            if mtime == listing.mtime_ns and is_dir:
+                if not listing.has_dirs:
+                    entries = listing.entries if sizes[at:end] == listing.sizes else None
+                else:
+                    entries = _still(listing, infos[at:end])
+            at = end
         if entries is None:
             entries = list_dir(fs, path)
-            if _is_dir(info) and now - info.mtime_ns > SETTLE_NS:
-                _LISTINGS.put(path, _Listing(info.mtime_ns, entries, tuple(
-                    f"{path}/{e.name}" for e in entries)), _ENTRY_BYTES * (1 + len(entries)))
+            if is_dir and now - mtime > SETTLE_NS:
+                _LISTINGS.put(path, _listing(mtime, path, entries),
+                              _ENTRY_BYTES * (1 + len(entries)))
         out[path] = entries
     return out
 
@@ -245,9 +288,9 @@ def _is_dir(info: pafs.FileInfo) -> bool:
 
 
 def _still(listing: _Listing, children: Sequence[pafs.FileInfo]) -> list[Entry] | None:
-    """The remembered listing if every child is still there as it was (the same kind, a
-    file of the same size), else None."""
-    for entry, child in zip(listing.entries, children, strict=True):
+    """The remembered listing if every checked child is still there as it was (the same
+    kind, a file of the same size), else None."""
+    for entry, child in zip(listing.checked, children, strict=True):
         if not (_is_dir(child) if entry.is_dir else child.size == entry.size):
             return None
     return listing.entries

@@ -288,13 +288,19 @@ class ValidWriteIdList:
 
     def is_write_id_range_valid(self, min_write_id: int, max_write_id: int) -> RangeResponse:
         """Whether a delta ``delta_a_b`` is wholly, partly or not at all committed."""
-        return _range_valid(self._exceptions, self.high_watermark, min_write_id, max_write_id)
+        hwm = self.high_watermark
+        if not self._exceptions and min_write_id <= hwm and max_write_id <= hwm:
+            # the usual answer, asked about every directory of a partition per statement
+            return RangeResponse.ALL
+        return _range_valid(self._exceptions, hwm, min_write_id, max_write_id)
 
     def is_write_id_aborted(self, write_id: int) -> bool:
         return write_id in self._aborted_set
 
     def is_write_id_range_aborted(self, min_write_id: int, max_write_id: int) -> RangeResponse:
         """ALL means a delta holds nothing but aborted writes, so it can be skipped and cleaned."""
+        if not self.aborted_write_ids:
+            return RangeResponse.NONE
         return _range_aborted(
             self.aborted_write_ids, self.high_watermark, min_write_id, max_write_id
         )

@@ -114,6 +114,60 @@ def test_listing_is_remembered_and_always_current(tmp_path: Path,
     assert immutable.list_dirs(FS, dirs)[dirs[2]] == [] == afs.list_dir(FS, dirs[2])
 
 
+def _counting(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths ``list_dirs`` lists for real from now on."""
+    listed: list[str] = []
+    plain = afs.list_dir
+
+    def counted(fs: pafs.FileSystem, path: str) -> list[afs.Entry]:
+        listed.append(path)
+        return plain(fs, path)
+
+    monkeypatch.setattr(immutable, "list_dir", counted)
+    return listed
+
+
+def test_hidden_files_are_not_checked_again(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hidden file (``_orc_acid_version``, never read as rows) changed in place leaves the
+    remembered listing as it was; a bucket file changed the same way does not."""
+    d = tmp_path / "delta_1_1_0000"
+    d.mkdir()
+    (d / "bucket_00000").write_bytes(b"x" * 10)
+    (d / "_orc_acid_version").write_bytes(b"2")
+    _settle(tmp_path)
+    immutable.list_dirs(FS, [str(d)])
+    listed = _counting(monkeypatch)
+    before = os.stat(d).st_mtime_ns
+    os.truncate(d / "_orc_acid_version", 0)
+    os.utime(d, ns=(before, before))
+    assert [e.size for e in immutable.list_dirs(FS, [str(d)])[str(d)]] == [1, 10]
+    assert listed == []
+    os.truncate(d / "bucket_00000", 0)
+    os.utime(d, ns=(before, before))
+    assert immutable.list_dirs(FS, [str(d)])[str(d)] == afs.list_dir(FS, str(d))
+    assert listed == [str(d)]
+
+
+def test_a_child_directory_replaced_by_nothing_is_seen(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A child directory reads with no size, as a vanished file does: a listing holding one
+    is checked child by child, so its removal (kept from the parent's time) is seen."""
+    d = tmp_path / "delta_1_1_0000"
+    (d / "sub").mkdir(parents=True)
+    (d / "bucket_00000").write_bytes(b"x")
+    _settle(tmp_path)
+    immutable.list_dirs(FS, [str(d)])
+    listed = _counting(monkeypatch)
+    assert immutable.list_dirs(FS, [str(d)])[str(d)] == afs.list_dir(FS, str(d))
+    assert listed == []
+    before = os.stat(d).st_mtime_ns
+    (d / "sub").rmdir()
+    os.utime(d, ns=(before, before))
+    assert [e.name for e in immutable.list_dirs(FS, [str(d)])[str(d)]] == ["bucket_00000"]
+    assert listed == [str(d)]
+
+
 def test_recent_directories_are_not_remembered(tmp_path: Path) -> None:
     d = tmp_path / "delta_1_1_0000"
     d.mkdir()

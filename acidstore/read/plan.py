@@ -81,23 +81,46 @@ class Split:
     stripes: tuple[int, int] | None = None
 
 
-def _bucket_files(entries: list[afs.Entry]) -> list[tuple[str, int, int]]:
-    """(name, bucket id, size) of the bucket files of an ACID directory's listing."""
-    out = []
+@dataclass(frozen=True)
+class _DirFacts:
+    """What planning reads off one ACID directory's listing."""
+
+    #: (name, bucket id, size) of its bucket files, in name order
+    buckets: tuple[tuple[str, int, int], ...]
+    #: how many of them are not empty (the recorded-writes check counts them)
+    non_empty: int
+    #: (name, size) of its files with original (LOAD DATA) names
+    originals: tuple[tuple[str, int], ...]
+
+
+#: facts derived from listings, by directory path, with the listing they came from: a
+#: remembered listing (``acidstore.immutable.list_dirs``) comes back as the same list while
+#: its directory is unchanged, so a statement among hundreds of deltas derives only the new
+#: directories' facts
+_FACTS: dict[str, tuple[list[afs.Entry], _DirFacts]] = {}
+#: directories whose facts are kept (all are dropped at once beyond it)
+_FACTS_KEPT = 8192
+
+
+def _facts(directory: str, entries: list[afs.Entry]) -> _DirFacts:
+    """``entries``' facts, derived again only when the listing is not the one they came
+    from (a plain dict: threads racing on a miss derive the same facts twice)."""
+    known = _FACTS.get(directory)
+    if known is not None and known[0] is entries:
+        return known[1]
+    buckets = []
     for entry in entries:
-        if entry.is_dir or entry.name.endswith(FLUSH_LENGTH_SUFFIX):
+        name = entry.name
+        if entry.is_dir or name.endswith(FLUSH_LENGTH_SUFFIX) or not is_bucket_file(name):
             continue
-        if is_bucket_file(entry.name):
-            out.append((entry.name, ParsedBucketFile.parse(entry.name).bucket_id, entry.size))
-    return out
-
-
-def _non_empty(files: list[tuple[str, int, int]]) -> int:
-    return sum(1 for _, _, size in files if size > 0)
-
-
-def _original_files(entries: list[afs.Entry]) -> list[tuple[str, int]]:
-    return [(e.name, e.size) for e in entries if not e.is_dir and is_original_file(e.name)]
+        buckets.append((name, ParsedBucketFile.parse(name).bucket_id, entry.size))
+    facts = _DirFacts(tuple(buckets), sum(1 for _, _, size in buckets if size > 0),
+                      tuple((e.name, e.size) for e in entries
+                            if not e.is_dir and is_original_file(e.name)))
+    if len(_FACTS) >= _FACTS_KEPT:
+        _FACTS.clear()
+    _FACTS[directory] = (entries, facts)
+    return facts
 
 
 def _qualifies(delete: DeleteSource, split_min: int, split_stmt: int) -> bool:
@@ -126,19 +149,30 @@ class _Planner:
         #: each directory's listing, taken once: a delta_x_x is searched for bucket files and
         #: for LOAD DATA files, and on an object store every listing is a request
         self._listings: dict[str, list[afs.Entry]] = {}
+        #: each directory's path, by its name in the partition
+        self._paths: dict[str, str] = {}
 
     def list_all(self, names: list[str]) -> None:
         """List the directories ``names`` (relative) in one go: those that did not change
         since an earlier statement listed them are answered from memory
         (``acidstore.immutable.list_dirs``: one batched ``stat`` instead of a listing each)."""
-        directories = [afs.join(self.root, name) for name in names]
+        directories = [self._path(name) for name in names]
         self._listings.update(list_dirs(self.fs, [d for d in directories
                                                   if d not in self._listings]))
+
+    def _path(self, name: str) -> str:
+        path = self._paths.get(name)
+        if path is None:
+            path = self._paths[name] = afs.join(self.root, name)
+        return path
 
     def _list(self, directory: str) -> list[afs.Entry]:
         if directory not in self._listings:
             self._listings[directory] = afs.list_dir(self.fs, directory)
         return self._listings[directory]
+
+    def _facts(self, directory: str) -> _DirFacts:
+        return _facts(directory, self._list(directory))
 
     def _wanted(self, bucket: int) -> bool:
         return self.buckets is None or bucket in self.buckets
@@ -153,10 +187,10 @@ class _Planner:
     def collect_deletes(self) -> None:
         for name in self.state.delete_deltas:
             parsed = self.state.delta_info[name]
-            directory = afs.join(self.root, name)
-            files = _bucket_files(self._list(directory))
-            self.listed[name] = _non_empty(files)
-            for file_name, bucket, size in files:
+            directory = self._path(name)
+            facts = self._facts(directory)
+            self.listed[name] = facts.non_empty
+            for file_name, bucket, size in facts.buckets:
                 if size == 0 or not self._wanted(bucket):
                     continue
                 self.deletes[bucket].append(DeleteSource(
@@ -167,7 +201,7 @@ class _Planner:
                   min_write_id: int) -> None:
         """LOAD DATA files (original names, no ACID columns) inside a base or delta_x_x."""
         groups: dict[int, list[tuple[str, int]]] = defaultdict(list)
-        for name, size in _original_files(self._list(directory)):
+        for name, size in self._facts(directory).originals:
             groups[ParsedOriginalFile.parse(name).bucket_id].append(
                 (afs.join(directory, name), size))
         self._synthetic(groups, write_id, statement_id, min_write_id, check_raw=True)
@@ -202,7 +236,7 @@ class _Planner:
                 offset += orc.nrows
 
     def acid_files(self, name: str, parsed: ParsedDelta | None, base_write_id: int) -> None:
-        directory = afs.join(self.root, name)
+        directory = self._path(name)
         if parsed is None:
             # a base holds rows of write ids 0..N (0: originals made permanent; N may be
             # Long.MIN_VALUE after an originals-only compaction)
@@ -211,9 +245,9 @@ class _Planner:
             lo, hi, stmt = parsed.min_write_id, parsed.max_write_id, parsed.statement_id
             rows_valid = (self.write_ids.is_write_id_range_valid(lo, hi) == RangeResponse.ALL)
         streaming = parsed is not None and lo != hi and parsed.visibility_txn_id == 0
-        files = _bucket_files(self._list(directory))
-        self.listed[name] = _non_empty(files)
-        for file_name, bucket, size in files:
+        facts = self._facts(directory)
+        self.listed[name] = facts.non_empty
+        for file_name, bucket, size in facts.buckets:
             if not self._wanted(bucket):
                 continue
             path = afs.join(directory, file_name)
