@@ -16,7 +16,7 @@ import pyarrow.fs as pafs
 from acidstore import fs as afs
 from acidstore.directory import AcidState
 from acidstore.errors import InvalidLayoutError
-from acidstore.immutable import list_dirs
+from acidstore.immutable import cache_bytes, list_dirs
 from acidstore.layout import (
     FLUSH_LENGTH_SUFFIX,
     ParsedBucketFile,
@@ -98,13 +98,15 @@ class _DirFacts:
 #: its directory is unchanged, so a statement among hundreds of deltas derives only the new
 #: directories' facts
 _FACTS: dict[str, tuple[list[afs.Entry], _DirFacts]] = {}
-#: directories whose facts are kept (all are dropped at once beyond it)
-_FACTS_KEPT = 8192
+#: directories whose facts are kept (all are dropped at once beyond it): a few MB at most,
+#: the listings themselves being mostly the remembered ones
+_FACTS_KEPT = 4096
 
 
 def _facts(directory: str, entries: list[afs.Entry]) -> _DirFacts:
     """``entries``' facts, derived again only when the listing is not the one they came
-    from (a plain dict: threads racing on a miss derive the same facts twice)."""
+    from (a plain dict: threads racing on a miss derive the same facts twice); nothing is
+    kept while caching is off (``acidstore.immutable.set_cache_bytes(0)``)."""
     known = _FACTS.get(directory)
     if known is not None and known[0] is entries:
         return known[1]
@@ -117,9 +119,10 @@ def _facts(directory: str, entries: list[afs.Entry]) -> _DirFacts:
     facts = _DirFacts(tuple(buckets), sum(1 for _, _, size in buckets if size > 0),
                       tuple((e.name, e.size) for e in entries
                             if not e.is_dir and is_original_file(e.name)))
-    if len(_FACTS) >= _FACTS_KEPT:
+    if len(_FACTS) >= _FACTS_KEPT or not cache_bytes():
         _FACTS.clear()
-    _FACTS[directory] = (entries, facts)
+    if cache_bytes():
+        _FACTS[directory] = (entries, facts)
     return facts
 
 
@@ -258,7 +261,7 @@ class _Planner:
                                                   logical_length=length, size=size)))
         raw_allowed = (parsed is None and not self.state.base_is_compacted) or (
             parsed is not None and lo == hi)
-        if raw_allowed:
+        if raw_allowed and facts.originals:
             self.raw_files(directory, hi, max(stmt, 0), lo)
 
 

@@ -439,11 +439,11 @@ def find_strays(location: str, state: AcidState, record: PartitionRecord) -> Ite
     where = f" in {relative}" if relative else ""
     for name in _selected(state):
         parsed = parse_directory(name)
-        path = afs.join(partition_path, name)
         if parsed.visibility_txn_id > 0:
             txn = parsed.visibility_txn_id
             if txn in record.compactions and name not in by_txn.get(txn, ()):
-                yield Stray(path, f"compaction txn {txn} recorded the directories it wrote"
+                yield Stray(afs.join(partition_path, name),
+                            f"compaction txn {txn} recorded the directories it wrote"
                             f"{where} ({', '.join(sorted(by_txn.get(txn, ()))) or 'none'}) "
                             "and this is not one of them (copied in by hand?)")
             continue
@@ -457,11 +457,13 @@ def find_strays(location: str, state: AcidState, record: PartitionRecord) -> Ite
             write_id = parsed.write_id
         if write_id in record.write_ids and name not in by_write.get(write_id, ()):
             made = ", ".join(sorted(by_write.get(write_id, ()))) or "no directory here"
-            yield Stray(path, f"write id {write_id} committed {made}{where}, not this "
+            yield Stray(afs.join(partition_path, name),
+                        f"write id {write_id} committed {made}{where}, not this "
                         "directory, which would be read as its rows (copied in by hand?)")
         elif record.managed and write_id not in record.recorded:
-            yield Stray(path, f"no committed write of this table recorded write id "
-                        f"{write_id}, yet this snapshot would read this directory as its rows: "
+            yield Stray(afs.join(partition_path, name),
+                        f"no committed write of this table recorded write id {write_id}, "
+                        "yet this snapshot would read this directory as its rows: "
                         "the files of a write that aborted (a task still writing after its "
                         "job failed) or copied in by hand; remove it")
 
