@@ -2,7 +2,8 @@
 
 A path is resolved once, at the edge, into a ``(FileSystem, path)`` pair; everything below
 works on that pair. This keeps local disks, HDFS, S3 and fsspec filesystems interchangeable
-and keeps global state out of the library.
+and keeps global state out of the library. One shortcut: ``list_dir`` reads a local
+directory (pyarrow's ``LocalFileSystem`` itself) with ``os.scandir``, with the same answers.
 """
 
 from __future__ import annotations

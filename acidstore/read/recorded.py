@@ -26,7 +26,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Protocol
 
 import pyarrow.fs as pafs
@@ -59,6 +59,25 @@ class RecordedWrite:
     write_id: int
     directories: tuple[str, ...]
     files: int
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Its directories' own names (what a partition's listing shows)."""
+        return _names(self.directories)[0]
+
+    @property
+    def follows_layout(self) -> bool:
+        """Every one of its directories has an ACID name (else it is not judged)."""
+        return _names(self.directories)[1]
+
+
+@lru_cache(maxsize=1 << 16)
+def _names(directories: tuple[str, ...]) -> tuple[tuple[str, ...], bool]:
+    """The names of ``directories`` and whether all are ACID names: every statement checks
+    its partition's whole record, the same writes each time but the newest, so each
+    write's names are worked out once per process, not once per statement."""
+    names = tuple(d.rsplit("/", 1)[-1] for d in directories)
+    return names, all(is_acid_directory_name(n) for n in names)
 
 
 @dataclass(frozen=True)
@@ -129,8 +148,7 @@ def _layout_write_ids(writes: Iterable[RecordedWrite]) -> frozenset[int]:
     known: set[int] = set()
     unknown: set[int] = set()
     for write in writes:
-        layout = all(is_acid_directory_name(d.rsplit("/", 1)[-1]) for d in write.directories)
-        (known if layout else unknown).add(write.write_id)
+        (known if write.follows_layout else unknown).add(write.write_id)
     return frozenset(known - unknown)
 
 
@@ -293,7 +311,7 @@ class SnapshotRecord:
     def partition(self, partition_path: str, state: AcidState) -> PartitionRecord:
         relative = afs.relative(self._location, partition_path)
         floor = record_floor(state)
-        txns = {parse_directory(name).visibility_txn_id for name in _selected(state)} - {0}
+        txns = {parsed.visibility_txn_id for _, parsed in _selected_parsed(state)} - {0}
         with self._lock:
             self._load_writes(floor)
             self._load_outputs(txns)
@@ -339,6 +357,16 @@ def _selected(state: AcidState) -> list[str]:
     return [*([state.base] if state.base else []), *state.deltas]
 
 
+def _selected_parsed(state: AcidState) -> list[tuple[str, ParsedBase | ParsedDelta]]:
+    """``_selected`` with each name as ``state`` parsed it (no second parse per statement)."""
+    out: list[tuple[str, ParsedBase | ParsedDelta]] = []
+    if state.base:
+        out.append((state.base, state.base_info or parse_directory(state.base)))
+    out.extend((name, state.delta_info.get(name) or parse_directory(name))
+               for name in state.deltas)
+    return out
+
+
 @dataclass(frozen=True)
 class Missing:
     """One committed directory (``directory`` True) or some of its bucket files that a
@@ -378,9 +406,9 @@ def find_missing(location: str, state: AcidState, write_ids: ValidWriteIdList,
     for write in record.writes:
         if not write_ids.is_write_id_valid(write.write_id):
             continue
-        names = [d.rsplit("/", 1)[-1] for d in write.directories]
-        if not all(is_acid_directory_name(n) for n in names):
+        if not write.follows_layout:
             continue  # not a layout this check knows; never guess
+        names = write.names
         counted = 0
         for relative, name in zip(write.directories, names, strict=True):
             if name in selected:
@@ -432,13 +460,12 @@ def find_strays(location: str, state: AcidState, record: PartitionRecord) -> Ite
     relative = afs.relative(location, partition_path) if partition_path != location else ""
     by_write: dict[int, set[str]] = defaultdict(set)
     for write in record.writes:
-        by_write[write.write_id].update(d.rsplit("/", 1)[-1] for d in write.directories)
+        by_write[write.write_id].update(write.names)
     by_txn: dict[int, set[str]] = defaultdict(set)
     for output in record.outputs:
         by_txn[output.txn_id].add(output.name)
     where = f" in {relative}" if relative else ""
-    for name in _selected(state):
-        parsed = parse_directory(name)
+    for name, parsed in _selected_parsed(state):
         if parsed.visibility_txn_id > 0:
             txn = parsed.visibility_txn_id
             if txn in record.compactions and name not in by_txn.get(txn, ()):
