@@ -70,6 +70,19 @@ def _sorted(table: pa.Table) -> pa.Table:
 # --- listings ------------------------------------------------------------------------------
 
 
+def _counting(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths ``list_dirs`` lists for real from now on."""
+    listed: list[str] = []
+    plain = afs.list_dir
+
+    def counted(fs: pafs.FileSystem, path: str) -> list[afs.Entry]:
+        listed.append(path)
+        return plain(fs, path)
+
+    monkeypatch.setattr(immutable, "list_dir", counted)
+    return listed
+
+
 def test_listing_is_remembered_and_always_current(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     dirs = []
@@ -80,14 +93,7 @@ def test_listing_is_remembered_and_always_current(tmp_path: Path,
         (d / "_orc_acid_version").write_bytes(b"2")
         dirs.append(str(d))
     _settle(tmp_path)
-    listed: list[str] = []
-    plain = afs.list_dir
-
-    def counted(fs: pafs.FileSystem, path: str) -> list[afs.Entry]:
-        listed.append(path)
-        return plain(fs, path)
-
-    monkeypatch.setattr(immutable, "list_dir", counted)
+    listed = _counting(monkeypatch)
     assert immutable.list_dirs(FS, dirs) == {d: afs.list_dir(FS, d) for d in dirs}
     assert len(listed) == 3
     assert immutable.list_dirs(FS, dirs) == {d: afs.list_dir(FS, d) for d in dirs}
@@ -112,19 +118,6 @@ def test_listing_is_remembered_and_always_current(tmp_path: Path,
         child.unlink()
     Path(dirs[2]).rmdir()
     assert immutable.list_dirs(FS, dirs)[dirs[2]] == [] == afs.list_dir(FS, dirs[2])
-
-
-def _counting(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The paths ``list_dirs`` lists for real from now on."""
-    listed: list[str] = []
-    plain = afs.list_dir
-
-    def counted(fs: pafs.FileSystem, path: str) -> list[afs.Entry]:
-        listed.append(path)
-        return plain(fs, path)
-
-    monkeypatch.setattr(immutable, "list_dir", counted)
-    return listed
 
 
 def test_hidden_files_are_not_checked_again(tmp_path: Path,
