@@ -119,9 +119,10 @@ def _facts(directory: str, entries: list[afs.Entry]) -> _DirFacts:
     facts = _DirFacts(tuple(buckets), sum(1 for _, _, size in buckets if size > 0),
                       tuple((e.name, e.size) for e in entries
                             if not e.is_dir and is_original_file(e.name)))
-    if len(_FACTS) >= _FACTS_KEPT or not cache_bytes():
+    keep = cache_bytes() > 0
+    if len(_FACTS) >= _FACTS_KEPT or not keep:
         _FACTS.clear()
-    if cache_bytes():
+    if keep:
         _FACTS[directory] = (entries, facts)
     return facts
 
