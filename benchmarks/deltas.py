@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ import pyarrow as pa
 import acidstore
 from acidstore.table import Table
 from benchmarks import data
-from benchmarks.harness import Measurement
+from benchmarks.harness import Bench, Measurement
 from benchmarks.report import Row
 from benchmarks.tasks_write import TABLE, acid_create, acid_load, copy_state, delta_load
 from compaction import Cleaner, compact
@@ -104,17 +104,14 @@ class Point:
     delta_rs: Measurement
 
 
-def measure_points(m: Callable[..., Measurement], root: Path,
-                   deltas: Sequence[int] = DELTAS) -> list[Point]:
-    points = []
-    for d in deltas:
-        points.append(Point(
-            d,
-            m("table_scan", engine="acid", acid_after=str(root / f"acid_{d}")),
-            m("table_scan", engine="acid", acid_after=str(root / f"major_{d}")),
-            m("limit_scan", limit_dir=str(root / f"limit_{d}"), threads=2),
-            m("table_scan", engine="delta", delta_after=str(root / f"delta_{d}"))))
-    return points
+def measure_points(m: Bench, root: Path, deltas: Sequence[int] = DELTAS) -> list[Point]:
+    """The four scans of each number of deltas, measured together (their ratios pair up)."""
+    return [Point(d, *m.together(
+        ("table_scan", {"engine": "acid", "acid_after": str(root / f"acid_{d}")}),
+        ("table_scan", {"engine": "acid", "acid_after": str(root / f"major_{d}")}),
+        ("limit_scan", {"limit_dir": str(root / f"limit_{d}"), "threads": 2}),
+        ("table_scan", {"engine": "delta", "delta_after": str(root / f"delta_{d}")})))
+        for d in deltas]
 
 
 def rows_of(points: Sequence[Point]) -> list[Row]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import statistics
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,9 +24,17 @@ class Row:
     note: str = ""
 
     def ratio(self) -> str:
+        """Measured together (``harness.measure_together``): the median of the rounds' ratios
+        and, over several rounds, their range; else the ratio of the two medians."""
         if self.peer is None or self.peer.seconds <= 0:
             return "-"
-        return f"{self.ours.seconds / self.peer.seconds:.2f}x"
+        rounds = self.ours.paired_ratios(self.peer)
+        if rounds is None:
+            return f"{self.ours.seconds / self.peer.seconds:.2f}x"
+        median = statistics.median(rounds)
+        if len(rounds) == 1:
+            return f"{median:.2f}x"
+        return f"{median:.2f}x ({min(rounds):.2f}-{max(rounds):.2f})"
 
 
 def render(rows: int, results: list[Row], info: dict[str, Any], elapsed: float) -> str:

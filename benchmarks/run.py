@@ -25,7 +25,7 @@ from benchmarks import (
     workloads_write,
 )
 from benchmarks.deltas import measure_points, plot_points, prepare_deltas, rows_of
-from benchmarks.harness import Measurement, measure
+from benchmarks.harness import Bench, measure, measure_together
 from benchmarks.report import Row, render
 from benchmarks.states import prepare_compacted, prepare_spark, prepare_write
 
@@ -56,25 +56,21 @@ def run(rows: int, workdir: Path, repeat: int, stripe_mb: int, only: set[str] | 
     def want(w: str) -> bool:
         return only is None or w in only
 
-    def m(task: str, **args: Any) -> Measurement:
-        return measure(task, {**paths, **args}, repeat=repeat)
-
+    m = Bench.children(lambda: paths, repeat=repeat)
     write: dict[str, Any] = {}
 
-    def write_info(key: str) -> Any:
+    def write_states() -> dict[str, Any]:
         """The write states (built on first use: only W1-W6 need them)."""
         if not write:
             write.update(prepare_write(workdir / f"rows-{rows}-write", rows))
-        return write[key]
+        return write
 
-    def mw(task: str, **args: Any) -> Measurement:
-        write_info("scratch")
-        return measure(task, {**write, **args}, repeat=repeat)
+    def write_info(key: str) -> Any:
+        return write_states()[key]
 
-    def w12(task: str, **args: Any) -> Measurement:
-        """A W12 task (it builds its own 1,000-row table): no warm-up child."""
-        return measure(task, {"scratch": str(workdir / "w12"), **args}, repeat=repeat,
-                       warmup=0)
+    mw = Bench.children(write_states, repeat=repeat)
+    # a W12 task builds its own 1,000-row table: no warm-up child
+    w12 = Bench.children(lambda: {"scratch": str(workdir / "w12")}, repeat=repeat, warmup=0)
 
     cases: list[tuple[str, Callable[[], None]]] = [
         ("W1", lambda: results.extend(workloads_write.w1(mw, stripe_mb << 20,
@@ -86,38 +82,42 @@ def run(rows: int, workdir: Path, repeat: int, stripe_mb: int, only: set[str] | 
             w12))),
     ]
 
+    limit = {"limit_dir": paths["limit_dir"]}  # the synthetic layout's rows as plain files
+
     def w5() -> None:
         for threads in (1, 2):
+            ours, peer = m.together(("acid_scan", {"threads": threads}),
+                                    ("limit_scan", {"threads": threads}))
             results.append(Row("W5", f"full scan, 10 delete deltas (synthetic), {threads} thr",
-                               m("acid_scan", threads=threads), f"limit scan, {threads} thr",
-                               m("limit_scan", threads=threads), "<= 1.2x"))
-        results.extend(workloads_write.w5_after(mw, m("limit_scan", threads=2)))
+                               ours, f"limit scan, {threads} thr", peer, "<= 1.2x"))
+        results.extend(workloads_write.w5_after(mw, {**limit, "threads": 2}))
 
     def w6() -> None:
-        results.append(Row("W6", "SELECT id, v1 WHERE k < 10, 10 delete deltas, 1 thr",
-                           m("acid_scan", columns=["id", "v1"], filter="k < 10"),
-                           "limit scan+filter",
-                           m("limit_scan", columns=["id", "v1", "k"], filter_k_lt=10,
-                             output=["id", "v1"]), "<= 1.25x"))
-        results.extend(workloads_write.w6_after(mw, m(
-            "limit_scan", columns=["id", "v1", "k"], filter_k_lt=10, output=["id", "v1"],
-            threads=2)))
+        scan = {"columns": ["id", "v1", "k"], "filter_k_lt": 10, "output": ["id", "v1"]}
+        ours, peer = m.together(("acid_scan", {"columns": ["id", "v1"], "filter": "k < 10"}),
+                                ("limit_scan", scan))
+        results.append(Row("W6", "SELECT id, v1 WHERE k < 10, 10 delete deltas, 1 thr", ours,
+                           "limit scan+filter", peer, "<= 1.25x"))
+        results.extend(workloads_write.w6_after(mw, {**limit, **scan, "threads": 2}))
 
     def w9() -> None:
-        results.append(Row("W9", "time travel to write id 1 (no deletes visible)",
-                           m("acid_scan", write_ids="bench.t:1:9223372036854775807::"),
-                           "limit scan", m("limit_scan"), "-"))
+        ours, peer = m.together(
+            ("acid_scan", {"write_ids": "bench.t:1:9223372036854775807::"}), ("limit_scan", {}))
+        results.append(Row("W9", "time travel to write id 1 (no deletes visible)", ours,
+                           "limit scan", peer, "-"))
 
     def w10() -> None:
-        merge = m("acid_scan", reader="merge", stream=True)
-        vec = m("acid_scan", reader="vectorized", stream=True)
-        fallback = m("acid_scan", reader="vectorized", stream=True, delete_event_limit=1000)
+        merge, vec, fallback = m.together(
+            ("acid_scan", {"reader": "merge", "stream": True}),
+            ("acid_scan", {"reader": "vectorized", "stream": True}),
+            ("acid_scan", {"reader": "vectorized", "stream": True,
+                           "delete_event_limit": 1000}))
         # flatness: the merge holds one decoded stripe per open file, so with files of several
         # stripes its memory must not grow with the table (1 MiB stripes at N/4 and N rows)
         flat = {r: prepare(workdir, r, 1 << 20) for r in (max(1, rows // 4), rows)}
-        merge_quarter, merge_full = (
-            measure("acid_scan", {**flat[r], "reader": "merge", "stream": True}, repeat=repeat)
-            for r in (max(1, rows // 4), rows))
+        merge_quarter, merge_full = measure_together(
+            [("acid_scan", {**flat[r], "reader": "merge", "stream": True})
+             for r in (max(1, rows // 4), rows)], repeat=repeat)
         reg = m("registry_bytes")
         results.append(Row("W10", "heap merge (streaming) vs vectorized", merge,
                            "vectorized", vec, ">= 2M rows/s"))
@@ -137,23 +137,26 @@ def run(rows: int, workdir: Path, repeat: int, stripe_mb: int, only: set[str] | 
             spark.update(prepare_spark(Path(write_info("scratch")).parent, stripe_mb << 20))
         return spark
 
-    def ms(task: str, **args: Any) -> Measurement:
-        """A Spark task: no warm-up child, as each child already runs the task once before
-        the timed run in the same JVM (JIT, Python workers, page cache)."""
+    def spark_states() -> dict[str, Any]:
         states = plain_states()  # first: it builds ``write`` when S1-S3 run alone
-        return measure(task, {**write, **states, **args}, repeat=repeat, warmup=0)
+        return {**write, **states}
 
-    def mc(task: str, **args: Any) -> Measurement:
+    # a Spark task: no warm-up child, as each child already runs the task once before the
+    # timed run in the same JVM (JIT, Python workers, page cache)
+    ms = Bench.children(spark_states, repeat=repeat, warmup=0)
+
+    def compact_states() -> dict[str, Any]:
         """A compaction task (W7, W8): the write states, their plain copies, the stripe size."""
         states = {**plain_states(), "stripe_size": stripe_mb << 20,
                   **prepare_compacted(Path(write_info("scratch")).parent)}
-        return measure(task, {**write, **states, **args}, repeat=repeat)
+        return {**write, **states}
+
+    mc = Bench.children(compact_states, repeat=repeat)
 
     def plot() -> None:
         """PLOT: scan time against 1..100 deltas, compacted or not (``benchmarks.deltas``)."""
         states = prepare_deltas(workdir / f"rows-{rows}-deltas", rows, stripe_mb << 20)
-        points = measure_points(
-            lambda task, **args: measure(task, args, repeat=repeat), Path(states["root"]))
+        points = measure_points(Bench.children(dict, repeat=repeat), Path(states["root"]))
         results.extend(rows_of(points))
         plot_points(points, rows, out / "scan-vs-deltas.png")
 
@@ -161,15 +164,16 @@ def run(rows: int, workdir: Path, repeat: int, stripe_mb: int, only: set[str] | 
               ("S1", lambda: results.extend(workloads_spark.s1(ms))),
               ("S2", lambda: results.extend(workloads_spark.s2(ms))),
               ("W7", lambda: results.extend(workloads_compact.w7(mc))),
-              ("W8", lambda: results.extend(workloads_compact.w8(
-                  mc, mc("limit_scan", limit_dir=plain_states()["limit_after"], threads=2)))),
+              ("W8", lambda: results.extend(workloads_compact.w8(mc, {
+                  "limit_dir": plain_states()["limit_after"], "threads": 2}))),
               ("S3", lambda: results.extend(workloads_compact.s3(ms)))]
+
     def w11() -> None:
         txns = workloads_ingest.transactions(rows)
-        paths = workloads_ingest.prepare_ingest(workdir / f"ingest-{txns}", txns,
-                                                stripe_mb << 20)
-        results.extend(workloads_ingest.w11(
-            lambda task, **args: measure(task, {**paths, **args}, repeat=repeat), txns, paths))
+        ingest = workloads_ingest.prepare_ingest(workdir / f"ingest-{txns}", txns,
+                                                 stripe_mb << 20)
+        results.extend(workloads_ingest.w11(Bench.children(lambda: ingest, repeat=repeat), txns,
+                                            ingest))
 
     cases.append(("W11", w11))
     for name, fn in cases:

@@ -7,21 +7,18 @@ W8 "within 1.1x of the limit" ``<= 1.1x``; docs/benchmarks.md sets none for S3.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Any
 
-from benchmarks.harness import Measurement
+from benchmarks.harness import Bench
 from benchmarks.report import Row
 from benchmarks.workloads_spark import memory_note
 
-Measure = Callable[..., Measurement]
 
-
-def w7(m: Measure) -> list[Row]:
-    limit = m("limit_rewrite")
-    minor = m("acid_compact", kinds=["minor"])
-    major = m("acid_compact", kinds=["minor", "major"], timed=["major"])
-    both = m("acid_compact", kinds=["minor", "major"])
-    delta = m("delta_optimize")
+def w7(m: Bench) -> list[Row]:
+    limit, minor, major, both, delta = m.together(
+        ("limit_rewrite", {}), ("acid_compact", {"kinds": ["minor"]}),
+        ("acid_compact", {"kinds": ["minor", "major"], "timed": ["major"]}),
+        ("acid_compact", {"kinds": ["minor", "major"]}), ("delta_optimize", {}))
     # the ratio against delta-rs is of two different amounts of work: say what delta-rs did
     files = (f"delta-rs optimize.compact considered {delta.extra.get('files_considered', 0)} "
              f"files and removed {delta.extra.get('files_removed', 0)} (its W2-W4 already "
@@ -42,14 +39,16 @@ def w7(m: Measure) -> list[Row]:
     ]
 
 
-def w8(m: Measure, limit: Measurement) -> list[Row]:
-    return [Row("W8", "full scan after minor + major + cleaning (Table.to_arrow)",
-                m("compacted_scan"), "limit scan, 2 thr", limit, "<= 1.1x")]
+def w8(m: Bench, limit: dict[str, Any]) -> list[Row]:
+    """The scan of the compacted table beside the limit scan with arguments ``limit``."""
+    ours, peer = m.together(("compacted_scan", {}), ("limit_scan", limit))
+    return [Row("W8", "full scan after minor + major + cleaning (Table.to_arrow)", ours,
+                "limit scan, 2 thr", peer, "<= 1.1x")]
 
 
-def s3(m: Measure) -> list[Row]:
-    ours = m("spark_compact", engine="acid")
-    peer = m("spark_compact", engine="rewrite")
+def s3(m: Bench) -> list[Row]:
+    ours, peer = m.together(("spark_compact", {"engine": "acid"}),
+                            ("spark_compact", {"engine": "rewrite"}))
     return [Row("S3", "Spark major compaction after W2-W4 (compact(engine='spark'))", ours,
                 "Spark rewrite of the same rows", peer, "<= 1.2x",
                 note=memory_note("major compaction", ours, peer))]

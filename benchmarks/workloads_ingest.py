@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +23,13 @@ import pyarrow.orc as po
 import acidstore
 from acidstore.orc.io import DEFAULT_COMPRESSION
 from benchmarks import data
-from benchmarks.harness import Measurement
+from benchmarks.harness import Bench
 from benchmarks.report import Row
 from benchmarks.states import write_arrow
 from benchmarks.tasks_ingest import acid_ingest, slices
 from benchmarks.tasks_write import copy_state
 from compaction import run_once
 
-Measure = Callable[..., Measurement]
 ROWS_PER_TXN = 1000
 MAX_TXNS = 1000
 
@@ -71,14 +69,14 @@ def prepare_ingest(root: Path, txns: int, stripe_size: int) -> dict[str, Any]:
             **json.loads(done.read_text())}
 
 
-def w11(m: Measure, txns: int, paths: dict[str, Any]) -> list[Row]:
-    ours = m("ingest", engine="acid")
-    delta = m("ingest", engine="delta")
-    before = m("table_scan", engine="acid", acid_after=paths["acid_ingested"])
+def w11(m: Bench, txns: int, paths: dict[str, Any]) -> list[Row]:
+    ours, delta = m.together(("ingest", {"engine": "acid"}), ("ingest", {"engine": "delta"}))
     compacted = m("ingest_compact")
-    after = m("table_scan", engine="acid", acid_after=paths["acid_ingest_compacted"])
-    limit = m("limit_scan", threads=2)
-    one = m("limit_scan", limit_dir=paths["limit_one"], threads=1)
+    before, after, one, limit = m.together(
+        ("table_scan", {"engine": "acid", "acid_after": paths["acid_ingested"]}),
+        ("table_scan", {"engine": "acid", "acid_after": paths["acid_ingest_compacted"]}),
+        ("limit_scan", {"limit_dir": paths["limit_one"], "threads": 1}),
+        ("limit_scan", {"threads": 2}))
     rates = (f"commits/s: acidstore {ours.extra['commits_per_s']:.0f}, delta-rs "
              f"{delta.extra['commits_per_s']:.0f} ({txns} transactions of {ROWS_PER_TXN} "
              f"rows; streaming_connection batch_size=10, every commit exactly-once with its "

@@ -9,13 +9,8 @@ largest Spark Python worker's.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from benchmarks.harness import Measurement
+from benchmarks.harness import Bench, Measurement
 from benchmarks.report import Row
-
-Measure = Callable[..., Measurement]
-
 
 #: the report's note on the RSS columns of S1, S2 and S3
 RSS_NOTE = ("Spark rows (S1-S3): the peak RSS columns are the Python driver process only: "
@@ -45,26 +40,28 @@ FILTERED_SCANS = [
 ]
 
 
-def s1(m: Measure) -> list[Row]:
-    native = m("spark_scan", engine="native")
+def s1(m: Bench) -> list[Row]:
+    native, java, python = m.together(
+        ("spark_scan", {"engine": "native"}), ("spark_scan", {"engine": "acid"}),
+        ("spark_scan", {"engine": "acid", "split_by_cores": True}))
     what = "Spark full scan after W2-W4, write.format('noop')"
-    return [
-        _row("S1", "toDF()", f"{what}: AcidTable.toDF() (the Java reader)",
-             m("spark_scan", engine="acid"),
+    rows = [
+        _row("S1", "toDF()", f"{what}: AcidTable.toDF() (the Java reader)", java,
              "Spark native ORC read, 10 files", native, "<= 1.25x"),
         _row("S1", "Python data source", f"{what}: format('acidstore'), the Python data "
-             "source, maxPartitionBytes = bytes / cores",
-             m("spark_scan", engine="acid", split_by_cores=True),
+             "source, maxPartitionBytes = bytes / cores", python,
              "Spark native ORC read, 10 files", native, "(<= 1.25x)"),
-        *[_row("S1", f"where {where}", f"the same scan after W2-W4 with "
-               f"where({where!r}): {why}", m("spark_scan", engine="acid", where=where),
-               "Spark native ORC read, same filter", m("spark_scan", engine="native",
-                                                        where=where), "-")
-          for where, why in FILTERED_SCANS],
     ]
+    for where, why in FILTERED_SCANS:
+        ours, peer = m.together(("spark_scan", {"engine": "acid", "where": where}),
+                                ("spark_scan", {"engine": "native", "where": where}))
+        rows.append(_row("S1", f"where {where}", f"the same scan after W2-W4 with "
+                         f"where({where!r}): {why}", ours, "Spark native ORC read, same filter",
+                         peer, "-"))
+    return rows
 
 
-def s2(m: Measure) -> list[Row]:
+def s2(m: Bench) -> list[Row]:
     shapes = [
         ("update", "10 x AcidTable.update v1 = v1 + 1 WHERE id % 1000 = r (rows: updated)",
          "Spark rewrite x 10", "<= 0.15x"),
@@ -73,15 +70,22 @@ def s2(m: Measure) -> list[Row]:
         ("merge", "AcidTable MERGE 1% matched (update all) + 1% new (insert all) "
          "(rows: changed)", "Spark rewrite (anti join + union)", "<= 0.25x"),
     ]
-    rewrites = {op: m("spark_change", engine="rewrite", op=op) for op, *_ in shapes}
-    rows = [_row("S2", op, what, m("spark_change", engine="acid", op=op), peer, rewrites[op],
-                 target) for op, what, peer, target in shapes]
+    #: per op, the variants measured beside its rewrite: the default, then the update's units
+    #: in the driver (opt-in) and the shuffled MERGE (source above maxSourceBytes)
+    variants: dict[str, list[dict[str, bool]]] = {
+        "update": [{}, {"in_driver": True}], "delete": [{}], "merge": [{}, {"shuffle": True}]}
+    measured = {op: m.together(("spark_change", {"engine": "rewrite", "op": op}),
+                               *(("spark_change", {"engine": "acid", "op": op, **variant})
+                                 for variant in variants[op]))
+                for op in variants}
+    rows = [_row("S2", op, what, measured[op][1], peer, measured[op][0], target)
+            for op, what, peer, target in shapes]
     rows.append(_row("S2", "update in the driver", "the same 10 UPDATEs, units in the driver "
                      "(spark.acidstore.dml.inDriverOnLocal=true, opt-in)",
-                     m("spark_change", engine="acid", op="update", in_driver=True),
-                     "Spark rewrite x 10", rewrites["update"], "<= 0.15x"))
+                     measured["update"][2], "Spark rewrite x 10", measured["update"][0],
+                     "<= 0.15x"))
     rows.append(_row("S2", "merge shuffled", "the same MERGE, source above "
                      "maxSourceBytes (the shuffled MERGE: Spark joins the target's keys)",
-                     m("spark_change", engine="acid", op="merge", shuffle=True),
-                     "Spark rewrite (anti join + union)", rewrites["merge"], "<= 0.25x"))
+                     measured["merge"][2], "Spark rewrite (anti join + union)",
+                     measured["merge"][0], "<= 0.25x"))
     return rows

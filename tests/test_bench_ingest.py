@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow.orc as po
 
 import acidstore
-from benchmarks.harness import Measurement
+from benchmarks.harness import Bench, Measurement
 from benchmarks.tasks import limit_scan
 from benchmarks.tasks_ingest import ingest, ingest_compact
 from benchmarks.tasks_write import TABLE, table_scan
@@ -52,7 +52,8 @@ def test_w11_tasks_and_states(tmp_path: Path) -> None:
         return Measurement(1.0, rows, 100.0, {"commits_per_s": 12.0,
                                               "directories_after": 1})
 
-    shown = w11(measured, 12, paths)
+    shown = w11(Bench(lambda specs: [measured(task, **args) for task, args in specs]), 12,
+                paths)
     assert [r.workload for r in shown] == ["W11"] * 5
     assert all(r.ratio() in ("1.00x", "-") for r in shown)
     assert [r.target for r in shown] == [

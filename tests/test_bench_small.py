@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.harness import Measurement
+from benchmarks.harness import Bench, Measurement
 from benchmarks.tasks_small import OPS, pile_up, small_txn
 from benchmarks.workloads_small import TRIM, w12
 
@@ -38,7 +38,7 @@ def test_w12_rows_show_each_operation_beside_delta_rs() -> None:
                           f"{op}_last10_median_ms": 9.0, f"{op}_retries": 0})
         return Measurement(base, 12, 100.0, extra)
 
-    rows = w12(fake, ops=4)
+    rows = w12(Bench(lambda specs: [fake(task, **args) for task, args in specs]), ops=4)
     assert len(rows) == 2 * 3 * 2 + 3  # + one process with the heap-trim setting
     assert envs.count(TRIM) == 2  # acidstore's run and delta-rs's
     assert all("MALLOC_TRIM_THRESHOLD_" in r.what for r in rows[-3:])
