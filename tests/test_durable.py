@@ -6,6 +6,7 @@ tests only record which paths it was given (through ``/proc/self/fd``) and when.
 from __future__ import annotations
 
 import errno
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -30,9 +31,6 @@ class Recorder:
 
     def __init__(self) -> None:
         self.events: list[str] = []
-
-    def flushes(self) -> list[str]:
-        return [e for e in self.events if e != "COMMIT"]
 
     def flushed_before_commit(self) -> set[str]:
         return set(self.events[:self.events.index("COMMIT")])
@@ -105,15 +103,24 @@ def test_insert_update_delete_and_compaction_flush_what_they_publish_first(
     assert sorted(table.to_arrow().column("id").to_pylist()) == [2, 11]
 
 
-def test_files_are_flushed_before_the_directory_that_names_them(
-        wh: Warehouse, recorded: Recorder) -> None:
-    table = wh.create_table("t", SCHEMA, partition_by=["dt"])
-    table.insert(pa.table({"id": [1], "dt": ["a"]}))
-    flushes = recorded.flushes()
-    for path in flushes:
-        parent = os.path.dirname(path)
-        if parent in flushes:
-            assert flushes.index(path) < flushes.index(parent), (path, parent)
+def test_a_forked_child_flushes_with_a_pool_of_its_own(tmp_path: Path) -> None:
+    """The flushes run on a process-wide pool; a child forked after the parent used it has
+    none of its threads, and must start its own rather than wait on a queue nobody serves."""
+    # the parent's flush has more paths than the pool has threads, so all of them start
+    for name, files in (("parent", 2 * durable.FLUSH_THREADS), ("child", 3)):
+        (tmp_path / "t" / f"delta_{name}").mkdir(parents=True)
+        for i in range(files):
+            (tmp_path / "t" / f"delta_{name}" / f"bucket_{i:05d}").write_bytes(b"x")
+    local = pafs.LocalFileSystem()
+    durable.flush_written(local, str(tmp_path / "t"), ["delta_parent"])
+    child = multiprocessing.get_context("fork").Process(
+        target=durable.flush_written, args=(local, str(tmp_path / "t"), ["delta_child"]))
+    child.start()
+    child.join(30)
+    if child.is_alive():
+        child.kill()
+        pytest.fail("the forked child's flush never returned")
+    assert child.exitcode == 0
 
 
 def test_turned_off_nothing_is_flushed(wh: Warehouse, recorded: Recorder) -> None:
