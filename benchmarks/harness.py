@@ -131,10 +131,15 @@ class Bench:
     @classmethod
     def children(cls, base: Callable[[], dict[str, Any]], *, repeat: int, warmup: int = 1
                  ) -> Bench:
-        """``base`` is called at each measurement (it may build the states on first use)."""
-        return cls(lambda specs: measure_together(
-            [(task, {**base(), **args}) for task, args in specs], repeat=repeat,
-            warmup=warmup))
+        """``base`` is called once at each measurement (it may build the states on first
+        use), its arguments shared by every spec measured together."""
+
+        def run(specs: Sequence[Spec]) -> list[Measurement]:
+            shared = base()
+            return measure_together([(task, {**shared, **args}) for task, args in specs],
+                                    repeat=repeat, warmup=warmup)
+
+        return cls(run)
 
     def __call__(self, task: str, **args: Any) -> Measurement:
         return self._run([(task, args)])[0]
