@@ -420,6 +420,7 @@ def by_partition(outcomes: Sequence[UnitOutcome]) -> dict[str, UnitOutcome]:
             partition, tuple(dict.fromkeys(d for o in items for d in o.directories)),
             sum(o.rows_deleted for o in items), sum(o.rows_inserted for o in items),
             sum(o.files for o in items), sum(o.bytes for o in items),
-            KeyArrays(*(np.concatenate([getattr(o.deleted, f) for o in items])
-                        for f in ("write_id", "bucket", "row_id"))))
+            KeyArrays(np.concatenate([o.deleted.write_id for o in items]),
+                      np.concatenate([o.deleted.bucket for o in items]),
+                      np.concatenate([o.deleted.row_id for o in items])))
     return out

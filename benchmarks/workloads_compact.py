@@ -41,9 +41,13 @@ def w7(m: Bench) -> list[Row]:
 
 def w8(m: Bench, limit: dict[str, Any]) -> list[Row]:
     """The scan of the compacted table beside the limit scan with arguments ``limit``."""
-    ours, peer = m.together(("compacted_scan", {}), ("limit_scan", limit))
+    ours, peer, floor = m.together(
+        ("compacted_scan", {}), ("limit_scan", limit),
+        ("acid_decode", {"decode": "acid_compacted", "threads": 2}))
     return [Row("W8", "full scan after minor + major + cleaning (Table.to_arrow)", ours,
-                "limit scan, 2 thr", peer, "<= 1.1x")]
+                "limit scan, 2 thr", peer, "<= 1.1x"),
+            Row("W8", "floor: pyarrow alone decoding the compacted base's row fields, 2 thr",
+                floor, "limit scan, 2 thr", peer, "-")]
 
 
 def s3(m: Bench) -> list[Row]:

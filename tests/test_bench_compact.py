@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.orc as po
 import pytest
 
+from benchmarks.tasks import acid_decode
 from benchmarks.tasks_compact import acid_compact, compacted_scan, delta_optimize, limit_rewrite
 from benchmarks.tasks_spark import spark_compact
 from benchmarks.tasks_write import digest
@@ -87,3 +88,19 @@ def test_s3_both_sides_keep_every_row(spark: SparkSession, states: dict[str, Any
     result = spark_compact({**states, "engine": engine})
     assert same_rows(result, expected)
     assert result["seconds"] > 0 and result["jvm_rss_mb"] > 0
+
+
+def test_the_floor_decodes_what_a_scan_of_the_acid_files_must(states: dict[str, Any]) -> None:
+    """W5/W8's floor rows: pyarrow decoding the same ACID files, nothing applied. The
+    compacted base holds exactly the table's rows; after W2-W4 every insert event is decoded
+    (the updated rows twice, old and new) and every delete file is read too."""
+    compacted = acid_decode({**states, "decode": "acid_compacted"})
+    assert compacted["rows"] == states["after_rows"] and compacted["files"] >= 1
+    after = acid_decode({**states, "decode": "acid_after", "keys": True, "threads": 1})
+    root = Path(states["acid_after"])
+    buckets = [p for p in root.rglob("bucket_*") if "_acidstore" not in str(p)]
+    assert after["files"] == len(buckets)
+    assert any(p.parent.name.startswith("delete_delta_") for p in buckets)
+    inserted = sum(po.ORCFile(str(p)).nrows for p in buckets
+                   if not p.parent.name.startswith("delete_delta_"))
+    assert after["rows"] == inserted > states["after_rows"]

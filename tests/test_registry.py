@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from acidstore.errors import CorruptFileError, MissingDataError
 from acidstore.orc.footer import add_user_metadata
-from acidstore.read.keys import KeyArrays
+from acidstore.read.keys import KeyArrays, constant_keys
 from acidstore.read.merge import surviving
 from acidstore.read.registry import DeleteRegistry
 
@@ -72,8 +72,17 @@ def test_registry_single_run_batch(write_id: int, bucket: int, deleted_rows: lis
                 for r in batch_rows]
     registry = DeleteRegistry(arrays(deletes))
     query = [(write_id, bucket, r) for r in sorted(batch_rows)]
-    assert registry.deleted(arrays(query)).tolist() == [r in set(deleted_rows)
-                                                        for r in sorted(batch_rows)]
+    expected = [r in set(deleted_rows) for r in sorted(batch_rows)]
+    assert registry.deleted(arrays(query)).tolist() == expected
+    # a stripe whose statistics prove the pair: its keys are views of it, looked up directly
+    lean = constant_keys(np.array(sorted(batch_rows), dtype=np.int64), (write_id, bucket))
+    assert registry.deleted(lean).tolist() == expected
+    kept = lean.take(np.array([r % 2 == 0 for r in sorted(batch_rows)], dtype=np.bool_))
+    assert kept.constant == (write_id, bucket)
+    assert registry.deleted(kept).tolist() == [r in set(deleted_rows)
+                                               for r in sorted(batch_rows) if r % 2 == 0]
+    assert kept.write_id.tolist() == [write_id] * len(kept)
+    assert kept.bucket.tolist() == [bucket] * len(kept)
 
 
 @given(runs=st.integers(1, 300), data=st.data())

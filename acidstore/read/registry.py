@@ -109,10 +109,12 @@ class DeleteRegistry:
         out = np.zeros(len(keys), dtype=np.bool_)
         if not len(self._row_ids) or not len(keys):
             return out
-        w0, b0 = keys.write_id[0], keys.bucket[0]
-        if bool((keys.write_id == w0).all()) and bool((keys.bucket == b0).all()):
+        pair = keys.constant if keys.constant is not None else \
+            (int(keys.write_id[0]), int(keys.bucket[0]))
+        if keys.constant is not None or (bool((keys.write_id == pair[0]).all()) and
+                                         bool((keys.bucket == pair[1]).all())):
             # the common case (a delta file, one statement): one run, no fancy indexing
-            run = self._find_run(int(w0), int(b0))
+            run = self._find_run(*pair)
             if run >= 0:
                 out = self._in_run(run, keys.row_id)
             return out
