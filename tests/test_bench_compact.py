@@ -104,3 +104,5 @@ def test_the_floor_decodes_what_a_scan_of_the_acid_files_must(states: dict[str, 
     inserted = sum(po.ORCFile(str(p)).nrows for p in buckets
                    if not p.parent.name.startswith("delete_delta_"))
     assert after["rows"] == inserted > states["after_rows"]
+    twice = acid_decode({**states, "decode": "acid_after", "keys": True, "times": 2})
+    assert twice["rows"] == 2 * inserted
