@@ -22,9 +22,12 @@ import pyarrow.compute as pc
 import pyarrow.orc as po
 
 import acidstore
+from acidstore.layout import BUCKET_PREFIX, DELETE_DELTA_PREFIX, is_bucket_file, is_hidden
+from acidstore.orc.schema import BUCKET, ORIGINAL_TRANSACTION, ROW, ROW_ID
 from acidstore.read.plan import Split
 from acidstore.read.registry import load_registry
 from acidstore.writeids import ValidWriteIdList
+from benchmarks import data
 from benchmarks.tasks_compact import COMPACT_TASKS
 from benchmarks.tasks_ingest import INGEST_TASKS
 from benchmarks.tasks_small import SMALL_TASKS
@@ -77,8 +80,8 @@ def acid_scan(args: dict[str, Any]) -> dict[str, Any]:
 
 
 #: the user fields of Hive's ``row`` struct in the generated table, and the ROW__ID columns
-_ROW_FIELDS = [f"row.{name}" for name in ("id", "k", "v1", "v2", "c", "s", "ts")]
-_KEY_COLUMNS = ["originalTransaction", "bucket", "rowId"]
+_ROW_FIELDS = [f"{ROW}.{name}" for name in data.SCHEMA.names]
+_KEY_COLUMNS = [ORIGINAL_TRANSACTION, BUCKET, ROW_ID]
 
 
 def acid_decode(args: dict[str, Any]) -> dict[str, Any]:
@@ -90,12 +93,12 @@ def acid_decode(args: dict[str, Any]) -> dict[str, Any]:
     deletes), and the ROW__IDs of each delete file. Beside the limit scan of the same rows in
     flat files it says what the ACID layout alone costs pyarrow."""
     root = Path(args[args["decode"]])
-    files = sorted(p for p in root.rglob("bucket_*")
-                   if not any(part.startswith(("_", ".")) for part in p.relative_to(root).parts))
-    inserts = _ROW_FIELDS + (["rowId"] if args.get("keys") else [])
+    files = sorted(p for p in root.rglob(f"{BUCKET_PREFIX}*") if is_bucket_file(p.name)
+                   and not any(is_hidden(part) for part in p.relative_to(root).parts))
+    inserts = _ROW_FIELDS + ([ROW_ID] if args.get("keys") else [])
 
     def read(path: Path) -> tuple[bool, pa.Table]:
-        deletes = path.parent.name.startswith("delete_delta_")
+        deletes = path.parent.name.startswith(DELETE_DELTA_PREFIX)
         return deletes, po.ORCFile(str(path)).read(columns=_KEY_COLUMNS if deletes else inserts)
 
     rows = 0
