@@ -81,15 +81,12 @@ def check_sandboxed(text: str, scope: Mapping[str, pa.Schema]) -> None:
     these columns (``scope``: alias -> schema; "" for unqualified names): an expression
     another engine (Spark) is about to evaluate is first bound by DuckDB with external access
     off, so file reads, subqueries over paths, ``java_method`` or ``reflect`` (which DuckDB
-    does not have) are refused on every engine alike. Nothing is evaluated: the tables are
-    empty."""
+    does not have), aggregates and window functions are refused on every engine alike.
+    Nothing is evaluated: the tables are empty."""
     check_expression(text)
-    tables = {f"__acid_scope{i}": schema.empty_table() for i, schema in enumerate(scope.values())}
-    sources = ", ".join(f"__acid_scope{i}" + (f" AS {quote(alias)}" if alias else "")
-                        for i, alias in enumerate(scope))
     evaluator = SqlEvaluator()
     try:
-        evaluator.query(tables, f"SELECT ({text}) FROM {sources} LIMIT 0", shown=repr(text))
+        evaluator.check_row_wise(scope, [text])
     finally:
         evaluator.close()
 
@@ -153,6 +150,7 @@ class SqlEvaluator:
         self._connection: duckdb.DuckDBPyConnection | None = None
         self._lock = threading.Lock()
         self._compiled: dict[tuple[str, tuple[str, ...]], Compiled | None] = {}
+        self._row_wise: set[tuple[tuple[tuple[str, pa.Schema], ...], str]] = set()
 
     def close(self) -> None:
         with self._lock:
@@ -162,7 +160,12 @@ class SqlEvaluator:
     def _cursor(self) -> duckdb.DuckDBPyConnection:
         with self._lock:
             if self._connection is None:
-                self._connection = duckdb.connect(config={"enable_external_access": False})
+                connection = duckdb.connect(config={"enable_external_access": False})
+                # zoned timestamps compare and cast in UTC, not in the process's local zone
+                # (``TZ``): the same statement must mean the same thing on every machine;
+                # GLOBAL, so that every cursor of the connection gets it
+                connection.execute("SET GLOBAL TimeZone = 'UTC'")
+                self._connection = connection
             return self._connection.cursor()
 
     def evaluate(self, table: pa.Table, expressions: dict[str, str]) -> pa.Table:
@@ -172,6 +175,8 @@ class SqlEvaluator:
         compiled = self._compiled_values(table, expressions)
         if compiled is not None:
             return compiled
+        self.check_row_wise({"": table.schema}, expressions.values())
+        shown = "; ".join(expressions.values())
         select = ", ".join(f"({text}) AS {quote(name)}" for name, text in expressions.items())
         cursor = self._cursor()
         try:
@@ -181,7 +186,6 @@ class SqlEvaluator:
             fetch = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table
             result: pa.Table = fetch()
         except duckdb.Error as exc:
-            shown = "; ".join(expressions.values())
             raise InvalidExpressionError(f"cannot evaluate {shown!r}: {exc}") from exc
         finally:
             cursor.close()
@@ -233,6 +237,37 @@ class SqlEvaluator:
         out: pa.BooleanArray = filled.combine_chunks() if isinstance(
             filled, pa.ChunkedArray) else filled
         return out
+
+    def check_row_wise(self, scope: Mapping[str, pa.Schema], texts: Iterable[str]) -> None:
+        """Refuse aggregate and window functions in ``texts`` (over tables of ``scope``:
+        alias -> schema, "" for unqualified names). A statement evaluates its expressions on
+        one unit of the table at a time (a partition, a bucket, a batch of rows), so
+        ``max(v)`` or ``row_number() OVER ()`` would silently see that unit instead of the
+        table, and answer differently as the layout changes. Each text is bound (over empty
+        tables: nothing is evaluated) inside a WHERE clause, where SQL allows neither, so
+        every aggregate DuckDB knows is found, not just a list of names. Once per evaluator,
+        text and scope."""
+        scoped = tuple(scope.items())
+        tables = {f"__acid_scope{i}": schema.empty_table()
+                  for i, schema in enumerate(scope.values())}
+        sources = ", ".join(f"__acid_scope{i}" + (f" AS {quote(alias)}" if alias else "")
+                            for i, alias in enumerate(scope))
+        for text in texts:
+            if (scoped, text) in self._row_wise:
+                continue
+            try:
+                self.query(tables, f"SELECT 1 FROM {sources} WHERE (({text}) IS NULL OR TRUE) "
+                           "LIMIT 0", shown=repr(text))
+            except InvalidExpressionError as exc:
+                said = str(exc.__cause__).lower()
+                if "aggregate" in said or "window" in said:
+                    raise InvalidExpressionError(
+                        f"{text!r} uses an aggregate or window function: an expression is "
+                        "evaluated row by row, on one part of the table at a time, so such a "
+                        "function would see only that part; compute the value first and pass "
+                        "it as a literal") from exc
+                raise
+            self._row_wise.add((scoped, text))
 
     def query(self, tables: dict[str, pa.Table], sql: str, *, shown: str) -> pa.Table:
         """Run a SELECT that acidstore built (user pieces already passed ``check_expression``)

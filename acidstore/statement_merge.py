@@ -97,9 +97,13 @@ class MergeSpec:
         return f"{self.source_alias}.{quote(names[name.lower()])}"
 
     def texts(self) -> list[str]:
-        clauses = self.matched + self.not_matched
-        return [self.condition, *(c.condition for c in clauses if c.condition),
-                *(v for c in clauses for _, v in c.values or ())]
+        return [self.condition, *clause_texts(self.matched + self.not_matched)]
+
+
+def clause_texts(clauses: Sequence[MergeClause]) -> list[str]:
+    """The user's SQL texts of WHEN clauses: their conditions and SET/INSERT values."""
+    return [*(c.condition for c in clauses if c.condition),
+            *(v for c in clauses for _, v in c.values or ())]
 
 
 def merge_columns(spec: MergeSpec, names: Sequence[str]) -> list[str]:
@@ -153,6 +157,8 @@ def match(spec: MergeSpec, target: pa.Table, user: Sequence[str], where: str,
 def _duckdb_match(spec: MergeSpec, target: pa.Table, user: Sequence[str], where: str,
                   evaluator: SqlEvaluator) -> MergeMatch:
     s, t = spec.source_alias, spec.target_alias
+    evaluator.check_row_wise({s: spec.source.schema, t: target.schema},
+                             [spec.condition, *clause_texts(spec.matched)])
     numbered = target.append_column("__acid_pos", pa.array(
         np.arange(target.num_rows, dtype=np.int64)))
     pieces = [f"{s}.{SOURCE_INDEX}", f"{t}.__acid_pos", f"{_case(spec.matched, 0)} AS {_CLAUSE}"]
@@ -413,6 +419,7 @@ def not_matched_rows(spec: MergeSpec, matched_source: npt.NDArray[np.int64],
     if taken is not None:  # INSERT * (or of source columns as they are), no condition
         return pa.table({name: left.column(column) for name, column in taken.items()})
     s, t = spec.source_alias, spec.target_alias
+    evaluator.check_row_wise({s: left.schema, t: full_schema}, clause_texts(spec.not_matched))
     offset = len(spec.matched)
     pieces = [f"{_case(spec.not_matched, offset)} AS {_CLAUSE}"]
     for j, clause in enumerate(spec.not_matched):

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
 from acidstore.errors import InvalidExpressionError
-from acidstore.expressions import SqlEvaluator, check_expression, referenced_columns
+from acidstore.expressions import (
+    SqlEvaluator,
+    check_expression,
+    check_sandboxed,
+    referenced_columns,
+)
 
 TABLE = pa.table({"id": [1, 2, 3, 4], "Amount": [1.0, -2.0, None, 5.0],
                   "s": ["a", "b", "c", "d"], "select": [1, 0, 1, 0]})
@@ -72,3 +81,40 @@ def test_referenced_columns() -> None:
     assert referenced_columns('"Src" . amount + t . s', names, other_aliases=["src"]) == ["s"]
     assert referenced_columns("s.id = other.amount", names, own_alias="other",
                               other_aliases=["s"]) == ["Amount"]
+
+
+@pytest.mark.parametrize("text", [
+    "max(id) OVER ()", "row_number() OVER () = 1", "sum(Amount)", "count(*)", "list(s)",
+    "id = max(id)", "avg(id) > 0 AND id > 1"])
+def test_aggregates_and_windows_are_refused(evaluator: SqlEvaluator, text: str) -> None:
+    # a statement evaluates its texts one unit (partition, bucket, batch) at a time: over
+    # TABLE these would give answers for these four rows only, not for a whole table
+    with pytest.raises(InvalidExpressionError, match="aggregate or window function"):
+        evaluator.evaluate(TABLE, {"x": text})
+    with pytest.raises(InvalidExpressionError, match="aggregate or window function"):
+        check_sandboxed(text, {"": TABLE.schema})
+
+
+def test_row_wise_functions_still_evaluate(evaluator: SqlEvaluator) -> None:
+    out = evaluator.evaluate(TABLE, {"x": "abs(Amount) + length(s)", "y": "greatest(id, 2)"})
+    assert out.column("x").to_pylist() == [2.0, 3.0, None, 6.0]
+    assert out.column("y").to_pylist() == [2, 2, 3, 4]
+    assert evaluator.mask(TABLE, "lower(s) IN ('a', 'c')").to_pylist() == [
+        True, False, True, False]
+
+
+def test_zoned_timestamps_compare_in_utc_whatever_the_local_zone() -> None:
+    """The same predicate on naive timestamps must select the same rows on every machine:
+    DuckDB otherwise casts TIMESTAMP to TIMESTAMPTZ in the process's local zone (``TZ``)."""
+    code = (
+        "import datetime, pyarrow as pa\n"
+        "from acidstore.expressions import SqlEvaluator\n"
+        "t = pa.table({'ts': pa.array([datetime.datetime(2024, 1, 1, 12),"
+        " datetime.datetime(2024, 1, 1)], pa.timestamp('us'))})\n"
+        "e = SqlEvaluator()\n"
+        "print(e.mask(t, \"ts < TIMESTAMPTZ '2024-01-01 06:00:00+00'\").to_pylist(),"
+        " e.evaluate(t, {'z': 'ts::TIMESTAMPTZ'}).column(0).cast(pa.int64()).to_pylist())\n")
+    outputs = {zone: subprocess.run([sys.executable, "-c", code], env={**os.environ, "TZ": zone},
+                                    capture_output=True, text=True, check=True).stdout
+               for zone in ("UTC", "Asia/Tokyo", "America/Los_Angeles")}
+    assert set(outputs.values()) == {"[False, True] [1704110400000000, 1704067200000000]\n"}

@@ -221,6 +221,50 @@ def test_bad_set_expression_is_an_invalid_expression(table: Table, value: str) -
     before.check()
 
 
+# a statement evaluates its SQL one unit (partition, bucket) at a time: an aggregate or a
+# window would answer per unit (FIRST spans two partitions: two "first" rows, two maxima)
+ROW_WISE = "aggregate or window function"
+
+
+@pytest.mark.parametrize("predicate", ["row_number() OVER () = 1", "salary = max(salary)",
+                                       "id = min(id) OVER (PARTITION BY dt)"])
+def test_aggregate_or_window_in_a_predicate_is_refused(table: Table, predicate: str) -> None:
+    before = Unchanged(table)
+    with pytest.raises(InvalidExpressionError, match=ROW_WISE):
+        table.delete(predicate)
+    with pytest.raises(InvalidExpressionError, match=ROW_WISE):
+        table.update(predicate, {"salary": "1"})
+    with pytest.raises(InvalidExpressionError, match=ROW_WISE):
+        table.to_arrow(filter=predicate)
+    before.check()
+
+
+@pytest.mark.parametrize("value", ["max(salary) OVER ()", "sum(salary)", "count(*)"])
+def test_aggregate_or_window_in_a_set_value_is_refused(table: Table, value: str) -> None:
+    before = Unchanged(table)
+    with pytest.raises(InvalidExpressionError, match=ROW_WISE):
+        table.update("id > 0", {"salary": value})
+    before.check()
+
+
+@pytest.mark.parametrize("clause", ["on", "set", "condition", "insert"])
+def test_aggregate_or_window_in_a_merge_is_refused(table: Table, clause: str) -> None:
+    before = Unchanged(table)
+    source = rows_table([{**FIRST[0], "salary": 7}, {**FIRST[1], "id": 9}])
+    condition = "t.id = max(s.id)" if clause == "on" else "t.id = s.id"
+    merge = table.merge(source, condition)
+    with pytest.raises(InvalidExpressionError, match=ROW_WISE):
+        if clause in ("on", "set"):
+            merge.when_matched_update({"salary": "sum(s.salary)" if clause == "set"
+                                       else "s.salary"}).execute()
+        elif clause == "condition":
+            merge.when_matched_delete(condition="row_number() OVER () = 1").execute()
+        else:
+            merge.when_not_matched_insert({"id": "s.id", "salary": "max(s.salary) OVER ()",
+                                           "dt": "s.dt"}).execute()
+    before.check()
+
+
 def test_set_value_that_does_not_cast_names_column_and_value(table: Table) -> None:
     before = Unchanged(table)
     with pytest.raises(SchemaMismatchError,
