@@ -86,6 +86,8 @@ class Transaction:
         else:
             self.txn_id, self.snapshot = attach
         self._state: State = "open"
+        #: the error of a statement that failed and so aborted the transaction (``fail``)
+        self._failure: BaseException | None = None
         self._components: list[WriteComponent] = []
         #: a compaction's output directories, stored by its commit (``compacted``)
         self._outputs: list[CompactionOutput] = []
@@ -185,6 +187,7 @@ class Transaction:
     def abort(self, reason: str = "aborted by the caller") -> None:
         """Abort: nothing this transaction wrote becomes visible; its files are removed once
         the metastore has recorded the abort (otherwise ``CommitStateUnknownError``)."""
+        self._failure = None  # the caller has dealt with a failed statement
         if self._state == "aborted":
             return
         self._check_open()
@@ -204,6 +207,13 @@ class Transaction:
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
+        if exc_type is None and self._failure is not None:
+            # the statement's error was caught inside the block: leaving it normally must not
+            # look like a commit
+            raise TransactionAbortedError(
+                f"transaction {self.txn_id} did not commit: a statement in it failed and "
+                f"aborted it ({type(self._failure).__name__}: {self._failure}); nothing of it "
+                "is visible") from self._failure
         if self._state != "open":
             return
         if exc_type is None:
@@ -298,13 +308,16 @@ class Transaction:
         if self._state == "open":
             with contextlib.suppress(AcidStoreError):  # the statement's error is raised
                 self.abort(f"statement failed: {type(error).__name__}: {error}")
+            self._failure = error
 
     # --- internals -----------------------------------------------------------------------------
 
     def _check_open(self) -> None:
         if self._state != "open":
+            why = "" if self._failure is None else (
+                f" (a statement in it failed: {type(self._failure).__name__}: {self._failure})")
             raise TransactionStateError(
-                f"transaction {self.txn_id} is {self._state}; start a new transaction")
+                f"transaction {self.txn_id} is {self._state}{why}; start a new transaction")
 
     def _stop_heartbeat(self) -> None:
         if self._heartbeat is not None:

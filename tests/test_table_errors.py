@@ -31,6 +31,7 @@ from acidstore.errors import (
     SchemaMismatchError,
     TableExistsError,
     TableNotFoundError,
+    TransactionAbortedError,
     TransactionStateError,
 )
 from acidstore.orc.io import write_event_file
@@ -475,11 +476,14 @@ def test_failed_transaction_refuses_reuse(wh: Warehouse, table: Table) -> None:
     with pytest.raises(InvalidExpressionError):
         bound.update("id = 1", {"salary": "nope"})
     assert txn.state == "aborted"
-    message = f"transaction {txn.txn_id} is aborted; start a new transaction"
+    # the refusal says why the transaction is over
+    message = (re.escape(f"transaction {txn.txn_id} is aborted (a statement in it failed: "
+                         "InvalidExpressionError: ") + "(?s:.*nope.*)"
+               + re.escape("); start a new transaction"))
     uses: list[Any] = [lambda: txn.table("db.t"), txn.commit,
                        lambda: bound.insert(rows_table(FIRST)), bound.to_arrow]
     for use in uses:
-        with pytest.raises(TransactionStateError, match=re.escape(message)):
+        with pytest.raises(TransactionStateError, match=message):
             use()
     txn.abort()  # aborting an aborted transaction is a no-op
     before.check()  # the first statement's delta is gone too
@@ -496,6 +500,29 @@ def test_with_block_that_raised_refuses_reuse(wh: Warehouse, table: Table) -> No
     assert txn.state == "aborted"
     with pytest.raises(TransactionStateError):
         txn.table("db.t")
+    before.check()
+
+
+def test_with_block_that_caught_a_failed_statement_does_not_pass_for_a_commit(
+        wh: Warehouse, table: Table) -> None:
+    """A statement that fails aborts its transaction; the caller catching that error inside
+    the block must not then leave it as if everything committed."""
+    before = Unchanged(table)
+    with pytest.raises(TransactionAbortedError, match="a statement in it failed") as info, \
+            wh.transaction() as txn:
+        txn.table("db.t").insert(rows_table([{"id": 7, "name": "g", "salary": 7,
+                                              "dt": "2024-01-01"}]))
+        with pytest.raises(InvalidExpressionError):
+            txn.table("db.t").delete("nope = 1")
+    assert isinstance(info.value.__cause__, InvalidExpressionError)
+    assert txn.state == "aborted"
+    before.check()
+    # aborting it explicitly is the caller's way to say it has dealt with the failure
+    with wh.transaction() as txn:
+        with pytest.raises(InvalidExpressionError):
+            txn.table("db.t").delete("nope = 1")
+        txn.abort()
+    assert txn.state == "aborted"
     before.check()
 
 
