@@ -158,6 +158,9 @@ class StreamingConnection:
             raise InvalidInputError(
                 f"a commit on {self.table} takes a version exactly when the connection has "
                 f"an app_id (app_id={self.app_id!r}, version={version!r})")
+        if self.app_id is not None:
+            # refused while the transaction and its rows are still the caller's to commit
+            check_app_version(self.app_id, version)
         rows = pa.concat_tables(self._pending) if self._pending else \
             self._table.schema.empty_table()
         self._current, self._pending = None, []
