@@ -10,14 +10,19 @@ Parquet files, which Hive's ACID reader cannot take as originals, are rewritten 
 as ORC originals. Every file is checked first (format, schema, partition directory names and
 values), so a directory that cannot be adopted is refused with a typed error naming the path
 before anything moves; a failure while moving puts back what was moved and drops the table.
-The table is unbucketed: files written by another engine do not hold rows by Hive's bucket
-hash.
+Since the files are moved away, a source sharing files with the warehouse (its directory, a
+table's location, the metastore file) is refused: adopting a table's directory would empty
+that table. The metastore records each original placed (name and size): no write records
+Hive's originals, and fsck must tell them from a file copied in later. The table is
+unbucketed: files written by another engine do not hold rows by Hive's bucket hash.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+import os
+import posixpath
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -32,9 +37,12 @@ from acidstore.errors import (
     InvalidInputError,
     InvalidPartitionValueError,
     SchemaMismatchError,
+    TableNotFoundError,
 )
 from acidstore.layout import is_acid_directory_name, is_hidden, original_file_name
+from acidstore.metastore import OriginalFile, SqliteMetastore
 from acidstore.partitions import parse_partition_path, partition_path
+from acidstore.write.timestamps import check_timestamps
 
 if TYPE_CHECKING:
     from acidstore.table import Table
@@ -63,18 +71,23 @@ def adopt_table(wh: Warehouse, name: str, path: str, *, partition_by: Sequence[s
     the files' schema is taken and partition columns are strings."""
     fs = wh.filesystem
     root = afs.resolve(path, fs if "://" not in str(path) else None)[1]
+    if isinstance(fs, pafs.LocalFileSystem):
+        root = os.path.abspath(root)  # errors name the place, whatever the working directory
     if fs.get_file_info(root).type != pafs.FileType.Directory:
         raise InvalidInputError(f"adopting {root} as table {name}: not a directory")
+    _refuse_overlap(wh, root, name)
     found = _walk(fs, root, list(partition_by))
     if not found:
         raise InvalidInputError(f"adopting {root} as table {name}: no ORC or Parquet files")
     full = _schema(fs, found, list(partition_by), schema, name)
     _check_values(found, full, list(partition_by))
+    _check_timestamps(fs, found, name)
     table = wh.create_table(name, full, partition_by=list(partition_by),
                             properties=properties)
     moved: list[tuple[str, str, bool]] = []  # (source, target, rewritten)
     try:
         _move_all(fs, found, table, list(partition_by), moved)
+        wh.metastore.record_originals(table.name, _originals(fs, table, moved))
     except BaseException:
         for source, target, rewritten in reversed(moved):
             with contextlib.suppress(OSError):
@@ -91,6 +104,51 @@ def adopt_table(wh: Warehouse, name: str, path: str, *, partition_by: Sequence[s
                 fs.delete_file(source)
     _remove_empty_dirs(fs, root, table.location)
     return table
+
+
+def _refuse_overlap(wh: Warehouse, root: str, name: str) -> None:
+    """Adoption moves the files below ``root`` away and removes the directories it empties,
+    so ``root`` must share no file with the warehouse (its tables, its metastore file), with
+    any table placed outside it, or with the metastore file wherever that lives: adopting a
+    table's own directory would empty that table. Paths are compared resolved (absolute,
+    symlinks followed), so no spelling of a guarded directory gets through."""
+    fs = wh.filesystem
+    source = _real(fs, root)
+    for what, guarded in _guarded(wh):
+        relation = _relation(source, _real(fs, guarded))
+        if relation:
+            raise InvalidInputError(
+                f"adopting {root} as table {name}: refused, it {relation} {what} {guarded}; "
+                "adoption moves the source's files away, which would take them from under "
+                "it (copy the files to a directory outside the warehouse and adopt the copy)")
+
+
+def _guarded(wh: Warehouse) -> Iterator[tuple[str, str]]:
+    """(what, path) of everything a source must not overlap."""
+    for table in wh.tables():
+        with contextlib.suppress(TableNotFoundError):  # dropped meanwhile
+            yield f"the location of table {table}", wh.table_info(table).location
+    if isinstance(wh.metastore, SqliteMetastore):
+        yield "the metastore file", wh.metastore.path
+    yield "the warehouse directory", wh.location
+
+
+def _real(fs: pafs.FileSystem, path: str) -> str:
+    """``path`` as the filesystem resolves it: a local one follows symlinks and ``..``."""
+    if isinstance(fs, pafs.LocalFileSystem):
+        return os.path.realpath(path)
+    return posixpath.normpath("/" + path.lstrip("/"))
+
+
+def _relation(source: str, guarded: str) -> str:
+    """How ``source`` overlaps ``guarded`` ("" when they share nothing)."""
+    if source == guarded:
+        return "is"
+    if guarded.startswith(source.rstrip("/") + "/"):
+        return "contains"
+    if source.startswith(guarded.rstrip("/") + "/"):
+        return "lies inside"
+    return ""
 
 
 def _walk(fs: pafs.FileSystem, root: str, partition_by: list[str]) -> list[_Found]:
@@ -171,6 +229,7 @@ def _schema(fs: pafs.FileSystem, found: list[_Found], partition_by: list[str],
             given: pa.Schema | None, name: str) -> pa.Schema:
     """The table's schema: the files' (all alike), with the partition columns after."""
     first = _file_schema(fs, found[0])
+    _refuse_partition_columns(first, found[0].path, partition_by)
     for other in found[1:]:
         schema = _file_schema(fs, other)
         if not schema.equals(first):
@@ -184,6 +243,59 @@ def _schema(fs: pafs.FileSystem, found: list[_Found], partition_by: list[str],
         raise SchemaMismatchError(f"adopting table {name}: the files have columns {first}, "
                                   f"not the given {user}")
     return given
+
+
+def _refuse_partition_columns(schema: pa.Schema, path: str, partition_by: list[str]) -> None:
+    """Hive's layout keeps a partition column's values in the directory names only: a file
+    that holds the column too would give the table two columns of one name, and no rule says
+    which value a row has."""
+    lowered = {p.lower(): p for p in partition_by}
+    for field in schema:
+        if field.name.lower() in lowered:
+            raise SchemaMismatchError(
+                f"{path}: the partition column {lowered[field.name.lower()]!r} is also a "
+                f"column of the file ({field.name!r}); in Hive's layout a partition column's "
+                "values are only in the directory names (drop the column from the files, or "
+                "partition by another column)")
+
+
+def _check_timestamps(fs: pafs.FileSystem, found: list[_Found], name: str) -> None:
+    """Timestamps every reader can read back, before anything moves: a Parquet file's are
+    rewritten as ORC, so they get the insert path's check; an ORC file's are moved as they
+    are, so one pyarrow's reader cannot decode (outside int64 nanoseconds) is refused too,
+    since it would make every later read of the table fail."""
+    for item in found:
+        with fs.open_input_file(item.path) as f:
+            reader = pq.ParquetFile(f) if item.format == "parquet" else po.ORCFile(f)
+            schema = reader.schema_arrow if item.format == "parquet" else reader.schema
+            for field in schema:
+                if not pa.types.is_timestamp(field.type):
+                    continue
+                column = _read_column(reader, item, field.name)
+                if item.format == "parquet":
+                    check_timestamps(column, f"adopting {item.path} as table {name}")
+
+
+def _read_column(reader: pq.ParquetFile | po.ORCFile, item: _Found, column: str) -> pa.Table:
+    try:
+        return reader.read(columns=[column])
+    except (pa.ArrowException, OSError) as exc:
+        raise SchemaMismatchError(
+            f"{item.path}: column {column!r} cannot be read back ({exc}); timestamps must "
+            "lie within 1677-09-21 .. 2262-04-11, as readers decode them in nanoseconds"
+        ) from exc
+
+
+def _originals(fs: pafs.FileSystem, table: Table, moved: list[tuple[str, str, bool]]
+               ) -> list[OriginalFile]:
+    """The record of each placed file (partition, name, size): fsck accepts exactly these."""
+    out: list[OriginalFile] = []
+    for _, target, _ in moved:
+        directory, file_name = target.rsplit("/", 1)
+        partition = afs.relative(table.location, directory) if directory != table.location \
+            else ""
+        out.append(OriginalFile(partition, file_name, fs.get_file_info(target).size or 0))
+    return out
 
 
 def _check_values(found: list[_Found], full: pa.Schema, partition_by: list[str]) -> None:

@@ -4,6 +4,9 @@ directory that cannot be adopted is refused, naming the path, before anything mo
 
 from __future__ import annotations
 
+import os
+import shutil
+from datetime import datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -11,6 +14,7 @@ import pyarrow.orc as po
 import pyarrow.parquet as pq
 import pytest
 
+import acidstore
 from acidstore import Warehouse
 from acidstore.errors import (
     InvalidInputError,
@@ -19,6 +23,7 @@ from acidstore.errors import (
     SchemaMismatchError,
     TableNotFoundError,
 )
+from acidstore.metastore import NewTable
 from compaction import Cleaner, compact
 
 USER = pa.schema([("id", pa.int64()), ("v", pa.string()), ("ts", pa.timestamp("us"))])
@@ -139,3 +144,163 @@ def test_create_table_over_files_points_at_adopt(wh: Warehouse, tmp_path: Path) 
     po.write_table(rows([1]), str(location / "part-0.orc"))
     with pytest.raises(LocationNotEmptyError, match="adopt_table"):
         wh.create_table("db.t", USER)
+
+
+def files_below(root: Path) -> list[str]:
+    return sorted(str(p) for p in root.rglob("*"))
+
+
+def adopted_first(wh: Warehouse, tmp_path: Path) -> acidstore.Table:
+    """Table ``db.first``, adopted from one ORC file in two partitions' worth of rows."""
+    source = tmp_path / "lake"
+    for dt in ("a", "b"):
+        (source / f"dt={dt}").mkdir(parents=True)
+        po.write_table(rows([1, 2]), str(source / f"dt={dt}" / "part-0.orc"))
+    return wh.adopt_table("db.first", source, partition_by=["dt"])
+
+
+@pytest.mark.parametrize("case", ["table", "table-relative", "table-symlink", "partition",
+                                  "database", "warehouse-subdir", "warehouse-parent",
+                                  "outside-table", "metastore-file"])
+def test_a_source_sharing_files_with_the_warehouse_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    metastore = f"sqlite:///{tmp_path / 'catalogue' / 'm.db'}" if case == "metastore-file" \
+        else None
+    (tmp_path / "catalogue").mkdir()
+    wh = acidstore.connect(tmp_path / "wh", metastore=metastore)
+    first = adopted_first(wh, tmp_path)
+    location = Path(first.location)
+    source: str | Path = location
+    if case == "table-relative":
+        monkeypatch.chdir(location.parent)
+        source = "../db.db/./first"
+    elif case == "table-symlink":
+        (tmp_path / "link").symlink_to(location)
+        source = tmp_path / "link"
+    elif case == "partition":
+        source = location / "dt=a"
+    elif case == "database":
+        source = location.parent
+    elif case == "warehouse-subdir":  # plain files parked in the warehouse's own tree
+        source = Path(wh.location) / "staging"
+        source.mkdir()
+        po.write_table(rows([9]), str(source / "x.orc"))
+    elif case == "warehouse-parent":
+        source = tmp_path
+    elif case == "outside-table":  # a table placed outside the warehouse, through the metastore
+        outside = tmp_path / "elsewhere" / "t"
+        outside.mkdir(parents=True)
+        wh.metastore.create_table(NewTable("db", "outside", USER, pa.schema([]), (), 0, {},
+                                           str(outside)))
+        po.write_table(rows([9]), str(outside / "000000_0"))
+        source = tmp_path / "elsewhere"
+    elif case == "metastore-file":  # a SQLite catalogue outside the warehouse
+        source = tmp_path / "catalogue"
+        po.write_table(rows([9]), str(source / "x.orc"))
+    before = files_below(tmp_path)
+    with pytest.raises(InvalidInputError) as caught:
+        wh.adopt_table("db.second", source)
+    assert f"adopting {os.path.abspath(source)} as table db.second: refused" \
+        in str(caught.value)
+    assert files_below(tmp_path) == before  # nothing moved
+    with pytest.raises(TableNotFoundError):
+        wh.table("db.second")
+    assert first.to_arrow().num_rows == 4
+    wh.close()
+
+
+def test_a_partition_column_the_files_hold_too_is_refused(wh: Warehouse,
+                                                           tmp_path: Path) -> None:
+    source = tmp_path / "lake"
+    (source / "id=1").mkdir(parents=True)
+    culprit = source / "id=1" / "part-0.orc"
+    po.write_table(rows([1]), str(culprit))
+    before = files_below(source)
+    with pytest.raises(SchemaMismatchError, match="partition column 'ID' is also a column") \
+            as caught:
+        wh.adopt_table("db.t", source, partition_by=["ID"])
+    assert str(culprit) in str(caught.value)
+    assert files_below(source) == before
+    with pytest.raises(TableNotFoundError):
+        wh.table("db.t")
+
+
+@pytest.mark.parametrize("case", ["parquet-late", "parquet-early", "parquet-fraction",
+                                  "orc-late"])
+def test_timestamps_no_reader_can_read_back_are_refused_before_anything_moves(
+        wh: Warehouse, tmp_path: Path, case: str) -> None:
+    moment = {"parquet-late": datetime(3000, 1, 1), "parquet-early": datetime(1500, 1, 1),
+              "parquet-fraction": datetime(1969, 12, 31, 23, 59, 59, 500_000),
+              "orc-late": datetime(3000, 1, 1)}[case]
+    source = tmp_path / "lake"
+    source.mkdir()
+    po.write_table(rows([1]), str(source / "a-fine.orc"))
+    bad = rows([2]).set_column(2, "ts", pa.array([moment], pa.timestamp("us")))
+    culprit = source / ("b.orc" if case.startswith("orc") else "b.parquet")
+    if case.startswith("orc"):
+        po.write_table(bad, str(culprit))
+    else:
+        pq.write_table(bad, str(culprit))
+    before = files_below(source)
+    with pytest.raises(SchemaMismatchError, match="'ts'") as caught:
+        wh.adopt_table("db.t", source)
+    assert str(culprit) in str(caught.value)
+    assert files_below(source) == before
+    with pytest.raises(TableNotFoundError):
+        wh.table("db.t")
+
+
+def readme_flow(root: Path) -> tuple[Warehouse, acidstore.Table]:
+    """The README's example: a Spark-like Parquet file adopted, then an update."""
+    (root / "lake" / "dt=2026-11-01").mkdir(parents=True)
+    pq.write_table(pa.table({"id": [1, 2], "v": ["a", "b"]}),
+                   str(root / "lake" / "dt=2026-11-01" / "part-0.parquet"))
+    wh = acidstore.connect(root / "warehouse")
+    t = wh.adopt_table("db.events", root / "lake", partition_by=["dt"])
+    t.update("id = 2", {"v": "'B'"})
+    return wh, t
+
+
+def test_fsck_accepts_the_originals_adoption_placed_after_a_reconnect(tmp_path: Path) -> None:
+    wh, _ = readme_flow(tmp_path)
+    wh.close()
+    with acidstore.connect(tmp_path / "warehouse", create=False) as again:  # the record lasts
+        assert again.fsck().to_pylist() == []
+
+
+@pytest.mark.parametrize("case", ["copied-in", "replaced"])
+def test_fsck_still_reports_an_original_nobody_placed(tmp_path: Path, case: str) -> None:
+    wh, t = readme_flow(tmp_path)
+    partition = Path(t.location) / "dt=2026-11-01"
+    if case == "copied-in":  # a copy of an adopted file under the next original name
+        culprit = partition / "000001_0"
+        shutil.copy(partition / "000000_0", culprit)
+    else:  # the adopted file's name, other contents
+        culprit = partition / "000000_0"
+        po.write_table(pa.table({"id": [7, 8, 9], "v": ["x", "y", "z"]}), str(culprit))
+    found = wh.fsck().to_pylist()
+    assert [(f["path"], f["check"], f["severity"]) for f in found] == [
+        (str(culprit), "foreign_file", "error")]
+    wh.close()
+
+
+def test_fsck_reports_an_adopted_original_gone_before_any_base(tmp_path: Path) -> None:
+    wh, t = readme_flow(tmp_path)
+    lost = Path(t.location) / "dt=2026-11-01" / "000000_0"
+    lost.unlink()
+    found = {(f["path"], f["check"]) for f in wh.fsck().to_pylist()}
+    assert found == {(str(lost), "missing_file"),  # and the update's delete lost its row
+                     (next(str(p) for p in lost.parent.glob("delete_delta_*/bucket_*")),
+                      "dangling_delete")}
+    wh.close()
+
+
+def test_fsck_stays_clean_through_compaction_and_cleaning(tmp_path: Path) -> None:
+    wh, t = readme_flow(tmp_path)
+    compact(t, "major", partition="dt=2026-11-01")
+    assert wh.fsck().to_pylist() == []  # the originals wait for the cleaner
+    Cleaner(wh, retention_seconds=0).run()
+    assert not list(Path(t.location).rglob("00000*_0"))
+    assert wh.fsck().to_pylist() == []
+    assert sorted(t.to_arrow().column("v").to_pylist()) == ["B", "a"]
+    wh.close()

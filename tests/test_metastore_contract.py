@@ -43,6 +43,7 @@ from acidstore.errors import (
 from acidstore.metastore import (
     Metastore,
     NewTable,
+    OriginalFile,
     PlannedWrite,
     WriteComponent,
 )
@@ -220,6 +221,26 @@ def test_partitions_are_idempotent_sorted_and_canonical(metastore: Metastore) ->
         metastore.add_partitions("u", ["dt=x"])
     with pytest.raises(TableNotFoundError):
         metastore.list_partitions("missing")
+
+
+def test_original_files_are_recorded_checked_and_dropped_with_the_table(
+        metastore: Metastore) -> None:
+    metastore.create_table(new_table("p", partition_by=("dt",)))
+    metastore.record_originals("p", [OriginalFile("dt=b", "000000_0", 7),
+                                     OriginalFile("dt=a", "000001_0", 5)])
+    metastore.record_originals("p", [OriginalFile("dt=a", "000001_0", 6)])  # again: new size
+    assert metastore.original_files("p") == [OriginalFile("dt=a", "000001_0", 6),
+                                             OriginalFile("dt=b", "000000_0", 7)]
+    for bad in [OriginalFile("dt=a", "part-0.orc", 1), OriginalFile("", "000000_0", 1),
+                OriginalFile("dt=a", "000000_0", -1), OriginalFile("c=a", "000000_0", 1)]:
+        with pytest.raises(InvalidInputError):
+            metastore.record_originals("p", [bad])
+    assert len(metastore.original_files("p")) == 2  # a refusal writes nothing
+    metastore.drop_table("p")
+    metastore.create_table(new_table("p", partition_by=("dt",)))
+    assert metastore.original_files("p") == []  # a new table of the name starts afresh
+    with pytest.raises(TableNotFoundError):
+        metastore.original_files("missing")
 
 
 # --- transaction lifecycle --------------------------------------------------------------------

@@ -29,7 +29,7 @@ from metastore_support import (
 import acidstore
 from acidstore.cli import main
 from acidstore.errors import InvalidInputError, MetastoreError, MetastoreVersionError
-from acidstore.metastore import CompactionOutput, PostgresMetastore
+from acidstore.metastore import CompactionOutput, OriginalFile, PostgresMetastore
 from acidstore.metastore.sql_schema import SCHEMA_VERSION
 from acidstore.warehouse import DEFAULT_METASTORE_FILE
 from benchmarks.postgres_server import PostgresServer
@@ -160,13 +160,29 @@ def test_a_version_6_store_gets_app_versions(backend: Backend) -> None:
         set_version(conn, "6")
     again = backend.open()
     try:
-        assert version(backend) == str(SCHEMA_VERSION) == "9"
+        assert version(backend) == str(SCHEMA_VERSION) == "10"
         assert again.app_versions("t") == []
         txn = begin(again)
         again.record_app_version(txn, "t", "job", 1)
         again.commit(txn, [write(again, txn, "insert")])
         assert [(a.app_id, a.version) for a in again.app_versions("t")] == [("job", 1)]
         assert [e.write_id for e in again.history("t")] == [1, 2]
+    finally:
+        again.close()
+
+
+def test_a_version_9_store_gets_original_files(backend: Backend) -> None:
+    one_committed_write(backend)
+    with raw(backend) as conn:  # version 9: adopted originals had no record
+        conn.execute("DROP TABLE original_files")
+        set_version(conn, "9")
+    again = backend.open()
+    try:
+        assert version(backend) == str(SCHEMA_VERSION)
+        assert again.original_files("t") == []
+        again.record_originals("t", [OriginalFile("", "000000_0", 42)])
+        assert again.original_files("t") == [OriginalFile("", "000000_0", 42)]
+        assert [e.write_id for e in again.history("t")] == [1]
     finally:
         again.close()
 
@@ -185,7 +201,7 @@ def test_a_version_7_store_continues_its_counters(backend: Backend) -> None:
         set_version(conn, "7")
     again = backend.open()
     try:
-        assert version(backend) == str(SCHEMA_VERSION) == "9"
+        assert version(backend) == str(SCHEMA_VERSION) == "10"
         txn = begin(again)
         assert txn == 40
         assert again.commit(txn, [write(again, txn, "insert")]).commit_seq == 30

@@ -6,7 +6,8 @@ fresh snapshot leased from the cleaner, and per partition:
 
 - the metastore's record: every directory a committed write made that the snapshot must read
   is there with as many bucket files as the write made (``missing_directory``,
-  ``missing_file``), and every directory the snapshot selects was made by a committed write or
+  ``missing_file``; so is every original ``adopt_table`` placed, until a base holds its
+  rows), and every directory the snapshot selects was made by a committed write or
   a committed compaction (``unknown_write``, ``aborted_selectable``); a directory of a write id
   never allocated is an error too, since it is read as soon as some write gets that id;
 - every bucket file the snapshot reads opens (``empty_file``, ``unreadable_file``), is an ACID
@@ -28,7 +29,9 @@ fresh snapshot leased from the cleaner, and per partition:
 - leftovers and strangers: directories of aborted writes (``aborted_leftover``, a warning:
   no reader selects them), files and directories outside the layout (``foreign_file``,
   ``stray_directory``; errors where readers would take their contents for rows), partitions
-  that cannot be read at all (``invalid_layout``).
+  that cannot be read at all (``invalid_layout``). The pre-ACID originals ``adopt_table``
+  placed are no strangers: the metastore records each (name and size), and only a file that
+  matches its record is accepted.
 
 Only the four ROW__ID / write-id columns are decoded, a stripe at a time; memory is one
 stripe plus the delete events of one partition bucket (as Hive's delete registry).
@@ -102,7 +105,8 @@ def _findings(table: Table, txns: ValidTxnList, write_ids: ValidWriteIdList, lea
         name, table.location, metastore, txns, write_ids,
         RecordedWrites.of(metastore, name, table.location, components=committed),
         frozenset(d for c in committed for d in c.directories),
-        frozenset(c.write_id for c in metastore.aborted_components(name)))
+        frozenset(c.write_id for c in metastore.aborted_components(name)),
+        frozenset((o.partition, o.name, o.bytes) for o in metastore.original_files(name)))
     strays: list[StrayPathError] = []
     partitions = table_partitions(fs, table.location, table.info.partition_schema.names,
                                   strays=strays)

@@ -27,7 +27,8 @@ Check = Literal[
 CHECKS: dict[str, str] = {
     "missing_directory": "a directory a committed write made, which the snapshot must read, "
                          "is gone",
-    "missing_file": "a committed directory holds fewer bucket files than its write made",
+    "missing_file": "a committed directory holds fewer bucket files than its write made, or "
+                    "an original file adoption placed is gone while no base holds its rows",
     "empty_file": "a bucket file the snapshot reads is 0 bytes (truncated)",
     "unreadable_file": "a bucket file does not open or decode as ORC",
     "missing_acid_metadata": "an ORC file lacks Hive's ACID columns or hive.acid.key.index",

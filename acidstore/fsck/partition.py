@@ -61,6 +61,9 @@ class TableFacts:
     committed_dirs: frozenset[str]
     #: write ids of the table's aborted transactions that the metastore still remembers
     aborted_write_ids: frozenset[int]
+    #: (partition, name, bytes) of the original files adoption placed: Hive's pre-ACID
+    #: originals, which no write records
+    originals: frozenset[tuple[str, str, int]] = frozenset()
 
 
 class _Partition:
@@ -85,20 +88,40 @@ class _Partition:
 
     def root_entries(self, state: AcidState) -> None:
         """Files and non-ACID directories at the partition root: without a base, readers take
-        their files for pre-ACID rows that no committed write made."""
+        their files for pre-ACID rows that no committed write made. The originals adoption
+        placed are the exception: their rows are the table's, as Hive's converted tables'."""
         severity: Severity = "warning" if state.base else "error"
         why = ("the cleaner removes it (a base hides it)" if state.base else
                "readers take its rows for pre-ACID data no committed write made")
-        for entry in afs.list_dir(self.fs, self.directory):
+        entries = afs.list_dir(self.fs, self.directory)
+        for entry in entries:
             if is_hidden(entry.name) or (entry.is_dir and is_acid_directory_name(entry.name)):
                 continue
             path = afs.join(self.directory, entry.name)
+            if not entry.is_dir and self.adopted(entry.name, entry.size):
+                continue
             if entry.is_dir:
                 self.add(path, "stray_directory", severity,
                          f"a directory that is no ACID directory in a partition: {why}")
             else:
                 self.add(path, "foreign_file", severity,
                          f"a file outside any ACID directory: {why}")
+        if not state.base:
+            self.lost_originals({e.name for e in entries if not e.is_dir})
+
+    def adopted(self, name: str, size: int) -> bool:
+        """An original file adoption placed here, as it placed it: its rows are the table's
+        (a file of that name with another size was replaced since, and is reported)."""
+        return (self.partition, name, size) in self.facts.originals
+
+    def lost_originals(self, present: set[str]) -> None:
+        """Adopted originals gone while no base holds their rows: those rows are lost, since
+        the cleaner removes originals only once a base has folded them in."""
+        for partition, name, _ in sorted(self.facts.originals):
+            if partition == self.partition and name not in present:
+                self.add(afs.join(self.directory, name), "missing_file", "error",
+                         "an original file adopt_table placed is gone and no base holds its "
+                         "rows: they are lost")
 
     def selected_origin(self, name: str, write_ids: ValidWriteIdList) -> None:
         """A selected directory must come from a committed write (or compaction)."""

@@ -38,6 +38,7 @@ from acidstore.metastore.records import (
     LeaseInfo,
     LockInfo,
     NewTable,
+    OriginalFile,
     PlannedWrite,
     TableInfo,
     TxnInfo,
@@ -92,6 +93,15 @@ class Metastore(Protocol):
 
     def list_partitions(self, table: str) -> list[str]:
         """Registered partition directories, sorted."""
+        ...
+
+    def record_originals(self, table: str, files: Iterable[OriginalFile]) -> None:
+        """Record the original files adoption placed in ``table`` (idempotent per file):
+        they belong to no write, and fsck must accept them and nothing else of their kind."""
+        ...
+
+    def original_files(self, table: str) -> list[OriginalFile]:
+        """The original files recorded for ``table``, ordered by partition and name."""
         ...
 
     # --- transactions -------------------------------------------------------------------------

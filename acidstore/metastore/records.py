@@ -30,6 +30,7 @@ __all__ = [
     "LockType",
     "NewTable",
     "Operation",
+    "OriginalFile",
     "PlannedWrite",
     "TableInfo",
     "TxnInfo",
@@ -221,6 +222,18 @@ class CompactionOutput:
     def __post_init__(self) -> None:
         object.__setattr__(self, "table", self.table.lower())
         object.__setattr__(self, "file_rows", tuple(self.file_rows))
+
+
+@dataclass(frozen=True)
+class OriginalFile:
+    """A pre-ACID original file (``N_0``) that ``adopt_table`` placed at the root of a
+    partition (``partition`` relative to the table, "" when unpartitioned). Hive's originals
+    have no write that records them, so without this record fsck could not tell an adopted
+    file from one copied in later; ``bytes`` tells it from one replaced since."""
+
+    partition: str
+    name: str
+    bytes: int
 
 
 @dataclass(frozen=True)

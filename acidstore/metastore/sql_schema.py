@@ -52,9 +52,12 @@ __all__ = [
 #: stores each txn's own ``heartbeat_timeout`` and each claimed compaction's ``stale_after``
 #: (a client with a short timeout reaped the live txns of one with a long timeout: every
 #: expiry is judged by its owner's window; txns open at the migration get ``DEFAULT_TIMEOUT``,
-#: and a claim without ``stale_after`` is judged by the claiming worker's window, as before).
-SCHEMA_VERSION = 9
-_UPGRADABLE = {1, 2, 3, 4, 5, 6, 7, 8}
+#: and a claim without ``stale_after`` is judged by the claiming worker's window, as before);
+#: version 10 adds ``original_files`` (the pre-ACID originals ``adopt_table`` placed, which no
+#: write records; a new table only, so a version-9 store upgrades by its version number alone,
+#: and tables adopted before it have no record: fsck reports their originals as before).
+SCHEMA_VERSION = 10
+_UPGRADABLE = {1, 2, 3, 4, 5, 6, 7, 8, 9}
 #: Hive's default ``hive.txn.timeout`` (300 s) in microseconds: the timeout of txns that
 #: were open when a store was migrated to version 9 (and of rows an older client inserts)
 DEFAULT_TIMEOUT = 300_000_000
@@ -231,6 +234,13 @@ CREATE TABLE IF NOT EXISTS compactions (
     stale_after         INTEGER
 );
 CREATE INDEX IF NOT EXISTS compactions_by_state ON compactions (state, table_id, part);
+CREATE TABLE IF NOT EXISTS original_files (
+    table_id INTEGER NOT NULL,
+    part     TEXT NOT NULL,
+    name     TEXT NOT NULL,
+    bytes    INTEGER NOT NULL,
+    PRIMARY KEY (table_id, part, name)
+);
 CREATE TABLE IF NOT EXISTS txn_app_versions (
     txn_id   INTEGER NOT NULL REFERENCES txns(txn_id),
     table_id INTEGER NOT NULL,

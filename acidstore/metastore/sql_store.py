@@ -28,6 +28,7 @@ from acidstore.metastore.records import (
     HistoryEntry,
     LockInfo,
     NewTable,
+    OriginalFile,
     PlannedWrite,
     TableInfo,
     TxnInfo,
@@ -41,6 +42,7 @@ from acidstore.metastore.validate import (
     check_app_version,
     check_kind,
     check_new_table,
+    check_original,
     check_partition,
     widened_schema,
 )
@@ -116,6 +118,7 @@ class SqlMetastore(SqlBase):
             for statement in ("DELETE FROM partitions WHERE table_id = ?",
                               "DELETE FROM app_versions WHERE table_id = ?",
                               "DELETE FROM leases WHERE table_id = ?",
+                              "DELETE FROM original_files WHERE table_id = ?",
                               "DELETE FROM tables WHERE table_id = ?"):
                 conn.execute(statement, (row["table_id"],))
             return self._table_info(row)
@@ -153,6 +156,32 @@ class SqlMetastore(SqlBase):
             table_id = self._table_row(conn, table)["table_id"]
             return [r[0] for r in conn.execute(
                 "SELECT part FROM partitions WHERE table_id = ? ORDER BY part", (table_id,))]
+
+        return self._read(body)
+
+    def record_originals(self, table: str, files: Iterable[OriginalFile]) -> None:
+        wanted = list(files)
+
+        def body(conn: Session, _now: int) -> None:
+            row = self._table_row(conn, table)
+            info = self._table_info(row)
+            columns = [c.lower() for c in info.partition_schema.names]
+            for original in wanted:
+                check_original(original, columns, info.full_name)
+            conn.executemany(
+                "INSERT INTO original_files (table_id, part, name, bytes) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (table_id, part, name) DO UPDATE SET bytes = excluded.bytes",
+                [(row["table_id"], o.partition, o.name, o.bytes) for o in wanted])
+
+        if wanted:
+            self._write(body, locks=("catalog",))
+
+    def original_files(self, table: str) -> list[OriginalFile]:
+        def body(conn: Session) -> list[OriginalFile]:
+            table_id = self._table_row(conn, table)["table_id"]
+            return [OriginalFile(r["part"], r["name"], r["bytes"]) for r in conn.execute(
+                "SELECT part, name, bytes FROM original_files WHERE table_id = ? "
+                "ORDER BY part, name", (table_id,))]
 
         return self._read(body)
 

@@ -92,6 +92,12 @@ class SqliteMetastore(SqlMetastore):
     def __repr__(self) -> str:
         return f"SqliteMetastore({self._path!r})"
 
+    @property
+    def path(self) -> str:
+        """The SQLite file: file operations on a warehouse (``adopt_table`` moving a
+        directory's files) must keep their hands off the catalogue wherever it lives."""
+        return self._path
+
     # --- connections and transactions ---------------------------------------------------------
 
     def _ensure_schema(self, conn: _Connection) -> None:

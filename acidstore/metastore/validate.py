@@ -18,11 +18,12 @@ from typing import get_args
 import pyarrow as pa
 
 from acidstore.errors import InvalidInputError, InvalidLayoutError, InvalidPartitionValueError
-from acidstore.layout import is_bucket_file, parse_directory
+from acidstore.layout import is_bucket_file, is_original_file, parse_directory
 from acidstore.metastore.records import (
     CompactionOutput,
     NewTable,
     Operation,
+    OriginalFile,
     TableInfo,
     TxnKind,
     WriteComponent,
@@ -36,6 +37,7 @@ __all__ = [
     "check_app_version",
     "check_component",
     "check_kind",
+    "check_original",
     "check_output",
     "check_new_table",
     "is_absolute_location",
@@ -144,6 +146,19 @@ def check_partition(partition: str, partition_columns: list[str], table: str) ->
     if canonical != partition:
         raise InvalidInputError(
             f"partition {partition!r} of {table} is not canonical; expected {canonical!r}")
+
+
+def check_original(original: object, partition_columns: list[str], table: str) -> None:
+    """An original file's record must name a file Hive reads as an original, directly in
+    one of the table's partitions: fsck trusts the record to judge what is on disk."""
+    if not isinstance(original, OriginalFile):
+        raise InvalidInputError(f"originals of {table} must be OriginalFile values, "
+                                f"got {original!r}")
+    check_partition(original.partition, partition_columns, table)
+    if not isinstance(original.name, str) or not is_original_file(original.name):
+        raise InvalidInputError(f"{original.name!r} in partition {original.partition!r} of "
+                                f"{table} is no original file name (N_0, N_0_copy_K)")
+    _check_count(original.bytes, f"the size of original file {original.name!r} of {table}")
 
 
 def _check_relative_dir(path: object, table: str) -> None:
