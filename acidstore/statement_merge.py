@@ -157,10 +157,10 @@ def match(spec: MergeSpec, target: pa.Table, user: Sequence[str], where: str,
 def _duckdb_match(spec: MergeSpec, target: pa.Table, user: Sequence[str], where: str,
                   evaluator: SqlEvaluator) -> MergeMatch:
     s, t = spec.source_alias, spec.target_alias
-    evaluator.check_row_wise({s: spec.source.schema, t: target.schema},
-                             [spec.condition, *clause_texts(spec.matched)])
     numbered = target.append_column("__acid_pos", pa.array(
         np.arange(target.num_rows, dtype=np.int64)))
+    evaluator.check_row_wise({s: spec.source.schema, t: numbered.schema},
+                             [spec.condition, *clause_texts(spec.matched)])
     pieces = [f"{s}.{SOURCE_INDEX}", f"{t}.__acid_pos", f"{_case(spec.matched, 0)} AS {_CLAUSE}"]
     set_names: list[str] = []
     for i, clause in enumerate(spec.matched):
