@@ -57,6 +57,8 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def _split_name(name: str) -> tuple[str, str]:
+    if not isinstance(name, str):
+        raise InvalidInputError(f"a table name is a string, got {name!r}")
     parts = name.split(".")
     if len(parts) == 1:
         parts = ["default", parts[0]]
@@ -382,6 +384,9 @@ def connect(location: str | os.PathLike[str], *, metastore: str | Metastore | No
     ``create=False`` opens an existing warehouse only (``WarehouseNotFoundError`` otherwise,
     and nothing is created): what tools that inspect or maintain a warehouse want, so a typo
     in the path is an error, not a new warehouse."""
+    if not isinstance(location, str | os.PathLike) or not os.fspath(location).strip():
+        raise InvalidInputError(
+            f"a warehouse location is a non-empty path or URI, got {location!r}")
     if metastore is None:
         fs, root = afs.resolve(location, filesystem)
         if not isinstance(fs, pafs.LocalFileSystem):
@@ -393,6 +398,8 @@ def connect(location: str | os.PathLike[str], *, metastore: str | Metastore | No
     if not create:
         _require_existing(location, metastore, filesystem)
     if metastore is None:
+        if Path(root).exists() and not Path(root).is_dir():
+            raise InvalidInputError(f"the warehouse location {root} is a file, not a directory")
         Path(root).mkdir(parents=True, exist_ok=True)
         _refuse_emptied_metastore(Path(root))
         store: Metastore = SqliteMetastore(Path(root) / DEFAULT_METASTORE_FILE,

@@ -20,6 +20,7 @@ being exceptions in every snapshot (Hive's cleaner plus housekeeper).
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import time
 from collections.abc import Iterable
@@ -30,7 +31,7 @@ import pyarrow.fs as pafs
 
 from acidstore import fs as afs
 from acidstore.directory import AcidState, acid_state
-from acidstore.errors import AcidStoreError, TableNotFoundError
+from acidstore.errors import AcidStoreError, InvalidInputError, TableNotFoundError
 from acidstore.fsck.aborted import aborted_directories
 from acidstore.layout import STAGING_DIR, ParsedBase, ParsedDelta, parse_directory
 from acidstore.metastore import Metastore
@@ -139,6 +140,11 @@ class Cleaner:
                  tables: Iterable[str] | None = None) -> None:
         """``tables`` limits the pass to those tables (``Table.vacuum()``); the queue
         entries of other tables, and of dropped ones, are then left for a full pass."""
+        if isinstance(retention_seconds, bool) or not isinstance(retention_seconds, int | float) \
+                or not 0 <= retention_seconds < math.inf:
+            # a negative retention would clean what a time travel just inside it still reads
+            raise InvalidInputError(f"retention_seconds is a number of seconds, 0 or more, got "
+                                    f"{retention_seconds!r}")
         self._wh = warehouse
         self._retention = timedelta(seconds=retention_seconds)
         #: opens that stayed in flight for a whole wait (dead, or blocked): not waited for

@@ -160,6 +160,8 @@ def compact(table: Table, kind: Kind, partition: str | Mapping[str, str | None] 
     and moved to ready for cleaning after it (the Worker passes False: its claimed entry is
     the record).
     """
+    if not isinstance(table, Table):
+        raise InvalidInputError(f"compact takes a Table (wh.table(name)), not {table!r}")
     if kind not in ("minor", "major"):
         raise InvalidInputError(f"compaction kind must be 'minor' or 'major', not {kind!r}")
     if engine not in ("local", "spark"):

@@ -26,6 +26,7 @@ from acidstore.errors import (
     AcidStoreError,
     InvalidExpressionError,
     InvalidInputError,
+    InvalidLayoutError,
     InvalidPartitionValueError,
     MergeCardinalityError,
     SchemaMismatchError,
@@ -667,3 +668,47 @@ def test_every_error_is_an_acidstore_error() -> None:
         assert issubclass(error, ValueError)
     for catalog_error in (TableNotFoundError, TableExistsError, TransactionStateError):
         assert issubclass(catalog_error, AcidStoreError)
+
+
+# --- arguments of the wrong kind ------------------------------------------------------------------
+
+
+def test_arguments_of_the_wrong_kind_are_typed_errors(
+        tmp_path: Path, wh: Warehouse, table: Table, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a user passes by mistake gets an InvalidInputError that says what was expected,
+    not a TypeError or AttributeError from deep inside (or, worse, an answer)."""
+    from compaction import Cleaner, compact
+
+    (tmp_path / "notes.txt").write_text("not a warehouse")
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")  # connect("") made the current directory a warehouse
+    before = Unchanged(table)
+    wrong_kind: list[Any] = [None, "0", "db.t"]
+    calls: list[tuple[Any, str]] = [
+        (lambda: table.to_arrow(filter=5), "a filter is a SQL string or a pyarrow expression"),
+        (lambda: table.to_arrow(columns="id"), r"did you mean \['id'\]"),
+        (lambda: wh.table(wrong_kind[0]), "a table name is a string, got None"),
+        (lambda: acidstore.connect(""), "non-empty path"),
+        (lambda: acidstore.connect(tmp_path / "notes.txt"), "is a file, not a directory"),
+        (lambda: table.vacuum(retention_seconds=-1), "0 or more, got -1"),
+        (lambda: table.vacuum(retention_seconds=wrong_kind[1]), "0 or more, got '0'"),
+        (lambda: Cleaner(wh, retention_seconds=float("nan")), "0 or more, got nan"),
+        (lambda: compact(wrong_kind[2], "major"), "compact takes a Table"),
+    ]
+    for call, message in calls:
+        with pytest.raises(InvalidInputError, match=message):
+            call()
+    assert (tmp_path / "notes.txt").read_text() == "not a warehouse"
+    assert list((tmp_path / "cwd").iterdir()) == []
+    before.check()
+
+
+def test_reading_one_of_the_tables_acid_directories_names_it(wh: Warehouse,
+                                                            table: Table) -> None:
+    delta = next(p for p in Path(table.location, "dt=2024-01-01").iterdir()
+                 if p.name.startswith("delta_"))
+    with pytest.raises(InvalidLayoutError, match=rf"\({delta.name}\); read the table or"):
+        acidstore.read_directory(delta)
+    named_like_one = wh.create_table("db.base_rates", pa.schema([("x", pa.int32())]))
+    named_like_one.insert(pa.table({"x": pa.array([1], pa.int32())}))
+    assert acidstore.read_directory(named_like_one.location).num_rows == 1

@@ -13,8 +13,9 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from acidstore import fs as afs
-from acidstore.errors import TableNotFoundError
+from acidstore.errors import InvalidLayoutError, TableNotFoundError
 from acidstore.expressions import Predicate
+from acidstore.layout import parse_directory
 from acidstore.read.registry import DEFAULT_DELETE_EVENT_LIMIT
 from acidstore.read.scan import Reader, Scan, discover_partitions
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
@@ -34,6 +35,19 @@ def _snapshot(write_ids: ValidWriteIdList | str | None, txns: ValidTxnList | str
     return ids, txn_list
 
 
+def _refuse_acid_directory(root: str) -> None:
+    """A base or delta directory given as the table: its bucket files would read as pre-ACID
+    originals and fail on their ACID columns, an error that blames the file. A table merely
+    named like one (``base_rates``) is read."""
+    name = root.rstrip("/").rsplit("/", 1)[-1]
+    try:
+        parse_directory(name)
+    except InvalidLayoutError:
+        return
+    raise InvalidLayoutError(f"{root} is one of a table's ACID directories ({name}); read the "
+                             "table or partition directory that holds it")
+
+
 def scan_directory(path: str | os.PathLike[str], schema: pa.Schema | None = None,
                    write_ids: ValidWriteIdList | str | None = None,
                    txns: ValidTxnList | str | None = None, *,
@@ -45,6 +59,7 @@ def scan_directory(path: str | os.PathLike[str], schema: pa.Schema | None = None
     fs, root = afs.resolve(path, filesystem)
     if fs.get_file_info(root).type != pafs.FileType.Directory:
         raise TableNotFoundError(f"no table directory at {root}")
+    _refuse_acid_directory(root)
     ids, txn_list = _snapshot(write_ids, txns)
     return Scan(fs, discover_partitions(fs, root), ids, txn_list, schema=schema,
                 columns=columns, filter=filter, with_row_id=with_row_id, reader=reader,

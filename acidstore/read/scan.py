@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from acidstore import fs as afs
@@ -139,6 +140,13 @@ class Scan:
             raise InvalidInputError(f"unknown reader {reader!r}; use 'vectorized' or 'merge'")
         if isinstance(filter, str):
             check_expression(filter)
+        elif filter is not None and not isinstance(filter, pc.Expression):
+            raise InvalidInputError(f"a filter is a SQL string or a pyarrow expression, not "
+                                    f"{type(filter).__name__}: {filter!r}")
+        if isinstance(columns, str):
+            # a string is a sequence of one-letter names: say what was meant instead
+            raise InvalidInputError(f"columns is a list of names, not the string {columns!r} "
+                                    f"(did you mean [{columns!r}]?)")
         self._fs = fs
         self.write_ids = write_ids
         self.txns = txns if txns is not None else ValidTxnList.all_valid()
