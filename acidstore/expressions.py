@@ -43,10 +43,13 @@ def _tokens(text: str) -> tuple[tuple[str, str], ...]:
         spans = duckdb.tokenize(text)
     except Exception as exc:  # duckdb raises its own error types
         raise InvalidExpressionError(f"cannot parse expression {text!r}: {exc}") from exc
+    # DuckDB's offsets count UTF-8 bytes, not characters: slicing the str by them shifted
+    # every token after a non-ASCII character (a ';' or ')' could hide inside a string)
+    data = text.encode()
     out = []
     for i, (start, kind) in enumerate(spans):
-        end = spans[i + 1][0] if i + 1 < len(spans) else len(text)
-        out.append((text[start:end].strip(), getattr(kind, "name", str(kind))))
+        end = spans[i + 1][0] if i + 1 < len(spans) else len(data)
+        out.append((data[start:end].decode().strip(), getattr(kind, "name", str(kind))))
     return tuple(out)
 
 
@@ -61,7 +64,7 @@ def check_expression(text: str) -> None:
         raise InvalidExpressionError("empty expression")
     depth = 0
     for token, kind in _tokens(text):
-        if kind in ("string_const", "comment"):
+        if kind in ("string_const", "comment") or token[:1] in ('"', "`"):  # quoted names too
             continue
         for char in token:
             if char == ";":
@@ -215,10 +218,17 @@ class SqlEvaluator:
 
     def _run_compiled(self, table: pa.Table, text: str) -> Any:
         """``text`` computed by Arrow over ``table`` (an Array or Scalar), compiled once per
-        column list; None outside the compiled subset or where Arrow refuses."""
+        column list; None outside the compiled subset, where Arrow refuses, or where Arrow's
+        answer could differ from DuckDB's for some row (``_exact_in_arrow``): Arrow takes a
+        fractional literal as a double where DuckDB keeps it an exact DECIMAL (``f = 0.1 +
+        0.2`` is false in one and true in the other) and compares DECIMAL and FLOAT columns
+        in other types, so the same row could match or not depending on which evaluator its
+        batch went to (a batch holding a NaN goes to DuckDB), and a DELETE remove a row SQL
+        keeps."""
         key = (text, tuple(table.column_names))
-        if key not in self._compiled:
-            self._compiled[key] = compile_predicate(text, table.column_names)
+        if key not in self._compiled:  # one evaluator's tables of these names have one schema
+            self._compiled[key] = compile_predicate(text, table.column_names) \
+                if _exact_in_arrow(table.schema, text) else None
         compiled = self._compiled[key]
         if compiled is None:
             return None
@@ -316,6 +326,19 @@ def _expression_mask(table: pa.Table, expression: pc.Expression) -> pa.BooleanAr
     filled: pa.ChunkedArray = pc.fill_null(column, False)
     out: pa.BooleanArray = filled.combine_chunks()
     return out
+
+
+def _exact_in_arrow(schema: pa.Schema, text: str) -> bool:
+    """Whether compiled Arrow compute evaluates ``text`` as DuckDB does (see
+    ``SqlEvaluator._run_compiled``): integer literals only, and no DECIMAL or
+    half/single-precision float column among those it names."""
+    if not integer_literals_only(text):
+        return False
+    for name in referenced_columns(text, schema.names):
+        kind = schema.field(name).type
+        if pa.types.is_decimal(kind) or pa.types.is_float16(kind) or pa.types.is_float32(kind):
+            return False
+    return True
 
 
 def _same_doubles(table: pa.Table, text: str, value: Any) -> bool:
