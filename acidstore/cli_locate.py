@@ -97,5 +97,6 @@ def table_partition_dirs(table: Table, partition: str) -> list[PartitionDir]:
         exists = fs.get_file_info(target).type == pafs.FileType.Directory
         raise InvalidInputError(
             f"table {table.name} has no partition {partition!r}" + (
-                "" if exists else f" (no directory {target})"))
+                "" if exists else f" (no directory {target}; a value is written escaped as "
+                "in Hive's directory names, '/' as %2F)"))
     return chosen

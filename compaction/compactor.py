@@ -24,7 +24,7 @@ from acidstore import fs as afs
 from acidstore.errors import AcidStoreError, InvalidInputError
 from acidstore.metastore import CompactionInfo, CompactionOutput
 from acidstore.orc.io import WrittenFile
-from acidstore.partitions import partition_path
+from acidstore.partitions import parse_partition_path, partition_path
 from acidstore.read.scan import table_partitions
 from acidstore.table import Table
 from acidstore.workers import freeze_long_lived
@@ -88,6 +88,16 @@ def partition_dirs(table: Table, partition: str | Mapping[str, str | None] | Non
                 raise InvalidInputError(
                     f"partition {dict(partition)} must give exactly {names} of {table.name}")
             partition = partition_path(names, [lowered[n.lower()] for n in names])
+        else:
+            # rebuilt from its parsed values, so that it can only name a partition directory
+            # of this table ("../other/dt=x" used to be joined to the location as it was)
+            pairs = parse_partition_path(partition)
+            if [c.lower() for c, _ in pairs] != [n.lower() for n in names]:
+                raise InvalidInputError(
+                    f"partition {partition!r} of {table.name} must be "
+                    f"{'/'.join(n + '=VALUE' for n in names)}, each value escaped as in Hive's "
+                    "directory names ('/' as %2F)")
+            partition = partition_path(names, [v for _, v in pairs])
         directory = afs.join(table.location, partition)
         if table.filesystem.get_file_info(directory).type.name != "Directory":
             raise InvalidInputError(f"{table.name} has no partition {partition!r}")

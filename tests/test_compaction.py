@@ -364,9 +364,14 @@ def test_partition_argument(wh: Warehouse) -> None:
         "dt=__HIVE_DEFAULT_PARTITION__", "dt=a", "dt=b"]
     assert all(p.outputs for p in every.partitions)
     assert read_exact(t) == before
+    u = new_table(wh, "db.u", partitioned=False)
     bad_args: list[tuple[str | dict[str, str | None], str]] = [
         ("dt=zz", "has no partition"), ({"x": "a"}, "must give exactly"),
-        ({"dt": "a", "x": "b"}, "must give exactly")]
+        ({"dt": "a", "x": "b"}, "must give exactly"),
+        # a partition string names a directory of this table only: no climbing out of it
+        # into another table's (or any) directory that happens to exist
+        ("../u", "not a partition directory name"),
+        ("dt=a/../../u", "not a partition directory name"), ("x=a", "must be dt=VALUE")]
     for bad, message in bad_args:
         with pytest.raises(InvalidInputError, match=message):
             compact(t, "minor", bad)
@@ -374,7 +379,6 @@ def test_partition_argument(wh: Warehouse) -> None:
         compact(t, "full")  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError, match="engine"):
         compact(t, "minor", engine="dask")  # type: ignore[arg-type]
-    u = new_table(wh, "db.u", partitioned=False)
     with pytest.raises(InvalidInputError, match="not partitioned"):
         compact(u, "major", "dt=a")
     # no failed call left a transaction open
