@@ -9,6 +9,7 @@ with usage) and from success (0).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -107,6 +108,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AcidStoreError as exc:
         print(f"acidstore: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # the reader of a pipe stopped early (``acidstore read ... | head``): not an error of
+        # ours; stdout is pointed at /dev/null so the interpreter's final flush stays quiet
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     return code or 0
 
 

@@ -133,3 +133,29 @@ def test_read_and_inspect_as_processes(warehouse: Path, open_txn: Transaction) -
     assert "partition dt=2026-11-23" in done.stdout
     done = run_process(["inspect", str(warehouse / "nope")])
     assert done.returncode == 2 and "TableNotFoundError" in done.stderr
+
+
+def test_a_reader_that_stops_early_is_no_error(tmp_path: Path) -> None:
+    """``acidstore read ... | head -1``: the pipe's reader leaves after one line; the command
+    stops quietly instead of printing a BrokenPipeError traceback."""
+    import os
+    import subprocess
+    import sys
+
+    from cli_support import ROOT
+
+    with acidstore.connect(tmp_path / "wh") as wh:
+        wh.create_table("db.big", pa.schema([("id", pa.int64()), ("s", pa.string())])).insert(
+            pa.table({"id": list(range(50_000)), "s": ["x" * 40] * 50_000}))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    with subprocess.Popen([sys.executable, "-m", "acidstore.cli", "read", "db.big",
+                           "--warehouse", str(tmp_path / "wh")], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout.readline()
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        code = proc.wait(timeout=300)
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+    assert code == 1
