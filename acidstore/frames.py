@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from acidstore.errors import InvalidInputError, SchemaMismatchError
+from acidstore.write.conform import from_pandas
 
 __all__ = ["schema_of", "to_duckdb", "to_polars"]
 
@@ -29,7 +30,7 @@ def schema_of(schema_or_data: Any, where: str) -> pa.Schema:
     if isinstance(schema_or_data, pa.Table | pa.RecordBatch | pa.RecordBatchReader):
         schema = schema_or_data.schema
     elif type(schema_or_data).__module__.startswith("pandas"):  # pandas is optional
-        schema = pa.Schema.from_pandas(schema_or_data, preserve_index=False)
+        schema = from_pandas(pa.Schema.from_pandas, schema_or_data, where)
     elif hasattr(schema_or_data, "__arrow_c_schema__"):
         schema = pa.schema(schema_or_data)
     else:

@@ -33,7 +33,8 @@ from acidstore.arrow_sql import equality_literals
 from acidstore.errors import InvalidInputError
 from acidstore.expressions import Predicate, SqlEvaluator
 from acidstore.layout import delta_name
-from acidstore.orc.schema import ROW_ID_COLUMN, cast_to
+from acidstore.orc.schema import ROW_ID_COLUMN
+from acidstore.orc.types import cast_input
 from acidstore.read.keys import KeyArrays
 from acidstore.read.plan import Split
 from acidstore.read.scan import PartitionDir, Scan
@@ -235,7 +236,7 @@ def row_ids(batches: Sequence[pa.RecordBatch],
 
 def cast_value(column: pa.ChunkedArray, target: pa.Field, expression: str) -> pa.ChunkedArray:
     """A SET value cast to its column's type, or a SchemaMismatchError naming both."""
-    out: pa.ChunkedArray = cast_to(
+    out: pa.ChunkedArray = cast_input(
         column, target.type, f"value {expression!r} for column {target.name!r} is "
         f"{column.type}, which does not convert to {target.type}")
     return out

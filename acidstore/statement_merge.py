@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 
 from acidstore.errors import InvalidInputError, MergeCardinalityError
 from acidstore.expressions import SqlEvaluator, check_expression, quote, referenced_columns
-from acidstore.orc.schema import cast_to
+from acidstore.orc.types import cast_input
 from acidstore.write.bucketing import bucket_ids
 
 __all__ = ["MergeClause", "MergeMatch", "MergeSpec", "SOURCE_INDEX", "clause_values",
@@ -391,7 +391,7 @@ def merged_rows(spec: MergeSpec, found: MergeMatch, old: pa.Table | None, schema
             name = f"__u{i}_{field.name}"
             if clause.kind != "update" or name not in values.column_names:
                 continue
-            cast = cast_to(values.column(name), field.type,
+            cast = cast_input(values.column(name), field.type,
                            f"{where}: the value for column {field.name!r} is "
                            f"{values.column(name).type}, which does not convert to {field.type}")
             column = pc.if_else(pa.array(clause_of == i), cast, column)

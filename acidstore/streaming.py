@@ -135,8 +135,8 @@ class StreamingConnection:
         ``commit``; partitioned tables route them by their partition columns as ``insert``
         does (with ``partition=``, the columns may be left out)."""
         self._require_txn()
-        table = self._with_static_columns(to_arrow_table(rows))
         where = f"table {self.table}"
+        table = self._with_static_columns(to_arrow_table(rows, where))
         refuse_zone_drop(table, self._table.schema, where=where)
         table = conform(table, self._table.schema, where=where)
         if self._static is not None:

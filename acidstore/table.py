@@ -343,7 +343,8 @@ class Table:
 
     def _conformed(self, data: Any) -> pa.Table:
         self._check_exists()  # conform to the schema the statement's commit is checked against
-        table, where = to_arrow_table(data), f"table {self.name}"
+        where = f"table {self.name}"
+        table = to_arrow_table(data, where)
         refuse_zone_drop(table, self.schema, where=where)
         return conform(table, self.schema, where=where)
 
@@ -405,7 +406,8 @@ class Table:
         """Start a MERGE of ``source`` into this table on ``condition``."""
         from acidstore.merge import MergeBuilder
 
-        return MergeBuilder(self, to_arrow_table(source), condition, source_alias, target_alias)
+        rows = to_arrow_table(source, f"MERGE source of {self.name}")
+        return MergeBuilder(self, rows, condition, source_alias, target_alias)
 
     # --- statement bodies (inside a transaction) -----------------------------------------------
 

@@ -28,6 +28,7 @@ from acidstore.metastore.records import (
     TxnKind,
     WriteComponent,
 )
+from acidstore.orc.types import check_column_types, check_partition_types
 from acidstore.partitions import parse_partition_path, partition_path
 
 __all__ = [
@@ -248,6 +249,8 @@ def check_new_table(info: NewTable) -> None:
     duplicates = sorted({c for c in everything if everything.count(c) > 1})
     if duplicates:
         raise InvalidInputError(f"{table} names columns twice (case-insensitive): {duplicates}")
+    check_column_types(info.schema, f"table {table}")
+    check_partition_types(info.partition_schema, f"table {table}")
     if isinstance(info.buckets, bool) or not isinstance(info.buckets, int) or info.buckets < 0:
         raise InvalidInputError(f"buckets of {table} must be a non-negative int: {info.buckets!r}")
     if info.bucket_by and info.buckets < 1:
@@ -290,7 +293,5 @@ def widened_schema(info: TableInfo, columns: pa.Schema) -> pa.Schema:
             raise InvalidInputError(
                 f"new column {field.name!r} of {table} must be nullable: the rows written "
                 "before it existed read it as NULL")
-        if pa.types.is_null(field.type):
-            raise InvalidInputError(f"new column {field.name!r} of {table} needs a type "
-                                    "(pyarrow null is no column type)")
+    check_column_types(columns, f"table {table}")
     return pa.schema([*info.schema, *columns])

@@ -8,7 +8,8 @@ resolved here once, so readers work with canonical names and field positions.
 ``write_event_file`` writes an event table with the user metadata Hive writes
 (``hive.acid.key.index``, ``hive.acid.stats``, ``hive.acid.version``).
 
-Every failure to decode becomes a ``CorruptFileError`` that names the file.
+Every failure to decode becomes a ``CorruptFileError`` that names the file; a failure to
+encode, a ``SchemaMismatchError`` (``encode_error``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,13 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.orc as po
 
-from acidstore.errors import CorruptFileError, DataError, InvalidInputError, MissingDataError
+from acidstore.errors import (
+    CorruptFileError,
+    DataError,
+    InvalidInputError,
+    MissingDataError,
+    SchemaMismatchError,
+)
 from acidstore.fs import write_bytes
 from acidstore.orc.cache import OpenedFile, held, read_small, remember, small_key
 from acidstore.orc.footer import POSTSCRIPT_TAIL, add_user_metadata, metadata_tail
@@ -61,6 +68,7 @@ __all__ = [
     "check_compression",
     "check_event_schema",
     "compression_codec",
+    "encode_error",
     "format_key_index",
     "operation_counts",
     "parse_acid_stats",
@@ -446,6 +454,13 @@ def _select_fields(batch: pa.RecordBatch, tops: Mapping[str, list[str] | None]
     return pa.RecordBatch.from_arrays(arrays, names=list(tops))
 
 
+def encode_error(exc: Exception, path: str) -> SchemaMismatchError:
+    """The error for rows pyarrow's ORC writer refused: a column type it has no encoding for
+    (tables declared one before ``orc.types`` refused them at ``create_table``). The request
+    is what fails, every time, and nothing was stored, so it is no ``CorruptFileError``."""
+    return SchemaMismatchError(f"cannot encode ORC for {path}: {exc}")
+
+
 def write_orc_file(fs: pafs.FileSystem, path: str, table: pa.Table, *,
                    user_metadata: Mapping[str, bytes] | None = None,
                    compression: str = DEFAULT_COMPRESSION,
@@ -459,7 +474,7 @@ def write_orc_file(fs: pafs.FileSystem, path: str, table: pa.Table, *,
     try:
         po.write_table(table, sink, compression=compression, stripe_size=stripe_size)
     except (pa.ArrowException, ValueError) as exc:
-        raise CorruptFileError(f"cannot encode ORC: {exc}", path=path) from exc
+        raise encode_error(exc, path) from exc
     data = sink.getvalue().to_pybytes()
     if user_metadata:
         data = add_user_metadata(data, user_metadata, path=path)
@@ -518,7 +533,7 @@ def write_event_file(fs: pafs.FileSystem, path: str, events: pa.Table, *,
         po.write_table(events, sink, compression=compression, stripe_size=stripe_size,
                        batch_size=ORC_BATCH_ROWS)
     except (pa.ArrowException, ValueError) as exc:
-        raise CorruptFileError(f"cannot encode ORC: {exc}", path=path) from exc
+        raise encode_error(exc, path) from exc
     buffer = sink.getvalue()
     owid = events.column(ORIGINAL_TRANSACTION).to_numpy()
     bucket = events.column(BUCKET).to_numpy()

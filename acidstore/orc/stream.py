@@ -39,6 +39,7 @@ from acidstore.orc.io import (
     WrittenFile,
     acid_metadata,
     check_event_schema,
+    encode_error,
     operation_counts,
 )
 from acidstore.orc.schema import (
@@ -162,7 +163,7 @@ class EventFileWriter:
             try:
                 self._orc.write(chunk)
             except (pa.ArrowException, ValueError) as exc:
-                raise CorruptFileError(f"cannot encode ORC: {exc}", path=self.path) from exc
+                raise encode_error(exc, self.path) from exc
             n = chunk.num_rows
             self.largest_chunk = max(self.largest_chunk, n)
             self.rows += n
@@ -191,7 +192,7 @@ class EventFileWriter:
                     self._orc.write(self.schema.empty_table())
                 self._orc.close()
             except (pa.ArrowException, ValueError) as exc:
-                raise CorruptFileError(f"cannot encode ORC: {exc}", path=self.path) from exc
+                raise encode_error(exc, self.path) from exc
             if self._pending:
                 self._end_stripe()
             inserts, updates, deletes = (int(v) for v in self._ops)

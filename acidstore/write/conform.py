@@ -8,22 +8,27 @@ the column. Nothing is written before the whole input has conformed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from acidstore.errors import InvalidInputError, SchemaMismatchError
-from acidstore.orc.schema import cast_to
+from acidstore.orc.types import cast_input
 from acidstore.partitions import partition_path
 
-__all__ = ["PartitionData", "conform", "refuse_zone_drop", "split_partitions", "to_arrow_table"]
+__all__ = ["PartitionData", "conform", "from_pandas", "refuse_zone_drop", "split_partitions",
+           "to_arrow_table"]
+
+_T = TypeVar("_T")
 
 
-def to_arrow_table(data: Any) -> pa.Table:
-    """A ``pa.Table`` from a Table, RecordBatch, RecordBatchReader or pandas DataFrame."""
+def to_arrow_table(data: Any, where: str) -> pa.Table:
+    """A ``pa.Table`` from a Table, RecordBatch, RecordBatchReader or pandas DataFrame (the
+    data for ``where``, named in errors)."""
     if isinstance(data, pa.Table):
         return data
     if isinstance(data, pa.RecordBatch):
@@ -33,12 +38,37 @@ def to_arrow_table(data: Any) -> pa.Table:
     # pandas first: a DataFrame also exports the Arrow stream interface (pandas >= 2.2), and
     # that export keeps a named index as a column, which then fails as an unknown column
     if type(data).__module__.startswith("pandas"):  # pandas is optional: no import needed
-        return pa.Table.from_pandas(data, preserve_index=False)
+        return from_pandas(pa.Table.from_pandas, data, where)
     if hasattr(data, "__arrow_c_stream__") and not hasattr(data, "to_pandas"):
         return pa.table(data)
     raise InvalidInputError(
         f"cannot insert a {type(data).__name__}; give a pyarrow Table, RecordBatchReader or "
         "pandas DataFrame")
+
+
+def from_pandas(convert: Callable[..., _T], frame: Any, where: str) -> _T:
+    """``convert(frame, preserve_index=False)`` (pyarrow's ``Table.from_pandas`` or
+    ``Schema.from_pandas``), refusing a column Arrow cannot type (an object column mixing
+    numbers and text) with an InvalidInputError that names it, where pyarrow's own error
+    does not always say which column it was."""
+    try:
+        return convert(frame, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+        column = _unconvertible(frame)
+        which = f"column {column!r} of the DataFrame" if column is not None else "the DataFrame"
+        raise InvalidInputError(
+            f"{where}: {which} does not convert to one Arrow type ({exc}); give each column "
+            "values of one type (or astype() it)") from exc
+
+
+def _unconvertible(frame: Any) -> str | None:
+    """The name of the first column of ``frame`` that Arrow cannot convert on its own."""
+    for index, name in enumerate(frame.columns):
+        try:
+            pa.Array.from_pandas(frame.iloc[:, index])
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            return str(name)
+    return None
 
 
 def conform(data: pa.Table, schema: pa.Schema, *, where: str) -> pa.Table:
@@ -58,7 +88,7 @@ def conform(data: pa.Table, schema: pa.Schema, *, where: str) -> pa.Table:
         source = by_lower.get(field.name.lower())
         if source is None:
             raise SchemaMismatchError(f"column {field.name!r} of {where} is missing from the data")
-        column = cast_to(data.column(source), field.type,
+        column = cast_input(data.column(source), field.type,
                          f"column {field.name!r} of {where} is {field.type}; the data has "
                          f"{data.column(source).type}")
         if not field.nullable and column.null_count:
@@ -99,7 +129,11 @@ def _as_text(array: pa.Array) -> list[str | None]:
     if pa.types.is_boolean(array.type):
         return [None if v is None else ("true" if v else "false") for v in array.to_pylist()]
     if pa.types.is_timestamp(array.type):
-        return [None if v is None else str(v) for v in array.to_pylist()]
+        # a millisecond column's fraction in 3 digits: str() gives 6, which reads back only
+        # as microseconds (the partition's rows were unreadable)
+        spec = "milliseconds" if array.type.unit == "ms" else "auto"
+        return [None if v is None else v.isoformat(" ", spec if v.microsecond else "auto")
+                for v in array.to_pylist()]
     text: list[str | None] = pc.cast(array, pa.string()).to_pylist()
     return text
 
