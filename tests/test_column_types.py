@@ -267,3 +267,16 @@ def test_a_zoned_column_keeps_its_declared_zone(tmp_path: Path) -> None:
         rows = back.to_arrow().sort_by("id")
         assert rows.schema.field("ts").type == kind
         assert rows.column("ts").cast(pa.timestamp("us", "UTC")).to_pylist() == [instant] * 2
+
+
+def test_doubles_into_a_decimal_column_are_never_rounded(wh: Warehouse) -> None:
+    """Arrow's safe cast rounds 0.129 to a decimal(5, 2)'s 0.13; a double is taken only when
+    it is the double closest to its decimal (0.1 is 0.10), anything else is refused."""
+    t = wh.create_table("db.prices", pa.schema([("id", pa.int64()),
+                                                ("price", pa.decimal128(5, 2))]))
+    for values in ([0.129], [19.999], [0.25, 1.005]):
+        with pytest.raises(SchemaMismatchError, match="without rounding"):
+            t.insert(pa.table({"id": list(range(len(values))), "price": values}))
+    t.insert(pa.table({"id": [1, 2, 3], "price": [0.25, 0.1, None]}))
+    assert t.to_arrow().sort_by("id").column("price").to_pylist() == [
+        Decimal("0.25"), Decimal("0.10"), None]

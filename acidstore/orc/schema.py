@@ -121,6 +121,16 @@ def cast_to(array: pa.Array | pa.ChunkedArray, target: pa.DataType, what: str
     if array.type == target:
         return array
     try:
-        return pc.cast(array, target, safe=True)
+        cast = pc.cast(array, target, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise SchemaMismatchError(f"{what} ({exc})") from exc
+    if pa.types.is_floating(array.type) and pa.types.is_decimal(target):
+        # Arrow's safe cast rounds a double to the decimal's scale (0.129 -> 0.13): keep only
+        # values that are the double closest to their decimal, as 0.1 is to 0.10
+        back = pc.cast(cast, pa.float64())
+        changed = pc.fill_null(pc.not_equal(back, pc.cast(array, pa.float64())), False)
+        if pc.any(changed).as_py():
+            first = pc.filter(array, changed)[0].as_py()
+            raise SchemaMismatchError(
+                f"{what} ({first!r} does not fit {target} without rounding)")
+    return cast
