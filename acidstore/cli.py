@@ -100,8 +100,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace
+            ) -> argparse.ArgumentParser:
+    """The innermost (sub)command parser ``args`` went through (``show`` -> ``leases``)."""
+    while True:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        name = getattr(args, subs[0].dest, None) if subs else None
+        if name not in (subs[0].choices if subs else {}):
+            return parser
+        parser = subs[0].choices[name]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # argparse reports them with the top-level usage; the subcommand's says what it takes
+        _chosen(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         handlers = {name: run for _, runs in COMMANDS for name, run in runs.items()}
         code = handlers[args.command](args)

@@ -163,3 +163,17 @@ def test_help_speaks_to_data_engineers() -> None:
         for jargon in ("layer L", "spec §", "``", "the main job"):
             assert jargon not in text, (jargon, text)
     assert "hive.txn.valid.writeids" in texts[1] and "high-water-mark" in texts[1]
+
+
+@pytest.mark.parametrize(("command", "usage"), [
+    (["tables"], "usage: acidstore tables"), (["show", "leases"], "usage: acidstore show"),
+    (["compact", "--auto"], "usage: acidstore compact")])
+def test_an_unknown_option_is_shown_with_its_commands_usage(
+        warehouse: Path, command: list[str], usage: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as info:
+        run([*command, "--warehouse", str(warehouse), "--bogus"], capsys)
+    err = capsys.readouterr().err
+    assert info.value.code == 2
+    assert usage in err and "unrecognized arguments: --bogus" in err
