@@ -70,7 +70,14 @@ def adopt_table(wh: Warehouse, name: str, path: str, *, partition_by: Sequence[s
     ``schema`` (every column, partition ones too) is checked against the files; without it
     the files' schema is taken and partition columns are strings."""
     fs = wh.filesystem
-    root = afs.resolve(path, fs if "://" not in str(path) else None)[1]
+    given, root = afs.resolve(path, fs if "://" not in str(path) else None)
+    if given.type_name != fs.type_name:
+        # files are moved (renamed), which only works within one filesystem; the path alone
+        # would otherwise be looked up on the warehouse's filesystem
+        raise InvalidInputError(
+            f"adopting {path} as table {name}: the files are moved into the table, so they "
+            f"must be on the warehouse's filesystem ({fs.type_name}), not {given.type_name}; "
+            "copy them there first")
     if isinstance(fs, pafs.LocalFileSystem):
         root = os.path.abspath(root)  # errors name the place, whatever the working directory
     if fs.get_file_info(root).type != pafs.FileType.Directory:

@@ -304,3 +304,15 @@ def test_fsck_stays_clean_through_compaction_and_cleaning(tmp_path: Path) -> Non
     assert wh.fsck().to_pylist() == []
     assert sorted(t.to_arrow().column("v").to_pylist()) == ["B", "a"]
     wh.close()
+
+
+def test_a_source_on_another_filesystem_is_refused(tmp_path: Path) -> None:
+    """Adoption renames files, which works within one filesystem only; a URI of another one
+    used to be looked up as a path on the warehouse's filesystem instead."""
+    (tmp_path / "lake").mkdir()
+    po.write_table(rows([1]), str(tmp_path / "lake" / "x.orc"))
+    with acidstore.connect(tmp_path / "wh") as wh:
+        with pytest.raises(InvalidInputError, match="must be on the warehouse's filesystem"):
+            wh.adopt_table("db.t", "mock:///lake")
+        assert wh.tables() == []
+        assert wh.adopt_table("db.t", f"file://{tmp_path / 'lake'}").to_arrow().num_rows == 1
