@@ -9,7 +9,10 @@ files are moved (renamed, never rewritten) into the table's partitions under ori
 Parquet files, which Hive's ACID reader cannot take as originals, are rewritten file for file
 as ORC originals. Every file is checked first (format, schema, partition directory names and
 values), so a directory that cannot be adopted is refused with a typed error naming the path
-before anything moves; a failure while moving puts back what was moved and drops the table.
+before anything moves; a partition value goes to the directory acidstore's writes use for it
+(``p=01`` and ``p=1`` of an integer column are one partition, ``p=1``), so the files of one
+value end up in one directory, numbered on; a failure while moving puts back what was moved
+and drops the table.
 Since the files are moved away, a source sharing files with the warehouse (its directory, a
 table's location, the metastore file) is refused: adopting a table's directory would empty
 that table. The metastore records each original placed (name and size): no write records
@@ -23,7 +26,7 @@ import contextlib
 import os
 import posixpath
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -42,6 +45,7 @@ from acidstore.errors import (
 from acidstore.layout import is_acid_directory_name, is_hidden, original_file_name
 from acidstore.metastore import OriginalFile, SqliteMetastore
 from acidstore.partitions import parse_partition_path, partition_path
+from acidstore.write.conform import canonical_partition_values
 from acidstore.write.timestamps import check_timestamps
 
 if TYPE_CHECKING:
@@ -87,7 +91,7 @@ def adopt_table(wh: Warehouse, name: str, path: str, *, partition_by: Sequence[s
     if not found:
         raise InvalidInputError(f"adopting {root} as table {name}: no ORC or Parquet files")
     full = _schema(fs, found, list(partition_by), schema, name)
-    _check_values(found, full, list(partition_by))
+    found = _canonical(found, full, list(partition_by))
     _check_timestamps(fs, found, name)
     table = wh.create_table(name, full, partition_by=list(partition_by),
                             properties=properties)
@@ -305,22 +309,21 @@ def _originals(fs: pafs.FileSystem, table: Table, moved: list[tuple[str, str, bo
     return out
 
 
-def _check_values(found: list[_Found], full: pa.Schema, partition_by: list[str]) -> None:
-    """Every partition directory's value converts to its column's type."""
-    first_of = {item.values: item for item in reversed(found)}  # one check per partition
-    for values, item in first_of.items():
-        for column, value in zip(partition_by, values, strict=True):
-            field = full.field(_named(full, column))
-            try:
-                pa.array([value], pa.string()).cast(field.type)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                raise InvalidPartitionValueError(
-                    f"{item.path}: partition value {value!r} of {column!r} is not a "
-                    f"{field.type}") from exc
-
-
-def _named(schema: pa.Schema, column: str) -> str:
-    return str(next(f.name for f in schema if f.name.lower() == column.lower()))
+def _canonical(found: list[_Found], full: pa.Schema, partition_by: list[str]
+               ) -> list[_Found]:
+    """``found`` with every partition directory's value converted to its column's type and
+    spelled as acidstore's own writes spell it (``InvalidPartitionValueError`` naming the
+    file for a value that does not convert). Directories that spell one value two ways
+    (``p=01`` and ``p=1`` of an integer column, ``p=-0.0`` and ``p=0`` of a float one)
+    were kept apart, and an INSERT OVERWRITE of the value replaced only the directory its
+    own write names, leaving the other's rows visible; now their files all move into the
+    one directory a write of that value uses, as ``p=%61`` and ``p=a`` already did."""
+    canonical: dict[tuple[str | None, ...], tuple[str | None, ...]] = {}
+    for item in found:  # one conversion per partition directory
+        if item.values not in canonical:
+            canonical[item.values] = canonical_partition_values(
+                full, partition_by, item.values, where=item.path)
+    return [replace(item, values=canonical[item.values]) for item in found]
 
 
 def _move_all(fs: pafs.FileSystem, found: list[_Found], table: Table,

@@ -51,7 +51,7 @@ from acidstore.orc.codec import BucketCodec
 from acidstore.orc.io import OrcFile
 from acidstore.orc.schema import ROW_ID_COLUMN, ROW_ID_TYPE
 from acidstore.read.keys import current_write_ids, key_arrays, valid_write_id_mask
-from acidstore.read.plan import Split, plan_partition
+from acidstore.read.plan import Listed, Split, plan_partition
 from acidstore.read.recorded import SnapshotRecord, check_recorded, with_recorded_rows
 from acidstore.read.registry import DELETE_COLUMNS
 from acidstore.read.scan import PartitionDir, Scan, table_partitions
@@ -137,7 +137,7 @@ class _Feed:
         """The changes of one partition: new rows, then deleted rows."""
         table = self.table
         state = self._state(partition)
-        listed: dict[str, int] = {}
+        listed: Listed = {}
         splits = plan_partition(table.filesystem, partition.path, state, self.write_ids, listed)
         record = self.recorded.partition(partition.path, state)
         check_recorded(table.location, state, self.write_ids, record, listed)

@@ -85,7 +85,8 @@ def _changed(table: Table, partition: str, operation: Operation, write_id: int,
                           files=files_of.files if files_of else 0,
                           bytes=files_of.bytes if files_of else 0,
                           read=table.isolation_level == "Serializable",
-                          metadata_version=table.info.metadata_version)
+                          metadata_version=table.info.metadata_version,
+                          bucket_files=files_of.bucket_files if files_of else None)
 
 
 def operation_of(kind: ChangeKind) -> Operation:

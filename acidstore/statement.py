@@ -123,6 +123,8 @@ class UnitOutcome:
     deleted: KeyArrays
     #: a MERGE unit's source rows that matched one of its target rows
     matched_source: npt.NDArray[np.int64] | None = None
+    #: (path relative to the table, bytes) of each file written (``WriteComponent``)
+    bucket_files: tuple[tuple[str, int], ...] = ()
 
 
 def pinned_buckets(target: StatementTarget, predicate: Predicate | None
@@ -383,7 +385,8 @@ def write_changes(unit: ChangeUnit, changes: Changes | None, *, threads: int = 1
     return UnitOutcome(unit.partition, tuple(w.path for w in done), len(keys),
                        new.num_rows if new is not None else 0,
                        sum(len(w.files) for w in done), sum(w.bytes for w in done), keys,
-                       changes.matched_source)
+                       changes.matched_source,
+                       bucket_files=tuple(f for w in done for f in w.bucket_files))
 
 
 Executor = Callable[[Sequence[ChangeUnit]], list[UnitOutcome]]
@@ -423,5 +426,6 @@ def by_partition(outcomes: Sequence[UnitOutcome]) -> dict[str, UnitOutcome]:
             sum(o.files for o in items), sum(o.bytes for o in items),
             KeyArrays(np.concatenate([o.deleted.write_id for o in items]),
                       np.concatenate([o.deleted.bucket for o in items]),
-                      np.concatenate([o.deleted.row_id for o in items])))
+                      np.concatenate([o.deleted.row_id for o in items])),
+            bucket_files=tuple(f for o in items for f in o.bucket_files))
     return out

@@ -46,7 +46,13 @@ from acidstore.metastore.validate import check_app_version
 from acidstore.partitions import partition_path
 from acidstore.results import WriteResult
 from acidstore.transaction import Transaction, current_user
-from acidstore.write.conform import conform, refuse_zone_drop, split_partitions, to_arrow_table
+from acidstore.write.conform import (
+    canonical_partition_values,
+    conform,
+    refuse_zone_drop,
+    split_partitions,
+    to_arrow_table,
+)
 
 if TYPE_CHECKING:
     from acidstore.warehouse import Warehouse
@@ -267,7 +273,11 @@ class StreamingConnection:
             raise InvalidInputError(
                 f"partition {dict(partition)} must give exactly {names} of {self.table}")
         self._static_values = {n: lowered[n.lower()] for n in names}
-        return partition_path(names, [lowered[n.lower()] for n in names])
+        # the directory the rows' own values route to (``p=1`` for {"p": "01"}), which the
+        # rows are checked against: spelled otherwise, every row was refused as a stray
+        return partition_path(names, list(canonical_partition_values(
+            self._table.info.partition_schema, names, [lowered[n.lower()] for n in names],
+            where=f"streaming connection to {self.table}")))
 
     def _with_static_columns(self, rows: pa.Table) -> pa.Table:
         """Rows of a fixed partition may leave its columns out: they are filled in."""

@@ -462,7 +462,8 @@ class Table:
                               tuple(w.path for w in done), rows_inserted=inserted,
                               rows_deleted=deleted, files=sum(len(w.files) for w in done),
                               bytes=sum(w.bytes for w in done),
-                              metadata_version=self.info.metadata_version)
+                              metadata_version=self.info.metadata_version,
+                              bucket_files=tuple(f for w in done for f in w.bucket_files))
 
     def _write_rows(self, txn: Transaction, rows: pa.Table, operation: Operation,
                     parts: Sequence[PartitionData]) -> WriteResult:

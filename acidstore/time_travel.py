@@ -33,8 +33,15 @@ AsOf = int | datetime
 
 
 def _point(as_of: AsOf) -> AsOf:
+    """``as_of`` checked, a datetime made aware. A naive one is local time, as Python's own
+    ``datetime.timestamp()`` and ``astimezone()`` take it: read as UTC, ``as_of=
+    datetime.now()`` named another moment in every zone but UTC (hours of commits early or
+    late). An aware one keeps its zone. Every time travel (``to_arrow``, ``scan``,
+    ``to_batches``, Spark's ``asOf``/``timestampAsOf``, views) resolves its point here."""
     if isinstance(as_of, datetime):
-        return as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC)
+        if as_of.tzinfo is not None and as_of.utcoffset() is not None:
+            return as_of
+        return as_of.astimezone()  # naive: the local time it names, with its local offset
     if isinstance(as_of, int) and not isinstance(as_of, bool):
         if as_of < 0:
             raise InvalidInputError(f"as_of write id must be >= 0, got {as_of}")

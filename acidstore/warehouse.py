@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -42,7 +42,7 @@ from acidstore.metastore import (
 )
 from acidstore.metastore.conflicts import isolation_level
 from acidstore.metastore.postgres import PostgresMetastore
-from acidstore.metastore.validate import is_absolute_location
+from acidstore.metastore.validate import column_names, is_absolute_location
 from acidstore.orc.io import check_compression
 from acidstore.orc.schema import RESERVED_PREFIX, ROW_ID_COLUMN
 from acidstore.streaming import StreamingConnection
@@ -105,8 +105,9 @@ class Warehouse:
     # --- catalog ---------------------------------------------------------------------------------
 
     def create_table(self, name: str, schema: pa.Schema | Any, *,
-                     partition_by: Sequence[str] = (), bucket_by: Sequence[str] = (),
-                     buckets: int = 0, properties: Mapping[str, str] | None = None,
+                     partition_by: Iterable[str] | None = (),
+                     bucket_by: Iterable[str] | None = (), buckets: int | None = 0,
+                     properties: Mapping[str, str] | None = None,
                      if_not_exists: bool = False) -> Table:
         """Create a transactional table; ``schema`` lists every column, partition ones too.
 
@@ -114,15 +115,26 @@ class Warehouse:
         (its rows are not inserted: ``t.insert(df)`` does that). With ``if_not_exists`` an
         existing table of that name is returned as it is, without comparing its schema or
         layout (as Delta's and SQL's ``CREATE TABLE IF NOT EXISTS`` do), so that a job can
-        run the same setup code every time."""
+        run the same setup code every time. ``partition_by``, ``bucket_by`` and ``buckets``
+        may be None, meaning none (as their defaults do)."""
         _split_name(name)  # a bad name is refused before anything else
         if if_not_exists:
             with contextlib.suppress(TableNotFoundError):
                 return self.table(name)
         schema = schema_of(schema, f"table {name}")
+        partitions = column_names(partition_by, "partition_by", name)
+        bucketing = column_names(bucket_by, "bucket_by", name)
+        if buckets is None:
+            buckets = 0
+        if isinstance(buckets, bool) or not isinstance(buckets, int):
+            raise InvalidInputError(f"table {name}: buckets must be an int, got "
+                                    f"{type(buckets).__name__} {buckets!r}")
+        if properties is not None and not isinstance(properties, Mapping):
+            raise InvalidInputError(f"table {name}: properties must be a mapping of names "
+                                    f"to values or None, got {type(properties).__name__}")
         try:
-            return self._create_table(name, schema, partition_by=partition_by,
-                                      bucket_by=bucket_by, buckets=buckets,
+            return self._create_table(name, schema, partition_by=partitions,
+                                      bucket_by=bucketing, buckets=buckets,
                                       properties=properties)
         except TableExistsError:
             if not if_not_exists:
@@ -134,9 +146,6 @@ class Warehouse:
                       properties: Mapping[str, str] | None) -> Table:
         database, table = _split_name(name)
         for what, columns in (("partition_by", partition_by), ("bucket_by", bucket_by)):
-            if isinstance(columns, str):
-                raise InvalidInputError(f"table {name}: {what} is a list of column names; "
-                                        f"write {what}=[{columns!r}]")
             lowered = [str(c).lower() for c in columns]
             if len(set(lowered)) != len(lowered):
                 raise InvalidInputError(f"table {name}: {what} names a column twice: "
@@ -227,13 +236,15 @@ class Warehouse:
             self._fs.delete_dir(info.location)
 
     def adopt_table(self, name: str, path: str | os.PathLike[str], *,
-                    partition_by: Sequence[str] = (), schema: pa.Schema | None = None,
+                    partition_by: Iterable[str] | None = (), schema: pa.Schema | None = None,
                     properties: Mapping[str, str] | None = None) -> Table:
         """Turn the plain ORC/Parquet files below ``path`` (``col=value`` directories for
-        ``partition_by``) into the new transactional table ``name``, as Hive converts a table
-        to ACID: ORC files are moved in as pre-ACID originals, Parquet ones rewritten as ORC
-        (``acidstore.adopt``)."""
-        return adopt_table(self, name, os.fspath(path), partition_by=partition_by,
+        ``partition_by``; None: unpartitioned) into the new transactional table ``name``, as
+        Hive converts a table to ACID: ORC files are moved in as pre-ACID originals, Parquet
+        ones rewritten as ORC (``acidstore.adopt``)."""
+        _split_name(name)
+        return adopt_table(self, name, os.fspath(path),
+                           partition_by=column_names(partition_by, "partition_by", name),
                            schema=schema, properties=properties)
 
     def location_of(self, table: str) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
@@ -316,3 +317,30 @@ def test_a_source_on_another_filesystem_is_refused(tmp_path: Path) -> None:
             wh.adopt_table("db.t", "mock:///lake")
         assert wh.tables() == []
         assert wh.adopt_table("db.t", f"file://{tmp_path / 'lake'}").to_arrow().num_rows == 1
+
+
+@pytest.mark.parametrize(("kind", "spellings", "value", "directory"), [
+    (pa.int64(), ["01", "1"], 1, "p=1"),
+    (pa.float64(), ["-0.0", "0", "0.0"], 0.0, "p=0"),
+    (pa.bool_(), ["TRUE", "true", "1"], True, "p=true"),
+    (pa.decimal128(5, 2), ["1.5", "1.50"], Decimal("1.5"), "p=1.50"),
+], ids=["int", "float-zero", "bool", "decimal"])
+def test_one_typed_value_spelled_several_ways_lands_in_one_directory(
+        wh: Warehouse, tmp_path: Path, kind: pa.DataType, spellings: list[str], value: object,
+        directory: str) -> None:
+    """``p=01`` and ``p=1`` of an integer column were adopted as two directories; an INSERT
+    OVERWRITE of p=1 replaced the one its write names and left the other's rows visible.
+    Every file of one value moves into the directory acidstore's writes use for it."""
+    source = tmp_path / "lake"
+    for number, spelling in enumerate(spellings):
+        (source / f"p={spelling}").mkdir(parents=True)
+        pq.write_table(pa.table({"id": [number]}), source / f"p={spelling}" / "part-0.parquet")
+    schema = pa.schema([("id", pa.int64()), ("p", kind)])
+    t = wh.adopt_table("db.e", source, partition_by=["p"], schema=schema)
+    assert sorted(p.name for p in Path(t.location).iterdir()) == [directory]
+    assert sorted(p.name for p in (Path(t.location) / directory).iterdir()) == [
+        f"{n:06d}_0" for n in range(len(spellings))]
+    assert sorted(t.to_arrow().column("id").to_pylist()) == list(range(len(spellings)))
+    t.insert_overwrite(pa.table({"id": [99], "p": pa.array([value], kind)}))
+    assert t.to_arrow().column("id").to_pylist() == [99]
+    assert wh.fsck().num_rows == 0

@@ -13,7 +13,7 @@ import pytest
 from acidstore import fs as afs
 from acidstore.arrow_sql import equality_literals
 from acidstore.directory import acid_state
-from acidstore.read.plan import Split, plan_partition
+from acidstore.read.plan import Listed, Split, plan_partition
 from acidstore.warehouse import Warehouse
 from acidstore.write.bucketing import bucket_ids, buckets_of_values
 
@@ -133,12 +133,12 @@ def test_serializable_tables_read_every_bucket(wh: Warehouse) -> None:
 
 
 def _plans(wh: Warehouse, name: str, buckets: frozenset[int] | None
-           ) -> tuple[list[Split], dict[str, int]]:
+           ) -> tuple[list[Split], Listed]:
     """The splits of the table's one partition at a fresh snapshot, and what it listed."""
     table = wh.table(name)
     write_ids = table.snapshot()
     state = acid_state(table.location, write_ids, filesystem=wh.filesystem)
-    listed: dict[str, int] = {}
+    listed: Listed = {}
     splits = plan_partition(wh.filesystem, table.location, state, write_ids, listed,
                             buckets=buckets)
     return splits, listed

@@ -4,9 +4,11 @@ typed error naming what is wrong, before anything is written (issue 13, points 1
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from acidstore import Warehouse
@@ -23,6 +25,12 @@ SCHEMA = pa.schema([("id", pa.int64()), ("k", pa.string()), ("at", pa.timestamp(
     ({"bucket_by": ["id", "ID"], "buckets": 2}, "bucket_by names a column twice"),
     ({"buckets": 4}, "buckets=4 needs bucket_by"),
     ({"properties": {"orc.compress": "BOGUS"}}, "orc.compress='BOGUS' is not one of"),
+    ({"partition_by": 5}, "partition_by must be a list of column names or None, got int"),
+    ({"partition_by": [1]}, "partition_by must name columns by non-empty strings, got 1"),
+    ({"bucket_by": [None], "buckets": 2}, "bucket_by must name columns by non-empty strings"),
+    ({"bucket_by": ["id"], "buckets": None}, r"bucketed by \('id',\); give buckets > 0"),
+    ({"bucket_by": ["id"], "buckets": "2"}, "buckets must be an int, got str"),
+    ({"properties": ["x"]}, "properties must be a mapping"),
 ])
 def test_create_table_refuses_what_it_used_to_accept(wh: Warehouse, kwargs: dict[str, Any],
                                                       message: str) -> None:
@@ -30,6 +38,30 @@ def test_create_table_refuses_what_it_used_to_accept(wh: Warehouse, kwargs: dict
     with pytest.raises(InvalidInputError, match=message):
         wh.create_table("db.t", args.pop("schema"), **args)
     assert wh.metastore.list_tables() == []
+
+
+def test_none_means_no_columns_and_an_iterator_is_read_once(wh: Warehouse,
+                                                             tmp_path: Path) -> None:
+    """``partition_by=None`` / ``bucket_by=None`` raised TypeError where the defaults mean
+    none; an iterator was read twice, so its columns vanished and the table was created
+    unpartitioned without a word."""
+    plain = wh.create_table("db.n", SCHEMA, partition_by=None, bucket_by=None, buckets=None)
+    assert (plain.info.partition_schema.names, plain.info.bucket_by, plain.info.buckets) == (
+        [], (), 0)
+    once = wh.create_table("db.i", SCHEMA, partition_by=iter(["k"]), bucket_by=iter(["id"]),
+                           buckets=2)
+    assert (once.info.partition_schema.names, once.info.bucket_by) == (["k"], ("id",))
+    source = tmp_path / "lake"
+    source.mkdir()
+    pq.write_table(pa.table({"id": [1]}), source / "part-0.parquet")
+    adopted = wh.adopt_table("db.a", source, partition_by=None)
+    assert adopted.to_arrow().column("id").to_pylist() == [1]
+    source.mkdir()
+    pq.write_table(pa.table({"id": [1]}), source / "part-0.parquet")
+    for bad, message in (("dt", r"write partition_by=\['dt'\]"), (5, "got int 5")):
+        with pytest.raises(InvalidInputError, match=message):
+            wh.adopt_table("db.b", source, partition_by=bad)  # type: ignore[arg-type]
+    assert (source / "part-0.parquet").exists()
 
 
 def test_as_of_after_the_latest_write_id_is_refused(wh: Warehouse) -> None:

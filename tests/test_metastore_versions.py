@@ -10,6 +10,7 @@ Then PostgreSQL through ``acidstore.connect`` and the CLI, and its connection er
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -160,7 +161,7 @@ def test_a_version_6_store_gets_app_versions(backend: Backend) -> None:
         set_version(conn, "6")
     again = backend.open()
     try:
-        assert version(backend) == str(SCHEMA_VERSION) == "10"
+        assert version(backend) == str(SCHEMA_VERSION) == "11"
         assert again.app_versions("t") == []
         txn = begin(again)
         again.record_app_version(txn, "t", "job", 1)
@@ -187,6 +188,30 @@ def test_a_version_9_store_gets_original_files(backend: Backend) -> None:
         again.close()
 
 
+def test_a_version_10_store_records_bucket_files(backend: Backend) -> None:
+    """Version 11 records each bucket file a write committed, with its bytes: on both
+    backends, through the general commit and PostgreSQL's one-statement insert commit; the
+    components committed before it read back with none (checked by count, as before)."""
+    one_committed_write(backend)
+    with raw(backend) as conn:  # version 10: components had no bucket_files
+        conn.execute("ALTER TABLE components DROP COLUMN bucket_files")
+        set_version(conn, "10")
+    again = backend.open()
+    try:
+        assert version(backend) == str(SCHEMA_VERSION) == "11"
+        files = (("delta_0000002_0000002_0000/bucket_00001", 880),)
+        for operation, write_id in (("insert", 2), ("delete", 3)):
+            txn = begin(again)
+            planned = write(again, txn, operation)
+            assert planned.write_id == write_id
+            again.commit(txn, [dataclasses.replace(planned, files=1, bytes=880,
+                                                   bucket_files=files)])
+        assert [c.bucket_files for c in again.committed_components("t")] == [
+            None, files, files]
+    finally:
+        again.close()
+
+
 def test_a_version_7_store_continues_its_counters(backend: Backend) -> None:
     """Version 8 moved PostgreSQL's txn ids and commit numbers to server sequences: a
     migrated store's must continue where its ``sequences`` rows stopped (an id handed out
@@ -201,7 +226,7 @@ def test_a_version_7_store_continues_its_counters(backend: Backend) -> None:
         set_version(conn, "7")
     again = backend.open()
     try:
-        assert version(backend) == str(SCHEMA_VERSION) == "10"
+        assert version(backend) == str(SCHEMA_VERSION) == "11"
         txn = begin(again)
         assert txn == 40
         assert again.commit(txn, [write(again, txn, "insert")]).commit_seq == 30

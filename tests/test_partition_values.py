@@ -120,3 +120,54 @@ def test_any_partition_value_round_trips_or_is_refused(tmp_path_factory: pytest.
         wh.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.mark.parametrize("kind", [pa.float64(), pa.float32()])
+def test_negative_zero_shares_zeros_partition(tmp_path: Path, kind: pa.DataType) -> None:
+    """SQL says -0.0 = 0.0, and a filter ``p = 0`` selects both; rows of -0.0 went to
+    ``p=-0``, beside ``p=0``, so an INSERT OVERWRITE of 0.0 left them visible. Every write
+    now routes -0.0 to ``p=0``, and overwrite, DELETE and UPDATE of the value see one
+    partition."""
+    wh = acidstore.connect(tmp_path / "wh")
+    t = wh.create_table("db.f", pa.schema([("id", pa.int64()), ("v", pa.string()),
+                                           ("p", kind)]), partition_by=["p"])
+
+    def rows(ids: list[int], values: list[float]) -> pa.Table:
+        return pa.table({"id": ids, "v": ["a"] * len(ids), "p": pa.array(values, kind)})
+
+    def ids() -> list[int]:
+        return sorted(t.to_arrow().column("id").to_pylist())
+
+    t.insert(rows([1, 2, 3], [-0.0, 0.0, 1.5]))
+    assert sorted(p.name for p in Path(t.location).iterdir()) == ["p=0", "p=1.5"]
+    assert sorted(t.to_arrow(filter="p = 0").column("id").to_pylist()) == [1, 2]
+    t.insert_overwrite(rows([4], [0.0]))
+    assert ids() == [3, 4]
+    t.insert(rows([5], [-0.0]))
+    assert sorted(p.name for p in Path(t.location).iterdir()) == ["p=0", "p=1.5"]
+    t.update("p = -0.0", {"v": "'u'"})
+    assert t.to_arrow(filter="v = 'u'").column("id").to_pylist() == [4, 5]
+    t.delete("p = 0.0 AND id = 5")
+    assert ids() == [3, 4]
+    t.insert_overwrite(rows([6], [-0.0]))
+    got = t.to_arrow().sort_by("id").select(["id", "p"]).to_pylist()
+    assert got == [{"id": 3, "p": 1.5}, {"id": 6, "p": 0.0}]
+    wh.close()
+
+
+def test_a_streaming_partition_is_named_as_writes_name_it(tmp_path: Path) -> None:
+    """A streaming connection fixed to ``{"p": "01"}`` of an integer column named its
+    partition ``p=01`` while its rows route to ``p=1``: every row was refused as another
+    partition's."""
+    wh = acidstore.connect(tmp_path / "wh")
+    t = wh.create_table("db.s", pa.schema([("id", pa.int64()), ("p", pa.int64())]),
+                        partition_by=["p"])
+    with wh.streaming_connection("db.s", partition={"p": "01"}) as conn:
+        conn.begin()
+        conn.write(pa.table({"id": [1]}))
+        conn.write(pa.table({"id": [2], "p": [1]}))
+        assert conn.commit().partitions == ("p=1",)
+    assert sorted(t.to_arrow().column("id").to_pylist()) == [1, 2]
+    with pytest.raises(InvalidPartitionValueError, match="'x' of 'p' is not a int64"):
+        wh.streaming_connection("db.s", partition={"p": "x"})
+    wh.close()

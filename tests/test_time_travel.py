@@ -166,3 +166,48 @@ def test_time_travel_before_a_cleaned_insert_overwrite_is_not_enough_history(
             t.to_arrow(as_of=before)
     assert rows(t.to_arrow(as_of=3)) == [(9,)]
     assert rows(t.to_arrow()) == [(9,)]
+
+
+_LOCAL_AS_OF = """
+import sys, time
+from datetime import datetime, timezone
+import acidstore
+wh = acidstore.connect(sys.argv[1])
+t = wh.table("db.tz")
+mid, after = float(sys.argv[2]), float(sys.argv[3])
+print(time.tzname[0], t.to_arrow(as_of=datetime.fromtimestamp(mid)).num_rows,
+      t.to_arrow(as_of=datetime.fromtimestamp(mid, timezone.utc)).num_rows,
+      t.to_arrow(as_of=datetime.fromtimestamp(after)).num_rows,
+      t.to_arrow(as_of=datetime.now()).num_rows)
+"""
+
+
+@pytest.mark.parametrize("zone", ["Asia/Kolkata", "America/New_York"])
+def test_a_naive_as_of_is_local_time(tmp_path: Path, zone: str) -> None:
+    """A naive datetime was read as UTC, so ``as_of=datetime.now()`` named a moment 5.5 hours
+    ahead in Kolkata (every row) and 4-5 hours back in New York (none). It is local time, as
+    ``datetime.timestamp()`` takes it; an aware one keeps its zone. Run in a child process
+    under each ``TZ``: the moment between two commits must find the first one only."""
+    import subprocess
+    import sys
+    import time
+
+    wh = acidstore.connect(tmp_path / "wh")
+    t = wh.create_table("db.tz", pa.schema([("id", pa.int64())]))
+    t.insert(pa.table({"id": [1]}))
+    time.sleep(0.05)
+    mid = time.time()
+    time.sleep(0.05)
+    t.insert(pa.table({"id": [2]}))
+    after = time.time() + 0.05
+    wh.close()
+    root = str(Path(acidstore.__file__).parents[1])
+    env = {**os.environ, "TZ": zone,
+           "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", _LOCAL_AS_OF, str(tmp_path / "wh"), str(mid),
+                           str(after)], env=env, capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    name, *counts = done.stdout.split()
+    assert name != "UTC"  # the child really ran in another zone
+    assert [int(c) for c in counts] == [1, 1, 2, 2]

@@ -27,7 +27,8 @@ Check = Literal[
 CHECKS: dict[str, str] = {
     "missing_directory": "a directory a committed write made, which the snapshot must read, "
                          "is gone",
-    "missing_file": "a committed directory holds fewer bucket files than its write made, or "
+    "missing_file": "a committed directory holds fewer bucket files than its write made, a "
+                    "bucket file its write recorded is gone (renamed?) or of other bytes, or "
                     "an original file adoption placed is gone while no base holds its rows",
     "empty_file": "a bucket file the snapshot reads is 0 bytes (truncated)",
     "unreadable_file": "a bucket file does not open or decode as ORC",
@@ -43,7 +44,8 @@ CHECKS: dict[str, str] = {
                      "read, or will be once its write id is allocated",
     "aborted_leftover": "a directory of an aborted write still on disk (no reader selects it; "
                         "--repair and the cleaner remove it)",
-    "foreign_file": "a file that is no part of the layout",
+    "foreign_file": "a file that is no part of the layout, or a bucket file its directory's "
+                    "write or compaction did not record",
     "stray_directory": "a directory where only partitions or ACID directories belong",
     "invalid_layout": "the partition cannot be read at all (unparsable names, lost history)",
 }

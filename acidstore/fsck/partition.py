@@ -41,7 +41,8 @@ from acidstore.layout import (
 from acidstore.metastore import Metastore
 from acidstore.orc.codec import BucketCodec
 from acidstore.orc.io import OrcFile
-from acidstore.read.recorded import RecordedWrites, find_missing
+from acidstore.read.plan import Listed
+from acidstore.read.recorded import RecordedWrites, find_file_problems, find_missing
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = ["TableFacts", "check_partition"]
@@ -171,12 +172,18 @@ class _Partition:
             self.add(afs.join(self.directory, name), "aborted_leftover", "warning",
                      "a directory of an aborted write (no reader selects it)")
 
-    def missing(self, state: AcidState, listed: dict[str, int]) -> None:
+    def missing(self, state: AcidState, listed: Listed) -> None:
         record = self.facts.recorded.partition(self.directory)
         for gap in find_missing(self.facts.recorded.location, state, self.facts.write_ids,
                                 record, listed):
             self.add(gap.path, "missing_directory" if gap.directory else "missing_file",
                      "error", gap.message)
+        gone, strays = find_file_problems(self.facts.recorded.location, state,
+                                          self.facts.write_ids, record, listed)
+        for gap in gone:
+            self.add(gap.path, "missing_file", "error", gap.message)
+        for stray in strays:
+            self.add(stray.path, "foreign_file", "error", stray.message)
 
     # --- files ---------------------------------------------------------------------------------
 
@@ -219,7 +226,7 @@ class _Partition:
                                            offsets[bucket], offsets[bucket] + rows - 1)
             offsets[bucket] += rows
 
-    def events(self, state: AcidState, listed: dict[str, int]) -> None:
+    def events(self, state: AcidState, listed: Listed) -> None:
         """File checks of everything the snapshot reads, then duplicates and dangling
         deletes across files. Delete files are read first: their keys are what the insert
         files are matched against, in one pass over the inserts."""
@@ -232,7 +239,8 @@ class _Partition:
         blind: set[int] = set()  # buckets with an insert file that cannot be read
         for name in [*deletes, *inserts]:
             files = self.directory_files(name)
-            listed[name] = len(files)
+            listed[name] = tuple((path.rsplit("/", 1)[-1], size)
+                                 for path, _, size in files if size > 0)
             span = self._span(name, state)
             for path, bucket, size in files:
                 if size == 0:
@@ -302,7 +310,7 @@ def check_partition(fs: pafs.FileSystem, facts: TableFacts, partition: str, dire
     for name in [*([state.base] if state.base else []), *state.deltas]:
         check.selected_origin(name, facts.write_ids)
     check.unselected(state, later())
-    listed: dict[str, int] = {}
+    listed: Listed = {}
     check.events(state, listed)
     check.missing(state, listed)
     return check.findings

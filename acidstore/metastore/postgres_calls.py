@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from acidstore.errors import InvalidInputError
 from acidstore.metastore.records import PlannedWrite, WriteComponent
+from acidstore.metastore.sql_txn import encode_bucket_files
 from acidstore.metastore.validate import check_component, split_table_name
 
 __all__ = ["CatalogEntry", "commit_arguments", "open_plans"]
@@ -92,7 +93,7 @@ def commit_arguments(components: Sequence[WriteComponent], catalog: dict[str, Ca
         key = WriteComponent(table, component.partition, component.operation,
                              component.write_id, component.directories,
                              component.rows_inserted, component.rows_deleted, component.files,
-                             component.bytes)
+                             component.bytes, bucket_files=component.bucket_files)
         if table != entry.full_name or key in seen:
             return None
         seen.add(key)
@@ -101,7 +102,8 @@ def commit_arguments(components: Sequence[WriteComponent], catalog: dict[str, Ca
                      "directories": json.dumps(list(component.directories)),
                      "rows_inserted": component.rows_inserted,
                      "rows_deleted": component.rows_deleted, "files": component.files,
-                     "bytes": component.bytes, "metadata_version": component.metadata_version})
+                     "bytes": component.bytes, "metadata_version": component.metadata_version,
+                     "bucket_files": encode_bucket_files(component.bucket_files)})
         history.setdefault(table, _Totals()).add(component)
     summed = [{"table_name": table, "operation": ",".join(sorted(t.operations)),
                "rows_inserted": t.rows_inserted, "rows_deleted": t.rows_deleted,

@@ -173,9 +173,9 @@ BEGIN
     RETURN false;
   END IF;
   INSERT INTO components (txn_id, table_id, table_name, part, operation, write_id,
-                          directories, rows_inserted, rows_deleted, files, bytes)
+                          directories, rows_inserted, rows_deleted, files, bytes, bucket_files)
     SELECT p_txn, o.table_id, o.table_name, o.part, o.operation, o.write_id, o.directories,
-           o.rows_inserted, o.rows_deleted, o.files, o.bytes
+           o.rows_inserted, o.rows_deleted, o.files, o.bytes, p_component->>'bucket_files'
     WHERE NOT EXISTS (
       SELECT 1 FROM components c WHERE c.txn_id = p_txn AND c.table_name = o.table_name
         AND c.part = o.part AND c.operation = o.operation AND c.write_id = o.write_id
@@ -365,10 +365,13 @@ BEGIN
     WHERE txns.txn_id = p_txn;
   -- the committed components replace the ones recorded before writing: they are final
   DELETE FROM components c WHERE c.txn_id = p_txn;
+  -- bucket_files (schema 11) taken from the offered item itself: acid_offered_v9 keeps
+  -- its result type, which CREATE OR REPLACE cannot change
   INSERT INTO components (txn_id, table_id, table_name, part, operation, write_id,
-                          directories, rows_inserted, rows_deleted, files, bytes)
+                          directories, rows_inserted, rows_deleted, files, bytes, bucket_files)
     SELECT p_txn, o.table_id, o.table_name, o.part, o.operation, o.write_id, o.directories,
-           o.rows_inserted, o.rows_deleted, o.files, o.bytes
+           o.rows_inserted, o.rows_deleted, o.files, o.bytes,
+           p_components->(o.n::int - 1)->>'bucket_files'
     FROM acid_offered_v9(p_txn, p_components) o ORDER BY o.n;
   INSERT INTO history (table_id, write_id, txn_id, commit_time, operation, rows_inserted,
                        rows_deleted, files, bytes, partitions)

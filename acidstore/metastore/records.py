@@ -193,10 +193,20 @@ class WriteComponent:
     #: the table's ``metadata_version`` the writer planned against (None: not checked); the
     #: commit fails with ``MetadataChangedError`` if the table's has changed since. Not stored.
     metadata_version: int | None = None
+    #: (path relative to the table, bytes) of every bucket file written in ``directories``
+    #: (schema 11 on; None: not recorded, as for commits before it, a record made before the
+    #: files exist, or a component whose files another component of the same directories
+    #: lists). Counts and total bytes cannot tell a bucket file renamed to another bucket
+    #: id (a delete delta's events then never meet the rows they delete) from the real one;
+    #: names and sizes can, from the listing a reader takes anyway
+    bucket_files: tuple[tuple[str, int], ...] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "table", self.table.lower())
         object.__setattr__(self, "directories", tuple(self.directories))
+        if self.bucket_files is not None:
+            object.__setattr__(self, "bucket_files",
+                               tuple((str(n), int(b)) for n, b in self.bucket_files))
 
 
 @dataclass(frozen=True)

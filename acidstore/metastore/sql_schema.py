@@ -55,9 +55,12 @@ __all__ = [
 #: and a claim without ``stale_after`` is judged by the claiming worker's window, as before);
 #: version 10 adds ``original_files`` (the pre-ACID originals ``adopt_table`` placed, which no
 #: write records; a new table only, so a version-9 store upgrades by its version number alone,
-#: and tables adopted before it have no record: fsck reports their originals as before).
-SCHEMA_VERSION = 10
-_UPGRADABLE = {1, 2, 3, 4, 5, 6, 7, 8, 9}
+#: and tables adopted before it have no record: fsck reports their originals as before);
+#: version 11 adds ``components.bucket_files`` (each bucket file a write committed, with its
+#: bytes: a file renamed to another bucket id kept the count and the bytes the record had, and
+#: a read gave a deleted row back; components committed before it are checked by count only).
+SCHEMA_VERSION = 11
+_UPGRADABLE = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
 #: Hive's default ``hive.txn.timeout`` (300 s) in microseconds: the timeout of txns that
 #: were open when a store was migrated to version 9 (and of rows an older client inserts)
 DEFAULT_TIMEOUT = 300_000_000
@@ -85,6 +88,7 @@ _MIGRATIONS = {
 _ADDED_COLUMNS = (
     ("txns", "heartbeat_timeout", f"INTEGER NOT NULL DEFAULT {DEFAULT_TIMEOUT}"),
     ("compactions", "stale_after", "INTEGER"),
+    ("components", "bucket_files", "TEXT"),
 )
 
 _DDL = """
@@ -159,7 +163,8 @@ CREATE TABLE IF NOT EXISTS components (
     rows_inserted INTEGER NOT NULL,
     rows_deleted  INTEGER NOT NULL,
     files         INTEGER NOT NULL,
-    bytes         INTEGER NOT NULL
+    bytes         INTEGER NOT NULL,
+    bucket_files  TEXT
 );
 CREATE INDEX IF NOT EXISTS components_by_txn ON components (txn_id);
 CREATE INDEX IF NOT EXISTS components_by_partition ON components (table_id, part);

@@ -39,7 +39,9 @@ __all__ = [
     "abort_txn",
     "allocate_write_id",
     "build_write_id_list",
+    "bucket_files_of",
     "component_of",
+    "encode_bucket_files",
     "has_timed_out",
     "insert_components",
     "next_sequence",
@@ -281,7 +283,19 @@ def _stored_components(conn: Session, txn_id: int) -> list[WriteComponent]:
 def component_of(row: Any) -> WriteComponent:
     return WriteComponent(row["table_name"], row["part"], row["operation"], row["write_id"],
                           tuple(json.loads(row["directories"])), row["rows_inserted"],
-                          row["rows_deleted"], row["files"], row["bytes"])
+                          row["rows_deleted"], row["files"], row["bytes"],
+                          bucket_files=bucket_files_of(row["bucket_files"]))
+
+
+def encode_bucket_files(files: Sequence[tuple[str, int]] | None) -> str | None:
+    """``WriteComponent.bucket_files`` as stored: a JSON list of [path, bytes] (NULL: not
+    recorded)."""
+    return None if files is None else json.dumps([[n, b] for n, b in files])
+
+
+def bucket_files_of(stored: str | None) -> tuple[tuple[str, int], ...] | None:
+    """``encode_bucket_files`` read back."""
+    return None if stored is None else tuple((str(n), int(b)) for n, b in json.loads(stored))
 
 
 def insert_components(conn: Session, txn_id: int, resolved: Sequence[Resolved], *,
@@ -292,16 +306,18 @@ def insert_components(conn: Session, txn_id: int, resolved: Sequence[Resolved], 
     for item in resolved:
         c = item.component
         stored = WriteComponent(item.table, c.partition, c.operation, c.write_id, c.directories,
-                                c.rows_inserted, c.rows_deleted, c.files, c.bytes)
+                                c.rows_inserted, c.rows_deleted, c.files, c.bytes,
+                                bucket_files=c.bucket_files)
         if stored in known:
             continue
         known.append(stored)
         conn.execute(
             "INSERT INTO components (txn_id, table_id, table_name, part, operation, write_id, "
-            "directories, rows_inserted, rows_deleted, files, bytes) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "directories, rows_inserted, rows_deleted, files, bytes, bucket_files) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (txn_id, item.table_id, item.table, c.partition, c.operation, c.write_id,
-             json.dumps(list(c.directories)), c.rows_inserted, c.rows_deleted, c.files, c.bytes))
+             json.dumps(list(c.directories)), c.rows_inserted, c.rows_deleted, c.files, c.bytes,
+             encode_bucket_files(c.bucket_files)))
 
 
 def record_write(conn: Session, txn_id: int, component: WriteComponent,

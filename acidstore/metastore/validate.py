@@ -36,6 +36,7 @@ __all__ = [
     "DEFAULT_DATABASE",
     "OPERATION_LETTERS",
     "check_app_version",
+    "column_names",
     "check_component",
     "check_kind",
     "check_original",
@@ -69,6 +70,29 @@ def _identifier(text: object, what: str) -> str:
         raise InvalidInputError(
             f"{what} {text!r} must be non-empty and use only letters, digits and '_'")
     return lowered
+
+
+def column_names(value: object, what: str, table: str) -> list[str]:
+    """``partition_by``/``bucket_by`` as a list of column names, read once. None means none,
+    as the default ``()`` does (``partition_by=None`` raised TypeError); a single string is
+    refused rather than read as its letters, as is anything else that is not a collection of
+    non-empty strings (an int raised TypeError, ``[1]`` AttributeError). An iterator is
+    read once here: read twice, as the checks and the metastore did, its columns vanished
+    and the table was created unpartitioned without a word."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        raise InvalidInputError(f"table {table}: {what} is a list of column names; "
+                                f"write {what}=[{value!r}]")
+    if isinstance(value, (bytes, bytearray)) or not hasattr(value, "__iter__"):
+        raise InvalidInputError(f"table {table}: {what} must be a list of column names or "
+                                f"None, got {type(value).__name__} {value!r}")
+    columns = list(value)
+    bad = [c for c in columns if not isinstance(c, str) or not c]
+    if bad:
+        raise InvalidInputError(f"table {table}: {what} must name columns by non-empty "
+                                f"strings, got {bad[0]!r} in {columns}")
+    return columns
 
 
 def split_table_name(name: str) -> tuple[str, str]:

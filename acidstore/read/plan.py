@@ -29,7 +29,10 @@ from acidstore.orc.codec import BucketCodec
 from acidstore.orc.io import OrcFile, read_flush_length
 from acidstore.writeids import RangeResponse, ValidWriteIdList
 
-__all__ = ["DeleteSource", "Split", "Synthetic", "plan_partition"]
+__all__ = ["DeleteSource", "Listed", "Split", "Synthetic", "plan_partition"]
+
+#: (name, size) of the non-empty bucket files of each directory listed, by directory name
+Listed = dict[str, tuple[tuple[str, int], ...]]
 
 
 @dataclass(frozen=True)
@@ -87,8 +90,9 @@ class _DirFacts:
 
     #: (name, bucket id, size) of its bucket files, in name order
     buckets: tuple[tuple[str, int, int], ...]
-    #: how many of them are not empty (the recorded-writes check counts them)
-    non_empty: int
+    #: (name, size) of those that are not empty, in name order: what the recorded-writes
+    #: check compares with the bucket files and bytes the metastore recorded
+    non_empty: tuple[tuple[str, int], ...]
     #: (name, size) of its files with original (LOAD DATA) names
     originals: tuple[tuple[str, int], ...]
 
@@ -116,7 +120,7 @@ def _facts(directory: str, entries: list[afs.Entry]) -> _DirFacts:
         if entry.is_dir or name.endswith(FLUSH_LENGTH_SUFFIX) or not is_bucket_file(name):
             continue
         buckets.append((name, ParsedBucketFile.parse(name).bucket_id, entry.size))
-    facts = _DirFacts(tuple(buckets), sum(1 for _, _, size in buckets if size > 0),
+    facts = _DirFacts(tuple(buckets), tuple((n, size) for n, _, size in buckets if size > 0),
                       tuple((e.name, e.size) for e in entries
                             if not e.is_dir and is_original_file(e.name)))
     keep = cache_bytes() > 0
@@ -146,10 +150,10 @@ class _Planner:
         self.buckets = buckets
         self.deletes: dict[int, list[DeleteSource]] = defaultdict(list)
         self.splits: list[Split] = []
-        #: non-empty bucket files per directory listed, for the recorded-writes check (a
-        #: committed write never leaves an empty one: a file truncated to 0 bytes would
-        #: otherwise read as no rows, or bring deleted rows back)
-        self.listed: dict[str, int] = {}
+        #: (name, size) of the non-empty bucket files per directory listed, for the
+        #: recorded-writes check (a committed write never leaves an empty one: a file
+        #: truncated to 0 bytes would otherwise read as no rows, or bring deleted rows back)
+        self.listed: Listed = {}
         #: each directory's listing, taken once: a delta_x_x is searched for bucket files and
         #: for LOAD DATA files, and on an object store every listing is a request
         self._listings: dict[str, list[afs.Entry]] = {}
@@ -267,10 +271,11 @@ class _Planner:
 
 
 def plan_partition(fs: pafs.FileSystem, partition_dir: str, state: AcidState,
-                   write_ids: ValidWriteIdList, listed: dict[str, int] | None = None, *,
+                   write_ids: ValidWriteIdList, listed: Listed | None = None, *,
                    buckets: frozenset[int] | None = None) -> list[Split]:
     """All splits of one partition, in read order: base, originals, then insert deltas.
-    ``listed`` (if given) receives the number of bucket files of each directory read.
+    ``listed`` (if given) receives the (name, size) of the non-empty bucket files of each
+    directory read.
 
     ``buckets``: only the splits of these bucket ids, with their delete files (a statement
     whose predicate pins the bucket columns reads no other; building a split and matching
@@ -285,7 +290,7 @@ def plan_partition(fs: pafs.FileSystem, partition_dir: str, state: AcidState,
 
 
 def _plan(fs: pafs.FileSystem, partition_dir: str, state: AcidState,
-          write_ids: ValidWriteIdList, *, listed: dict[str, int] | None,
+          write_ids: ValidWriteIdList, *, listed: Listed | None,
           buckets: frozenset[int] | None) -> list[Split]:
     planner = _Planner(fs, partition_dir, state, write_ids, buckets)
     if listed is not None:

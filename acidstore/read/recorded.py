@@ -12,6 +12,13 @@ them with what it listed:
   as the write made; a selected compaction output must hold as many as the compaction wrote
   (a 0-byte file counts as missing: the record knows it had rows). Otherwise the read stops
   with ``MissingDataError`` naming it;
+- where the record names the bucket files (writes from schema 11 on, with their bytes;
+  compaction outputs from schema 6 on), each one of a selected directory must be listed, with
+  the bytes recorded, else ``MissingDataError`` names it: counts alone let a delete delta's
+  ``bucket_00001`` renamed to ``bucket_00003`` pass, and its events then met no row, so a
+  deleted row came back; a file copied over another kept the count. A bucket file of such a
+  directory that the record does not name is a ``StrayPathError``. All of it is compared
+  with the listing the planner took anyway (names and sizes): no file is opened or stat'ed;
 - a selected directory of a write id the metastore recorded must be one that write recorded
   (a ``delta_3_3_0007`` copied in beside write 3's ``delta_3_3_0000`` would be read as rows of
   write 3), and a selected ``_v<txn>`` directory of a compaction that recorded its outputs must
@@ -48,7 +55,8 @@ from acidstore.writeids import ValidWriteIdList
 
 __all__ = ["Missing", "PartitionRecord", "Recorded", "RecordedOutput", "RecordedWrite",
            "RecordedWrites", "SnapshotRecord", "Stray", "check_listed", "check_recorded",
-           "find_missing", "find_strays", "record_floor", "with_recorded_rows"]
+           "find_file_problems", "find_missing", "find_strays", "record_floor",
+           "with_recorded_rows"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +67,8 @@ class RecordedWrite:
     write_id: int
     directories: tuple[str, ...]
     files: int
+    #: (path relative to the table, bytes) of each bucket file (None: not recorded)
+    bucket_files: tuple[tuple[str, int], ...] | None = None
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -90,6 +100,8 @@ class RecordedOutput:
     files: int
     #: bucket file name -> events in it
     file_rows: Mapping[str, int] = field(default_factory=dict)
+    #: the bytes of its bucket files together (None: not known)
+    bytes: int | None = None
 
     @property
     def name(self) -> str:
@@ -139,7 +151,7 @@ class Recorded(Protocol):
 
 
 def _output(o: CompactionOutput) -> RecordedOutput:
-    return RecordedOutput(o.txn_id, o.directory, o.files, dict(o.file_rows))
+    return RecordedOutput(o.txn_id, o.directory, o.files, dict(o.file_rows), o.bytes)
 
 
 def _layout_write_ids(writes: Iterable[RecordedWrite]) -> frozenset[int]:
@@ -175,7 +187,8 @@ class RecordedWrites:
         writes: dict[str, list[RecordedWrite]] = defaultdict(list)
         found = metastore.committed_components(table) if components is None else components
         for c in found:
-            writes[c.partition].append(RecordedWrite(c.write_id, c.directories, c.files))
+            writes[c.partition].append(RecordedWrite(c.write_id, c.directories, c.files,
+                                                     c.bucket_files))
         outputs: dict[str, list[RecordedOutput]] = defaultdict(list)
         for o in metastore.compaction_outputs(table):
             outputs[o.partition].append(_output(o))
@@ -245,7 +258,8 @@ class _Writes:
 def _by_partition(components: Sequence[WriteComponent]) -> _Writes:
     grouped: dict[str, list[RecordedWrite]] = defaultdict(list)
     for c in components:
-        grouped[c.partition].append(RecordedWrite(c.write_id, c.directories, c.files))
+        grouped[c.partition].append(RecordedWrite(c.write_id, c.directories, c.files,
+                                                  c.bucket_files))
     writes = [w for part in grouped.values() for w in part]
     return _Writes({k: tuple(v) for k, v in grouped.items()}, _layout_write_ids(writes),
                    frozenset(w.write_id for w in writes))
@@ -398,10 +412,12 @@ def _gone(location: str, relative: str, write_id: int, outputs: Sequence[Recorde
 
 
 def find_missing(location: str, state: AcidState, write_ids: ValidWriteIdList,
-                 record: PartitionRecord, listed: Mapping[str, int]) -> Iterator[Missing]:
+                 record: PartitionRecord, listed: Mapping[str, Sequence[tuple[str, int]]]
+                 ) -> Iterator[Missing]:
     """Every committed directory (or bucket file) of ``record`` (one partition's) that
-    ``state`` should read but did not find. ``listed``: non-empty bucket files per selected
-    directory name, as the caller counted them."""
+    ``state`` should read but did not find (by directory and count; ``find_file_problems``
+    judges the files by name and bytes). ``listed``: (name, size) of the non-empty bucket
+    files per selected directory name, as the caller listed them."""
     selected = set(_selected(state))
     for write in record.writes:
         if not write_ids.is_write_id_valid(write.write_id):
@@ -412,7 +428,7 @@ def find_missing(location: str, state: AcidState, write_ids: ValidWriteIdList,
         counted = 0
         for relative, name in zip(write.directories, names, strict=True):
             if name in selected:
-                counted += listed.get(name, 0)
+                counted += len(listed.get(name, ()))
                 continue
             if _replaced(name, write.write_id, state):
                 break  # read from the base or compacted directory that replaced it
@@ -433,12 +449,123 @@ def find_missing(location: str, state: AcidState, write_ids: ValidWriteIdList,
                               f"file(s) in {', '.join(write.directories)} but {counted} are "
                               "there (not empty)", False)
     for output in record.outputs:
-        found = listed.get(output.name)
-        if found is not None and found < output.files:
+        got = listed.get(output.name)
+        if got is not None and len(got) < output.files:
             yield Missing(afs.join(location, output.directory),
                           f"compaction txn {output.txn_id} committed {output.files} bucket "
-                          f"file(s) in {output.directory} but {found} are there (not empty)",
-                          False)
+                          f"file(s) in {output.directory} but {len(got)} are there (not "
+                          "empty)", False)
+
+
+@lru_cache(maxsize=1 << 16)
+def _files_by_directory(bucket_files: tuple[tuple[str, int], ...]
+                        ) -> dict[str, tuple[tuple[str, int], ...]]:
+    """A write's recorded bucket files as {directory name: ((file name, bytes), ...)} in
+    name order, as a listing has them: worked out once per process per write, as ``_names``
+    is (every statement checks the same writes), and compared with a listing as it is."""
+    out: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for path, size in bucket_files:
+        directory, _, name = path.rpartition("/")
+        out[directory.rsplit("/", 1)[-1]].append((name, size))
+    return {name: tuple(sorted(files)) for name, files in out.items()}
+
+
+@dataclass
+class _Expected:
+    """The bucket files the record says one selected directory holds."""
+
+    #: the directory, relative to the table
+    relative: str
+    #: who recorded them: a write id, or a compaction's txn id (``compaction`` True)
+    by: int
+    #: (file name, bytes or None: not recorded) in name order
+    files: tuple[tuple[str, int | None], ...]
+    compaction: bool = False
+    #: the bytes of all of them together (None: not recorded)
+    total: int | None = None
+
+    @property
+    def who(self) -> str:
+        return f"compaction txn {self.by}" if self.compaction else f"write id {self.by}"
+
+
+def find_file_problems(location: str, state: AcidState, write_ids: ValidWriteIdList,
+                       record: PartitionRecord,
+                       listed: Mapping[str, Sequence[tuple[str, int]]]
+                       ) -> tuple[list[Missing], list[Stray]]:
+    """The bucket files of the selected directories against the files the record names:
+    recorded ones not listed, or listed with other bytes (``Missing``), and listed ones no
+    record names (``Stray``). Only directories whose write (or compaction) recorded its
+    files are judged. Every statement runs this over the writes above its base, so the
+    sound case is one tuple comparison per directory against the planner's listing (names
+    and sizes, in name order): no file is opened or stat'ed."""
+    selected = set(_selected(state))
+    sound: set[str] = set()  # directories whose listing is what their one record names
+    wanted: dict[str, _Expected] = {}
+    for write in record.writes:
+        bucket_files = write.bucket_files
+        if bucket_files is None:
+            continue
+        names, follows = _names(write.directories)
+        if not follows or not write_ids.is_write_id_valid(write.write_id):
+            continue
+        recorded = None
+        for relative, name in zip(write.directories, names, strict=True):
+            if name not in selected:
+                continue
+            if recorded is None:
+                recorded = _files_by_directory(bucket_files)
+            files = recorded.get(name, ())
+            if name in sound:  # a second record of the directory (two components of a write)
+                sound.discard(name)
+                wanted[name] = _Expected(relative, write.write_id, tuple(listed[name]))
+            known = wanted.get(name)
+            if known is not None:
+                known.files = tuple(sorted({**dict(known.files), **dict(files)}.items()))
+            elif listed.get(name, ()) == files:
+                sound.add(name)  # the common case: every file there, of the bytes recorded
+            else:
+                wanted[name] = _Expected(relative, write.write_id, files)
+    for output in record.outputs:
+        if output.name in selected and output.file_rows:
+            wanted[output.name] = _Expected(
+                output.directory, output.txn_id, tuple((f, None) for f in sorted(
+                    output.file_rows)), compaction=True, total=output.bytes or None)
+    missing: list[Missing] = []
+    strays: list[Stray] = []
+    for name, expected in wanted.items():
+        got_files = tuple(listed.get(name, ()))
+        if got_files == expected.files:
+            continue  # the common case: every file there, of the bytes recorded
+        got = dict(got_files)
+        names_match = got.keys() == {f for f, _ in expected.files}
+        if expected.compaction and names_match and expected.total in (None, sum(got.values())):
+            continue  # a compaction output's: every file there, of the bytes recorded
+        relative, who = expected.relative, expected.who
+        found = len(missing)
+        for file, size in expected.files:
+            path = afs.join(location, relative, file)
+            if file not in got:
+                missing.append(Missing(path, f"{who} committed bucket file {relative}/{file}, "
+                                       "which this snapshot must read, but it is not there "
+                                       "(removed, renamed or emptied by hand?)", False))
+            elif size is not None and got[file] != size:
+                missing.append(Missing(path, f"{who} committed bucket file {relative}/{file} "
+                                       f"of {size} bytes, but it holds {got[file]} (replaced "
+                                       "or changed by hand?)", False))
+        if len(missing) == found and names_match and expected.total is not None:
+            missing.append(Missing(afs.join(location, relative),
+                                   f"{who} committed {expected.total} bytes of bucket files in "
+                                   f"{relative}, but they hold {sum(got.values())} (a file "
+                                   "replaced or changed by hand?)", False))
+        made = [f for f, _ in expected.files]
+        for file in sorted(set(got) - set(made)):
+            strays.append(Stray(afs.join(location, relative, file),
+                                f"{who} recorded the bucket files of {relative} "
+                                f"({', '.join(made) or 'none'}) and this is not one of them, "
+                                "yet it would be read as its rows (copied in or renamed by "
+                                "hand?)"))
+    return missing, strays
 
 
 @dataclass(frozen=True)
@@ -496,11 +623,14 @@ def find_strays(location: str, state: AcidState, record: PartitionRecord) -> Ite
 
 
 def check_recorded(location: str, state: AcidState, write_ids: ValidWriteIdList,
-                   record: PartitionRecord, listed: Mapping[str, int]) -> None:
+                   record: PartitionRecord, listed: Mapping[str, Sequence[tuple[str, int]]]
+                   ) -> None:
     """Raise StrayPathError for the first directory ``state`` reads that no record lists,
     then MissingDataError for the first committed directory (or bucket file) of ``record``
-    (one partition's) that it should read but did not find. ``listed``: non-empty bucket
-    files per selected directory name, as the planner listed them."""
+    (one partition's) that it should read but did not find (or found with other bytes),
+    then StrayPathError for a bucket file of a selected directory its record does not
+    name. ``listed``: (name, size) of the non-empty bucket files per selected directory
+    name, as the planner listed them."""
     if not record:
         return
     for stray in find_strays(location, state, record):
@@ -509,6 +639,12 @@ def check_recorded(location: str, state: AcidState, write_ids: ValidWriteIdList,
         if missing.history:
             raise NotEnoughHistoryError(f"{missing.message} ({missing.path})")
         raise MissingDataError(missing.message, path=missing.path)
+    # a renamed file is both: the recorded name it lost is what the reader must hear of
+    gone, strays = find_file_problems(location, state, write_ids, record, listed)
+    for missing in gone:
+        raise MissingDataError(missing.message, path=missing.path)
+    for stray in strays:
+        raise StrayPathError(stray.message, path=stray.path)
 
 
 def with_recorded_rows(location: str, splits: list[Split], record: PartitionRecord
@@ -532,7 +668,8 @@ def check_listed(fs: pafs.FileSystem, directory: str, state: AcidState,
     record = recorded.partition(directory, state)
     if not record:
         return
-    listed = {name: sum(1 for e in afs.list_dir(fs, afs.join(directory, name))
-                        if not e.is_dir and is_bucket_file(e.name) and e.size > 0)
+    listed = {name: tuple(sorted((e.name, e.size)
+                                 for e in afs.list_dir(fs, afs.join(directory, name))
+                                 if not e.is_dir and is_bucket_file(e.name) and e.size > 0))
               for name in _selected(state)}
     check_recorded(recorded.location, state, write_ids, record, listed)

@@ -32,7 +32,7 @@ from acidstore.partitions import parse_partition_path
 from acidstore.read.bounds import stripe_bounds
 from acidstore.read.grouped import SmallFile, groupable, read_small_files
 from acidstore.read.merge import merge_split
-from acidstore.read.plan import Split, plan_partition
+from acidstore.read.plan import Listed, Split, plan_partition
 from acidstore.read.range_mask import range_mask
 from acidstore.read.ranges import ranged_units
 from acidstore.read.recorded import Recorded, check_recorded, with_recorded_rows
@@ -195,7 +195,7 @@ class Scan:
         if recorded is None or not record:
             return plan_partition(self._fs, partition.path, state, self.write_ids,
                                   buckets=self._buckets)
-        listed: dict[str, int] = {}
+        listed: Listed = {}
         splits = plan_partition(self._fs, partition.path, state, self.write_ids, listed,
                                 buckets=self._buckets)
         check_recorded(recorded.location, state, self.write_ids, record, listed)

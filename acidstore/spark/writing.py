@@ -110,6 +110,8 @@ class PartitionOutput:
     rows_deleted: int = 0
     files: int = 0
     bytes: int = 0
+    #: (path relative to the table, bytes) of each file (``WriteComponent.bucket_files``)
+    bucket_files: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -168,7 +170,8 @@ class _TaskWriter:
         if done:
             self.outputs.append(PartitionOutput(
                 partition, operation, tuple(w.path for w in done), inserted, deleted,
-                sum(len(w.files) for w in done), sum(w.bytes for w in done)))
+                sum(len(w.files) for w in done), sum(w.bytes for w in done),
+                tuple(f for w in done for f in w.bucket_files)))
 
     def deletes(self, rows: pa.Table, operation: Operation, statement: int) -> None:
         job = self.job
@@ -268,7 +271,8 @@ def _merged(outputs: Sequence[TaskOutput]) -> dict[tuple[str, Operation], Partit
                 part.partition, part.operation,
                 tuple(dict.fromkeys(old.directories + part.directories)),
                 old.rows_inserted + part.rows_inserted, old.rows_deleted + part.rows_deleted,
-                old.files + part.files, old.bytes + part.bytes)
+                old.files + part.files, old.bytes + part.bytes,
+                old.bucket_files + part.bucket_files)
     return merged
 
 
@@ -302,7 +306,7 @@ def publish(txn: Transaction, job: WriteJob, outputs: Sequence[TaskOutput]
             assert written is not None
             merged[(partition, "overwrite")] = PartitionOutput(
                 partition, "overwrite", (written.path,), 0, 0, len(written.files),
-                written.bytes)
+                written.bytes, written.bucket_files)
         if emptied:
             outputs = [*outputs, TaskOutput(-1, -1, root, -1)]
     components = []
@@ -311,7 +315,8 @@ def publish(txn: Transaction, job: WriteJob, outputs: Sequence[TaskOutput]
                                    part.directories, rows_inserted=part.rows_inserted,
                                    rows_deleted=part.rows_deleted, files=part.files,
                                    bytes=part.bytes, read=job.reads,
-                                   metadata_version=job.metadata_version)
+                                   metadata_version=job.metadata_version,
+                                   bucket_files=part.bucket_files)
         txn.will_write(component)
         components.append(component)
     for output in outputs:

@@ -8,7 +8,7 @@ the column. Nothing is written before the whole input has conformed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -16,12 +16,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from acidstore.errors import InvalidInputError, SchemaMismatchError
+from acidstore.errors import InvalidInputError, InvalidPartitionValueError, SchemaMismatchError
 from acidstore.orc.types import cast_input
 from acidstore.partitions import partition_path
 
-__all__ = ["PartitionData", "conform", "from_pandas", "refuse_zone_drop", "split_partitions",
-           "to_arrow_table"]
+__all__ = ["PartitionData", "canonical_partition_values", "conform", "from_pandas",
+           "partition_text", "refuse_zone_drop", "split_partitions", "to_arrow_table"]
 
 _T = TypeVar("_T")
 
@@ -124,8 +124,11 @@ class PartitionData:
     rows: pa.Table
 
 
-def _as_text(array: pa.Array) -> list[str | None]:
-    """Partition values as Hive writes them in directory names."""
+def partition_text(array: pa.Array) -> list[str | None]:
+    """Partition values as Hive writes them in directory names: one spelling per value, so
+    rows equal in SQL share one directory. A float -0.0 is written as 0.0 (``p=0``): SQL
+    says -0.0 = 0.0, and a filter ``p = 0`` selects both, so an INSERT OVERWRITE or a
+    DELETE of ``p = 0.0`` must find every such row in the one directory it replaces."""
     if pa.types.is_boolean(array.type):
         return [None if v is None else ("true" if v else "false") for v in array.to_pylist()]
     if pa.types.is_timestamp(array.type):
@@ -134,8 +137,36 @@ def _as_text(array: pa.Array) -> list[str | None]:
         spec = "milliseconds" if array.type.unit == "ms" else "auto"
         return [None if v is None else v.isoformat(" ", spec if v.microsecond else "auto")
                 for v in array.to_pylist()]
+    if pa.types.is_float32(array.type) or pa.types.is_float64(array.type):
+        # x + 0.0 is x for every float but -0.0, which becomes 0.0 (IEEE 754)
+        array = pc.add(array, pa.scalar(0.0, array.type))
     text: list[str | None] = pc.cast(array, pa.string()).to_pylist()
     return text
+
+
+def canonical_partition_values(schema: pa.Schema, columns: Sequence[str],
+                               values: Sequence[Any], *, where: str
+                               ) -> tuple[str | None, ...]:
+    """``values`` of the partition ``columns`` (directory names' text, or Python values)
+    converted to their columns' types in ``schema`` and spelled as ``split_partitions``
+    spells them: ``p=01`` and ``p=1`` of an integer column are one partition, and only
+    ``p=1`` is the directory acidstore's writes use. ``InvalidPartitionValueError``
+    (naming ``where``) for a value that does not convert."""
+    out: list[str | None] = []
+    lowered = {f.name.lower(): f for f in schema}
+    for column, value in zip(columns, values, strict=True):
+        field = lowered[column.lower()]
+        if value is None:
+            out.append(None)
+            continue
+        try:
+            given = pa.array([value], pa.string() if isinstance(value, str) else None)
+            out.append(partition_text(given.cast(field.type))[0])
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+            raise InvalidPartitionValueError(
+                f"{where}: partition value {value!r} of {column!r} is not a "
+                f"{field.type}") from exc
+    return tuple(out)
 
 
 def split_partitions(data: pa.Table, partition_columns: list[str]) -> list[PartitionData]:
@@ -144,7 +175,7 @@ def split_partitions(data: pa.Table, partition_columns: list[str]) -> list[Parti
         return [PartitionData("", (), data)]
     if data.num_rows == 0:
         return []
-    keys = [np.asarray(_as_text(data.column(c).combine_chunks()), dtype=object)
+    keys = [np.asarray(partition_text(data.column(c).combine_chunks()), dtype=object)
             for c in partition_columns]
     combined = np.array(["\x00".join("\x01" if v is None else v for v in row)
                          for row in zip(*keys, strict=True)], dtype=object)

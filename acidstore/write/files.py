@@ -85,6 +85,13 @@ class WrittenDirectory:
     def bytes(self) -> int:
         return sum(f.size for f in self.files)
 
+    @property
+    def bucket_files(self) -> tuple[tuple[str, int], ...]:
+        """(path relative to the table, bytes) of each file: what the commit records
+        (``WriteComponent.bucket_files``), so a reader can tell a renamed or replaced file."""
+        return tuple((afs.join(self.path, f.path.rsplit("/", 1)[-1]), f.size)
+                     for f in self.files)
+
 
 def insert_events(rows: pa.Table, write_id: int, bucket_property: int, schema: pa.Schema,
                   first_row_id: int = 0) -> pa.Table:
