@@ -1,7 +1,8 @@
 """Stateful property test: compaction and cleaning never change what anyone reads.
 
 One partitioned, bucketed table and a plain dict model (``id -> row``). Rules write (insert,
-update, delete), write and abort (files left behind, as a dead process leaves them, or removed
+update, delete, and transactions of several statements that change rows of their own earlier
+statements), write and abort (files left behind, as a dead process leaves them, or removed
 by the abort), compact (minor or major, the whole table or one partition), run the cleaner
 (retention 0, or a long retention that keeps what compactions replaced), open, drain or drop
 streaming readers (``to_batches``, which lease their snapshot), and read ``as_of`` a past
@@ -49,6 +50,7 @@ from hypothesis.stateful import (
 )
 
 import acidstore
+from acidstore import Table
 from acidstore.errors import NotEnoughHistoryError
 from compaction import Cleaner, compact
 
@@ -103,14 +105,7 @@ class CompactionMachine(RuleBasedStateMachine):
     @rule(dts=st.lists(st.sampled_from(DTS), min_size=1, max_size=4),
           amount=st.integers(-3, 9))
     def insert(self, dts: list[str], amount: int) -> None:
-        items: list[dict[str, Any]] = []
-        for dt in dts:
-            items.append({"id": self.next_id, "name": f"n{self.next_id}", "amount": amount,
-                          "dt": dt})
-            self.next_id += 1
-        result = self.t.insert(rows_of(items))
-        self.model.update({r["id"]: r for r in items})
-        self.remember(result.write_id)
+        self.remember(self.insert_into(self.t, dts, amount))
 
     def remember(self, write_id: int | None) -> None:
         if write_id is not None:
@@ -133,6 +128,51 @@ class CompactionMachine(RuleBasedStateMachine):
         for i in gone:
             del self.model[i]
         self.remember(result.write_id)
+
+    @rule(steps=st.lists(st.tuples(st.sampled_from(["insert", "update", "delete"]),
+                                   st.integers(0, 2), st.sampled_from(DTS)),
+                         min_size=2, max_size=3),
+          compact_around=st.booleans())
+    def transaction(self, steps: list[tuple[str, int, str]], compact_around: bool) -> None:
+        """Several statements as one write id, each seeing the rows of the ones before: an
+        insert then an update of what it inserted, an update twice, an update then a delete.
+        A later statement's delete events hit rows of an earlier statement of the same write
+        id, which a compaction merging the statements must keep applying.
+
+        ``compact_around``: a major compaction before and a minor one after, so that the
+        minor compaction merges this write id's statements alone (``delta_w_w``, no statement
+        id), the history a compaction at random points seldom makes."""
+        if compact_around:
+            self.compact("major", None)
+        with self.wh.transaction() as txn:
+            bound = txn.table(TABLE)
+            for kind, k, dt in steps:
+                if kind == "insert":
+                    self.insert_into(bound, [dt, dt])
+                elif kind == "update":
+                    bound.update(f"id % 3 = {k}", {"amount": "amount + 1"})
+                    for r in self.model.values():
+                        if r["id"] % 3 == k:
+                            r["amount"] += 1
+                else:
+                    bound.delete(f"id % 3 = {k} AND dt = '{dt}'")
+                    for i in [i for i, r in self.model.items() if i % 3 == k and r["dt"] == dt]:
+                        del self.model[i]
+            info = txn.commit()
+        self.remember(info.write_ids.get(TABLE))
+        if compact_around:
+            self.compact("minor", None)
+
+    def insert_into(self, table: Table, dts: list[str], amount: int = 0) -> int | None:
+        """Insert one new row in each of ``dts`` (the model too); the insert's write id."""
+        items: list[dict[str, Any]] = []
+        for dt in dts:
+            items.append({"id": self.next_id, "name": f"n{self.next_id}", "amount": amount,
+                          "dt": dt})
+            self.next_id += 1
+        result = table.insert(rows_of(items))
+        self.model.update({r["id"]: r for r in items})
+        return result.write_id
 
     @rule(dt=st.sampled_from(DTS), as_delete=st.booleans(), files_left=st.booleans())
     def aborted(self, dt: str, as_delete: bool, files_left: bool) -> None:

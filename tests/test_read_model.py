@@ -4,8 +4,9 @@ Each example is a random table history written exactly as Hive writes it: write 
 inserts (several statements, several buckets, dense row ids per write id/bucket/statement),
 deletes and updates of rows visible to the writer (split-update: a delete event routed to the
 ``delete_delta_*/bucket_N`` of the row's bucket plus a new insert), aborted and open write ids,
-optional original files at the partition root (synthetic ROW__IDs), and optionally one
-multi-transaction streaming ``delta_x_y`` whose row ids restart at 0 for each write id.
+optional original files at the partition root (synthetic ROW__IDs), optionally one
+multi-transaction streaming ``delta_x_y`` whose row ids restart at 0 for each write id, and
+optionally a minor compaction of some write ids' deltas, as Hive's compactor writes it.
 
 The model is a dict ROW__ID -> (inserting write id, row) plus the deleting write ids of each
 ROW__ID, and applies spec 8.1 literally: a row is visible iff its write id is valid and no valid
@@ -40,7 +41,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import acidstore
-from acidstore.layout import delta_name, original_file_name
+from acidstore.layout import ParsedDelta, delta_name, original_file_name
 from acidstore.orc.codec import decode
 from acidstore.orc.schema import DELETE, INSERT
 from acidstore.writeids import ValidWriteIdList
@@ -174,7 +175,11 @@ def histories(draw: st.DrawFn) -> History:
                                             unique=True)):
                     inserted[bucket] = [new_row() for _ in range(draw(st.integers(1, 4)))]
             else:
-                targets = draw(st.lists(st.sampled_from(sorted(mine)), min_size=1, max_size=3,
+                # often only rows of this write's earlier statements: its own deletes
+                own: list[Key] = sorted(k for k in mine if k[0] == write_id)
+                only_own: bool = bool(own) and draw(st.booleans())
+                pool = own if only_own else sorted(mine)
+                targets = draw(st.lists(st.sampled_from(pool), min_size=1, max_size=3,
                                         unique=True))
                 by_bucket: dict[int, list[Key]] = defaultdict(list)
                 for key in targets:
@@ -200,7 +205,60 @@ def histories(draw: st.DrawFn) -> History:
         if status[write_id] == "committed":
             visible = mine
         write_id += 1
+    if draw(st.integers(0, 3), label="minor compaction") > 0:
+        minor_compaction(history, draw)
     return history
+
+
+def minor_compaction(history: History, draw: st.DrawFn) -> None:
+    """Merge the deltas of write ids lo..hi as Hive's minor compactor does (spec §10.3):
+    ``delta_lo_hi_vT`` and ``delete_delta_lo_hi_vT`` (no statement id), every event of a
+    valid write id copied unchanged in key order, aborted ones dropped, deletes not applied.
+    Often lo == hi, one write id whose statements may delete rows of its own earlier
+    statements. The merged directories stay (obsolete, not yet cleaned) or go."""
+    below_open = min(history.open, default=history.max_write_id + 1) - 1
+    if below_open < 1:
+        return
+    # mostly one write id of several statements alone: the shape whose own deletes a
+    # statement-id rule can lose
+    several = sorted({p.min_write_id for p in map(ParsedDelta.parse, history.dirs)
+                      if p.statement_id > 0 and p.max_write_id <= below_open})
+    if several and draw(st.integers(0, 2)) > 0:
+        lo = hi = draw(st.sampled_from(several), label="compacted write id")
+    else:
+        lo = draw(st.integers(1, below_open), label="compacted from")
+        hi = draw(st.integers(lo, below_open), label="compacted to")
+    merged = []
+    for name in history.dirs:
+        parsed = ParsedDelta.parse(name)
+        if parsed.max_write_id < lo or parsed.min_write_id > hi:
+            continue
+        if parsed.min_write_id < lo or parsed.max_write_id > hi:
+            return  # a streaming delta straddling the range: Hive compacts whole directories
+        merged.append(name)
+    if not merged:
+        return
+    txn = 1000 + lo  # the compaction's visibility txn; read_directory takes it as committed
+    outputs: dict[bool, dict[int, list[Event]]] = {False: {}, True: {}}
+    for name in merged:
+        kind = ParsedDelta.parse(name).delete
+        for bucket, events in history.dirs[name].items():
+            outputs[kind].setdefault(bucket, []).extend(
+                e for e in events if e[4] not in history.aborted)
+    for delete, files in outputs.items():
+        out = {b: sorted(e, key=lambda e: (e[1], e[2], e[3], -e[4]))
+               for b, e in files.items() if e}
+        if out:
+            history.dirs[delta_name(lo, hi, visibility_txn_id=txn, delete=delete)] = out
+    # Not kept: an input named like the output but for its _v (a streaming delta_lo_hi, or a
+    # pre-Hive-3 delta_w_w) would be read as the output's twin, its rows twice (Hive 4
+    # compares the visibility txn too; acidstore.directory does not yet)
+    twin = any(ParsedDelta.parse(n).statement_id < 0 and
+               (ParsedDelta.parse(n).min_write_id, ParsedDelta.parse(n).max_write_id) == (lo, hi)
+               for n in merged)
+    if twin or draw(st.booleans(), label="cleaned"):
+        for name in merged:
+            del history.dirs[name]
 
 
 def write_history(history: History, root: Path) -> None:

@@ -132,11 +132,26 @@ def _facts(directory: str, entries: list[afs.Entry]) -> _DirFacts:
 
 
 def _qualifies(delete: DeleteSource, split_min: int, split_stmt: int) -> bool:
-    """Hive's ``isQualifiedDeleteDeltaForSplit``: a delete delta can only delete rows written
-    before it, or by an earlier statement of the same write id."""
-    if delete.max_write_id > split_min:
-        return True
-    return delete.max_write_id == split_min and max(delete.statement_id, 0) > max(split_stmt, 0)
+    """Whether a delete delta can hold deletes of a split's rows; one that cannot is not read.
+
+    This only prunes reads: a delete event names its row by the full ROW__ID (write id, bucket
+    property with the statement id, row id), so consulting a delete delta that holds no event
+    of the split's rows never changes the answer, while skipping one that does brings deleted
+    rows back. A delete delta can delete rows of earlier write ids and, within its own write
+    id, rows of earlier statements. So it qualifies if its max write id is above the split's
+    min write id, and at an equal write id only if it is provably of a later statement.
+
+    That proof needs both directory names to carry a statement id. Hive's
+    ``isQualifiedDeleteDeltaForSplit`` reads a missing statement id as 0 and so skips a
+    ``delete_delta_w_w`` for a ``delta_w_w``; but a minor compaction over write id w writes
+    exactly those names (no statement id) holding every statement of w: the deletes of its
+    later statements then hit rows of its earlier ones, and must be applied (Hive's row-mode
+    reader, ``OrcRawRecordMerger``, consults every delete delta and does apply them)."""
+    if delete.max_write_id != split_min:
+        return delete.max_write_id > split_min
+    if delete.statement_id < 0 or split_stmt < 0:
+        return True  # a compacted (or pre-Hive-1.3) directory: any statement of the write id
+    return delete.statement_id > split_stmt
 
 
 class _Planner:
