@@ -185,7 +185,8 @@ class _Walk:
     def best_working_deltas(self) -> list[tuple[str, ParsedDelta]]:
         """Spec 7.5: walk the candidates widest-first and keep the ones that add write ids
         beyond what is already covered, plus the sibling statements of a kept multi-statement
-        write and the delete-delta twin of a kept range; everything else is shadowed."""
+        write and the delete-delta twin of a kept range (Hive's code also requires the same
+        visibility txn, which the spec leaves out); everything else is shadowed."""
         ordered = sorted(self.candidates, key=lambda item: (item[1].sort_key, item[0]))
         kept: list[tuple[str, ParsedDelta]] = []
         current = 0 if self.base is None else self.base[1].write_id
@@ -202,10 +203,13 @@ class _Walk:
                 continue
             # another statement of the multi-statement write id just kept
             sibling = delta.max_write_id == current and last_statement >= 0
-            # the delta/delete_delta twin of the range just kept (same min, max, statement)
+            # the delta/delete_delta twin of the range just kept (same min, max, statement and,
+            # as in Hive 4, visibility txn: a streaming delta_x_y and the compactor's
+            # delta_x_y_v<T> copy of it are not twins, and reading both doubled its rows)
             twin = prev is not None and (delta.min_write_id, delta.max_write_id,
-                                         delta.statement_id) == (
-                prev.min_write_id, prev.max_write_id, prev.statement_id)
+                                         delta.statement_id, delta.visibility_txn_id) == (
+                prev.min_write_id, prev.max_write_id, prev.statement_id,
+                prev.visibility_txn_id)
             if sibling or twin:
                 kept.append((name, delta))
                 prev = delta
