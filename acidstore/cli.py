@@ -120,6 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         handlers = {name: run for _, runs in COMMANDS for name, run in runs.items()}
         code = handlers[args.command](args)
+        sys.stdout.flush()  # a pipe closed after the last print fails here, not at exit
     except AcidStoreError as exc:
         print(f"acidstore: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2

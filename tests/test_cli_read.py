@@ -149,8 +149,10 @@ def test_a_reader_that_stops_early_is_no_error(tmp_path: Path) -> None:
             pa.table({"id": list(range(50_000)), "s": ["x" * 40] * 50_000}))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    # 2.3 MB of rows: far more than a pipe holds, so the command is still writing when the
+    # reader leaves
     with subprocess.Popen([sys.executable, "-m", "acidstore.cli", "read", "db.big",
-                           "--warehouse", str(tmp_path / "wh")], env=env,
+                           "--warehouse", str(tmp_path / "wh"), "--limit", "50000"], env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
         assert proc.stdout is not None and proc.stderr is not None
         assert proc.stdout.readline()
