@@ -7,6 +7,7 @@ Every Spark test uses the session-scoped ``spark`` fixture of conftest.py (one J
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ from acidfiles import write_original
 
 from acidstore import Table, Warehouse
 from acidstore.layout import STAGING_DIR
+from acidstore.warehouse import DEFAULT_METASTORE_FILE
 from acidstore.write.bucketing import bucket_ids
 
 if TYPE_CHECKING:
@@ -114,3 +116,13 @@ def reads_on_jvm(df: DataFrame) -> bool:
 def reads_natively(df: DataFrame) -> bool:
     """Whether Spark's own ORC reader reads the event files (``acidstore.spark.native``)."""
     return "FileScan orc" in str(df._jdf.queryExecution().executedPlan().toString())
+
+
+def forget_recorded_sizes(wh: Warehouse) -> None:
+    """Make the record of every committed write and compaction one from before metastore
+    schema 11, which kept no file sizes: a test that rewrites a committed file by hand to
+    corrupt it then reaches the reader's own checks, which planning's size check (the first
+    line of defence, tests/test_layout_integrity.py) would otherwise never let it see."""
+    with sqlite3.connect(Path(wh.location) / DEFAULT_METASTORE_FILE) as db:
+        db.execute("UPDATE components SET bucket_files = NULL")
+        db.execute("UPDATE compaction_outputs SET bytes = 0")
