@@ -118,11 +118,12 @@ def scheduler(root: str, stop: Any, out: Any) -> None:
 
     wh = acidstore.connect(root)
     passes = compactions = 0
-    while not stop.is_set():
+    while True:  # at least one pass, however soon the writers finish (a slow start-up)
         summary = run_once(wh, retention_seconds=0)
         passes += 1
         compactions += len(summary.ran)
-        stop.wait(0.2)
+        if stop.wait(0.2):
+            break
     out.put(("scheduler", passes, compactions))
 
 
