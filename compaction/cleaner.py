@@ -20,7 +20,6 @@ being exceptions in every snapshot (Hive's cleaner plus housekeeper).
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import time
 from collections.abc import Iterable
@@ -31,10 +30,11 @@ import pyarrow.fs as pafs
 
 from acidstore import fs as afs
 from acidstore.directory import AcidState, acid_state
-from acidstore.errors import AcidStoreError, InvalidInputError, TableNotFoundError
+from acidstore.errors import AcidStoreError, TableNotFoundError
 from acidstore.fsck.aborted import aborted_directories
 from acidstore.layout import STAGING_DIR, ParsedBase, ParsedDelta, parse_directory
 from acidstore.metastore import Metastore
+from acidstore.metastore.validate import check_seconds
 from acidstore.table import Table
 from acidstore.warehouse import Warehouse
 from acidstore.writeids import ValidWriteIdList
@@ -140,13 +140,9 @@ class Cleaner:
                  tables: Iterable[str] | None = None) -> None:
         """``tables`` limits the pass to those tables (``Table.vacuum()``); the queue
         entries of other tables, and of dropped ones, are then left for a full pass."""
-        if isinstance(retention_seconds, bool) or not isinstance(retention_seconds, int | float) \
-                or not 0 <= retention_seconds < math.inf:
-            # a negative retention would clean what a time travel just inside it still reads
-            raise InvalidInputError(f"retention_seconds is a number of seconds, 0 or more, got "
-                                    f"{retention_seconds!r}")
         self._wh = warehouse
-        self._retention = timedelta(seconds=retention_seconds)
+        self._retention = timedelta(seconds=check_seconds(retention_seconds,
+                                                          "retention_seconds", zero=True))
         #: opens that stayed in flight for a whole wait (dead, or blocked): not waited for
         #: again in this pass, and nothing obsolete is removed while they are in flight
         self._stuck: set[int] = set()

@@ -690,9 +690,9 @@ def test_arguments_of_the_wrong_kind_are_typed_errors(
         (lambda: wh.table(wrong_kind[0]), "a table name is a string, got None"),
         (lambda: acidstore.connect(""), "non-empty path"),
         (lambda: acidstore.connect(tmp_path / "notes.txt"), "is a file, not a directory"),
-        (lambda: table.vacuum(retention_seconds=-1), "0 or more, got -1"),
-        (lambda: table.vacuum(retention_seconds=wrong_kind[1]), "0 or more, got '0'"),
-        (lambda: Cleaner(wh, retention_seconds=float("nan")), "0 or more, got nan"),
+        (lambda: table.vacuum(retention_seconds=-1), "0 or more and finite, got -1"),
+        (lambda: table.vacuum(retention_seconds=wrong_kind[1]), "must be a number, got '0'"),
+        (lambda: Cleaner(wh, retention_seconds=float("nan")), "finite, got nan"),
         (lambda: compact(wrong_kind[2], "major"), "compact takes a Table"),
     ]
     for call, message in calls:

@@ -56,7 +56,7 @@ from acidstore.metastore.records import (
     WriteComponent,
 )
 from acidstore.metastore.sql import POSTGRES, Cursor, Dialect, Session
-from acidstore.metastore.sql_base import LOCK_ORDER, Lock, positive_seconds
+from acidstore.metastore.sql_base import LOCK_ORDER, Lock
 from acidstore.metastore.sql_schema import (
     SCHEMA_VERSION,
     decode_schema,
@@ -67,7 +67,7 @@ from acidstore.metastore.sql_schema import (
 )
 from acidstore.metastore.sql_store import SqlMetastore, _checked_open
 from acidstore.metastore.task_guard import refuse_in_spark_task
-from acidstore.metastore.validate import split_table_name
+from acidstore.metastore.validate import check_seconds, split_table_name
 from acidstore.writeids import ValidTxnList
 
 __all__ = ["PostgresMetastore"]
@@ -142,9 +142,9 @@ class PostgresMetastore(SqlMetastore):
                 f"got {url!r}")
         self._url = url
         self._where = display_url(url)
-        self._timeout_micros = round(positive_seconds(timeout_seconds, "timeout_seconds") * 1e6)
-        self._busy = positive_seconds(busy_timeout_seconds, "busy_timeout_seconds")
-        self._connect_timeout = positive_seconds(connect_timeout_seconds,
+        self._timeout_micros = round(check_seconds(timeout_seconds, "timeout_seconds") * 1e6)
+        self._busy = check_seconds(busy_timeout_seconds, "busy_timeout_seconds")
+        self._connect_timeout = check_seconds(connect_timeout_seconds,
                                                  "connect_timeout_seconds")
         self._start_connections()
         self._catalog: dict[str, CatalogEntry] = {}

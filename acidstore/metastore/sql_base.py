@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import threading
 import weakref
 from abc import ABC, abstractmethod
@@ -45,10 +44,10 @@ from acidstore.metastore.queue import (
 from acidstore.metastore.records import LeaseInfo, TableInfo
 from acidstore.metastore.sql import Session
 from acidstore.metastore.sql_schema import decode_schema, from_micros
-from acidstore.metastore.validate import check_ttl, split_table_name
+from acidstore.metastore.validate import check_seconds, check_ttl, split_table_name
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
-__all__ = ["LOCK_ORDER", "NO_LEASE", "Lock", "SqlBase", "positive_seconds"]
+__all__ = ["LOCK_ORDER", "NO_LEASE", "Lock", "SqlBase"]
 
 T = TypeVar("T")
 #: the lease id a read-only store hands out: no lease row (ids start at 1), nothing to renew
@@ -56,14 +55,6 @@ NO_LEASE = 0
 Lock = Literal["catalog", "txn", "commit", "queue"]
 #: Locks are always taken in this order, so two calls can never wait for each other's.
 LOCK_ORDER: tuple[Lock, ...] = ("catalog", "txn", "commit", "queue")
-
-
-def positive_seconds(value: float, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidInputError(f"{what} must be a number, got {value!r}")
-    if not math.isfinite(value) or value <= 0:
-        raise InvalidInputError(f"{what} must be positive and finite, got {value!r}")
-    return float(value)
 
 
 class SqlBase(ABC):
@@ -242,7 +233,7 @@ class SqlBase(ABC):
         return self._write(body, locks=("txn", "queue"))
 
     def claim_compaction(self, worker: str, stale_seconds: float) -> CompactionInfo | None:
-        stale = round(positive_seconds(stale_seconds, "stale_seconds") * 1e6)
+        stale = round(check_seconds(stale_seconds, "stale_seconds") * 1e6)
         return self._write(lambda conn, now: queue.claim(conn, worker, now, stale),
                            locks=("queue",))
 

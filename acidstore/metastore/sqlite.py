@@ -38,7 +38,7 @@ from acidstore.errors import (
 from acidstore.metastore import sql_txn as txns
 from acidstore.metastore.records import ComponentLog
 from acidstore.metastore.sql import SQLITE, Dialect, Session
-from acidstore.metastore.sql_base import Lock, positive_seconds
+from acidstore.metastore.sql_base import Lock
 from acidstore.metastore.sql_log import committed_log
 from acidstore.metastore.sql_schema import (
     SCHEMA_VERSION,
@@ -48,6 +48,7 @@ from acidstore.metastore.sql_schema import (
 )
 from acidstore.metastore.sql_store import SqlMetastore
 from acidstore.metastore.task_guard import refuse_in_spark_task
+from acidstore.metastore.validate import check_seconds
 
 __all__ = ["SqliteMetastore"]
 
@@ -81,8 +82,8 @@ class SqliteMetastore(SqlMetastore):
             # database per thread, so only real files are accepted.
             raise InvalidInputError(f"SqliteMetastore needs a file path, got {self._path!r}")
         self.read_only = _unwritable(self._path) if read_only is None else bool(read_only)
-        self._timeout_micros = round(positive_seconds(timeout_seconds, "timeout_seconds") * 1e6)
-        self._busy = positive_seconds(busy_timeout_seconds, "busy_timeout_seconds")
+        self._timeout_micros = round(check_seconds(timeout_seconds, "timeout_seconds") * 1e6)
+        self._busy = check_seconds(busy_timeout_seconds, "busy_timeout_seconds")
         self._start_connections()
         try:
             self._ensure_schema(self._connection())

@@ -44,6 +44,7 @@ __all__ = [
     "check_new_table",
     "is_absolute_location",
     "check_partition",
+    "check_seconds",
     "check_ttl",
     "split_table_name",
     "widened_schema",
@@ -134,13 +135,21 @@ def check_app_version(app_id: object, version: object) -> tuple[str, int]:
     return app_id, version
 
 
+def check_seconds(value: object, what: str, *, zero: bool = False) -> float:
+    """A duration: a finite number of seconds above 0 (or 0 too, with ``zero``). A lease,
+    timeout or retention of NaN, infinity or less could pin files forever or clean what a
+    reader still needs."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInputError(f"{what} must be a number, got {value!r}")
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
+        raise InvalidInputError(
+            f"{what} must be {'0 or more' if zero else 'positive'} and finite, got {value!r}")
+    return float(value)
+
+
 def check_ttl(ttl_seconds: float) -> float:
-    """A lease needs a positive, finite lifetime; anything else could pin files forever."""
-    if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int | float):
-        raise InvalidInputError(f"ttl_seconds must be a number, got {ttl_seconds!r}")
-    if not math.isfinite(ttl_seconds) or ttl_seconds <= 0:
-        raise InvalidInputError(f"ttl_seconds must be positive and finite, got {ttl_seconds!r}")
-    return float(ttl_seconds)
+    """A lease needs a positive, finite lifetime."""
+    return check_seconds(ttl_seconds, "ttl_seconds")
 
 
 def check_partition(partition: str, partition_columns: list[str], table: str) -> None:
