@@ -258,13 +258,14 @@ class SqlEvaluator:
         every aggregate DuckDB knows is found, not just a list of names. Once per evaluator,
         text and scope."""
         scoped = tuple(scope.items())
+        unchecked = [text for text in texts if (scoped, text) not in self._row_wise]
+        if not unchecked:  # the common case: every batch of a scan after its first
+            return
         tables = {f"__acid_scope{i}": schema.empty_table()
                   for i, schema in enumerate(scope.values())}
         sources = ", ".join(f"__acid_scope{i}" + (f" AS {quote(alias)}" if alias else "")
                             for i, alias in enumerate(scope))
-        for text in texts:
-            if (scoped, text) in self._row_wise:
-                continue
+        for text in unchecked:
             try:
                 self.query(tables, f"SELECT 1 FROM {sources} WHERE (({text}) IS NULL OR TRUE) "
                            "LIMIT 0", shown=repr(text))
