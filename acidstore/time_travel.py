@@ -55,6 +55,13 @@ def past_write_ids(metastore: Metastore, table: str, as_of: AsOf,
     id) and valid now; aborted ones stay aborted, the rest are open as of then."""
     point = _point(as_of)
     if isinstance(point, datetime):
+        created = metastore.get_table(table).created
+        if point < created:
+            # the table did not exist then: an empty answer would pass for a version it
+            # never had (Delta and Iceberg refuse a moment before their first version too)
+            raise InvalidInputError(
+                f"as_of {point.isoformat()} is before {table} was created "
+                f"({created.isoformat()})")
         times = metastore.write_id_commit_times(table)
         valid = {w for w, t in times.items() if t <= point}
         high = max(valid, default=0)

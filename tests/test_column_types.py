@@ -280,3 +280,18 @@ def test_doubles_into_a_decimal_column_are_never_rounded(wh: Warehouse) -> None:
     t.insert(pa.table({"id": [1, 2, 3], "price": [0.25, 0.1, None]}))
     assert t.to_arrow().sort_by("id").column("price").to_pylist() == [
         Decimal("0.25"), Decimal("0.10"), None]
+
+
+def test_integers_into_a_decimal_column_are_taken_when_they_fit(wh: Warehouse) -> None:
+    """Arrow refuses int64 -> decimal(10, 2) for any value (the type would need precision
+    21); a value that fits is taken, one that does not is refused by name, and an UPDATE's
+    integer literal fits the same way."""
+    t = wh.create_table("db.prices", pa.schema([("id", pa.int64()),
+                                                ("price", pa.decimal128(10, 2))]))
+    t.insert(pa.table({"id": [1, 2], "price": [5, None]}))
+    t.insert(pa.table({"id": pa.array([3], pa.int8()), "price": pa.array([-7], pa.int8())}))
+    with pytest.raises(SchemaMismatchError, match="price"):
+        t.insert(pa.table({"id": [4], "price": [10 ** 8]}))
+    t.update("id = 2", {"price": "12"})
+    assert t.to_arrow().sort_by("id").column("price").to_pylist() == [
+        Decimal("5.00"), Decimal("12.00"), Decimal("-7.00")]

@@ -18,7 +18,7 @@ from compaction_support import TABLE, children, make_rows, new_table
 
 import acidstore
 from acidstore import Table, Warehouse
-from acidstore.errors import NotEnoughHistoryError
+from acidstore.errors import InvalidInputError, NotEnoughHistoryError
 from acidstore.metastore.sql_schema import SCHEMA_VERSION
 from acidstore.warehouse import DEFAULT_METASTORE_FILE
 from compaction import Cleaner, compact
@@ -121,10 +121,16 @@ def test_only_compactions_after_the_point_are_read_around(wh: Warehouse) -> None
 
 
 def test_time_travel_to_a_moment_before_any_write(wh: Warehouse) -> None:
+    """Between the table's creation and its first commit it existed, empty; before its
+    creation it did not, and an empty answer would pass for a version it never had."""
     t = new_table(wh)
+    created = datetime.now(UTC)
     changed(t)
     compact(t, "major")
-    assert t.to_arrow(as_of=datetime(2000, 1, 1, tzinfo=UTC)).num_rows == 0
+    assert t.to_arrow(as_of=created).num_rows == 0
+    assert t.to_arrow(as_of=0).num_rows == 0
+    with pytest.raises(InvalidInputError, match=r"before db\.\w+ was created"):
+        t.to_arrow(as_of=datetime(2000, 1, 1, tzinfo=UTC))
 
 
 def test_a_schema_2_metastore_upgrades_in_place(tmp_path: Path) -> None:

@@ -121,6 +121,11 @@ def cast_to(array: pa.Array | pa.ChunkedArray, target: pa.DataType, what: str
     if array.type == target:
         return array
     try:
+        if pa.types.is_integer(array.type) and pa.types.is_decimal128(target):
+            # Arrow casts an integer type to a decimal only if every value of the type
+            # would fit (int64 needs precision 19 plus the scale): widen first, then let
+            # the safe cast check the values themselves, as 5 fits decimal(10,2)
+            array = pc.cast(array, pa.decimal128(38, target.scale), safe=True)
         cast = pc.cast(array, target, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise SchemaMismatchError(f"{what} ({exc})") from exc
