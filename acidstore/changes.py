@@ -52,7 +52,8 @@ from acidstore.orc.io import OrcFile
 from acidstore.orc.schema import ROW_ID_COLUMN, ROW_ID_TYPE
 from acidstore.read.keys import current_write_ids, key_arrays, valid_write_id_mask
 from acidstore.read.plan import Listed, Split, plan_partition
-from acidstore.read.recorded import SnapshotRecord, check_recorded, with_recorded_rows
+from acidstore.read.record_check import check_recorded, with_recorded_rows
+from acidstore.read.recorded import SnapshotRecord
 from acidstore.read.registry import DELETE_COLUMNS
 from acidstore.read.scan import PartitionDir, Scan, table_partitions
 from acidstore.writeids import ValidTxnList, ValidWriteIdList

@@ -32,6 +32,7 @@ from acidstore.layout import (
     ParsedBase,
     ParsedDelta,
     is_hidden,
+    parse_directory,
     parse_metadata_acid,
 )
 from acidstore.writeids import RangeResponse, ValidTxnList, ValidWriteIdList
@@ -90,6 +91,20 @@ class AcidState:
     #: the oldest committed base too new for this snapshot (a time-travel read before an
     #: INSERT OVERWRITE): what it replaced may have been cleaned, see ``read.recorded``
     newer_base: tuple[str, int] | None = None
+
+    def selected(self) -> list[str]:
+        """The directories this snapshot reads: its base, if any, and its deltas."""
+        return [*([self.base] if self.base else []), *self.deltas]
+
+    def selected_parsed(self) -> list[tuple[str, ParsedBase | ParsedDelta]]:
+        """``selected`` with each name as parsed when the state was decided (the checks of
+        every statement read them, and a second parse each time would be their main cost)."""
+        out: list[tuple[str, ParsedBase | ParsedDelta]] = []
+        if self.base:
+            out.append((self.base, self.base_info or parse_directory(self.base)))
+        out.extend((name, self.delta_info.get(name) or parse_directory(name))
+                   for name in self.deltas)
+        return out
 
 
 # --- the pure decision ------------------------------------------------------------------------

@@ -31,7 +31,8 @@ from acidstore.layout import (
 )
 from acidstore.orc.io import read_flush_length
 from acidstore.read.plan import Split, plan_partition
-from acidstore.read.recorded import Recorded, check_listed
+from acidstore.read.record_check import check_listed
+from acidstore.read.recorded import Recorded
 from acidstore.writeids import ValidCompactorWriteIdList, ValidTxnList
 
 __all__ = ["BucketWork", "Kind", "PartitionPlan", "plan_partition_compaction"]

@@ -42,7 +42,8 @@ from acidstore.metastore import Metastore
 from acidstore.orc.codec import BucketCodec
 from acidstore.orc.io import OrcFile
 from acidstore.read.plan import Listed
-from acidstore.read.recorded import RecordedWrites, find_file_problems, find_missing
+from acidstore.read.record_check import find_file_problems, find_missing
+from acidstore.read.recorded import RecordedWrites
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = ["TableFacts", "check_partition"]

@@ -35,7 +35,8 @@ from acidstore.read.merge import merge_split
 from acidstore.read.plan import Listed, Split, plan_partition
 from acidstore.read.range_mask import range_mask
 from acidstore.read.ranges import ranged_units
-from acidstore.read.recorded import Recorded, check_recorded, with_recorded_rows
+from acidstore.read.record_check import check_recorded, with_recorded_rows
+from acidstore.read.recorded import Recorded
 from acidstore.read.registry import DEFAULT_DELETE_EVENT_LIMIT, DeleteCache, load_registry
 from acidstore.read.source import Probe, SplitBatch
 from acidstore.read.vectorized import read_split
