@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.orc as po
 import pytest
-from test_table_errors import BUCKETS, FIRST, SCHEMA, V1, rows_table
+from table_errors_support import BUCKETS, FIRST, SCHEMA, V1, rows_table
 
 from acidstore import Table, Warehouse
 from acidstore.write.bucketing import bucket_ids

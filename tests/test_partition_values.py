@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_table_errors import files_under, sorted_rows
+from table_errors_support import files_under, sorted_rows
 
 import acidstore
 from acidstore.errors import InvalidPartitionValueError

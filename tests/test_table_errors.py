@@ -19,6 +19,14 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from table_errors_support import (
+    FIRST,
+    Unchanged,
+    files_under,
+    new_table,
+    rows_table,
+    visible,
+)
 
 import acidstore
 from acidstore import Table, Warehouse
@@ -37,54 +45,6 @@ from acidstore.errors import (
 )
 from acidstore.orc.io import write_event_file
 
-SCHEMA = pa.schema([
-    pa.field("id", pa.int64(), nullable=False),
-    pa.field("name", pa.string()),
-    pa.field("salary", pa.int32()),
-    pa.field("dt", pa.string()),
-])
-BUCKETS = 4
-FIRST: list[dict[str, Any]] = [
-    {"id": 1, "name": "ann", "salary": 100, "dt": "2024-01-01"},
-    {"id": 2, "name": "bob", "salary": 200, "dt": "2024-01-01"},
-    {"id": 3, "name": "cy", "salary": 300, "dt": "2024-01-02"},
-    {"id": 4, "name": None, "salary": None, "dt": "2024-01-02"},
-]
-V1 = 1 << 29  # BucketCodec V1: version 1 in bits 29..31
-
-
-def rows_table(rows: list[dict[str, Any]], schema: pa.Schema = SCHEMA) -> pa.Table:
-    return pa.Table.from_pylist(rows, schema=schema)
-
-
-def row_key(row: dict[str, Any]) -> tuple[str, ...]:
-    return tuple(repr(row[c]) for c in sorted(row))
-
-
-def sorted_rows(table: pa.Table) -> list[dict[str, Any]]:
-    return sorted(table.to_pylist(), key=row_key)
-
-
-def visible(table: Table) -> list[dict[str, Any]]:
-    """The table's rows, the same through ``to_arrow`` and both readers at its snapshot."""
-    rows = sorted_rows(table.to_arrow())
-    snapshot = table.snapshot()
-    for reader in ("vectorized", "merge"):
-        got = acidstore.read_directory(table.location, table.info.schema, reader=reader,
-                                       write_ids=snapshot)
-        assert sorted_rows(got.select(table.schema.names)) == rows, reader
-    return rows
-
-
-def files_under(root: str | Path) -> dict[str, int]:
-    """Every file below ``root``: relative path -> size."""
-    out: dict[str, int] = {}
-    for directory, _, names in os.walk(root):
-        for name in names:
-            path = Path(directory, name)
-            out[str(path.relative_to(root))] = path.stat().st_size
-    return out
-
 
 @pytest.fixture
 def wh(tmp_path: Path) -> Iterator[Warehouse]:
@@ -95,24 +55,7 @@ def wh(tmp_path: Path) -> Iterator[Warehouse]:
 
 @pytest.fixture
 def table(wh: Warehouse) -> Table:
-    t = wh.create_table("db.t", SCHEMA, partition_by=["dt"], bucket_by=["id"], buckets=BUCKETS)
-    t.insert(rows_table(FIRST))
-    return t
-
-
-class Unchanged:
-    """Records a table's rows and files; ``check()`` asserts neither changed."""
-
-    def __init__(self, table: Table, *, files: bool = True) -> None:
-        self.table = table
-        self.rows = visible(table)
-        self.files = files_under(table.location) if files else None
-        assert self.rows == sorted(FIRST, key=row_key)
-
-    def check(self) -> None:
-        assert visible(self.table) == self.rows
-        if self.files is not None:
-            assert files_under(self.table.location) == self.files
+    return new_table(wh)
 
 
 # --- schema mismatch on insert --------------------------------------------------------------------
@@ -190,136 +133,6 @@ def test_merge_insert_all_needs_every_source_column(table: Table) -> None:
     with pytest.raises(InvalidInputError, match="needs source column 'salary'"):
         table.merge(source, "t.id = s.id").when_not_matched_insert_all().execute()
     before.check()
-
-
-# --- bad SQL --------------------------------------------------------------------------------------
-
-BAD_PREDICATES = ["id = = 1", "id = 1 )", "(id = 1", "", "   ", "id = 1; DROP TABLE t",
-                  "nope = 1", "salary +", "read_csv('/etc/passwd') IS NOT NULL",
-                  "name"]  # a string, not a boolean
-
-
-@pytest.mark.parametrize("predicate", BAD_PREDICATES)
-def test_bad_delete_predicate_is_an_invalid_expression(table: Table, predicate: str) -> None:
-    before = Unchanged(table)
-    with pytest.raises(InvalidExpressionError):
-        table.delete(predicate)
-    before.check()
-
-
-@pytest.mark.parametrize("predicate", BAD_PREDICATES)
-def test_bad_update_predicate_is_an_invalid_expression(table: Table, predicate: str) -> None:
-    before = Unchanged(table)
-    with pytest.raises(InvalidExpressionError):
-        table.update(predicate, {"salary": "1"})
-    before.check()
-
-
-@pytest.mark.parametrize("value", ["salary +", "nope + 1", "1; DELETE FROM t", "(1", ""])
-def test_bad_set_expression_is_an_invalid_expression(table: Table, value: str) -> None:
-    before = Unchanged(table)
-    with pytest.raises(InvalidExpressionError):
-        table.update("id = 1", {"salary": value})
-    before.check()
-
-
-# a statement evaluates its SQL one unit (partition, bucket) at a time: an aggregate or a
-# window would answer per unit (FIRST spans two partitions: two "first" rows, two maxima)
-ROW_WISE = "aggregate or window function"
-
-
-@pytest.mark.parametrize("predicate", ["row_number() OVER () = 1", "salary = max(salary)",
-                                       "id = min(id) OVER (PARTITION BY dt)"])
-def test_aggregate_or_window_in_a_predicate_is_refused(table: Table, predicate: str) -> None:
-    before = Unchanged(table)
-    with pytest.raises(InvalidExpressionError, match=ROW_WISE):
-        table.delete(predicate)
-    with pytest.raises(InvalidExpressionError, match=ROW_WISE):
-        table.update(predicate, {"salary": "1"})
-    with pytest.raises(InvalidExpressionError, match=ROW_WISE):
-        table.to_arrow(filter=predicate)
-    before.check()
-
-
-@pytest.mark.parametrize("value", ["max(salary) OVER ()", "sum(salary)", "count(*)"])
-def test_aggregate_or_window_in_a_set_value_is_refused(table: Table, value: str) -> None:
-    before = Unchanged(table)
-    with pytest.raises(InvalidExpressionError, match=ROW_WISE):
-        table.update("id > 0", {"salary": value})
-    before.check()
-
-
-@pytest.mark.parametrize("clause", ["on", "set", "condition", "insert"])
-def test_aggregate_or_window_in_a_merge_is_refused(table: Table, clause: str) -> None:
-    before = Unchanged(table)
-    source = rows_table([{**FIRST[0], "salary": 7}, {**FIRST[1], "id": 9}])
-    condition = "t.id = max(s.id)" if clause == "on" else "t.id = s.id"
-    merge = table.merge(source, condition)
-    with pytest.raises(InvalidExpressionError, match=ROW_WISE):
-        if clause in ("on", "set"):
-            merge.when_matched_update({"salary": "sum(s.salary)" if clause == "set"
-                                       else "s.salary"}).execute()
-        elif clause == "condition":
-            merge.when_matched_delete(condition="row_number() OVER () = 1").execute()
-        else:
-            merge.when_not_matched_insert({"id": "s.id", "salary": "max(s.salary) OVER ()",
-                                           "dt": "s.dt"}).execute()
-    before.check()
-
-
-def test_set_value_that_does_not_cast_names_column_and_value(table: Table) -> None:
-    before = Unchanged(table)
-    with pytest.raises(SchemaMismatchError,
-                       match="value \"'lots'\" for column 'salary' is string"):
-        table.update("id = 1", {"salary": "'lots'"})
-    before.check()
-
-
-def test_bad_read_filter_is_an_invalid_expression(table: Table) -> None:
-    with pytest.raises(InvalidExpressionError):
-        table.to_arrow(filter="id = = 1")
-    with pytest.raises(InvalidExpressionError):
-        table.to_arrow(filter="nope > 0")
-
-
-@pytest.mark.parametrize("condition", ["t.id = = s.id", "t.id = s.id)", "t.id = s.id; SELECT 1"])
-def test_bad_merge_condition_is_an_invalid_expression(table: Table, condition: str) -> None:
-    before = Unchanged(table)
-    with pytest.raises(InvalidExpressionError):
-        (table.merge(rows_table(FIRST), condition)
-         .when_matched_update({"name": "s.name"}).execute())
-    before.check()
-
-
-def test_merge_condition_on_unknown_column_is_an_invalid_expression(table: Table) -> None:
-    before = Unchanged(table)
-    with pytest.raises(InvalidExpressionError, match="nope"):
-        (table.merge(rows_table(FIRST), "t.id = s.nope")
-         .when_matched_update({"name": "s.name"}).execute())
-    before.check()
-
-
-@pytest.mark.parametrize("clause", ["set", "condition", "insert"])
-def test_bad_merge_clause_sql_is_an_invalid_expression(table: Table, clause: str) -> None:
-    before = Unchanged(table)
-    merge = table.merge(rows_table(FIRST), "t.id = s.id")
-    with pytest.raises(InvalidExpressionError):
-        if clause == "set":
-            merge.when_matched_update({"name": "s.name ||"}).execute()
-        elif clause == "condition":
-            merge.when_matched_delete(condition="s.salary > > 1").execute()
-        else:
-            merge.when_not_matched_insert({"id": "s.id", "name": "s.bogus"}).execute()
-    before.check()
-
-
-def test_merge_without_clauses_or_with_bad_aliases(table: Table) -> None:
-    with pytest.raises(InvalidInputError, match="at least one WHEN clause"):
-        table.merge(rows_table(FIRST), "t.id = s.id").execute()
-    with pytest.raises(InvalidInputError, match="aliases must differ"):
-        table.merge(rows_table(FIRST), "a.id = a.id", source_alias="a", target_alias="a")
-    with pytest.raises(InvalidInputError, match="not a plain identifier"):
-        table.merge(rows_table(FIRST), "t.id = s.id", source_alias="s; x")
 
 
 # --- partition and bucket columns are fixed -------------------------------------------------------
