@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -42,7 +41,7 @@ from acidstore.metastore import (
 )
 from acidstore.metastore.conflicts import isolation_level
 from acidstore.metastore.postgres import PostgresMetastore
-from acidstore.metastore.validate import column_names, is_absolute_location
+from acidstore.metastore.validate import column_names, is_absolute_location, split_table_name
 from acidstore.orc.io import check_compression
 from acidstore.orc.schema import RESERVED_PREFIX, ROW_ID_COLUMN
 from acidstore.streaming import StreamingConnection
@@ -53,20 +52,6 @@ from acidstore.write.bucketing import check_bucketable
 __all__ = ["DEFAULT_METASTORE_FILE", "Warehouse", "connect"]
 
 DEFAULT_METASTORE_FILE = "_acidstore_metastore.db"
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def _split_name(name: str) -> tuple[str, str]:
-    if not isinstance(name, str):
-        raise InvalidInputError(f"a table name is a string, got {name!r}")
-    parts = name.split(".")
-    if len(parts) == 1:
-        parts = ["default", parts[0]]
-    if len(parts) != 2 or not all(_NAME.match(p) for p in parts):
-        raise InvalidInputError(
-            f"table name {name!r} must be 'table' or 'database.table' with names of letters, "
-            "digits and underscores")
-    return parts[0].lower(), parts[1].lower()
 
 
 class Warehouse:
@@ -117,7 +102,7 @@ class Warehouse:
         layout (as Delta's and SQL's ``CREATE TABLE IF NOT EXISTS`` do), so that a job can
         run the same setup code every time. ``partition_by``, ``bucket_by`` and ``buckets``
         may be None, meaning none (as their defaults do)."""
-        _split_name(name)  # a bad name is refused before anything else
+        split_table_name(name)  # a bad name is refused before anything else
         if if_not_exists:
             with contextlib.suppress(TableNotFoundError):
                 return self.table(name)
@@ -144,7 +129,7 @@ class Warehouse:
     def _create_table(self, name: str, schema: pa.Schema, *, partition_by: Sequence[str],
                       bucket_by: Sequence[str], buckets: int,
                       properties: Mapping[str, str] | None) -> Table:
-        database, table = _split_name(name)
+        database, table = split_table_name(name)
         for what, columns in (("partition_by", partition_by), ("bucket_by", bucket_by)):
             lowered = [str(c).lower() for c in columns]
             if len(set(lowered)) != len(lowered):
@@ -222,7 +207,7 @@ class Warehouse:
 
     def table(self, name: str, *, transaction: Transaction | None = None) -> Table:
         """An existing table (``TableNotFoundError`` if there is none)."""
-        database, table = _split_name(name)
+        database, table = split_table_name(name)
         return Table(self, self.table_info(f"{database}.{table}"), transaction)
 
     def tables(self, database: str | None = None) -> list[str]:
@@ -230,7 +215,7 @@ class Warehouse:
 
     def drop_table(self, name: str) -> None:
         """Remove a table and its files."""
-        database, table = _split_name(name)
+        database, table = split_table_name(name)
         info = self._resolved(self._metastore.drop_table(f"{database}.{table}"))
         if self._fs.get_file_info(info.location).type == pafs.FileType.Directory:
             self._fs.delete_dir(info.location)
@@ -242,7 +227,7 @@ class Warehouse:
         ``partition_by``; None: unpartitioned) into the new transactional table ``name``, as
         Hive converts a table to ACID: ORC files are moved in as pre-ACID originals, Parquet
         ones rewritten as ORC (``acidstore.adopt``)."""
-        _split_name(name)
+        split_table_name(name)
         return adopt_table(self, name, os.fspath(path),
                            partition_by=column_names(partition_by, "partition_by", name),
                            schema=schema, properties=properties)
@@ -251,12 +236,12 @@ class Warehouse:
         try:
             return self.table_info(table).location
         except TableNotFoundError:
-            database, name = _split_name(table)
+            database, name = split_table_name(table)
             return afs.join(self.location, f"{database}.db", name)
 
     def table_info(self, name: str) -> TableInfo:
         """The catalog entry of ``name``, its location resolved against this warehouse."""
-        return self._resolved(self._metastore.get_table(".".join(_split_name(name))))
+        return self._resolved(self._metastore.get_table(".".join(split_table_name(name))))
 
     def _resolved(self, info: TableInfo) -> TableInfo:
         """The metastore keeps a table's location relative to the warehouse root

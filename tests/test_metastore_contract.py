@@ -98,6 +98,12 @@ def test_table_names_default_database_and_case(metastore: Metastore) -> None:
         metastore.get_table("other.t")
     with pytest.raises(InvalidInputError):
         metastore.get_table("a.b.c")
+    # the warehouse's rule, the one rule: a digit may not start a name (a warehouse refused
+    # "1t" while its metastore took it), and a newline never ends one
+    for bad in ("1t", "db.1t", "t\n", "db.t\n"):
+        with pytest.raises(InvalidInputError, match="table name"):
+            metastore.create_table(new_table(bad))
+    assert metastore.create_table(new_table("_t")).full_name == "default._t"
 
 
 def test_list_tables_sorted_and_filtered(metastore: Metastore) -> None:

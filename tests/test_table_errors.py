@@ -343,7 +343,7 @@ def test_with_block_that_caught_a_failed_statement_does_not_pass_for_a_commit(
 # --- table names ----------------------------------------------------------------------------------
 
 BAD_NAMES = ["../x", "a.b.c", "x y", "", ".x", "x.", "db/x", "db\\x", "..", "1abc", "db.1x",
-             "x;y", "ta\x00ble", "é"]
+             "x;y", "ta\x00ble", "é", "db.t\n", "t\n"]
 
 
 @pytest.mark.parametrize("name", BAD_NAMES)

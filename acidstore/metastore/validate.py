@@ -53,6 +53,8 @@ __all__ = [
 DEFAULT_DATABASE = "default"
 #: Hive's identifier rule (``MetaStoreUtils.validateName``: ``[\w_]+`` with Java's ASCII ``\w``).
 _IDENTIFIER = re.compile(r"[a-z0-9_]+")
+#: a database or table name (``split_table_name``)
+_TABLE_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 #: Only these conflict, and only with each other (§12.2: inserts never conflict; newest Hive
 #: counts D/D too, and an overwrite rewrites every row, so it behaves like a delete of all).
 CONFLICTING_OPERATIONS: frozenset[str] = frozenset({"update", "delete", "overwrite"})
@@ -97,15 +99,20 @@ def column_names(value: object, what: str, table: str) -> list[str]:
 
 
 def split_table_name(name: str) -> tuple[str, str]:
-    """``"db.t"`` -> ``("db", "t")``; ``"t"`` -> ``("default", "t")``; lower-cased."""
+    """``"db.t"`` -> ``("db", "t")``; ``"t"`` -> ``("default", "t")``; lower-cased. The one
+    rule for table names, the warehouse's and every metastore call's: a name becomes a
+    directory (``db.db/t``), so it holds no separator, dot or anything a path could read
+    otherwise, and it starts with a letter or '_' as SQL's plain identifiers do."""
     if not isinstance(name, str):
-        raise InvalidInputError(f"table name must be a string, got {name!r}")
-    parts = name.split(".")
+        raise InvalidInputError(f"a table name is a string, got {name!r}")
+    parts = name.lower().split(".")
     if len(parts) == 1:
-        return DEFAULT_DATABASE, _identifier(parts[0], "table name")
-    if len(parts) == 2:
-        return _identifier(parts[0], "database name"), _identifier(parts[1], "table name")
-    raise InvalidInputError(f"table name {name!r} must be 'table' or 'database.table'")
+        parts = [DEFAULT_DATABASE, parts[0]]
+    if len(parts) != 2 or not all(_TABLE_NAME.fullmatch(p) for p in parts):
+        raise InvalidInputError(
+            f"table name {name!r} must be 'table' or 'database.table', each a letter or '_' "
+            "followed by letters, digits and '_'")
+    return parts[0], parts[1]
 
 
 def check_kind(kind: str) -> None:
@@ -272,7 +279,10 @@ def check_new_table(info: NewTable) -> None:
     """Reject tables the rest of the library could not store or read back unambiguously."""
     if not isinstance(info, NewTable):
         raise InvalidInputError(f"expected a NewTable, got {info!r}")
-    table = f"{_identifier(info.database, 'database name')}.{_identifier(info.name, 'table name')}"
+    if not isinstance(info.database, str) or not isinstance(info.name, str):
+        raise InvalidInputError(f"a table's database and name are strings, got "
+                                f"{info.database!r} and {info.name!r}")
+    table = ".".join(split_table_name(f"{info.database}.{info.name}"))
     if not isinstance(info.schema, pa.Schema) or not isinstance(info.partition_schema, pa.Schema):
         raise InvalidInputError(f"schema and partition_schema of {table} must be pyarrow schemas")
     columns = [_identifier(f, f"column of {table}") for f in info.schema.names]
