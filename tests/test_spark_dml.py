@@ -12,11 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pytest
+from pyspark.sql import Column
 from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
 from spark_support import (
     TABLE,
@@ -416,6 +418,44 @@ def test_column_statements_write_what_embedded_writes(pair: Pair) -> None:
     assert got.rows_updated == 1
     pair.embedded.update("id = 7", {"amount": "amount + 1"})
     pair.check_same()
+
+
+#: Columns whose SQL text would mean something else to DuckDB than the Column means to Spark:
+#: a float literal (Spark's DOUBLE, DuckDB's DECIMAL), Unicode case mapping (Java's full
+#: mapping, DuckDB's simple one)
+SPARK_MEANING: list[Callable[[], Column]] = [
+    lambda: F.col("f") == 0.1,  # a FLOAT 0.1 is not the DOUBLE 0.1: no row
+    lambda: F.col("d") + 0.2 == 0.3,  # DECIMAL + DOUBLE is a DOUBLE: 0.30000000000000004
+    lambda: F.upper(F.col("s")) == "STRASSE",  # Java upper-cases 'ß' to 'SS'
+    lambda: F.lower(F.col("s")) == "i\u0307x",  # and 'İ' to 'i' + a combining dot
+]
+
+
+def test_column_statements_mean_what_spark_means(spark: SparkSession, tmp_path: Path) -> None:
+    """A Column is Spark's expression: a DELETE or UPDATE given one changes exactly the rows
+    ``df.where`` of the same Column selects, and computes Spark's values, whichever engine
+    runs it. Printing such a Column as SQL for the statement core must keep that meaning, or
+    keep Spark's path (a float literal once read as DECIMAL deleted the FLOAT 0.1 row Spark
+    says is not 0.1; ``x / 0`` wrote infinity where Spark raises)."""
+    schema = pa.schema([("id", pa.int64()), ("f", pa.float32()), ("d", pa.decimal128(10, 2)),
+                        ("s", pa.string()), ("x", pa.float64()), ("y", pa.int64())])
+    rows = pa.table({"id": [1, 2, 3, 4], "f": [0.1, 0.5, 0.5, 0.5],
+                     "d": [Decimal("0.10"), Decimal("0.10"), Decimal("1.00"), Decimal("2.00")],
+                     "s": ["a", "straße", "İx", "b"], "x": [1.0, 2.0, 3.0, 4.0],
+                     "y": [1, 1, 1, 0]}, schema=schema)
+    with acidstore.connect(tmp_path) as wh:
+        wh.create_table(TABLE, schema).insert(rows)
+    at = AcidTable.forName(spark, TABLE, warehouse=str(tmp_path))
+    for make in SPARK_MEANING:
+        condition = make()
+        before = {r.id for r in at.toDF().collect()}
+        chosen = {r.id for r in at.toDF().where(condition).collect()}
+        assert at.delete(condition).rows_deleted == len(chosen), condition
+        assert {r.id for r in at.toDF().collect()} == before - chosen, condition
+    assert {r.id for r in at.toDF().collect()} == {1, 4}
+    with pytest.raises(Exception, match="DIVIDE_BY_ZERO"):  # Spark's ANSI division
+        at.update(F.col("id") == 4, {"x": F.col("x") / F.col("y")})
+    assert sorted((r.id, r.x) for r in at.toDF().collect()) == [(1, 1.0), (4, 4.0)]
 
 
 def test_failed_core_task_writes_nothing(pair: Pair) -> None:

@@ -8,6 +8,13 @@ CASE, LIKE without escapes, ``F.expr`` text and a few functions) it is printed a
 runs on the core too, which also puts it through the same sandbox as a string. Anything else
 (Python UDFs, casts, date/time literals, functions whose NULL or rounding rules differ) gives
 None, and the caller keeps Spark's DataFrame path, which evaluates it as Spark does.
+
+Where the same text means something else to DuckDB, the text says Spark's meaning or the node
+is refused: a float literal is a DOUBLE to Spark and a DECIMAL to DuckDB (``0.1`` equals a
+FLOAT 0.1 there, and ``decimal_col + 0.2 = 0.3`` is exact), so it is printed as a cast to
+DOUBLE; ``/`` is Spark's DIVIDE_BY_ZERO error (NULL without ANSI) and a DECIMAL for decimals,
+DuckDB's infinity and a DOUBLE; ``lower``/``upper`` map Unicode case as Java does
+(``'ß'`` -> ``'SS'``), DuckDB does not.
 """
 
 from __future__ import annotations
@@ -22,11 +29,10 @@ from pyspark.sql import Column
 __all__ = ["column_sql"]
 
 _BINARY = {"=": "=", "<=>": "IS NOT DISTINCT FROM", "<": "<", "<=": "<=", ">": ">",
-           ">=": ">=", "+": "+", "-": "-", "*": "*", "/": "/", "%": "%", "and": "AND",
-           "or": "OR"}
+           ">=": ">=", "+": "+", "-": "-", "*": "*", "%": "%", "and": "AND", "or": "OR"}
 _POSTFIX = {"isnull": "IS NULL", "isnotnull": "IS NOT NULL"}
 #: same result, NULL handling included, in Spark and DuckDB
-_FUNCTIONS = frozenset({"lower", "upper", "abs", "coalesce"})
+_FUNCTIONS = frozenset({"abs", "coalesce"})
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -63,7 +69,7 @@ def _literal(value: object) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float) and math.isfinite(value):
-        return repr(value)
+        return f"CAST({value!r} AS DOUBLE)"  # DuckDB reads a bare 0.1 as a DECIMAL
     if isinstance(value, str):
         return "'" + value.replace("'", "''") + "'"
     raise _UntranslatableError(f"literal {value!r}")

@@ -148,7 +148,18 @@ def _semi_join(spark: SparkSession, spec: MergeSpec, source: DataFrame, full: pa
         values = values.cast(target_type)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None  # a source key no target value can equal: the join finds that out
-    return _SemiJoin(key[0], spark.sparkContext.broadcast(values))
+    return _SemiJoin(key[0], spark.sparkContext.broadcast(_both_zeros(values)))
+
+
+def _both_zeros(values: pa.Array) -> pa.Array:
+    """``values`` with 0.0 and -0.0 both in it where either is (floating point only): SQL's
+    and Spark's join say -0.0 = 0.0, Arrow's hash lookup (``is_in``) tells them apart, and a
+    target row dropped by the semi-join is never matched (its source row would be inserted
+    as a second row). NaN needs nothing: Arrow finds NaN as Spark's join matches it."""
+    if not pa.types.is_floating(values.type) or not pc.any(
+            pc.equal(values, pa.scalar(0, values.type))).as_py():
+        return values
+    return pa.concat_arrays([values, pa.array([0.0, -0.0], values.type)])
 
 
 def _target_keys(spark: SparkSession, units: Sequence[ChangeUnit], names: Sequence[str],
