@@ -186,3 +186,39 @@ def test_float_keys_match_as_sql_compares_them(spark: SparkSession, tmp_path: Pa
             "num_target_rows_deleted": 0, "num_target_rows_inserted": 1}
         assert sorted(map(repr, t.to_arrow().to_pylist())) == \
             sorted(map(repr, e.to_arrow().to_pylist()))
+
+
+def test_a_small_source_spark_cannot_size_is_broadcast(
+        spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``createDataFrame`` of a Python list is an RDD Spark's statistics cannot size
+    (``Long.MaxValue``), so every such source, one row or a million, took the shuffled path.
+    Its rows are counted now, up to the limit's worth: two rows are broadcast, and the same
+    source over a limit of 30 bytes (one row of Spark's default width, 52, is more) is shuffled."""
+    calls: list[int] = []
+    real = merge_shuffle.shuffled_merge
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(merge_shuffle, "shuffled_merge", counted)
+    with make_pair(spark, tmp_path) as pair:
+        def merge() -> tuple[int, int, int]:
+            source = spark.createDataFrame([(1, "m1", 5, "b"), (300, "m300", 7, "a")],
+                                           "id bigint, name string, amount int, dt string")
+            plan = source._jdf.queryExecution().optimizedPlan()
+            assert int(str(plan.stats().sizeInBytes())) == (1 << 63) - 1  # unsized
+            return counts(pair.at.alias("t").merge(source.alias("s"), "t.id = s.id")
+                          .whenMatchedUpdate(set={"amount": "s.amount"})
+                          .whenNotMatchedInsertAll().execute())
+
+        assert merge() == (1, 1, 0)
+        assert calls == []  # broadcast
+        spark.conf.set(LIMIT, "30")
+        try:
+            assert merge() == (0, 2, 0)
+        finally:
+            spark.conf.unset(LIMIT)
+        assert calls == [1]  # shuffled
+        rows = {r["id"]: r for r in pair.spark.to_arrow().to_pylist()}
+        assert rows[1]["amount"] == 5 and rows[300]["amount"] == 7

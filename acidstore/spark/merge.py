@@ -142,8 +142,9 @@ class AcidMergeBuilder:
 
         limit = int(self._source.sparkSession.conf.get(
             "spark.acidstore.merge.maxSourceBytes", str(256 << 20)) or 0)
-        shuffled = _estimated_bytes(self._source) > limit
         where = f"MERGE into {self._table.name}"
+        with spark_errors(where):
+            shuffled = _estimated_bytes(self._source, limit) > limit
         with self._table._table() as table:
             on = condition_column(self._condition, where, self._scope(table)) if shuffled \
                 else None
@@ -272,12 +273,25 @@ def _alias(frame: DataFrame) -> str | None:
     return None
 
 
-def _estimated_bytes(frame: DataFrame) -> int:
-    """Spark's estimate of ``frame``'s size (its optimizer's statistics; no job runs)."""
+#: what Spark's statistics say of a plan they cannot size (``Long.MaxValue``)
+_UNKNOWN_SIZE = (1 << 63) - 1
+
+
+def _estimated_bytes(frame: DataFrame, limit: int) -> int:
+    """Spark's estimate of ``frame``'s size (its optimizer's statistics; no job runs). A plan
+    Spark cannot size, above all ``createDataFrame`` of a Python list (an RDD, whatever its
+    length), would always count as too large to broadcast: for such a plan the rows are
+    counted, at most enough of them to pass ``limit`` at Spark's own default width per row,
+    so a small source is broadcast and a large one costs one bounded pass to find out."""
     try:
-        return int(str(frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
-    except Exception:  # no estimate: treat as too large to broadcast
-        return 1 << 62
+        size = int(str(frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+    except Exception:  # no estimate: as Spark's own answer for a plan it cannot size
+        size = _UNKNOWN_SIZE
+    if size < _UNKNOWN_SIZE or limit <= 0:
+        return size
+    width = max(1, int(frame._jdf.schema().defaultSize()))
+    rows = frame.limit(limit // width + 1).count()
+    return rows * width
 
 
 def _rows(outputs: list[TaskOutput] | tuple[TaskOutput, ...], operation: str, field: str
