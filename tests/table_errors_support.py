@@ -5,6 +5,7 @@ readers) nor, where nothing should have been written, the files."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -82,3 +83,10 @@ class Unchanged:
         assert visible(self.table) == self.rows
         if self.files is not None:
             assert files_under(self.table.location) == self.files
+
+
+def opened_table(tmp_path: Path) -> Iterator[Table]:
+    """``new_table`` in a warehouse of its own under ``tmp_path``, closed afterwards (the body
+    of a fixture that needs the table alone)."""
+    with acidstore.connect(tmp_path / "wh") as wh:
+        yield new_table(wh)

@@ -31,10 +31,8 @@ if TYPE_CHECKING:
 LIMIT = "spark.acidstore.merge.maxSourceBytes"
 
 
-@pytest.fixture
-def shuffled(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
-    """Every MERGE of the test takes the shuffled path; yields one entry per shuffled MERGE
-    (the test fails if none ran: the limit would not have applied)."""
+def count_shuffled(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that gets one entry per MERGE that takes the shuffled path."""
     calls: list[int] = []
     real = merge_shuffle.shuffled_merge
 
@@ -43,6 +41,14 @@ def shuffled(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> Iterator[l
         return real(*args, **kwargs)
 
     monkeypatch.setattr(merge_shuffle, "shuffled_merge", counted)
+    return calls
+
+
+@pytest.fixture
+def shuffled(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """Every MERGE of the test takes the shuffled path; yields one entry per shuffled MERGE
+    (the test fails if none ran: the limit would not have applied)."""
+    calls = count_shuffled(monkeypatch)
     spark.conf.set(LIMIT, "0")
     try:
         yield calls
@@ -194,14 +200,7 @@ def test_a_small_source_spark_cannot_size_is_broadcast(
     (``Long.MaxValue``), so every such source, one row or a million, took the shuffled path.
     Its rows are counted now, up to the limit's worth: two rows are broadcast, and the same
     source over a limit of 30 bytes (one row of Spark's default width, 52, is more) is shuffled."""
-    calls: list[int] = []
-    real = merge_shuffle.shuffled_merge
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        calls.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(merge_shuffle, "shuffled_merge", counted)
+    calls = count_shuffled(monkeypatch)
     with make_pair(spark, tmp_path) as pair:
         def merge() -> tuple[int, int, int]:
             source = spark.createDataFrame([(1, "m1", 5, "b"), (300, "m300", 7, "a")],

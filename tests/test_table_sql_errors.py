@@ -8,23 +8,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from table_errors_support import FIRST, Unchanged, new_table, rows_table
+from table_errors_support import FIRST, Unchanged, opened_table, rows_table
 
-import acidstore
-from acidstore import Table, Warehouse
+from acidstore import Table
 from acidstore.errors import InvalidExpressionError, InvalidInputError, SchemaMismatchError
 
 
 @pytest.fixture
-def wh(tmp_path: Path) -> Iterator[Warehouse]:
-    warehouse = acidstore.connect(tmp_path / "wh")
-    yield warehouse
-    warehouse.close()
-
-
-@pytest.fixture
-def table(wh: Warehouse) -> Table:
-    return new_table(wh)
+def table(tmp_path: Path) -> Iterator[Table]:
+    yield from opened_table(tmp_path)
 
 
 # --- bad SQL --------------------------------------------------------------------------------------
