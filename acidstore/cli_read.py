@@ -139,7 +139,8 @@ def _inspect_text(tables: list[dict[str, Any]]) -> str:
 
 def _warehouse_scan(found: Located, args: argparse.Namespace) -> tuple[Scan, int | None]:
     """A scan of the located table at the metastore's snapshot, leased so the cleaner keeps
-    its files until the read is done (no lease when the snapshot is given by hand)."""
+    its files until the read is done (no lease when the snapshot is given by hand). The
+    caller releases the lease it gets back; a scan refused while planning releases it here."""
     table = found.table
     if table is None:
         raise TableNotFoundError(
@@ -152,12 +153,20 @@ def _warehouse_scan(found: Located, args: argparse.Namespace) -> tuple[Scan, int
     else:
         txns, ids = table.read_snapshot()
         ids, txns = given_ids or ids, given_txns or txns
-    info = table.info
-    scan = Scan(table.filesystem, table_partition_dirs(table, found.partition), ids, txns,
-                schema=info.schema, partition_schema=info.partition_schema,
-                columns=args.columns.split(",") if args.columns else None,
-                filter=args.filter, with_row_id=args.row_id, reader=args.reader,
-                recorded=table.recorded_writes())
+    try:
+        info = table.info
+        scan = Scan(table.filesystem, table_partition_dirs(table, found.partition), ids, txns,
+                    schema=info.schema, partition_schema=info.partition_schema,
+                    columns=args.columns.split(",") if args.columns else None,
+                    filter=args.filter, with_row_id=args.row_id, reader=args.reader,
+                    recorded=table.recorded_writes())
+    except BaseException:
+        # refused while planning (no such partition or column, a bad filter): the caller
+        # never gets the lease to release, and a lease left behind would keep the cleaner
+        # away from everything this snapshot selects until it expires
+        if lease is not None:
+            found.warehouse.metastore.release_lease(lease)
+        raise
     return scan, lease
 
 
