@@ -66,7 +66,20 @@ def add_read_commands(sub: Subparsers) -> None:
     read.add_argument("--reader", choices=["vectorized", "merge"], default="vectorized",
                       help="vectorized (default) or merge: Hive's two ways of applying "
                       "deletes; both return the same rows")
-    read.add_argument("--limit", type=int, default=50, help="rows to print (default 50)")
+    read.add_argument("--limit", type=_row_count, default=50,
+                      help="rows to print (default 50)")
+
+
+def _row_count(text: str) -> int:
+    """``--limit``'s value: a negative one would slice rows off the end and print "(no
+    rows)" above the count of rows read, so it is refused with the usage."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
 
 
 def _given(args: argparse.Namespace) -> tuple[ValidWriteIdList | None, ValidTxnList | None]:

@@ -175,3 +175,14 @@ def test_a_refused_read_releases_its_lease(
         assert code == 2 and err.startswith("acidstore: "), err
         assert run_json(["show", "leases", "--warehouse", str(warehouse)], capsys) == [], extra
 
+
+def test_a_negative_read_limit_is_refused(
+        warehouse: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--limit -1`` used to print "(no rows)" above "3 row(s)": a slice of -1 rows."""
+    with pytest.raises(SystemExit) as info:
+        run(["read", "shop.orders", "--warehouse", str(warehouse), "--limit", "-1"], capsys)
+    out, err = capsys.readouterr()
+    assert info.value.code == 2 and out == ""
+    assert "argument --limit: must be 0 or more, got -1" in err
+    assert run_json(["read", "shop.orders", "--warehouse", str(warehouse), "--limit", "0"],
+                    capsys)["rows"] == []
