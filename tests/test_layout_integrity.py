@@ -488,3 +488,38 @@ def test_files_of_an_aborted_write_left_after_cleaning_are_refused(
     assert caught.value.path == str(written)
     shutil.rmtree(written)
     assert sorted(table.to_arrow().column("id").to_pylist()) == [1, 2, 3, 10]
+
+
+@pytest.mark.parametrize("level", ["dt=x", "dt=x/h=1"])
+def test_a_removed_partition_directory_is_named_not_read_around(wh: Warehouse, level: str
+                                                                ) -> None:
+    """A partition's rows lived only in its directory: with the directory gone (``rm -r
+    dt=x``), reads listed the partitions left and answered without its rows, DML and
+    compaction ran around it, and fsck found nothing. The metastore records every partition
+    a commit wrote, so a recorded one that is not there is missing data."""
+    t = wh.create_table("db.p", SCHEMA, partition_by=["dt", "h"])
+    t.insert(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"], "dt": ["x", "x", "y"],
+                       "h": pa.array([1, 1, 1], pa.int32())}))
+    t.delete("id = 1")
+    shutil.rmtree(Path(t.location, level))
+    gone = str(Path(t.location, "dt=x", "h=1"))
+    for action in (t.to_arrow, lambda: t.delete("id = 3"), lambda: t.changes(1, 2),
+                   lambda: compact(t, "major")):
+        with pytest.raises(MissingDataError) as caught:
+            action()
+        assert (caught.value.path or "").startswith(gone), caught.value.path
+    # a read the partition filter keeps away from the missing partition is answered
+    assert t.to_arrow(filter="dt = 'y'").column("id").to_pylist() == [3]
+    found = wh.fsck("db.p").to_pylist()
+    assert {(f["check"], f["partition"]) for f in found} == {
+        ("missing_directory", "dt=x/h=1")}, found
+
+
+def test_a_moved_table_directory_is_named_not_read_as_empty(wh: Warehouse) -> None:
+    """The table's directory renamed away: every partition is missing, not an empty table."""
+    t = wh.create_table("db.m", SCHEMA, partition_by=["dt", "h"])
+    t.insert(pa.table({"id": [1], "v": ["a"], "dt": ["x"], "h": pa.array([1], pa.int32())}))
+    Path(t.location).rename(Path(t.location).with_name("m_moved"))
+    with pytest.raises(MissingDataError):
+        t.to_arrow()
+    assert wh.fsck("db.m").column("check").to_pylist() == ["missing_directory"]

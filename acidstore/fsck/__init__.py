@@ -57,7 +57,6 @@ from acidstore.fsck.aborted import aborted_directories
 from acidstore.fsck.findings import CHECKS, FINDINGS_SCHEMA, Finding, findings_table
 from acidstore.fsck.partition import TableFacts, check_partition
 from acidstore.read.recorded import RecordedWrites
-from acidstore.read.scan import table_partitions
 from acidstore.table import LEASE_TTL_SECONDS, Table
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
@@ -108,8 +107,7 @@ def _findings(table: Table, txns: ValidTxnList, write_ids: ValidWriteIdList, lea
         frozenset(c.write_id for c in metastore.aborted_components(name)),
         frozenset((o.partition, o.name, o.bytes) for o in metastore.original_files(name)))
     strays: list[StrayPathError] = []
-    partitions = table_partitions(fs, table.location, table.info.partition_schema.names,
-                                  strays=strays)
+    partitions = table.partition_dirs(strays=strays)
     for stray in strays:
         path = stray.path or table.location
         yield Finding(name, _relative(table, path.rsplit("/", 1)[0]), path, "stray_directory",
