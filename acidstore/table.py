@@ -344,6 +344,13 @@ class Table:
                 result = dataclasses.replace(result, write_id=txn.write_id(self.name))
         return dataclasses.replace(result, committed=not result.skipped)
 
+    def refresh(self) -> None:
+        """Take the table's current catalog entry (its schema after another client's
+        ``add_columns``), as every statement does at its start; one that was dropped raises
+        ``TableNotFoundError``. For callers that check data against ``schema`` themselves
+        before a later statement writes it (a streaming transaction's ``write``)."""
+        self._check_exists()
+
     def _check_exists(self) -> None:
         """Refuse a dropped table; take the current catalog entry if its metadata changed
         (another client's ``add_columns``), so that each statement plans against the schema
