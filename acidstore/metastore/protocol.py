@@ -97,7 +97,8 @@ class Metastore(Protocol):
 
     def record_originals(self, table: str, files: Iterable[OriginalFile]) -> None:
         """Record the original files adoption placed in ``table`` (idempotent per file):
-        they belong to no write, and fsck must accept them and nothing else of their kind."""
+        they belong to no write, and fsck must accept them and nothing else of their kind.
+        Their partitions join ``list_partitions``, as a commit's do."""
         ...
 
     def original_files(self, table: str) -> list[OriginalFile]:
