@@ -68,6 +68,8 @@ __all__ = ["CHECKS", "FINDINGS_SCHEMA", "Finding", "check_table", "fsck"]
 
 def fsck(warehouse: Warehouse, table: str | None = None, *, repair: bool = False) -> pa.Table:
     """Findings of one table (``TableNotFoundError`` if there is none) or of every table."""
+    if repair:  # removes files, and writes nothing a read-only store would refuse first
+        warehouse.metastore.check_writable()
     if table is not None:
         return findings_table(check_table(warehouse.table(table), repair=repair))
     findings: list[Finding] = []
@@ -84,6 +86,8 @@ def check_table(table: Table, *, repair: bool = False) -> list[Finding]:
     """Every finding of ``table``; with ``repair``, aborted leftovers are removed (and their
     findings say so)."""
     metastore = table.warehouse.metastore
+    if repair:
+        metastore.check_writable()
     txns, write_ids, lease = table.leased_snapshot()
     try:
         findings = list(_findings(table, txns, write_ids, lease))
