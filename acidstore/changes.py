@@ -55,7 +55,7 @@ from acidstore.read.plan import Listed, Split, plan_partition
 from acidstore.read.record_check import check_recorded, with_recorded_rows
 from acidstore.read.recorded import SnapshotRecord
 from acidstore.read.registry import DELETE_COLUMNS
-from acidstore.read.scan import PartitionDir, Scan, table_partitions
+from acidstore.read.scan import PartitionDir, Scan
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 if TYPE_CHECKING:
@@ -279,8 +279,7 @@ def changes(table: Table, start: int, end: int) -> pa.Table:
             metastore.committed_components(table.name, min_write_id=start,
                                            below_write_id=end + 1), start, end),
             table.recorded_writes())
-        partitions = table_partitions(table.filesystem, table.location,
-                                      table.info.partition_schema.names)
+        partitions = table.partition_dirs()
         parts = [p for partition in partitions for p in read.partition(partition)]
     finally:
         with contextlib.suppress(AcidStoreError):

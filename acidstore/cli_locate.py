@@ -18,7 +18,7 @@ import pyarrow.fs as pafs
 from acidstore import fs as afs
 from acidstore.cli_common import open_warehouse
 from acidstore.errors import InvalidInputError, TableNotFoundError
-from acidstore.read.scan import PartitionDir, table_partitions
+from acidstore.read.scan import PartitionDir
 from acidstore.table import Table
 from acidstore.warehouse import DEFAULT_METASTORE_FILE, Warehouse, connect
 
@@ -88,7 +88,7 @@ def locate(args: argparse.Namespace) -> Located | None:
 def table_partition_dirs(table: Table, partition: str) -> list[PartitionDir]:
     """The table's partitions at or below ``partition`` (all of them for "")."""
     fs = table.filesystem
-    every = table_partitions(fs, table.location, table.info.partition_schema.names)
+    every = table.partition_dirs()
     if not partition:
         return every
     target = afs.join(table.location, partition.strip("/"))

@@ -66,7 +66,20 @@ def add_read_commands(sub: Subparsers) -> None:
     read.add_argument("--reader", choices=["vectorized", "merge"], default="vectorized",
                       help="vectorized (default) or merge: Hive's two ways of applying "
                       "deletes; both return the same rows")
-    read.add_argument("--limit", type=int, default=50, help="rows to print (default 50)")
+    read.add_argument("--limit", type=_row_count, default=50,
+                      help="rows to print (default 50)")
+
+
+def _row_count(text: str) -> int:
+    """``--limit``'s value: a negative one would slice rows off the end and print "(no
+    rows)" above the count of rows read, so it is refused with the usage."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
 
 
 def _given(args: argparse.Namespace) -> tuple[ValidWriteIdList | None, ValidTxnList | None]:
@@ -139,7 +152,8 @@ def _inspect_text(tables: list[dict[str, Any]]) -> str:
 
 def _warehouse_scan(found: Located, args: argparse.Namespace) -> tuple[Scan, int | None]:
     """A scan of the located table at the metastore's snapshot, leased so the cleaner keeps
-    its files until the read is done (no lease when the snapshot is given by hand)."""
+    its files until the read is done (no lease when the snapshot is given by hand). The
+    caller releases the lease it gets back; a scan refused while planning releases it here."""
     table = found.table
     if table is None:
         raise TableNotFoundError(
@@ -152,12 +166,20 @@ def _warehouse_scan(found: Located, args: argparse.Namespace) -> tuple[Scan, int
     else:
         txns, ids = table.read_snapshot()
         ids, txns = given_ids or ids, given_txns or txns
-    info = table.info
-    scan = Scan(table.filesystem, table_partition_dirs(table, found.partition), ids, txns,
-                schema=info.schema, partition_schema=info.partition_schema,
-                columns=args.columns.split(",") if args.columns else None,
-                filter=args.filter, with_row_id=args.row_id, reader=args.reader,
-                recorded=table.recorded_writes())
+    try:
+        info = table.info
+        scan = Scan(table.filesystem, table_partition_dirs(table, found.partition), ids, txns,
+                    schema=info.schema, partition_schema=info.partition_schema,
+                    columns=args.columns.split(",") if args.columns else None,
+                    filter=args.filter, with_row_id=args.row_id, reader=args.reader,
+                    recorded=table.recorded_writes())
+    except BaseException:
+        # refused while planning (no such partition or column, a bad filter): the caller
+        # never gets the lease to release, and a lease left behind would keep the cleaner
+        # away from everything this snapshot selects until it expires
+        if lease is not None:
+            found.warehouse.metastore.release_lease(lease)
+        raise
     return scan, lease
 
 

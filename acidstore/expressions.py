@@ -189,7 +189,7 @@ class SqlEvaluator:
             fetch = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table
             result: pa.Table = fetch()
         except duckdb.Error as exc:
-            raise InvalidExpressionError(f"cannot evaluate {shown!r}: {exc}") from exc
+            raise InvalidExpressionError(f"cannot evaluate {shown!r}: {_said(exc)}") from exc
         finally:
             cursor.close()
         return result
@@ -291,7 +291,7 @@ class SqlEvaluator:
             fetch = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table
             result: pa.Table = fetch()
         except duckdb.Error as exc:
-            raise InvalidExpressionError(f"cannot evaluate {shown}: {exc}") from exc
+            raise InvalidExpressionError(f"cannot evaluate {shown}: {_said(exc)}") from exc
         finally:
             cursor.close()
         return result
@@ -312,6 +312,15 @@ class SqlEvaluator:
                 f"predicate {predicate!r} is {column.type}, not a boolean")
         filled: pa.ChunkedArray = pc.fill_null(column, False)
         return filled.combine_chunks()
+
+
+def _said(exc: duckdb.Error) -> str:
+    """DuckDB's message on one line, without its ``LINE 1:`` excerpt: that shows the
+    statement acidstore built around the user's text (``SELECT 1 FROM __acid_scope0 WHERE
+    ((...) IS NULL OR TRUE)``), which the user never wrote, and the command line prints an
+    error as one line. Its hints (``Candidate bindings: "id"``) stay."""
+    text = str(exc).split("\n\nLINE ", 1)[0]
+    return "; ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
 def _expression_mask(table: pa.Table, expression: pc.Expression) -> pa.BooleanArray:

@@ -38,6 +38,8 @@ import pyarrow as pa
 from acidstore.errors import (
     AcidStoreError,
     InvalidInputError,
+    MetadataChangedError,
+    TableNotFoundError,
     TransactionStateError,
 )
 from acidstore.metastore import PlannedWrite, TxnInfo
@@ -55,6 +57,7 @@ from acidstore.write.conform import (
 )
 
 if TYPE_CHECKING:
+    from acidstore.table import Table
     from acidstore.warehouse import Warehouse
 
 __all__ = ["StreamingConnection"]
@@ -130,6 +133,9 @@ class StreamingConnection:
                 writes=self._writes)
             with self._guard:
                 self._unused = opened
+        # the schema this transaction's rows are checked against (``write``) and written
+        # with: another client's add_columns since the last begin() is taken now
+        self._table.refresh()
         with self._guard:
             info = self._unused.pop(0)
         self._current = Transaction.of_batch(self._warehouse, info, self._writes)
@@ -174,7 +180,9 @@ class StreamingConnection:
             info = txn.commit()
             return WriteResult(txn.txn_id, info.write_ids.get(self.table), "insert",
                                committed=True)
-        result = txn.table(self.table).insert(rows, app_id=self.app_id, version=version)
+        target = txn.table(self.table)
+        self._refuse_changed_metadata(txn, target)
+        result = target.insert(rows, app_id=self.app_id, version=version)
         if result.skipped:
             txn.abort(f"version {version} of app_id {self.app_id!r} is already committed")
             return result
@@ -238,6 +246,31 @@ class StreamingConnection:
             if ids:
                 with contextlib.suppress(AcidStoreError):
                     self._warehouse.metastore.heartbeat_batch(ids)
+
+    def _refuse_changed_metadata(self, txn: Transaction, target: Table) -> None:
+        """Abort ``txn`` when the table changed since its ``begin`` (``target``: the table as
+        the commit finds it). Its rows were checked against the schema of its begin; the
+        insert would check them against today's and fail on a column another client added
+        (``SchemaMismatchError``, as if the writer had sent wrong rows). It is the conflict
+        every statement planned against an older schema gets, ``MetadataChangedError``:
+        nothing landed, and the next transaction takes the new schema."""
+        began = self._table.info
+        now = target.info
+        if (now.table_id, now.metadata_version) == (began.table_id, began.metadata_version):
+            return
+        error: AcidStoreError
+        if now.table_id != began.table_id:
+            error = TableNotFoundError(f"table {self.table} was dropped (and re-created) "
+                                       f"since transaction {txn.txn_id} began")
+        else:
+            error = MetadataChangedError(
+                f"txnid:{txn.txn_id} checked its rows against {self.table} as of metadata "
+                f"version {began.metadata_version}, but its metadata changed since (now "
+                f"version {now.metadata_version}: columns were added); nothing was "
+                "committed: write the rows again in the next transaction",
+                txn_id=txn.txn_id, table=self.table)
+        txn.abort(str(error))
+        raise error
 
     def _check_usable(self) -> None:
         if self._closed:

@@ -26,6 +26,7 @@ from acidstore import frames, idempotent, maintenance, schema_evolution
 from acidstore import fs as afs
 from acidstore.errors import (
     InvalidInputError,
+    StrayPathError,
     TableNotFoundError,
     UnsupportedOperationError,
     required_condition,
@@ -37,7 +38,7 @@ from acidstore.metastore.conflicts import IsolationLevel, isolation_level
 from acidstore.orc.io import compression_codec
 from acidstore.publish import operation_of, publish_change
 from acidstore.read.recorded import SnapshotRecord
-from acidstore.read.scan import Scan, table_partitions
+from acidstore.read.scan import PartitionDir, Scan, table_partitions
 from acidstore.results import WriteResult
 from acidstore.statement import (
     ChangeKind,
@@ -140,10 +141,22 @@ class Table:
               columns: Sequence[str] | None = None, filter: Predicate | None = None,
               with_row_id: bool = False, buckets: frozenset[int] | None = None) -> Scan:
         fs = self._warehouse.filesystem
-        partitions = table_partitions(fs, self.location, self.info.partition_schema.names)
+        partitions = self.partition_dirs()
         return Scan(fs, partitions, write_ids, txns, schema=self.info.schema,
                     partition_schema=self.info.partition_schema, columns=columns, filter=filter,
                     with_row_id=with_row_id, recorded=self.recorded_writes(), buckets=buckets)
+
+    def partition_dirs(self, *, strays: list[StrayPathError] | None = None
+                       ) -> list[PartitionDir]:
+        """The table's partitions: those listed on disk, plus those the metastore says a
+        commit wrote whose directory is gone (``table_partitions``), so that a read, DML
+        statement, compaction or fsck reaches them and stops on their missing data instead
+        of answering without their rows. The metastore is asked first: a partition a commit
+        adds after the listing is then not mistaken for a missing one."""
+        names = self.info.partition_schema.names
+        recorded = self._warehouse.metastore.list_partitions(self.name) if names else []
+        return table_partitions(self._warehouse.filesystem, self.location, names,
+                                strays=strays, recorded=recorded)
 
     def recorded_writes(self) -> SnapshotRecord:
         """The committed writes of this table as the metastore recorded them, by partition:
@@ -330,6 +343,13 @@ class Table:
                 # as a statement's whose files held no matching row
                 result = dataclasses.replace(result, write_id=txn.write_id(self.name))
         return dataclasses.replace(result, committed=not result.skipped)
+
+    def refresh(self) -> None:
+        """Take the table's current catalog entry (its schema after another client's
+        ``add_columns``), as every statement does at its start; one that was dropped raises
+        ``TableNotFoundError``. For callers that check data against ``schema`` themselves
+        before a later statement writes it (a streaming transaction's ``write``)."""
+        self._check_exists()
 
     def _check_exists(self) -> None:
         """Refuse a dropped table; take the current catalog entry if its metadata changed

@@ -152,6 +152,9 @@ class Cleaner:
         report = CleanerReport()
         now = datetime.now(UTC)
         metastore = self._wh.metastore
+        # aborted directories go before the pass's first metastore write: a read-only copy
+        # (an archive; as root the permission bits stop no removal) is refused up front
+        metastore.check_writable()
         # read before the partitions are listed: each entry's compaction is then visible to
         # the listing, so a clean partition really holds nothing that compaction replaced
         ready = metastore.compactions_ready_for_cleaning()

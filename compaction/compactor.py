@@ -25,7 +25,6 @@ from acidstore.errors import AcidStoreError, InvalidInputError
 from acidstore.metastore import CompactionInfo, CompactionOutput
 from acidstore.orc.io import WrittenFile
 from acidstore.partitions import parse_partition_path, partition_path
-from acidstore.read.scan import table_partitions
 from acidstore.table import Table
 from acidstore.workers import freeze_long_lived
 from acidstore.writeids import ValidCompactorWriteIdList
@@ -99,13 +98,15 @@ def partition_dirs(table: Table, partition: str | Mapping[str, str | None] | Non
                     "directory names ('/' as %2F)")
             partition = partition_path(names, [v for _, v in pairs])
         directory = afs.join(table.location, partition)
-        if table.filesystem.get_file_info(directory).type.name != "Directory":
+        if table.filesystem.get_file_info(directory).type.name != "Directory" and \
+                partition not in table.warehouse.metastore.list_partitions(table.name):
+            # (a partition commits wrote whose directory is gone is planned, and stops on
+            # its missing data)
             raise InvalidInputError(f"{table.name} has no partition {partition!r}")
         return [(partition, directory)]
     prefix = table.location.rstrip("/") + "/"
     return [(p.path[len(prefix):], p.path)
-            for p in table_partitions(table.filesystem, table.location,
-                                      table.info.partition_schema.names)
+            for p in table.partition_dirs()
             if p.path.startswith(prefix)]
 
 

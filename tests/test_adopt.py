@@ -296,6 +296,25 @@ def test_fsck_reports_an_adopted_original_gone_before_any_base(tmp_path: Path) -
     wh.close()
 
 
+def test_fsck_reports_an_adopted_partition_removed_as_a_whole(tmp_path: Path) -> None:
+    """A partition nothing wrote to since adoption is known only by its originals' record:
+    its directory removed (``rm -r dt=...``), fsck listed the partitions left and found
+    nothing. The record of the originals now records their partitions too, so fsck visits
+    the missing one and names each original lost."""
+    lake = tmp_path / "lake"
+    for day in ("2026-11-01", "2026-11-02"):
+        (lake / f"dt={day}").mkdir(parents=True)
+        pq.write_table(pa.table({"id": [1, 2], "v": ["a", "b"]}),
+                       str(lake / f"dt={day}" / "part-0.parquet"))
+    with acidstore.connect(tmp_path / "warehouse") as wh:
+        t = wh.adopt_table("db.events", lake, partition_by=["dt"])
+        assert wh.metastore.list_partitions("db.events") == ["dt=2026-11-01", "dt=2026-11-02"]
+        gone = Path(t.location) / "dt=2026-11-02"
+        shutil.rmtree(gone)
+        found = [(f["path"], f["check"], f["severity"]) for f in wh.fsck().to_pylist()]
+        assert found == [(str(gone / "000000_0"), "missing_file", "error")]
+
+
 def test_fsck_stays_clean_through_compaction_and_cleaning(tmp_path: Path) -> None:
     wh, t = readme_flow(tmp_path)
     compact(t, "major", partition="dt=2026-11-01")

@@ -151,6 +151,31 @@ def test_version_and_catalog_commands_as_processes(warehouse: Path) -> None:
     assert not (warehouse.parent / "typo").exists()
 
 
+def test_python_dash_m_acidstore_is_the_command(warehouse: Path) -> None:
+    """``python -m acidstore`` failed ("No module named acidstore.__main__") where the
+    installed script is not on PATH (a virtualenv not activated, a cron job): it runs the
+    same command, with the same exit statuses."""
+    import os
+    import subprocess
+    import sys
+
+    from cli_support import ROOT
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+
+    def run_m(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "acidstore", *argv], env=env,
+                              capture_output=True, text=True, timeout=300, check=False)
+
+    done = run_m("--version")
+    assert done.returncode == 0 and done.stdout.strip() == f"acidstore {version('acidstore')}"
+    done = run_m("tables", "--warehouse", str(warehouse))
+    assert done.returncode == 0 and "shop.orders" in done.stdout, done.stderr
+    done = run_m("tables", "--warehouse", str(warehouse.parent / "typo"))
+    assert done.returncode == 2 and "WarehouseNotFoundError" in done.stderr
+
+
 def test_help_speaks_to_data_engineers() -> None:
     done = run_process(["--help"])
     assert done.returncode == 0

@@ -161,3 +161,28 @@ def test_a_reader_that_stops_early_is_no_error(tmp_path: Path) -> None:
         code = proc.wait(timeout=300)
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
     assert code == 1
+
+
+def test_a_refused_read_releases_its_lease(
+        warehouse: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A read refused after its snapshot was leased (an unknown partition or column, a bad
+    filter) used to leave the lease behind, so the cleaner kept every directory that snapshot
+    selects for the lease's 300 s; the lease now ends with the command, as a read's does."""
+    for extra in (["--partition", "dt=1999-01-01"], ["--columns", "nope"],
+                  ["--filter", "nope = 1"]):
+        code, _, err = run(["read", "shop.orders", "--warehouse", str(warehouse), *extra],
+                           capsys)
+        assert code == 2 and err.startswith("acidstore: "), err
+        assert run_json(["show", "leases", "--warehouse", str(warehouse)], capsys) == [], extra
+
+
+def test_a_negative_read_limit_is_refused(
+        warehouse: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--limit -1`` used to print "(no rows)" above "3 row(s)": a slice of -1 rows."""
+    with pytest.raises(SystemExit) as info:
+        run(["read", "shop.orders", "--warehouse", str(warehouse), "--limit", "-1"], capsys)
+    out, err = capsys.readouterr()
+    assert info.value.code == 2 and out == ""
+    assert "argument --limit: must be 0 or more, got -1" in err
+    assert run_json(["read", "shop.orders", "--warehouse", str(warehouse), "--limit", "0"],
+                    capsys)["rows"] == []

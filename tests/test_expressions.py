@@ -55,6 +55,25 @@ def test_bad_expressions_are_typed_errors(evaluator: SqlEvaluator, bad: str) -> 
         evaluator.mask(TABLE, bad)
 
 
+@pytest.mark.parametrize(("bad", "said"), [
+    ("id >", 'syntax error at or near ")"'),
+    ("nosuch > 1", 'Referenced column "nosuch" not found'),
+    ("CAST(s AS INT) > 1", "Could not convert string"),
+])
+def test_a_bad_expression_is_one_line_naming_the_users_text(evaluator: SqlEvaluator, bad: str,
+                                                             said: str) -> None:
+    """DuckDB's message ends with ``LINE 1:`` and the statement acidstore built around the
+    user's text (``SELECT 1 FROM __acid_scope0 WHERE ((id >) IS NULL OR TRUE)``) with a caret
+    under it: the command line printed that as three more lines after ``acidstore:
+    InvalidExpressionError: ...``, showing SQL the user never wrote. The message keeps
+    DuckDB's own words (its hints too) on one line."""
+    with pytest.raises(InvalidExpressionError) as caught:
+        evaluator.mask(TABLE, bad)
+    message = str(caught.value)
+    assert "\n" not in message and "__acid" not in message and "LINE 1" not in message
+    assert repr(bad) in message and said in message
+
+
 def test_not_a_boolean(evaluator: SqlEvaluator) -> None:
     with pytest.raises(InvalidExpressionError, match="not a boolean"):
         evaluator.mask(TABLE, "id + 1")

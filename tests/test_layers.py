@@ -48,6 +48,7 @@ LAYERS: dict[str, int] = {
     "acidstore.arrow_sql": 2,
     "acidstore.spark": 5,
     "acidstore.cli": 5,
+    "acidstore.__main__": 5,
     "acidstore.demo": 5,
     "compaction": 5,
 }

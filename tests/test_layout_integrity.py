@@ -400,6 +400,31 @@ def test_a_directory_copied_under_a_committed_write_id_is_refused(
     assert flat.to_arrow().sort_by("id").equals(rows)
 
 
+@pytest.mark.parametrize("copy", ["base_0000004", "base_0000005"])
+def test_a_compacted_base_copied_under_a_write_id_is_refused(flat: Table, copy: str) -> None:
+    """A major compaction's base copied without its ``_v`` suffix (``cp -r base_3_v5
+    base_4``) carries the ``_metadata_acid`` marker of a pre-Hive-4 compactor's base, and
+    reads skipped judging such a base: in a warehouse table it was read as write 4's base,
+    hiding every later delete and update (fsck reported it as ``unknown_write``). Only
+    Hive's own directories, which no metastore of ours records, are read that way."""
+    base = compacted(flat, "major", "base_")
+    flat.delete("id = 5")  # write id 4
+    if copy == "base_0000005":
+        flat.update("id = 6", {"v": "'u'"})  # write id 5
+    rows = flat.to_arrow().sort_by("id")
+    partition = base.parent
+    shutil.copytree(base, partition / copy)
+    assert (partition / copy / "_metadata_acid").exists()
+    actions: list[Callable[[], object]] = [
+        flat.to_arrow, lambda: flat.delete("id = 7"), lambda: compact(flat, "major")]
+    for action in actions:
+        with pytest.raises(StrayPathError, match="copied in by hand") as caught:
+            action()
+        assert caught.value.path == str(partition / copy)
+    shutil.rmtree(partition / copy)
+    assert flat.to_arrow().sort_by("id").equals(rows)
+
+
 def test_a_compacted_directory_copied_into_another_partition_is_refused(flat: Table) -> None:
     flat.insert(pa.table({"id": [30], "v": ["c"], "dt": ["x"], "h": pa.array([2], pa.int32())}))
     output = compacted(flat, "minor", "delta_")
@@ -488,3 +513,38 @@ def test_files_of_an_aborted_write_left_after_cleaning_are_refused(
     assert caught.value.path == str(written)
     shutil.rmtree(written)
     assert sorted(table.to_arrow().column("id").to_pylist()) == [1, 2, 3, 10]
+
+
+@pytest.mark.parametrize("level", ["dt=x", "dt=x/h=1"])
+def test_a_removed_partition_directory_is_named_not_read_around(wh: Warehouse, level: str
+                                                                ) -> None:
+    """A partition's rows lived only in its directory: with the directory gone (``rm -r
+    dt=x``), reads listed the partitions left and answered without its rows, DML and
+    compaction ran around it, and fsck found nothing. The metastore records every partition
+    a commit wrote, so a recorded one that is not there is missing data."""
+    t = wh.create_table("db.p", SCHEMA, partition_by=["dt", "h"])
+    t.insert(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"], "dt": ["x", "x", "y"],
+                       "h": pa.array([1, 1, 1], pa.int32())}))
+    t.delete("id = 1")
+    shutil.rmtree(Path(t.location, level))
+    gone = str(Path(t.location, "dt=x", "h=1"))
+    for action in (t.to_arrow, lambda: t.delete("id = 3"), lambda: t.changes(1, 2),
+                   lambda: compact(t, "major")):
+        with pytest.raises(MissingDataError) as caught:
+            action()
+        assert (caught.value.path or "").startswith(gone), caught.value.path
+    # a read the partition filter keeps away from the missing partition is answered
+    assert t.to_arrow(filter="dt = 'y'").column("id").to_pylist() == [3]
+    found = wh.fsck("db.p").to_pylist()
+    assert {(f["check"], f["partition"]) for f in found} == {
+        ("missing_directory", "dt=x/h=1")}, found
+
+
+def test_a_moved_table_directory_is_named_not_read_as_empty(wh: Warehouse) -> None:
+    """The table's directory renamed away: every partition is missing, not an empty table."""
+    t = wh.create_table("db.m", SCHEMA, partition_by=["dt", "h"])
+    t.insert(pa.table({"id": [1], "v": ["a"], "dt": ["x"], "h": pa.array([1], pa.int32())}))
+    Path(t.location).rename(Path(t.location).with_name("m_moved"))
+    with pytest.raises(MissingDataError):
+        t.to_arrow()
+    assert wh.fsck("db.m").column("check").to_pylist() == ["missing_directory"]

@@ -117,6 +117,44 @@ def test_a_read_only_copy_reads_and_refuses_writes(
     assert tree(copy) == before  # nothing created, nothing changed
 
 
+def test_cleaning_and_repair_of_a_read_only_copy_remove_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Cleaning (``Cleaner``, ``vacuum``, ``acidstore clean``) and ``fsck --repair`` removed
+    an aborted write's directory from a read-only copy before anything else refused it:
+    the cleaner deletes aborted directories before its first metastore write, and repair
+    writes nothing to the metastore at all. As root (whom the bits do not stop) the archive
+    lost files; both now refuse a read-only warehouse before touching anything."""
+    from compaction import Cleaner, compact
+
+    with write_source(tmp_path / "source") as wh:
+        t = wh.table(TABLE)
+        compact(t, "major")  # replaced directories for the cleaner
+        txn = wh.transaction()  # an aborted write whose files stayed (a writer that died)
+        wh.table(TABLE, transaction=txn).insert(pa.table({"id": [77], "dt": ["a"]}))
+        wh.metastore.abort(txn.txn_id)
+    copy = tmp_path / "archive"
+    shutil.copytree(tmp_path / "source", copy)
+    make_read_only(copy)
+    try:
+        before = tree(copy)
+        assert any("delta_0000004" in p for p in before)  # the aborted write's directory
+        with acidstore.connect(copy, create=False) as archive:
+            t = archive.table(TABLE)
+            for clean in (lambda: Cleaner(archive, retention_seconds=0).run(),
+                          lambda: t.vacuum(retention_seconds=0),
+                          lambda: archive.fsck(repair=True)):
+                with pytest.raises(ReadOnlyWarehouseError, match="read-only"):
+                    clean()
+                assert tree(copy) == before
+            assert [f["check"] for f in archive.fsck().to_pylist()] == ["aborted_leftover"]
+        for argv in (["clean", "--retention", "0"], ["fsck", "--repair"]):
+            code, _, err = run([*argv, "--warehouse", str(copy)], capsys)
+            assert code == 2 and "ReadOnlyWarehouseError" in err, err
+        assert tree(copy) == before
+    finally:
+        make_writable(copy)
+
+
 _CHILD = """
 import json, sys
 import pyarrow as pa

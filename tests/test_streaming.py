@@ -16,7 +16,7 @@ from metastore_support import place_fixture  # noqa: F401  (the `place` fixture)
 from table_workers import Place, connect
 
 import acidstore
-from acidstore.errors import InvalidInputError, TransactionStateError
+from acidstore.errors import InvalidInputError, MetadataChangedError, TransactionStateError
 from acidstore.layout import ParsedBase, parse_directory
 from compaction import run_once
 
@@ -174,6 +174,34 @@ def test_misuse_is_refused_with_typed_errors(wh: acidstore.Warehouse) -> None:
     assert wh.table("db.ev").to_arrow().num_rows == 3  # the closed connection's rows are not
     states = wh.show_transactions().column("state").to_pylist()
     assert states.count("committed") == 1 and set(states) == {"aborted", "committed"}
+
+
+def test_each_transaction_takes_the_schema_of_its_begin(wh: acidstore.Warehouse,
+                                                          place: Place) -> None:
+    """Another client's ``add_columns`` left a connection unable to commit anything: it
+    checked ``write`` against the schema it had when it opened, and its commit against the
+    current one, so old-shaped rows failed at commit (``SchemaMismatchError``: the new
+    column is missing) and new-shaped ones at ``write`` (the new column is unknown), until
+    the writer reconnected. A transaction now takes the table's schema at ``begin``; one
+    whose rows were checked against a schema changed since fails at commit with
+    ``MetadataChangedError`` (a ``WriteConflictError``: nothing landed), as a statement
+    planned against the old schema does, and the next one writes the new columns."""
+    t = wh.table("db.ev")
+    with connect(place) as other, wh.streaming_connection("db.ev", batch_size=3) as conn:
+        conn.begin()
+        conn.write(rows(0))
+        other.table("db.ev").add_columns(pa.schema([("score", pa.float64())]))
+        with pytest.raises(MetadataChangedError, match=r"db\.ev"):
+            conn.commit()
+        assert conn.txn_id is None
+        conn.begin()
+        conn.write(rows(10).append_column("score", pa.array([1.5] * 3)))
+        assert conn.commit().rows_inserted == 3
+        conn.begin()  # the next transaction of the same batch takes it too
+        conn.write(rows(20).append_column("score", pa.array([None] * 3, pa.float64())))
+        conn.commit()
+    assert ids_of(t) == [10, 11, 12, 20, 21, 22]
+    assert sorted(t.to_arrow().column("score").to_pylist(), key=str) == [1.5] * 3 + [None] * 3
 
 
 def test_the_batch_heartbeat_keeps_its_unused_transactions_alive(tmp_path: str) -> None:

@@ -57,7 +57,6 @@ from acidstore.fsck.aborted import aborted_directories
 from acidstore.fsck.findings import CHECKS, FINDINGS_SCHEMA, Finding, findings_table
 from acidstore.fsck.partition import TableFacts, check_partition
 from acidstore.read.recorded import RecordedWrites
-from acidstore.read.scan import table_partitions
 from acidstore.table import LEASE_TTL_SECONDS, Table
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
@@ -69,6 +68,8 @@ __all__ = ["CHECKS", "FINDINGS_SCHEMA", "Finding", "check_table", "fsck"]
 
 def fsck(warehouse: Warehouse, table: str | None = None, *, repair: bool = False) -> pa.Table:
     """Findings of one table (``TableNotFoundError`` if there is none) or of every table."""
+    if repair:  # removes files, and writes nothing a read-only store would refuse first
+        warehouse.metastore.check_writable()
     if table is not None:
         return findings_table(check_table(warehouse.table(table), repair=repair))
     findings: list[Finding] = []
@@ -85,6 +86,8 @@ def check_table(table: Table, *, repair: bool = False) -> list[Finding]:
     """Every finding of ``table``; with ``repair``, aborted leftovers are removed (and their
     findings say so)."""
     metastore = table.warehouse.metastore
+    if repair:
+        metastore.check_writable()
     txns, write_ids, lease = table.leased_snapshot()
     try:
         findings = list(_findings(table, txns, write_ids, lease))
@@ -108,8 +111,7 @@ def _findings(table: Table, txns: ValidTxnList, write_ids: ValidWriteIdList, lea
         frozenset(c.write_id for c in metastore.aborted_components(name)),
         frozenset((o.partition, o.name, o.bytes) for o in metastore.original_files(name)))
     strays: list[StrayPathError] = []
-    partitions = table_partitions(fs, table.location, table.info.partition_schema.names,
-                                  strays=strays)
+    partitions = table.partition_dirs(strays=strays)
     for stray in strays:
         path = stray.path or table.location
         yield Finding(name, _relative(table, path.rsplit("/", 1)[0]), path, "stray_directory",

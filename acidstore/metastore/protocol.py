@@ -95,9 +95,15 @@ class Metastore(Protocol):
         """Registered partition directories, sorted."""
         ...
 
+    def check_writable(self) -> None:
+        """Raise ``ReadOnlyWarehouseError`` when the store is read-only (an archived copy):
+        asked by callers that remove files before (or without) any metastore write."""
+        ...
+
     def record_originals(self, table: str, files: Iterable[OriginalFile]) -> None:
         """Record the original files adoption placed in ``table`` (idempotent per file):
-        they belong to no write, and fsck must accept them and nothing else of their kind."""
+        they belong to no write, and fsck must accept them and nothing else of their kind.
+        Their partitions join ``list_partitions``, as a commit's do."""
         ...
 
     def original_files(self, table: str) -> list[OriginalFile]:

@@ -65,6 +65,14 @@ class SqlBase(ABC):
     #: neither reap timed-out txns nor lease their snapshots (no cleaner can run there)
     read_only: bool = False
 
+    def check_writable(self) -> None:
+        """Raise ``ReadOnlyWarehouseError`` when nothing may change this store (a read-only
+        copy). Every write refuses by itself; callers that change *files* on the strength of
+        what they read (the cleaner, ``fsck --repair``) ask first, before touching any.
+        A store that can be opened read-only (SQLite's) overrides this; others always may
+        be written."""
+        return
+
     def _start_connections(self) -> None:
         """One connection per thread (``_local``), tracked weakly, so a connection dies with
         its thread (threads come and go in pools) while ``close`` can still reach every one."""

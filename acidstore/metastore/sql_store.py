@@ -172,6 +172,12 @@ class SqlMetastore(SqlBase):
                 "INSERT INTO original_files (table_id, part, name, bytes) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT (table_id, part, name) DO UPDATE SET bytes = excluded.bytes",
                 [(row["table_id"], o.partition, o.name, o.bytes) for o in wanted])
+            # their partitions are the table's as a commit's are: a partition directory
+            # removed as a whole is then visited (and its originals missed), not unknown
+            conn.executemany("INSERT INTO partitions (table_id, part) VALUES (?, ?) "
+                             "ON CONFLICT DO NOTHING",
+                             sorted({(row["table_id"], o.partition) for o in wanted
+                                     if o.partition}))
 
         if wanted:
             self._write(body, locks=("catalog",))

@@ -162,16 +162,19 @@ class SqliteMetastore(SqlMetastore):
             raise MetastoreError(f"{self._path}: SQLite refused WAL mode (got {mode!r}); the "
                                  "metastore needs a local filesystem")
 
-    def _write(self, body: Callable[[Session, int], T], *, locks: tuple[Lock, ...] = (),
-               consistent: bool = False) -> T:
-        """``BEGIN IMMEDIATE`` takes the database write lock up front: every write runs alone,
-        which covers any ``locks`` and gives a ``consistent`` view."""
+    def check_writable(self) -> None:
         if self.read_only:
             raise ReadOnlyWarehouseError(
                 f"the metastore {self._path} is read-only (it or its directory cannot be "
                 "written, e.g. an archived copy): reads work, but writing, creating or "
                 "dropping tables, compaction and cleaning need a writable copy",
                 path=self._path)
+
+    def _write(self, body: Callable[[Session, int], T], *, locks: tuple[Lock, ...] = (),
+               consistent: bool = False) -> T:
+        """``BEGIN IMMEDIATE`` takes the database write lock up front: every write runs alone,
+        which covers any ``locks`` and gives a ``consistent`` view."""
+        self.check_writable()
         conn = self._connection()
         if conn.in_transaction:
             raise MetastoreError("metastore writes cannot nest (e.g. from a commit check)")

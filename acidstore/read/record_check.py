@@ -293,8 +293,11 @@ def find_strays(location: str, state: AcidState, record: PartitionRecord) -> Ite
             if parsed.min_write_id != parsed.max_write_id:
                 continue
             write_id = parsed.max_write_id
-        elif name == state.base and state.base_is_compacted:
-            continue  # an older compactor's base, marked by _metadata_acid
+        elif name == state.base and state.base_is_compacted and not record.managed:
+            # an older (Hive 3) compactor's base, marked by _metadata_acid: Hive's files.
+            # A warehouse table's compactions always write base_N_v<txn>, so there such a
+            # base is a copy (``cp -r base_3_v5 base_4``) and is judged by its write id
+            continue
         else:
             write_id = parsed.write_id
         if write_id in record.write_ids and name not in by_write.get(write_id, ()):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal
@@ -73,16 +73,32 @@ def discover_partitions(fs: pafs.FileSystem, root: str) -> list[PartitionDir]:
 
 
 def table_partitions(fs: pafs.FileSystem, root: str, columns: Sequence[str], *,
-                     strays: list[StrayPathError] | None = None) -> list[PartitionDir]:
+                     strays: list[StrayPathError] | None = None,
+                     recorded: Iterable[str] = ()) -> list[PartitionDir]:
     """The partitions of a table partitioned by ``columns`` (in path order): exactly one
     ``column=value`` level per column, in order. Anything else where a partition directory
     belongs (an ACID directory or a data file above the last level, a directory of another
     column) raises StrayPathError naming it; hidden names (``_x``, ``.x``) are skipped.
     With ``strays`` (fsck, which reports every problem rather than stopping at the first)
-    each such error is appended there instead and the walk goes on."""
+    each such error is appended there instead and the walk goes on.
+
+    ``recorded``: the partitions (relative paths) the metastore says commits wrote, asked
+    for *before* this listing. Those the listing lacks are returned too: their directory is
+    gone, and a snapshot planned over it finds nothing where its record says committed
+    directories are, so the read stops with ``MissingDataError`` instead of answering
+    without the partition's rows (a listing alone cannot tell a removed partition from
+    one that never existed)."""
     if not columns:
         return [PartitionDir(root)]
-    return list(_partition_tree(fs, root, list(columns), (), strays))
+    found = list(_partition_tree(fs, root, list(columns), (), strays))
+    listed = {p.path for p in found}
+    for relative in recorded:
+        path = afs.join(root, relative)
+        if path not in listed:
+            found.append(PartitionDir(path, tuple(parse_partition_path(relative))))
+    if len(found) > len(listed):
+        found.sort(key=lambda p: p.path.split("/"))  # the listing's (depth-first) order
+    return found
 
 
 def _partition_tree(fs: pafs.FileSystem, path: str, columns: list[str],
