@@ -165,7 +165,7 @@ class Table:
         its directories: only what its base has not replaced."""
         own = self._txn.own_write_ids(self.name) if self._txn is not None else frozenset()
         return SnapshotRecord(self._warehouse.metastore, self.name, self.location,
-                                 pending=own)
+                              pending=own, originals=self.info.originals_recorded)
 
     def read_snapshot(self, as_of: int | datetime | None = None
                       ) -> tuple[ValidTxnList, ValidWriteIdList]:

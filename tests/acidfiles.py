@@ -15,7 +15,9 @@ import pyarrow.fs as pafs
 import pyarrow.orc as po
 
 import acidstore
+from acidstore import Table
 from acidstore.layout import ACID_VERSION, ACID_VERSION_FILE, bucket_file_name
+from acidstore.metastore import OriginalFile
 from acidstore.orc.codec import BucketCodec
 from acidstore.orc.footer import add_user_metadata
 from acidstore.orc.io import (
@@ -153,6 +155,20 @@ def write_original(path: Path | str, rows: Sequence[Mapping[str, Any]], *,
         po.write_table(table, str(target))
     else:
         po.write_table(table, str(target), batch_size=rows_per_stripe, stripe_size=1)
+
+
+def record_placed_originals(table: Table) -> None:
+    """Record the original files placed by hand at the partition roots of warehouse table
+    ``table``, as ``adopt_table`` records what it places: the table then holds them as a
+    Hive table converted to ACID does (a file it has no record of is refused as a stray)."""
+    files: list[OriginalFile] = []
+    for partition in table.partition_dirs():
+        relative = str(Path(partition.path).relative_to(table.location)) \
+            if partition.path != table.location else ""
+        files.extend(OriginalFile(relative, path.name, path.stat().st_size)
+                     for path in sorted(Path(partition.path).iterdir())
+                     if path.is_file() and not path.name.startswith(("_", ".")))
+    table.warehouse.metastore.record_originals(table.name, files)
 
 
 # --- files as Hive's own (C++/Java ORC) writer lays them out, via pyorc ------------------------

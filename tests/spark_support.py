@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from acidfiles import write_original
+from acidfiles import record_placed_originals, write_original
 
 from acidstore import Table, Warehouse
 from acidstore.layout import STAGING_DIR
@@ -106,6 +106,7 @@ def add_originals(t: Table, rows: pa.Table, *, buckets: int) -> None:
                                 (f"{bucket:06d}_0_copy_1", mine[half:])):
                 if chunk:
                     write_original(Path(t.location) / f"dt={dt}" / name, chunk, schema=USER)
+    record_placed_originals(t)
 
 
 def reads_on_jvm(df: DataFrame) -> bool:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.orc as po
 import pytest
-from acidfiles import insert_events, write_dir, write_original
+from acidfiles import insert_events, record_placed_originals, write_dir, write_original
 from compaction_support import (
     TABLE,
     aborted_write,
@@ -409,6 +409,7 @@ def test_major_compaction_of_original_files(wh: Warehouse) -> None:
     write_original(Path(t.location) / "000001_0",
                    [{"id": i, "name": f"o{i}", "amount": i} for i in range(5, 8)],
                    schema=schema)
+    record_placed_originals(t)
     before = read_exact(t)
     assert [r[1] for r in before] == list(range(8))
     assert not compact(t, "minor").compacted  # minor never reads originals

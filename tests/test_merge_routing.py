@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from acidfiles import write_original
+from acidfiles import record_placed_originals, write_original
 
 from acidstore.errors import MergeCardinalityError
 from acidstore.statement_merge import (
@@ -115,6 +115,7 @@ def test_originals_outside_their_hash_bucket_are_still_matched(wh: Warehouse) ->
     wrong = (home + 1) % BUCKETS
     write_original(Path(t.location) / f"{wrong:06d}_0", _rows([stray]).to_pylist(),
                    schema=SCHEMA)
+    record_placed_originals(t)
     assert t.to_arrow().column("id").to_pylist() == [stray]
     source = pa.table({"id": pa.array([stray, 1000], pa.int64()), "k": ["new", "new"],
                        "v": [0.5, 0.5]})

@@ -161,7 +161,7 @@ def test_a_version_6_store_gets_app_versions(backend: Backend) -> None:
         set_version(conn, "6")
     again = backend.open()
     try:
-        assert version(backend) == str(SCHEMA_VERSION) == "11"
+        assert version(backend) == str(SCHEMA_VERSION) == "12"
         assert again.app_versions("t") == []
         txn = begin(again)
         again.record_app_version(txn, "t", "job", 1)
@@ -198,7 +198,7 @@ def test_a_version_10_store_records_bucket_files(backend: Backend) -> None:
         set_version(conn, "10")
     again = backend.open()
     try:
-        assert version(backend) == str(SCHEMA_VERSION) == "11"
+        assert version(backend) == str(SCHEMA_VERSION) == "12"
         files = (("delta_0000002_0000002_0000/bucket_00001", 880),)
         for operation, write_id in (("insert", 2), ("delete", 3)):
             txn = begin(again)
@@ -208,6 +208,25 @@ def test_a_version_10_store_records_bucket_files(backend: Backend) -> None:
                                                    bucket_files=files)])
         assert [c.bucket_files for c in again.committed_components("t")] == [
             None, files, files]
+    finally:
+        again.close()
+
+
+def test_a_version_11_store_marks_its_tables_as_unrecorded(backend: Backend) -> None:
+    """Version 12 tells tables whose original files ``original_files`` lists completely
+    (created from it on) from older ones, which may have been adopted without a record:
+    a migrated store's tables are the older kind, and tables created afterwards the new."""
+    one_committed_write(backend)
+    with raw(backend) as conn:  # version 11: no originals_recorded
+        conn.execute("ALTER TABLE tables DROP COLUMN originals_recorded")
+        set_version(conn, "11")
+    again = backend.open()
+    try:
+        assert version(backend) == str(SCHEMA_VERSION) == "12"
+        assert again.get_table("t").originals_recorded is False
+        assert again.create_table(new_table("u")).originals_recorded is True
+        assert again.get_table("u").originals_recorded is True
+        assert [e.write_id for e in again.history("t")] == [1]
     finally:
         again.close()
 
@@ -226,7 +245,7 @@ def test_a_version_7_store_continues_its_counters(backend: Backend) -> None:
         set_version(conn, "7")
     again = backend.open()
     try:
-        assert version(backend) == str(SCHEMA_VERSION) == "11"
+        assert version(backend) == str(SCHEMA_VERSION) == "12"
         txn = begin(again)
         assert txn == 40
         assert again.commit(txn, [write(again, txn, "insert")]).commit_seq == 30

@@ -99,6 +99,10 @@ class TableInfo:
     #: bumped by every change of the table's metadata (``add_columns``): a writer that planned
     #: against an older version fails at commit with ``MetadataChangedError``
     metadata_version: int = 0
+    #: ``original_files`` lists every original file the table may hold (created at metastore
+    #: schema 12 or later): one it does not list is no data of the table. False for tables
+    #: created before, which may have been adopted without a record
+    originals_recorded: bool = False
 
     def __post_init__(self) -> None:
         _frozen_dict(self, "properties", self.properties)

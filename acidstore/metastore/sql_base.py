@@ -151,7 +151,8 @@ class SqlBase(ABC):
             row["db_name"], row["name"], decode_schema(row["schema"]),
             decode_schema(row["partition_schema"]), tuple(json.loads(row["bucket_by"])),
             row["buckets"], json.loads(row["properties"]), row["location"], row["table_id"],
-            from_micros(row["created"]), row["metadata_version"])
+            from_micros(row["created"]), row["metadata_version"],
+            bool(row["originals_recorded"]))
 
 
     # --- snapshot leases ----------------------------------------------------------------------

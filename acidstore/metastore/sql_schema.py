@@ -58,9 +58,13 @@ __all__ = [
 #: and tables adopted before it have no record: fsck reports their originals as before);
 #: version 11 adds ``components.bucket_files`` (each bucket file a write committed, with its
 #: bytes: a file renamed to another bucket id kept the count and the bytes the record had, and
-#: a read gave a deleted row back; components committed before it are checked by count only).
-SCHEMA_VERSION = 11
-_UPGRADABLE = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+#: a read gave a deleted row back; components committed before it are checked by count only);
+#: version 12 adds ``tables.originals_recorded`` (1 for tables created from it on, whose
+#: original files ``original_files`` lists completely, so a read refuses an original-named file
+#: copied into a partition and misses none removed; 0 for tables created before, which may be
+#: adopted ones without a record: read as before).
+SCHEMA_VERSION = 12
+_UPGRADABLE = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}
 #: Hive's default ``hive.txn.timeout`` (300 s) in microseconds: the timeout of txns that
 #: were open when a store was migrated to version 9 (and of rows an older client inserts)
 DEFAULT_TIMEOUT = 300_000_000
@@ -89,6 +93,7 @@ _ADDED_COLUMNS = (
     ("txns", "heartbeat_timeout", f"INTEGER NOT NULL DEFAULT {DEFAULT_TIMEOUT}"),
     ("compactions", "stale_after", "INTEGER"),
     ("components", "bucket_files", "TEXT"),
+    ("tables", "originals_recorded", "INTEGER NOT NULL DEFAULT 0"),
 )
 
 _DDL = """
@@ -116,6 +121,7 @@ CREATE TABLE IF NOT EXISTS tables (
     location         TEXT NOT NULL,
     created          INTEGER NOT NULL,
     metadata_version INTEGER NOT NULL DEFAULT 0,
+    originals_recorded INTEGER NOT NULL DEFAULT 0,
     UNIQUE (db_name, name)
 );
 CREATE TABLE IF NOT EXISTS partitions (

@@ -87,8 +87,8 @@ class SqlMetastore(SqlBase):
                          "ON CONFLICT DO NOTHING", (info.database, now))
             cursor = conn.execute(
                 "INSERT INTO tables (db_name, name, schema, partition_schema, bucket_by, "
-                "buckets, properties, location, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                "RETURNING table_id",
+                "buckets, properties, location, created, originals_recorded) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1) RETURNING table_id",
                 (info.database, info.name, encode_schema(info.schema),
                  encode_schema(info.partition_schema), json.dumps(list(info.bucket_by)),
                  info.buckets, json.dumps(info.properties, sort_keys=True), info.location, now))

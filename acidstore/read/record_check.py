@@ -43,7 +43,7 @@ from acidstore.read.recorded import PartitionRecord, Recorded, RecordedOutput
 from acidstore.writeids import ValidWriteIdList
 
 __all__ = ["Missing", "Stray", "check_listed", "check_recorded", "find_file_problems",
-           "find_missing", "find_strays", "with_recorded_rows"]
+           "find_missing", "find_original_problems", "find_strays", "with_recorded_rows"]
 
 
 def _covers(name: str, write_id: int, delete: bool) -> bool:
@@ -332,10 +332,43 @@ def check_recorded(location: str, state: AcidState, write_ids: ValidWriteIdList,
         raise MissingDataError(missing.message, path=missing.path)
     # a renamed file is both: the recorded name it lost is what the reader must hear of
     gone, strays = find_file_problems(location, state, write_ids, record, listed)
-    for missing in gone:
+    lost, foreign = find_original_problems(state, record)
+    for missing in [*gone, *lost]:
         raise MissingDataError(missing.message, path=missing.path)
-    for stray in strays:
+    for stray in [*strays, *foreign]:
         raise StrayPathError(stray.message, path=stray.path)
+
+
+def find_original_problems(state: AcidState, record: PartitionRecord
+                           ) -> tuple[list[Missing], list[Stray]]:
+    """The original files ``state`` reads (a partition without a base takes every file
+    outside the ACID directories for pre-ACID rows) against those adoption recorded, where
+    the table records them all: a recorded one gone, emptied or of other bytes
+    (``Missing``: its rows would silently be absent), and one no adoption placed
+    (``Stray``: a data file copied into the partition would be read as rows no write
+    made). Tables that may hold unrecorded originals (created before metastore schema 12)
+    and partitions with a base (which holds the originals' rows) are not judged."""
+    expected = record.originals
+    if expected is None or state.base is not None:
+        return [], []
+    listed = state.original_file_sizes
+    missing: list[Missing] = []
+    for name, size in sorted(expected.items()):
+        path = afs.join(record.path, name)
+        if name not in listed:
+            missing.append(Missing(path, f"adopt_table placed original file {name} here, "
+                                   "which this snapshot must read, but it is not there "
+                                   "(removed, renamed or emptied by hand?)", False))
+        elif listed[name] != size:
+            missing.append(Missing(path, f"adopt_table placed original file {name} of {size} "
+                                   f"bytes here, but it holds {listed[name]} (replaced or "
+                                   "changed by hand?)", False))
+    strays = [Stray(afs.join(record.path, name),
+                    "a file outside the ACID directories that no adoption placed, yet with "
+                    "no base here it would be read as pre-ACID rows of the table (copied in "
+                    "by hand?)")
+              for name in state.original_files if name not in expected]
+    return missing, strays
 
 
 def with_recorded_rows(location: str, splits: list[Split], record: PartitionRecord

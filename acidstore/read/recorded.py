@@ -101,9 +101,13 @@ class PartitionRecord:
     #: selected directories' compactions: asked only to name what a missing directory was
     #: folded into, an error path, so a read never loads the table's compaction history
     every_output: Callable[[], Sequence[RecordedOutput]] | None = None
+    #: the original files (name below the partition -> bytes) the partition may hold, when
+    #: the table records them all (``TableInfo.originals_recorded``); None: not judged
+    originals: Mapping[str, int] | None = None
 
     def __bool__(self) -> bool:
-        return bool(self.write_ids or self.compactions or self.managed)
+        return bool(self.write_ids or self.compactions or self.managed
+                    or self.originals is not None)
 
     def all_outputs(self) -> Sequence[RecordedOutput]:
         return self.outputs if self.every_output is None else self.every_output()
@@ -244,11 +248,15 @@ class SnapshotRecord:
     the load of the writes above the lowest base seen so far."""
 
     def __init__(self, metastore: Metastore, table: str, location: str, *,
-                 pending: frozenset[int] = frozenset()) -> None:
+                 pending: frozenset[int] = frozenset(), originals: bool = False) -> None:
         self._metastore = metastore
         self._table = table
         self._location = location
         self._pending = pending
+        #: the table records its original files (``TableInfo.originals_recorded``): loaded,
+        #: by partition, when a partition without a base (which would read them) asks
+        self._judge_originals = originals
+        self._originals: dict[str, dict[str, int]] | None = None
         #: every committed write id >= this is loaded (all partitions); None: nothing yet
         self._floor: int | None = None
         self._writes: Mapping[str, tuple[RecordedWrite, ...]] = {}
@@ -304,9 +312,23 @@ class SnapshotRecord:
                        if o.partition == relative]
             compactions = frozenset(txn for txn in txns if self._outputs.get(txn))
             write_ids, recorded = self._write_ids, self._recorded
+            originals = None
+            if self._judge_originals and state.base is None:
+                originals = self._load_originals().get(relative, {})
         return PartitionRecord(partition_path, writes, outputs, write_ids, compactions,
                                managed=True, recorded=recorded,
-                               every_output=lambda: self._every_output(relative))
+                               every_output=lambda: self._every_output(relative),
+                               originals=originals)
+
+    def _load_originals(self) -> dict[str, dict[str, int]]:
+        """The table's recorded original files by partition, in one query per snapshot, and
+        only once a partition without a base is read (a base holds its originals' rows)."""
+        if self._originals is None:
+            by_partition: dict[str, dict[str, int]] = defaultdict(dict)
+            for o in self._metastore.original_files(self._table):
+                by_partition[o.partition][o.name] = o.bytes
+            self._originals = dict(by_partition)
+        return self._originals
 
     def _every_output(self, relative: str) -> list[RecordedOutput]:
         return [_output(o) for o in self._metastore.compaction_outputs(
