@@ -18,13 +18,14 @@ from acidstore import fs as afs
 from acidstore.cli_common import emit
 from acidstore.cli_locate import Located, locate, table_partition_dirs
 from acidstore.directory import acid_state
-from acidstore.errors import TableNotFoundError
+from acidstore.errors import InvalidInputError, TableNotFoundError
 from acidstore.read.api import scan_directory
 from acidstore.read.scan import PartitionDir, Scan, discover_partitions
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 if TYPE_CHECKING:
     from acidstore.cli_common import Subparsers
+    from acidstore.table import Table
 
 __all__ = ["add_read_commands", "run_inspect", "run_read"]
 
@@ -87,6 +88,15 @@ def _given(args: argparse.Namespace) -> tuple[ValidWriteIdList | None, ValidTxnL
             ValidTxnList.parse(args.txns) if args.txns else None)
 
 
+def _given_for(table: Table, given: ValidWriteIdList | None) -> ValidWriteIdList | None:
+    """``--write-ids`` for a warehouse table must be that table's: write ids are numbered per
+    table, so another table's list names other writes (and reads the wrong rows)."""
+    if given is not None and given.table_name and given.table_name.lower() != table.name:
+        raise InvalidInputError(f"--write-ids is a snapshot of {given.table_name}, not of "
+                                f"{table.name}: write ids are numbered per table")
+    return given
+
+
 def _partition_report(fs: pafs.FileSystem, part: PartitionDir, base: str,
                       ids: ValidWriteIdList, txns: ValidTxnList | None) -> dict[str, Any]:
     state = acid_state(part.path, ids, txns, filesystem=fs)
@@ -103,7 +113,7 @@ def _inspect_tables(found: Located, args: argparse.Namespace) -> list[dict[str, 
     out = []
     for table in tables:
         txns, ids = table.read_snapshot()
-        ids, txns = given_ids or ids, given_txns or txns
+        ids, txns = _given_for(table, given_ids) or ids, given_txns or txns
         out.append({"table": table.name, "location": table.location,
                     "write_ids": str(ids), "txns": str(txns),
                     "partitions": [_partition_report(table.filesystem, p, table.location, ids,
@@ -160,6 +170,7 @@ def _warehouse_scan(found: Located, args: argparse.Namespace) -> tuple[Scan, int
             f"{found.warehouse.location} is a warehouse; read one of its tables: "
             f"{', '.join(found.warehouse.tables()) or 'it has none'}")
     given_ids, given_txns = _given(args)
+    given_ids = _given_for(table, given_ids)
     lease = None
     if given_ids is None and given_txns is None:
         txns, ids, lease = table.leased_snapshot()

@@ -120,6 +120,12 @@ def test_given_write_ids_replace_the_warehouse_snapshot(
     doc = run_json(["read", "shop.orders", "--warehouse", str(warehouse), "--write-ids",
                     "shop.orders:3:9223372036854775807::"], capsys)
     assert _ids(doc) == [0, 1, 2]
+    for command in ("read", "inspect"):  # another table's write ids name other writes
+        code, out, err = run([command, "shop.orders", "--warehouse", str(warehouse),
+                              "--write-ids", "shop.other:3:9223372036854775807::"], capsys)
+        assert (code, out) == (2, "")
+        assert err == ("acidstore: InvalidInputError: --write-ids is a snapshot of shop.other, "
+                       "not of shop.orders: write ids are numbered per table\n")
 
 
 def test_read_and_inspect_as_processes(warehouse: Path, open_txn: Transaction) -> None:
