@@ -175,8 +175,12 @@ class _Partition:
 
     def missing(self, state: AcidState, listed: Listed) -> None:
         record = self.facts.recorded.partition(self.directory)
+        reported: set[str] = set()
         for gap in find_missing(self.facts.recorded.location, state, self.facts.write_ids,
                                 record, listed):
+            if gap.path in reported:
+                continue  # one compacted directory that folded in several writes is gone
+            reported.add(gap.path)
             self.add(gap.path, "missing_directory" if gap.directory else "missing_file",
                      "error", gap.message)
         gone, strays = find_file_problems(self.facts.recorded.location, state,
