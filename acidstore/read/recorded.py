@@ -19,9 +19,7 @@ from typing import Protocol
 
 from acidstore import fs as afs
 from acidstore.directory import AcidState
-from acidstore.layout import (
-    is_acid_directory_name,
-)
+from acidstore.layout import is_acid_directory_name
 from acidstore.metastore import CompactionOutput, Metastore, WriteComponent
 from acidstore.read import record_memory
 
