@@ -19,6 +19,10 @@ the events of a write id mean, per partition:
   events were updates, so all of them are ``delete`` rows and the new rows ``insert`` rows. A
   consumer that applies deletes then inserts gets the same table either way;
 - otherwise delete events are ``delete`` rows, insert events ``insert`` rows.
+A row that a write id inserted and then deleted or updated itself (several statements of one
+transaction) was never visible outside it: its insert and delete events are left out, and that
+write's events in that partition are ``delete`` and ``insert`` rows (a postimage would have no
+preimage).
 Like Delta's change feed, a pre- and a postimage are not linked by a key: pair them by the
 table's own key (its ``bucket_by`` columns, which an UPDATE cannot change, are one).
 
@@ -144,8 +148,19 @@ class _Feed:
         check_recorded(table.location, state, self.write_ids, record, listed)
         splits = with_recorded_rows(table.location, splits, record)
         relative = afs.relative(table.location, partition.path)
-        return [*self._inserted(partition, splits, relative),
-                *self._deleted(partition, state, splits, relative)]
+        deletes = self._delete_events(partition.path, state)
+        # a row that its own write id inserted and deleted (an insert then a delete or an
+        # update in one transaction) was never visible outside that write: neither its
+        # insert nor its delete event is a change, and a consumer that applies a write's
+        # deletes before its inserts would otherwise bring the row back
+        own = pc.equal(deletes["writeid"], deletes["_write_id"])
+        cancelled = deletes.filter(own).select(list(_KEYS))
+        # an UPDATE's postimage of such a row would have no preimage: as with a MERGE that
+        # updates and deletes, that write's events become plain deletes and inserts
+        plain = set(cancelled["writeid"].to_pylist())
+        return [*self._inserted(partition, splits, relative, cancelled, plain),
+                *self._deleted(partition, splits, relative, deletes.filter(pc.invert(own)),
+                               plain)]
 
     def _state(self, partition: PartitionDir) -> AcidState:
         try:
@@ -170,9 +185,10 @@ class _Feed:
                     partition_schema=info.partition_schema, with_row_id=True, threads=1,
                     planned=bare).to_table()
 
-    def _inserted(self, partition: PartitionDir, splits: Sequence[Split], relative: str
-                  ) -> list[pa.Table]:
-        """The insert events of the range: new rows and update postimages."""
+    def _inserted(self, partition: PartitionDir, splits: Sequence[Split], relative: str,
+                  cancelled: pa.Table, plain: set[int]) -> list[pa.Table]:
+        """The insert events of the range: new rows and update postimages, less the rows
+        ``cancelled`` names (deleted by the write id that inserted them)."""
         fresh = [s for s in splits if s.max_write_id >= self.start
                  and s.min_write_id <= self.end]
         if not fresh:
@@ -182,19 +198,22 @@ class _Feed:
         inside = pc.and_(pc.greater_equal(keys["writeid"], self.start),
                          pc.less_equal(keys["writeid"], self.end))
         rows, keys = rows.filter(inside), keys.filter(inside)
+        if cancelled.num_rows:
+            kept = keys.append_column("_at", pa.array(np.arange(keys.num_rows))).join(
+                cancelled, list(_KEYS), join_type="left anti").sort_by("_at")["_at"]
+            rows, keys = rows.take(kept), keys.take(kept)
         kinds = []
         for w, bucket in zip(keys["writeid"].to_pylist(), keys["bucketid"].to_pylist(),
                              strict=True):
             meaning = self.meanings[(w, relative)]
-            post = meaning.updates and BucketCodec.decode(bucket)[1] in \
+            post = meaning.updates and w not in plain and BucketCodec.decode(bucket)[1] in \
                 meaning.postimage_statements
             kinds.append("update_postimage" if post else "insert")
         return [_labelled(rows, kinds, keys["writeid"])]
 
-    def _deleted(self, partition: PartitionDir, state: AcidState, splits: Sequence[Split],
-                 relative: str) -> list[pa.Table]:
-        """The delete events of the range, with the values of the rows they delete."""
-        deletes = self._delete_events(partition.path, state)
+    def _deleted(self, partition: PartitionDir, splits: Sequence[Split], relative: str,
+                 deletes: pa.Table, plain: set[int]) -> list[pa.Table]:
+        """The delete events ``deletes``, with the values of the rows they delete."""
         if not deletes.num_rows:
             return []
         buckets = {BucketCodec.decode(b)[0] for b in set(deletes["bucketid"].to_pylist())}
@@ -211,7 +230,8 @@ class _Feed:
                 "rows whose insert events are no longer there (first: "
                 f"{missing.slice(0, 1).to_pylist()[0]})")
         found = found.sort_by("_event")
-        kinds = ["update_preimage" if self.meanings[(w, relative)].updates else "delete"
+        kinds = ["update_preimage" if self.meanings[(w, relative)].updates and w not in plain
+                 else "delete"
                  for w in found["_write_id"].to_pylist()]
         return [_labelled(rows.take(found["_at"]), kinds, found["_write_id"])]
 

@@ -50,7 +50,7 @@ from acidstore.metastore import (
 )
 from acidstore.metastore.conflicts import conflict_error
 from acidstore.read.keys import KeyArrays
-from acidstore.read.registry import directory_delete_keys
+from acidstore.read.registry import directory_delete_keys, write_delete_keys
 from acidstore.transaction_heartbeat import Heartbeat
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
@@ -384,7 +384,7 @@ class Transaction:
             ours = _ours_against(self._components, other)
             if ours and _by_rows(ours, other):
                 for path in self._delete_paths(other.table, other.directories):
-                    keys.prefetch(path)
+                    keys.prefetch(path, other.write_id)
                 if not self._deleted.get((other.table, other.partition)):
                     for path in self._delete_paths(
                             other.table, [d for c in ours for d in c.directories]):
@@ -398,9 +398,18 @@ class Transaction:
         lock: files are read only for writes ``_read_conflict_files`` did not see."""
         for other in overlapping:
             ours = _ours_against(mine, other)
+            theirs = [keys.of_write(p, other.write_id)
+                      for p in self._delete_paths(other.table, other.directories)] if (
+                ours and _by_rows(ours, other)) else []
+            if ours and None in theirs:
+                raise conflict_error(
+                    self.txn_id, None, other.table, partition=other.partition,
+                    operation=ours[0].operation, other=other,
+                    detail=": a compaction folded its delete events into a base (and the "
+                    "cleaner removed its delete delta), so the rows it changed cannot be told")
             if ours and (not _by_rows(ours, other) or _intersects(
                     self._own_deletes(other.table, other.partition, ours, keys),
-                    [keys.of(p) for p in self._delete_paths(other.table, other.directories)])):
+                    [k for k in theirs if k is not None])):
                 raise conflict_error(self.txn_id, None, other.table,
                                      partition=other.partition, operation=ours[0].operation,
                                      other=other)
@@ -434,6 +443,7 @@ class _DeleteKeys:
     def __init__(self, fs: pafs.FileSystem) -> None:
         self._fs = fs
         self._known: dict[str, KeyArrays] = {}
+        self._by_write: dict[str, KeyArrays | None] = {}
 
     def of(self, path: str) -> KeyArrays:
         keys = self._known.get(path)
@@ -441,10 +451,28 @@ class _DeleteKeys:
             keys = self._known[path] = directory_delete_keys(self._fs, path)
         return keys
 
-    def prefetch(self, path: str) -> None:
-        """``of`` without its errors: they are raised again when the check asks."""
+    def of_write(self, path: str, write_id: int) -> KeyArrays | None:
+        """The ROW__IDs a committed write deleted in its delete delta ``path``; once the
+        cleaner removed that directory (a compaction replaced it), from the compaction's
+        delete deltas, or None when a base holds them and they cannot be told apart."""
+        key = f"{path}@{write_id}"
+        if key in self._by_write:
+            return self._by_write[key]
+        if self._fs.get_file_info(path).type == pafs.FileType.Directory:
+            keys: KeyArrays | None = self.of(path)
+        else:
+            keys = write_delete_keys(self._fs, path.rsplit("/", 1)[0], write_id)
+        self._by_write[key] = keys
+        return keys
+
+    def prefetch(self, path: str, write_id: int | None = None) -> None:
+        """``of`` (``of_write`` given the write id) without its errors: they are raised
+        again when the check asks."""
         with contextlib.suppress(AcidStoreError, OSError):
-            self.of(path)
+            if write_id is None:
+                self.of(path)
+            else:
+                self.of_write(path, write_id)
 
 
 def _ours_against(mine: Sequence[WriteComponent], other: CommittedWrite

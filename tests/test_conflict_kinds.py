@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 import pyarrow as pa
 import pytest
@@ -111,6 +112,31 @@ def test_updates_of_different_rows_do_not_conflict(table: tuple[Warehouse, Table
     t.update("id = 2", {"v": "v + 5"})
     slow.commit()
     assert rows(t) == [(1, 1, "a"), (2, 5, "a"), (3, 0, "b")]
+
+
+@pytest.mark.parametrize("kind", ["minor", "major"])
+def test_a_conflict_is_found_after_the_cleaner_removed_the_winners_delete_delta(
+        table: tuple[Warehouse, Table], kind: Literal["minor", "major"]) -> None:
+    """A compaction and the cleaner ran between the two commits: the winner's delete events
+    are then only in the compaction's output. Reading its removed directory as "no deletes"
+    used to let both updates of row 1 commit (two versions of it visible)."""
+    wh, t = table
+    slow = wh.transaction()  # its snapshot; its write id (taken by its first write) is
+    t.update("id = 1", {"v": "v + 5"})  # above the winner's, so compaction can cover that
+    slow.table("db.t").update("id = 1", {"v": "v + 1"})
+    t.optimize(kind)
+    t.vacuum(retention_seconds=0)
+    with pytest.raises(ConcurrentDeleteDeleteError):
+        slow.commit()
+    assert rows(t) == [(1, 5, "a"), (2, 0, "a"), (3, 0, "b")]
+    if kind == "minor":  # the compaction's delete delta still tells different rows apart
+        other = wh.transaction()
+        t.update("id = 1", {"v": "v + 1"})
+        other.table("db.t").update("id = 2", {"v": "v + 1"})
+        t.optimize("minor")
+        t.vacuum(retention_seconds=0)
+        other.commit()
+        assert rows(t) == [(1, 6, "a"), (2, 1, "a"), (3, 0, "b")]
 
 
 # --- isolation levels ----------------------------------------------------------------------------

@@ -22,7 +22,12 @@ import pyarrow.fs as pafs
 
 from acidstore import fs as afs
 from acidstore.errors import CorruptFileError
-from acidstore.layout import is_bucket_file
+from acidstore.layout import (
+    ParsedBase,
+    is_acid_directory_name,
+    is_bucket_file,
+    parse_directory,
+)
 from acidstore.orc.io import OrcFile, RowKey
 from acidstore.orc.schema import BUCKET, CURRENT_TRANSACTION, ORIGINAL_TRANSACTION, ROW_ID
 from acidstore.read.delete_batch import SMALL_DELETE_BYTES, small_delete_events
@@ -43,6 +48,7 @@ __all__ = [
     "DeleteRegistry",
     "delete_events",
     "directory_delete_keys",
+    "write_delete_keys",
     "in_write_id_range",
     "load_registry",
 ]
@@ -203,6 +209,39 @@ def directory_delete_keys(fs: pafs.FileSystem, directory: str) -> KeyArrays:
         columns = orc.physical_columns(DELETE_COLUMNS[:3], [])
         parts.extend(key_arrays(orc.canonical(orc.read_stripe(i, columns)))
                      for i in range(orc.nstripes))
+    return _joined(parts)
+
+
+def write_delete_keys(fs: pafs.FileSystem, partition: str, write_id: int) -> KeyArrays | None:
+    """The ROW__IDs ``write_id`` deleted in ``partition``, read from the delete deltas a
+    compaction made, once the cleaner removed the write's own delete delta; used by the
+    conflict check, which must not take "no directory" for "no deletes" (a lost update).
+
+    None when a base covers the write id (a major compaction or an overwrite folded the events
+    away, so the rows it deleted can no longer be told); empty when nothing covers it: the
+    write recorded a delete delta it never wrote (a DELETE that matched no row).
+    """
+    covering: list[str] = []
+    for entry in afs.list_dir(fs, partition):
+        if not entry.is_dir or not is_acid_directory_name(entry.name):
+            continue
+        parsed = parse_directory(entry.name)
+        if isinstance(parsed, ParsedBase):
+            if parsed.write_id >= write_id:
+                return None
+        elif parsed.delete and parsed.min_write_id <= write_id <= parsed.max_write_id:
+            covering.append(afs.join(partition, entry.name))
+    parts: list[KeyArrays] = []
+    for directory in covering:
+        for entry in afs.list_dir(fs, directory):
+            if entry.is_dir or not is_bucket_file(entry.name) or entry.size == 0:
+                continue
+            orc = OrcFile(fs, afs.join(directory, entry.name))
+            columns = orc.physical_columns(DELETE_COLUMNS, [])
+            for i in range(orc.nstripes):
+                batch = orc.canonical(orc.read_stripe(i, columns))
+                mine = current_write_ids(batch) == write_id
+                parts.append(key_arrays(batch).take(mine))
     return _joined(parts)
 
 
