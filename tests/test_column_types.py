@@ -327,3 +327,20 @@ def test_nested_timestamps_no_reader_can_read_back_are_refused(
         t.merge(pa.table({"id": [1], "c": pa.array([value], kind)}), "t.id = s.id"
                 ).when_matched_update({"c": "s.c"}).execute()
     assert wh.table("db.t").to_arrow().sort_by("id").column("id").to_pylist() == [1, 2]
+
+
+def test_doubles_beyond_float32_are_refused_not_stored_as_infinity(wh: Warehouse) -> None:
+    """Arrow's safe cast made 1e39 into a float column inf; SQL (DuckDB's CAST, Spark's
+    ANSI cast) refuses it as out of range. Infinity and NaN themselves are still taken."""
+    t = wh.create_table("db.f", pa.schema([("id", pa.int64()), ("f", pa.float32())]))
+    t.insert(pa.table({"id": [1, 2], "f": [float("-inf"), float("nan")]}))
+    with pytest.raises(SchemaMismatchError, match=r"column 'f'.*1e\+39 is out of range"):
+        t.insert(pa.table({"id": [3], "f": [1e39]}))
+    with pytest.raises(SchemaMismatchError, match=r"out of range for float"):
+        t.update("id = 1", {"f": "-1e39"})
+    with pytest.raises(SchemaMismatchError, match=r"out of range for float"):
+        t.merge(pa.table({"id": [2], "x": [3.5e38]}), "t.id = s.id"
+                ).when_matched_update({"f": "s.x"}).execute()
+    t.update("id = 1", {"f": "'inf'"})
+    back = t.to_arrow().sort_by("id").column("f").to_pylist()
+    assert back[0] == float("inf") and back[1] != back[1]
