@@ -46,7 +46,7 @@ from acidstore.layout import is_acid_directory_name, is_hidden, original_file_na
 from acidstore.metastore import OriginalFile, SqliteMetastore
 from acidstore.partitions import parse_partition_path, partition_path
 from acidstore.write.conform import canonical_partition_values
-from acidstore.write.timestamps import check_timestamps
+from acidstore.write.timestamps import check_timestamps, holds_timestamps
 
 if TYPE_CHECKING:
     from acidstore.table import Table
@@ -280,7 +280,7 @@ def _check_timestamps(fs: pafs.FileSystem, found: list[_Found], name: str) -> No
             reader = pq.ParquetFile(f) if item.format == "parquet" else po.ORCFile(f)
             schema = reader.schema_arrow if item.format == "parquet" else reader.schema
             for field in schema:
-                if not pa.types.is_timestamp(field.type):
+                if not holds_timestamps(field.type):  # nested ones too: stored alike
                     continue
                 column = _read_column(reader, item, field.name)
                 if item.format == "parquet":

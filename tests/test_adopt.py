@@ -363,3 +363,23 @@ def test_one_typed_value_spelled_several_ways_lands_in_one_directory(
     t.insert_overwrite(pa.table({"id": [99], "p": pa.array([value], kind)}))
     assert t.to_arrow().column("id").to_pylist() == [99]
     assert wh.fsck().num_rows == 0
+
+
+def test_nested_timestamps_no_reader_can_read_back_are_refused_before_anything_moves(
+        wh: Warehouse, tmp_path: Path) -> None:
+    """A Parquet file's list of timestamps is rewritten as ORC like a top-level timestamp:
+    one outside pyarrow's nanosecond range used to be adopted and leave the table
+    unreadable (CorruptFileError on every read)."""
+    source = tmp_path / "lake"
+    source.mkdir()
+    culprit = source / "b.parquet"
+    pq.write_table(pa.table({"id": [1], "tl": pa.array([[datetime(3000, 1, 1)]],
+                                                       pa.list_(pa.timestamp("us")))}),
+                   str(culprit))
+    before = files_below(source)
+    with pytest.raises(SchemaMismatchError, match=r"column 'tl\.\w+' holds 3000") as caught:
+        wh.adopt_table("db.t", source)
+    assert str(culprit) in str(caught.value)
+    assert files_below(source) == before
+    with pytest.raises(TableNotFoundError):
+        wh.table("db.t")

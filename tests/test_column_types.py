@@ -295,3 +295,52 @@ def test_integers_into_a_decimal_column_are_taken_when_they_fit(wh: Warehouse) -
     t.update("id = 2", {"price": "12"})
     assert t.to_arrow().sort_by("id").column("price").to_pylist() == [
         Decimal("5.00"), Decimal("12.00"), Decimal("-7.00")]
+
+
+#: (nested type, one value with a timestamp no reader can read back, the path the error names)
+NESTED_UNREADABLE: list[tuple[pa.DataType, Any, str]] = [
+    (pa.list_(pa.timestamp("us")), [dt.datetime(3000, 1, 1)], "'c.item'"),
+    (pa.list_(pa.timestamp("us")), [dt.datetime(1969, 12, 31, 23, 59, 59, 500_000)],
+     "'c.item'"),
+    (pa.struct([("t", pa.timestamp("ms"))]), {"t": dt.datetime(1500, 1, 1)}, "'c.t'"),
+    (pa.map_(pa.timestamp("s"), pa.int32()), [(dt.datetime(2500, 1, 1), 1)], "'c.key'"),
+    (pa.map_(pa.string(), pa.list_(pa.struct([("t", pa.timestamp("ns"))]))),
+     [("k", [{"t": dt.datetime(1960, 1, 1, 0, 0, 0, 5)}])], "'c.value.item.t'"),
+]
+
+
+@pytest.mark.parametrize(("kind", "value", "where"), NESTED_UNREADABLE,
+                         ids=lambda v: str(v)[:40])
+def test_nested_timestamps_no_reader_can_read_back_are_refused(
+        wh: Warehouse, kind: pa.DataType, value: Any, where: str) -> None:
+    """A timestamp inside a list, struct or map is stored as a top-level one is: one outside
+    pyarrow's nanosecond range used to be written and then made every read of the table a
+    CorruptFileError; one before 1970 with a fraction, unreadable by Hive and Spark."""
+    t = wh.create_table("db.t", pa.schema([("id", pa.int64()), ("c", kind)]))
+    fine = {pa.types.is_list: [dt.datetime(2000, 1, 1)], pa.types.is_struct: {"t": None},
+            pa.types.is_map: []}
+    kept = next(v for test, v in fine.items() if test(kind))
+    t.insert(pa.table({"id": [1, 2], "c": pa.array([kept, None], kind)}))
+    with pytest.raises(SchemaMismatchError, match=f"column {where} holds"):
+        t.insert(pa.table({"id": [3, 4], "c": pa.array([kept, value], kind)}))
+    with pytest.raises(SchemaMismatchError, match=f"column {where} holds"):
+        t.merge(pa.table({"id": [1], "c": pa.array([value], kind)}), "t.id = s.id"
+                ).when_matched_update({"c": "s.c"}).execute()
+    assert wh.table("db.t").to_arrow().sort_by("id").column("id").to_pylist() == [1, 2]
+
+
+def test_doubles_beyond_float32_are_refused_not_stored_as_infinity(wh: Warehouse) -> None:
+    """Arrow's safe cast made 1e39 into a float column inf; SQL (DuckDB's CAST, Spark's
+    ANSI cast) refuses it as out of range. Infinity and NaN themselves are still taken."""
+    t = wh.create_table("db.f", pa.schema([("id", pa.int64()), ("f", pa.float32())]))
+    t.insert(pa.table({"id": [1, 2], "f": [float("-inf"), float("nan")]}))
+    with pytest.raises(SchemaMismatchError, match=r"column 'f'.*1e\+39 is out of range"):
+        t.insert(pa.table({"id": [3], "f": [1e39]}))
+    with pytest.raises(SchemaMismatchError, match=r"out of range for float"):
+        t.update("id = 1", {"f": "-1e39"})
+    with pytest.raises(SchemaMismatchError, match=r"out of range for float"):
+        t.merge(pa.table({"id": [2], "x": [3.5e38]}), "t.id = s.id"
+                ).when_matched_update({"f": "s.x"}).execute()
+    t.update("id = 1", {"f": "'inf'"})
+    back = t.to_arrow().sort_by("id").column("f").to_pylist()
+    assert back[0] == float("inf") and back[1] != back[1]

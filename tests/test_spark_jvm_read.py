@@ -159,6 +159,25 @@ def test_partition_values_of_every_type(spark: SparkSession, tmp_path: Path) -> 
         assert spark_rows(df) == arrow_rows(t.to_arrow())
 
 
+def test_nanosecond_timestamp_partitions_are_truncated_as_the_columns_are(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """Spark holds microseconds: a nanosecond partition value (``p=2000-01-01
+    00:00:00.000000001``) is truncated as a nanosecond column is and as the Python data
+    source does. ``toDF()`` used to fail planning with pyarrow's untyped ArrowInvalid."""
+    schema = pa.schema([("id", pa.int64()), ("p", pa.timestamp("ns"))])
+    moment = pa.scalar(946_684_800_000_000_001, pa.timestamp("ns"))
+    with acidstore.connect(tmp_path / "wh") as wh:
+        t = wh.create_table("db.p", schema, partition_by=["p"])
+        t.insert(pa.table({"id": [1, 2], "p": pa.array([moment, None], pa.timestamp("ns"))}))
+        df = _at(spark, t).toDF()
+        assert reads_on_jvm(df)
+        source = spark.read.format("acidstore").option("warehouse", str(tmp_path / "wh")
+                                                       ).load("db.p")
+        expected = [(1, dt.datetime(2000, 1, 1)), (2, None)]
+        assert sorted(tuple(r) for r in df.collect()) == expected
+        assert sorted(tuple(r) for r in source.collect()) == expected
+
+
 def test_a_file_larger_than_a_task_is_read_as_stripe_ranges(
         spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """One large file (an unbucketed table's single file) is cut into stripe ranges, one task

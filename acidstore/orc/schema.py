@@ -129,6 +129,15 @@ def cast_to(array: pa.Array | pa.ChunkedArray, target: pa.DataType, what: str
         cast = pc.cast(array, target, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise SchemaMismatchError(f"{what} ({exc})") from exc
+    if pa.types.is_float32(target) and (pa.types.is_float64(array.type)
+                                        or pa.types.is_decimal(array.type)):
+        # Arrow's safe cast turns a finite value beyond float32's range into infinity
+        # (1e39 -> inf) where SQL (DuckDB, Spark's ANSI cast) refuses it as out of range
+        overflowed = pc.fill_null(pc.and_(pc.is_inf(cast), pc.is_finite(
+            pc.cast(array, pa.float64()))), False)
+        if pc.any(overflowed).as_py():
+            first = pc.filter(array, overflowed)[0].as_py()
+            raise SchemaMismatchError(f"{what} ({first!r} is out of range for {target})")
     if pa.types.is_floating(array.type) and pa.types.is_decimal(target):
         # Arrow's safe cast rounds a double to the decimal's scale (0.129 -> 0.13): keep only
         # values that are the double closest to their decimal, as 0.1 is to 0.10

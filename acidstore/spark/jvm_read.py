@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import DecimalType
@@ -101,7 +102,9 @@ def _partition_value(value: str | None, field: pa.Field, where: str) -> bytes:
     if pa.types.is_date(kind):
         array = array.cast(pa.date32()).cast(pa.int32())
     elif pa.types.is_timestamp(kind):
-        array = array.cast(pa.timestamp("us")).cast(pa.int64())
+        # Spark holds microseconds: a nanosecond value is truncated, as a nanosecond column
+        # is by the readers and the Python data source (a safe cast raised ArrowInvalid)
+        array = pc.cast(array, pa.timestamp("us"), safe=False).cast(pa.int64())
     return b"\x01" + struct.pack(">q", array[0].as_py())
 
 

@@ -4,10 +4,14 @@ pyarrow's ORC reader decodes timestamps at nanosecond resolution, so a value out
 1677-09-21 .. 2262-04-11 is written fine and then makes every read of its file fail. Java's
 ORC reader (Hive, Spark) rejects the negative nanosecond field pyarrow's writer stores for a
 time before 1970 with a fraction of a second. A write refuses both, naming the column and
-the value, rather than leave a file that some engine cannot read.
+the value, rather than leave a file that some engine cannot read. Timestamps inside lists,
+structs and maps are stored the same way, so they are checked the same way (the column's
+dotted path, ``c.item``, ``s.t``, ``m.key``, names them).
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -15,20 +19,67 @@ import pyarrow.compute as pc
 
 from acidstore.errors import SchemaMismatchError
 
-__all__ = ["check_timestamps"]
+__all__ = ["check_timestamps", "holds_timestamps"]
 
 _PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 _NS_LIMIT = 2**63 - 1  # nanoseconds either side of the epoch that pyarrow's reader can hold
 
 
 def check_timestamps(rows: pa.Table, where: str) -> None:
-    """Raise SchemaMismatchError for the first timestamp no reader of ours can read back."""
+    """Raise SchemaMismatchError for the first timestamp no reader of ours can read back,
+    in a top-level column or nested in a list, struct or map (ORC stores those alike)."""
     for field in rows.schema:
-        if not pa.types.is_timestamp(field.type):
+        if pa.types.is_timestamp(field.type):
+            if not _all_readable(rows.column(field.name), field.type):
+                _check_values(rows, field, where)
             continue
-        if _all_readable(rows.column(field.name), field.type):
+        if not holds_timestamps(field.type):
             continue
-        _check_values(rows, field, where)
+        for path, values in _nested_timestamps(field.name, rows.column(field.name)):
+            if not _all_readable(values, values.type):
+                leaf = pa.table({path: values})
+                _check_values(leaf, leaf.schema.field(0), where)
+
+
+def holds_timestamps(kind: pa.DataType) -> bool:
+    """Whether a nested type has a timestamp anywhere inside it."""
+    if pa.types.is_timestamp(kind):
+        return True
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) \
+            or pa.types.is_fixed_size_list(kind):
+        return holds_timestamps(kind.value_type)
+    if pa.types.is_map(kind):
+        return holds_timestamps(kind.key_type) or holds_timestamps(kind.item_type)
+    if pa.types.is_struct(kind):
+        return any(holds_timestamps(kind.field(i).type) for i in range(kind.num_fields))
+    return False
+
+
+def _nested_timestamps(path: str, column: pa.ChunkedArray
+                       ) -> Iterator[tuple[str, pa.ChunkedArray]]:
+    """Every timestamp leaf of a nested column, as (dotted path, the values stored there).
+    ``flatten`` follows the offsets of a sliced array and leaves out values under a NULL
+    struct, so only values the file holds are judged."""
+    kind = column.type
+    if pa.types.is_timestamp(kind):
+        yield path, column
+    elif pa.types.is_list(kind) or pa.types.is_large_list(kind) \
+            or pa.types.is_fixed_size_list(kind):
+        if holds_timestamps(kind.value_type):
+            yield from _nested_timestamps(f"{path}.{kind.value_field.name}",
+                                          pc.list_flatten(column))
+    elif pa.types.is_map(kind):
+        for name, part, inner in (("key", "keys", kind.key_type),
+                                  ("value", "items", kind.item_type)):
+            if holds_timestamps(inner):
+                yield from _nested_timestamps(f"{path}.{name}", pa.chunked_array(
+                    [_map_part(chunk, part) for chunk in column.chunks], inner))
+    elif pa.types.is_struct(kind):
+        fields = column.flatten()
+        for index in range(kind.num_fields):
+            if holds_timestamps(kind.field(index).type):
+                yield from _nested_timestamps(f"{path}.{kind.field(index).name}",
+                                              fields[index])
 
 
 def _all_readable(column: pa.ChunkedArray, kind: pa.TimestampType) -> bool:
@@ -71,3 +122,12 @@ def _shown(value: np.int64, kind: pa.TimestampType) -> str:
         return str(pa.scalar(int(value), pa.int64()).cast(kind))
     except (OverflowError, ValueError, pa.ArrowInvalid):
         return f"{int(value)} {kind.unit} from 1970-01-01 (beyond years 1-9999)"
+
+
+def _map_part(chunk: pa.MapArray, part: str) -> pa.Array:
+    """The keys or items of the maps in ``chunk`` alone: ``MapArray.keys`` is the whole
+    child array even when ``chunk`` is a slice of a larger one."""
+    offsets = chunk.offsets
+    start, end = offsets[0].as_py(), offsets[-1].as_py()
+    values: pa.Array = getattr(chunk, part)
+    return values.slice(start, end - start)
