@@ -9,17 +9,22 @@ MATCHED clause whose condition holds; a target row matched by more than one sour
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from acidstore.errors import InvalidInputError
 from acidstore.statement_merge import MergeClause, MergeSpec, clause_values
+from acidstore.write.conform import refuse_zone_drop
 
 if TYPE_CHECKING:
     from acidstore.table import Table, WriteResult
 
 __all__ = ["MergeBuilder"]
+
+#: a value that is one source column, ``s.ts`` or ``s."ts"``
+_SOURCE_COLUMN = re.compile(r'(?P<alias>[A-Za-z_][A-Za-z0-9_]*)\.(?P<q>"?)(?P<name>[^".]+)(?P=q)')
 
 
 class MergeBuilder:
@@ -67,7 +72,31 @@ class MergeBuilder:
         """Run the MERGE in the table's transaction (or its own); returns counts in
         ``metrics``: source rows, target rows updated, deleted and inserted."""
         source_alias, target_alias = self._aliases
+        self._refuse_zone_drops(source_alias)
         spec = MergeSpec.build(self._source, self._condition, source_alias=source_alias,
                                target_alias=target_alias, matched=self._matched,
                                not_matched=self._not_matched)
         return self._table.execute_merge(spec)
+
+    def _refuse_zone_drops(self, alias: str) -> None:
+        """A zoned source timestamp a clause copies into a column without a zone is refused,
+        as ``insert`` refuses it (``refuse_zone_drop``): the cast would keep the UTC wall
+        clock and drop the zone. Copies are SET * / INSERT * (same names) and values that
+        are just a source column (``s.ts``); an expression over one is the user's SQL."""
+        names = {n.lower(): n for n in self._source.column_names}
+        copied: dict[str, str] = {}  # target column -> source column
+        for clause in self._matched + self._not_matched:
+            if clause.kind == "delete":
+                continue
+            if clause.values is None:
+                copied.update((n, names[n.lower()]) for n in self._table.schema.names
+                              if n.lower() in names)
+                continue
+            for column, text in clause.values:
+                found = _SOURCE_COLUMN.fullmatch(text.strip())
+                if found and found["alias"].lower() == alias.lower() and \
+                        found["name"].lower() in names:
+                    copied[column] = names[found["name"].lower()]
+        if copied:
+            refuse_zone_drop(pa.table({t: self._source.column(s) for t, s in copied.items()}),
+                             self._table.schema, where=f"table {self._table.name} (MERGE)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import pytest
 import acidstore
 from acidstore import Warehouse
 from acidstore.errors import CorruptFileError, InvalidInputError, SchemaMismatchError
+from acidstore.merge import MergeBuilder
 from acidstore.orc.io import write_event_file, write_orc_file
 from acidstore.orc.schema import event_schema
 from acidstore.orc.stream import EventFileWriter
@@ -247,6 +249,28 @@ def test_a_pandas_column_of_mixed_values_is_refused_by_name(wh: Warehouse) -> No
 
 
 # --- zoned timestamps -------------------------------------------------------------------------
+
+
+def test_a_merge_does_not_drop_the_zone_an_insert_refuses_to_drop(wh: Warehouse) -> None:
+    """A zoned source timestamp copied into a column without a zone (INSERT *, UPDATE SET *,
+    ``s.ts``) kept the UTC wall clock: 10:00 at +05:00 came back as 05:00. ``insert``
+    refuses that; so does MERGE now, while an expression over it stays the user's SQL."""
+    t = wh.create_table("db.z", pa.schema([("id", pa.int64()), ("ts", pa.timestamp("us"))]))
+    t.insert(pa.table({"id": [1], "ts": [TS]}))
+    zoned = pa.table({"id": [1, 2], "ts": pa.array(
+        [dt.datetime(2024, 1, 1, 5, tzinfo=dt.UTC)] * 2, pa.timestamp("us", tz="+05:00"))})
+    merges: list[Callable[[MergeBuilder], MergeBuilder]] = [
+        lambda m: m.when_not_matched_insert_all(),
+        lambda m: m.when_matched_update_all(),
+        lambda m: m.when_matched_update({"ts": "s.ts"}),
+        lambda m: m.when_not_matched_insert({"id": "s.id", "ts": 's."ts"'}),
+    ]
+    for clauses in merges:
+        with pytest.raises(SchemaMismatchError, match=r"'ts' of table db\.z.*zone"):
+            clauses(t.merge(zoned, "t.id = s.id")).execute()
+    assert t.to_arrow().to_pylist() == [{"id": 1, "ts": TS}]
+    t.merge(zoned.select(["id"]), "t.id = s.id").when_matched_delete().execute()  # no copy
+    assert t.to_arrow().num_rows == 0
 
 
 def test_a_zoned_column_keeps_its_declared_zone(tmp_path: Path) -> None:
