@@ -49,16 +49,15 @@ import pyarrow.compute as pc
 from acidstore import fs as afs
 from acidstore.directory import AcidState, acid_state
 from acidstore.errors import AcidStoreError, InvalidInputError, NotEnoughHistoryError
-from acidstore.layout import ParsedDelta, is_bucket_file
+from acidstore.layout import ParsedDelta
 from acidstore.metastore import WriteComponent
 from acidstore.orc.codec import BucketCodec
-from acidstore.orc.io import OrcFile
 from acidstore.orc.schema import ROW_ID_COLUMN, ROW_ID_TYPE
 from acidstore.read.keys import current_write_ids, key_arrays, valid_write_id_mask
 from acidstore.read.plan import Listed, Split, plan_partition
 from acidstore.read.record_check import check_recorded, with_recorded_rows
 from acidstore.read.recorded import SnapshotRecord
-from acidstore.read.registry import DELETE_COLUMNS
+from acidstore.read.registry import delete_event_batches
 from acidstore.read.scan import PartitionDir, Scan
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
@@ -243,21 +242,14 @@ class _Feed:
             parsed = state.delta_info[name]
             if parsed.max_write_id < start or parsed.min_write_id > end:
                 continue
-            directory = afs.join(root, name)
-            for entry in afs.list_dir(fs, directory):
-                if entry.is_dir or not is_bucket_file(entry.name) or entry.size == 0:
-                    continue
-                orc = OrcFile(fs, afs.join(directory, entry.name))
-                columns = orc.physical_columns(DELETE_COLUMNS, [])
-                for stripe in range(orc.nstripes):
-                    batch = orc.canonical(orc.read_stripe(stripe, columns))
-                    keys, current = key_arrays(batch), current_write_ids(batch)
-                    keep = (current >= start) & (current <= end) & valid_write_id_mask(
-                        current, self.write_ids)
-                    parts.append(pa.table({
-                        "writeid": keys.write_id[keep], "bucketid": keys.bucket[keep],
-                        "rowid": keys.row_id[keep], "_write_id": current[keep]},
-                        schema=_EMPTY_DELETES.schema))
+            for batch in delete_event_batches(fs, afs.join(root, name)):
+                keys, current = key_arrays(batch), current_write_ids(batch)
+                keep = (current >= start) & (current <= end) & valid_write_id_mask(
+                    current, self.write_ids)
+                parts.append(pa.table({
+                    "writeid": keys.write_id[keep], "bucketid": keys.bucket[keep],
+                    "rowid": keys.row_id[keep], "_write_id": current[keep]},
+                    schema=_EMPTY_DELETES.schema))
         return pa.concat_tables(parts)
 
 

@@ -121,6 +121,14 @@ def test_an_emptied_metastore_file_beside_tables_is_refused(tmp_path: Path) -> N
 # --- committed directories and files that went missing (issue 13.5) ---------------------------
 
 
+def refused_as_copies(actions: list[Callable[[], object]], copy: Path) -> None:
+    """Each action stops on ``copy`` with a ``StrayPathError`` naming it."""
+    for action in actions:
+        with pytest.raises(StrayPathError, match="copied in by hand") as caught:
+            action()
+        assert caught.value.path == str(copy)
+
+
 @pytest.fixture
 def flat(wh: Warehouse) -> Table:
     t = wh.create_table("db.f", SCHEMA, partition_by=["dt", "h"], bucket_by=["id"], buckets=2)
@@ -389,13 +397,9 @@ def test_a_directory_copied_under_a_committed_write_id_is_refused(
     rows = flat.to_arrow().sort_by("id")
     partition = Path(flat.location, "dt=x", "h=1")
     shutil.copytree(partition / source, partition / copy)
-    actions: list[Callable[[], object]] = [
-        flat.to_arrow, lambda: flat.delete("id = 5"), lambda: compact(flat, "major"),
-        lambda: list(flat.changes(1, 3))]
-    for action in actions:
-        with pytest.raises(StrayPathError, match="copied in by hand") as caught:
-            action()
-        assert caught.value.path == str(partition / copy)
+    refused_as_copies([flat.to_arrow, lambda: flat.delete("id = 5"),
+                       lambda: compact(flat, "major"), lambda: list(flat.changes(1, 3))],
+                      partition / copy)
     shutil.rmtree(partition / copy)
     assert flat.to_arrow().sort_by("id").equals(rows)
 
@@ -415,12 +419,8 @@ def test_a_compacted_base_copied_under_a_write_id_is_refused(flat: Table, copy: 
     partition = base.parent
     shutil.copytree(base, partition / copy)
     assert (partition / copy / "_metadata_acid").exists()
-    actions: list[Callable[[], object]] = [
-        flat.to_arrow, lambda: flat.delete("id = 7"), lambda: compact(flat, "major")]
-    for action in actions:
-        with pytest.raises(StrayPathError, match="copied in by hand") as caught:
-            action()
-        assert caught.value.path == str(partition / copy)
+    refused_as_copies([flat.to_arrow, lambda: flat.delete("id = 7"),
+                       lambda: compact(flat, "major")], partition / copy)
     shutil.rmtree(partition / copy)
     assert flat.to_arrow().sort_by("id").equals(rows)
 

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
 import pyarrow.fs as pafs
 
 from acidstore import fs as afs
@@ -47,10 +48,11 @@ __all__ = [
     "DeleteCache",
     "DeleteRegistry",
     "delete_events",
+    "delete_event_batches",
     "directory_delete_keys",
-    "write_delete_keys",
     "in_write_id_range",
     "load_registry",
+    "write_delete_keys",
 ]
 
 DEFAULT_DELETE_EVENT_LIMIT = 10_000_000
@@ -198,18 +200,25 @@ def delete_events(fs: pafs.FileSystem, source: DeleteSource, write_ids: ValidWri
         yield keys if bool(valid.all()) else keys.take(valid)
 
 
-def directory_delete_keys(fs: pafs.FileSystem, directory: str) -> KeyArrays:
-    """Every delete event's ROW__ID in one delete-delta directory (all bucket files), as a
-    committed transaction wrote them; used to find rows two transactions both changed."""
-    parts: list[KeyArrays] = []
+def delete_event_batches(fs: pafs.FileSystem, directory: str,
+                         columns: Sequence[str] = DELETE_COLUMNS) -> Iterator[pa.RecordBatch]:
+    """The delete events of one delete-delta directory, stripe by stripe over its non-empty
+    bucket files, with ``columns`` (canonical names) only: what the conflict check and the
+    change feed read outside a scan, which has its own registry."""
     for entry in afs.list_dir(fs, directory):
         if entry.is_dir or not is_bucket_file(entry.name) or entry.size == 0:
             continue
         orc = OrcFile(fs, afs.join(directory, entry.name))
-        columns = orc.physical_columns(DELETE_COLUMNS[:3], [])
-        parts.extend(key_arrays(orc.canonical(orc.read_stripe(i, columns)))
-                     for i in range(orc.nstripes))
-    return _joined(parts)
+        physical = orc.physical_columns(list(columns), [])
+        for stripe in range(orc.nstripes):
+            yield orc.canonical(orc.read_stripe(stripe, physical))
+
+
+def directory_delete_keys(fs: pafs.FileSystem, directory: str) -> KeyArrays:
+    """Every delete event's ROW__ID in one delete-delta directory (all bucket files), as a
+    committed transaction wrote them; used to find rows two transactions both changed."""
+    return _joined([key_arrays(batch)
+                    for batch in delete_event_batches(fs, directory, DELETE_COLUMNS[:3])])
 
 
 def write_delete_keys(fs: pafs.FileSystem, partition: str, write_id: int) -> KeyArrays | None:
@@ -231,18 +240,9 @@ def write_delete_keys(fs: pafs.FileSystem, partition: str, write_id: int) -> Key
                 return None
         elif parsed.delete and parsed.min_write_id <= write_id <= parsed.max_write_id:
             covering.append(afs.join(partition, entry.name))
-    parts: list[KeyArrays] = []
-    for directory in covering:
-        for entry in afs.list_dir(fs, directory):
-            if entry.is_dir or not is_bucket_file(entry.name) or entry.size == 0:
-                continue
-            orc = OrcFile(fs, afs.join(directory, entry.name))
-            columns = orc.physical_columns(DELETE_COLUMNS, [])
-            for i in range(orc.nstripes):
-                batch = orc.canonical(orc.read_stripe(i, columns))
-                mine = current_write_ids(batch) == write_id
-                parts.append(key_arrays(batch).take(mine))
-    return _joined(parts)
+    return _joined([key_arrays(batch).take(current_write_ids(batch) == write_id)
+                    for directory in covering
+                    for batch in delete_event_batches(fs, directory)])
 
 
 def _joined(parts: list[KeyArrays]) -> KeyArrays:
