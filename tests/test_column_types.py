@@ -353,6 +353,25 @@ def test_nested_timestamps_no_reader_can_read_back_are_refused(
     assert wh.table("db.t").to_arrow().sort_by("id").column("id").to_pylist() == [1, 2]
 
 
+def test_dates_outside_years_1_to_9999_are_refused(wh: Warehouse) -> None:
+    """``SET d = d - 1`` on 0001-01-01 stored year 0, and every ``to_pylist``/``to_pandas``
+    of the table then failed (Hive's, Spark's and Python's DATE end there); such a date is
+    refused at write, at the top level and nested, and the edges themselves are kept."""
+    t = wh.create_table("db.d", pa.schema([("id", pa.int64()), ("d", pa.date32()),
+                                           ("ds", pa.list_(pa.date32()))]))
+    edges = [dt.date(1, 1, 1), dt.date(9999, 12, 31)]
+    t.insert(pa.table({"id": [1, 2], "d": edges, "ds": [edges, None]}))
+    with pytest.raises(SchemaMismatchError, match=r"column 'd' holds the date -719163 days"):
+        t.update("id = 1", {"d": "d - 1"})
+    with pytest.raises(SchemaMismatchError, match=r"column 'd' holds the date 2932897 days"):
+        t.update("id = 2", {"d": "d + 1"})
+    with pytest.raises(SchemaMismatchError, match=r"column 'ds.item' holds the date"):
+        t.insert(pa.table({"id": [3], "d": [None], "ds": pa.array(
+            [[-800_000]], pa.list_(pa.date32()))}, schema=t.schema))
+    assert t.to_arrow().sort_by("id").to_pylist() == [
+        {"id": 1, "d": edges[0], "ds": edges}, {"id": 2, "d": edges[1], "ds": None}]
+
+
 def test_doubles_beyond_float32_are_refused_not_stored_as_infinity(wh: Warehouse) -> None:
     """Arrow's safe cast made 1e39 into a float column inf; SQL (DuckDB's CAST, Spark's
     ANSI cast) refuses it as out of range. Infinity and NaN themselves are still taken."""

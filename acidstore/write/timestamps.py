@@ -26,24 +26,48 @@ _NS_LIMIT = 2**63 - 1  # nanoseconds either side of the epoch that pyarrow's rea
 
 
 def check_timestamps(rows: pa.Table, where: str) -> None:
-    """Raise SchemaMismatchError for the first timestamp no reader of ours can read back,
-    in a top-level column or nested in a list, struct or map (ORC stores those alike)."""
+    """Raise SchemaMismatchError for the first timestamp or date no reader of ours can read
+    back, in a top-level column or nested in a list, struct or map (ORC stores those
+    alike)."""
     for field in rows.schema:
         if pa.types.is_timestamp(field.type):
             if not _all_readable(rows.column(field.name), field.type):
                 _check_values(rows, field, where)
             continue
+        if pa.types.is_date32(field.type):
+            _check_dates(rows.column(field.name), field.name, where)
+            continue
         if not holds_timestamps(field.type):
             continue
         for path, values in _nested_timestamps(field.name, rows.column(field.name)):
-            if not _all_readable(values, values.type):
+            if pa.types.is_date32(values.type):
+                _check_dates(values, path, where)
+            elif not _all_readable(values, values.type):
                 leaf = pa.table({path: values})
                 _check_values(leaf, leaf.schema.field(0), where)
 
 
+#: days from 1970-01-01 to 0001-01-01 and to 9999-12-31: the DATE range of Hive and Spark,
+#: and of Python's ``datetime.date`` (``to_pylist``/``to_pandas`` of any other value fails)
+_FIRST_DAY, _LAST_DAY = -719_162, 2_932_896
+
+
+def _check_dates(column: pa.ChunkedArray, name: str, where: str) -> None:
+    """A date outside years 1-9999 (``SET d = d - 1`` on 0001-01-01) was stored, and
+    reading it into Python then failed; Hive's and Spark's DATE do not reach it either."""
+    bounds = pc.min_max(column.cast(pa.int32()))
+    low, high = bounds["min"].as_py(), bounds["max"].as_py()
+    if low is None or (low >= _FIRST_DAY and high <= _LAST_DAY):
+        return
+    bad = low if low < _FIRST_DAY else high
+    raise SchemaMismatchError(
+        f"{where}: column {name!r} holds the date {bad} days from 1970-01-01, outside "
+        "0001-01-01 .. 9999-12-31, the DATE range of Hive, Spark and Python")
+
+
 def holds_timestamps(kind: pa.DataType) -> bool:
-    """Whether a nested type has a timestamp anywhere inside it."""
-    if pa.types.is_timestamp(kind):
+    """Whether a nested type has a timestamp (or a date, checked alike) anywhere inside."""
+    if pa.types.is_timestamp(kind) or pa.types.is_date32(kind):
         return True
     if pa.types.is_list(kind) or pa.types.is_large_list(kind) \
             or pa.types.is_fixed_size_list(kind):
@@ -61,7 +85,7 @@ def _nested_timestamps(path: str, column: pa.ChunkedArray
     ``flatten`` follows the offsets of a sliced array and leaves out values under a NULL
     struct, so only values the file holds are judged."""
     kind = column.type
-    if pa.types.is_timestamp(kind):
+    if pa.types.is_timestamp(kind) or pa.types.is_date32(kind):
         yield path, column
     elif pa.types.is_list(kind) or pa.types.is_large_list(kind) \
             or pa.types.is_fixed_size_list(kind):
