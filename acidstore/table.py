@@ -33,7 +33,7 @@ from acidstore.errors import (
 )
 from acidstore.expressions import Predicate, SqlEvaluator
 from acidstore.layout import base_name, delta_name
-from acidstore.metastore import Operation, PlannedWrite, TableInfo, WriteComponent
+from acidstore.metastore import HistoryEntry, Operation, PlannedWrite, TableInfo, WriteComponent
 from acidstore.metastore.conflicts import IsolationLevel, isolation_level
 from acidstore.orc.io import compression_codec
 from acidstore.publish import operation_of, publish_change
@@ -309,18 +309,7 @@ class Table:
     def history(self) -> pa.Table:
         """One row per committed write id."""
         self._check_exists()
-        rows = self._warehouse.metastore.history(self.name)
-        return pa.table({
-            "write_id": pa.array([r.write_id for r in rows], pa.int64()),
-            "txn_id": pa.array([r.txn_id for r in rows], pa.int64()),
-            "commit_time": pa.array([r.commit_time for r in rows], pa.timestamp("us", "UTC")),
-            "operation": pa.array([r.operation for r in rows], pa.string()),
-            "rows_inserted": pa.array([r.rows_inserted for r in rows], pa.int64()),
-            "rows_deleted": pa.array([r.rows_deleted for r in rows], pa.int64()),
-            "files": pa.array([r.files for r in rows], pa.int64()),
-            "bytes": pa.array([r.bytes for r in rows], pa.int64()),
-            "partitions": pa.array([list(r.partitions) for r in rows], pa.list_(pa.string())),
-        })
+        return HistoryEntry.table(self._warehouse.metastore.history(self.name))
 
     # --- writes --------------------------------------------------------------------------------
 

@@ -292,6 +292,24 @@ class HistoryEntry:
     bytes: int
     partitions: tuple[str, ...]
 
+    @staticmethod
+    def table(entries: Sequence[HistoryEntry]) -> pa.Table:
+        """``entries`` as ``Table.history()`` returns them: one row each, a column per field
+        (typed even when there are none, so an empty history has the same schema)."""
+        return pa.table({
+            "write_id": pa.array([e.write_id for e in entries], pa.int64()),
+            "txn_id": pa.array([e.txn_id for e in entries], pa.int64()),
+            "commit_time": pa.array([e.commit_time for e in entries],
+                                    pa.timestamp("us", "UTC")),
+            "operation": pa.array([e.operation for e in entries], pa.string()),
+            "rows_inserted": pa.array([e.rows_inserted for e in entries], pa.int64()),
+            "rows_deleted": pa.array([e.rows_deleted for e in entries], pa.int64()),
+            "files": pa.array([e.files for e in entries], pa.int64()),
+            "bytes": pa.array([e.bytes for e in entries], pa.int64()),
+            "partitions": pa.array([list(e.partitions) for e in entries],
+                                   pa.list_(pa.string())),
+        })
+
 
 @dataclass(frozen=True)
 class AppVersion:
