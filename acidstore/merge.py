@@ -9,22 +9,18 @@ MATCHED clause whose condition holds; a target row matched by more than one sour
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from acidstore.errors import InvalidInputError
-from acidstore.statement_merge import MergeClause, MergeSpec, clause_values
+from acidstore.statement_merge import MergeClause, MergeSpec, clause_values, plain_reference
 from acidstore.write.conform import refuse_zone_drop
 
 if TYPE_CHECKING:
     from acidstore.table import Table, WriteResult
 
 __all__ = ["MergeBuilder"]
-
-#: a value that is one source column, ``s.ts`` or ``s."ts"``
-_SOURCE_COLUMN = re.compile(r'(?P<alias>[A-Za-z_][A-Za-z0-9_]*)\.(?P<q>"?)(?P<name>[^".]+)(?P=q)')
 
 
 class MergeBuilder:
@@ -93,10 +89,9 @@ class MergeBuilder:
                               if n.lower() in names)
                 continue
             for column, text in clause.values:
-                found = _SOURCE_COLUMN.fullmatch(text.strip())
-                if found and found["alias"].lower() == alias.lower() and \
-                        found["name"].lower() in names:
-                    copied[column] = names[found["name"].lower()]
+                source = plain_reference(text, alias, self._source.column_names)
+                if source is not None:
+                    copied[column] = source
         if copied:
             refuse_zone_drop(pa.table({t: self._source.column(s) for t, s in copied.items()}),
                              self._table.schema, where=f"table {self._table.name} (MERGE)")

@@ -36,7 +36,8 @@ from acidstore.write.bucketing import bucket_ids
 
 __all__ = ["MergeClause", "MergeMatch", "MergeSpec", "SOURCE_INDEX", "clause_values",
            "equality_key", "equality_keys", "match", "merge_columns", "merged_rows",
-           "needs_old_rows", "not_matched_rows", "route_by_bucket", "update_rows"]
+           "needs_old_rows", "not_matched_rows", "plain_reference", "route_by_bucket",
+           "update_rows"]
 
 ClauseKind = Literal["update", "delete", "insert"]
 
@@ -190,7 +191,7 @@ def _duckdb_match(spec: MergeSpec, target: pa.Table, user: Sequence[str], where:
 _NAME = r'(?:"(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_]*)'
 
 
-def _named(text: str, alias: str, columns: Sequence[str]) -> str | None:
+def plain_reference(text: str, alias: str, columns: Sequence[str]) -> str | None:
     """The column of ``columns`` that ``text`` is a plain reference to, qualified by
     ``alias`` (``s.id``, ``s."Id"``); None for anything else."""
     found = re.fullmatch(rf"\s*({_NAME})\s*\.\s*({_NAME})\s*", text)
@@ -214,8 +215,8 @@ def _join_keys(spec: MergeSpec, target: pa.Table) -> tuple[pa.Array, pa.Array] |
     names = [c for c in spec.source.column_names if c != SOURCE_INDEX]
     t_key = s_key = None
     for left, right in (sides, sides[::-1]):
-        t_key = _named(left, spec.target_alias, target.column_names)
-        s_key = _named(right, spec.source_alias, names)
+        t_key = plain_reference(left, spec.target_alias, target.column_names)
+        s_key = plain_reference(right, spec.source_alias, names)
         if t_key is not None and s_key is not None:
             break
     if t_key is None or s_key is None:
@@ -335,7 +336,7 @@ def _key_match(spec: MergeSpec, target: pa.Table, user: Sequence[str], where: st
     if clause is not None and clause.kind == "update":
         names = [c for c in spec.source.column_names if c != SOURCE_INDEX]
         for name, text in _set_values(spec, clause, user).items():
-            column = _named(text, spec.source_alias, names)
+            column = plain_reference(text, spec.source_alias, names)
             if column is None:
                 return None
             takes[f"__u0_{name}"] = column
@@ -457,7 +458,7 @@ def _source_columns(spec: MergeSpec, clause: MergeClause, names: Sequence[str]
     for name in names:
         text = given.get(name.lower()) if clause.values is not None \
             else spec.source_column(name)
-        column = _named(text, spec.source_alias, sources) if text is not None else None
+        column = plain_reference(text, spec.source_alias, sources) if text is not None else None
         if column is None:
             return None
         out[name] = column
