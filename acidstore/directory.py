@@ -89,7 +89,7 @@ class AcidState:
     delta_info: dict[str, ParsedDelta]
     base_is_compacted: bool
     #: the oldest committed base too new for this snapshot (a time-travel read before an
-    #: INSERT OVERWRITE): what it replaced may have been cleaned, see ``read.recorded``
+    #: INSERT OVERWRITE): what it replaced may have been cleaned, see ``read.record_check``
     newer_base: tuple[str, int] | None = None
 
     def selected(self) -> list[str]:
