@@ -11,6 +11,9 @@ Errors are split by *outcome*, because that is what a caller has to decide on:
 - ``DataError``: what is stored is not what the format promises (corrupt ORC, events out of
   key order, a bucket file holding another bucket's events). Reads never guess past these.
 - ``NotEnoughHistoryError``: a snapshot asks for data that compaction has already erased.
+- ``StorageError``: the filesystem or object store failed (disk full, permission, I/O, a
+  failed request). It names the path and says (``retry_safe``) whether the call left nothing
+  changed, so that the same call may be repeated once the cause is fixed.
 
 Every message says what went wrong and where (a path, table or transaction id).
 """
@@ -52,6 +55,12 @@ __all__ = [
     "UnsupportedOperationError",
     "MissingDataError",
     "StrayPathError",
+    "MetastoreConnectionError",
+    "MetastoreMismatchError",
+    "NestedTransactionError",
+    "StorageError",
+    "StorageFullError",
+    "StoragePermissionError",
     "WriteConflictError",
     "required_condition",
 ]
@@ -116,6 +125,21 @@ class MetastoreRequiredError(InvalidInputError):
     """A warehouse on object storage (``s3://...``) was opened without ``metastore=``: the
     default SQLite file lives inside the warehouse directory, and SQLite needs a local file
     with working locks, which a bucket is not."""
+
+
+class MetastoreMismatchError(InvalidInputError):
+    """A warehouse and a metastore that do not belong together: the metastore serves another
+    warehouse root, or the warehouse's catalogue lives in another metastore than the one given
+    (or none was given). Pairing them would list another warehouse's tables, or start a new
+    empty catalogue beside the real one; nothing was read or changed. ``warehouse`` and
+    ``metastore`` name what was given, ``expected`` what the other side recorded."""
+
+    def __init__(self, message: str, *, warehouse: str, metastore: str,
+                 expected: str) -> None:
+        super().__init__(message)
+        self.warehouse = warehouse
+        self.metastore = metastore
+        self.expected = expected
 
 
 class ReadOnlyWarehouseError(InvalidInputError):
@@ -243,8 +267,21 @@ class TransactionStateError(AcidStoreError):
     """A transaction was used in a state that forbids it (e.g. reused after it failed)."""
 
 
+class NestedTransactionError(TransactionStateError):
+    """A transaction was opened (``wh.transaction()``, or a single statement such as
+    ``t.insert``) while another one is active in the same thread. Its work would commit on
+    its own even if the outer block then failed, so it is refused before anything is written:
+    write through the outer transaction (``txn.table(name)``) instead."""
+
+
 class MetastoreError(AcidStoreError):
     """The metastore failed or holds inconsistent state."""
+
+
+class MetastoreConnectionError(MetastoreError, CommitFailedError):
+    """The connection to the metastore was lost before a commit was sent: the transaction did
+    not commit (it is aborted by its timeout if it could not be aborted now), nothing of it is
+    visible, and repeating the whole write is safe."""
 
 
 class MetastoreInTaskError(AcidStoreError):
@@ -284,6 +321,32 @@ class StrayPathError(DataError):
     """Something that is no part of the table's layout sits where its partitions are (a
     ``base_N`` at the root of a partitioned table, a file, another column's directory):
     reading around it could return too few or too many rows, so the read stops and names it."""
+
+
+# --- the storage failed ----------------------------------------------------------------------
+
+
+class StorageError(AcidStoreError):
+    """The filesystem or object store failed: an I/O error, a failed request, a name the
+    filesystem cannot hold. ``path`` names the file or directory; ``retry_safe`` is True when
+    the failed call changed nothing visible (a write that failed was aborted, a read has no
+    effect), so the same call may be repeated once the cause is fixed; ``errno`` is the
+    operating system's error number when there was one."""
+
+    def __init__(self, message: str, *, path: str | None, retry_safe: bool = True,
+                 errno: int | None = None) -> None:
+        super().__init__(f"{message} (path: {path})" if path is not None else message)
+        self.path = path
+        self.retry_safe = retry_safe
+        self.errno = errno
+
+
+class StorageFullError(StorageError):
+    """The storage has no space left (or the user's quota is used up)."""
+
+
+class StoragePermissionError(StorageError):
+    """The storage refused access: permission denied, or a read-only filesystem."""
 
 
 class NotEnoughHistoryError(AcidStoreError):

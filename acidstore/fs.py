@@ -9,15 +9,23 @@ directory (pyarrow's ``LocalFileSystem`` itself) with ``os.scandir``, with the s
 from __future__ import annotations
 
 import contextlib
+import errno as errnos
 import os
+import re
 import urllib.parse
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from acidstore.errors import InvalidInputError
+from acidstore.errors import (
+    InvalidInputError,
+    StorageError,
+    StorageFullError,
+    StoragePermissionError,
+)
 
 __all__ = [
     "Entry",
@@ -29,6 +37,9 @@ __all__ = [
     "read_bytes",
     "relative",
     "resolve",
+    "is_storage_failure",
+    "storage_error",
+    "storage_errors",
     "write_bytes",
 ]
 
@@ -237,3 +248,67 @@ def write_bytes(fs: pafs.FileSystem, path: str, data: bytes | pa.Buffer,
         with contextlib.suppress(OSError):
             fs.delete_file(temporary)
         raise
+
+
+_FULL = frozenset({errnos.ENOSPC, errnos.EDQUOT, errnos.EFBIG})
+_DENIED = frozenset({errnos.EACCES, errnos.EPERM, errnos.EROFS})
+#: "[Errno 28]" in the text of an error that crossed pyarrow (a Python file's OSError is
+#: re-raised by pyarrow as an ``ArrowIOError`` whose errno is lost but whose text keeps it)
+_ERRNO_TEXT = re.compile(r"\[Errno (\d+)\]|errno[:=]? ?(\d+)", re.IGNORECASE)
+_FULL_TEXT = ("no space left", "disk quota exceeded", "file too large")
+_DENIED_TEXT = ("permission denied", "access denied", "read-only file system", "forbidden")
+
+
+def _errno_of(exc: BaseException) -> int | None:
+    number = getattr(exc, "errno", None)
+    if isinstance(number, int) and number > 0:
+        return number
+    found = _ERRNO_TEXT.search(str(exc))
+    if found:
+        return int(found.group(1) or found.group(2))
+    return None
+
+
+def storage_error(exc: BaseException, path: str | None, *, action: str,
+                  retry_safe: bool = True) -> StorageError:
+    """The typed error for a filesystem failure (an ``OSError``, pyarrow's ``ArrowIOError``
+    or an object store's failed request) while ``action`` (a verb phrase: "write", "list")
+    was done on ``path``: ``StorageFullError`` for a full disk or quota,
+    ``StoragePermissionError`` for refused access, ``StorageError`` otherwise. Callers raise
+    it ``from exc``, so the original error stays in the chain."""
+    if isinstance(exc, StorageError):
+        return exc
+    number = _errno_of(exc)
+    text = str(exc).strip() or type(exc).__name__
+    lowered = text.lower()
+    path = path if path is not None else getattr(exc, "filename", None)
+    message = f"cannot {action}: {text}"
+    kind: type[StorageError] = StorageError
+    if number in _FULL or any(word in lowered for word in _FULL_TEXT):
+        kind = StorageFullError
+    elif number in _DENIED or any(word in lowered for word in _DENIED_TEXT):
+        kind = StoragePermissionError
+    return kind(message, path=path, retry_safe=retry_safe, errno=number)
+
+
+def is_storage_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` is a failure of the storage itself (and not, say, a missing file the
+    caller turns into ``MissingDataError``, or a value pyarrow could not encode)."""
+    if isinstance(exc, StorageError):
+        return True
+    if isinstance(exc, FileNotFoundError):
+        return False
+    return isinstance(exc, OSError)
+
+
+@contextlib.contextmanager
+def storage_errors(path: str | None, *, action: str, retry_safe: bool = True
+                   ) -> Iterator[None]:
+    """Turn a storage failure inside the block into a ``StorageError`` (see
+    ``storage_error``); ``FileNotFoundError`` passes through, for the caller to judge."""
+    try:
+        yield
+    except OSError as exc:
+        if not is_storage_failure(exc):
+            raise
+        raise storage_error(exc, path, action=action, retry_safe=retry_safe) from exc

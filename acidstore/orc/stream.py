@@ -27,7 +27,7 @@ import pyarrow.fs as pafs
 import pyarrow.orc as po
 
 from acidstore.errors import CorruptFileError
-from acidstore.fs import hidden_temporary, is_object_store
+from acidstore.fs import hidden_temporary, is_object_store, storage_error, storage_errors
 from acidstore.orc.footer import POSTSCRIPT_TAIL, metadata_tail
 from acidstore.orc.io import (
     DEFAULT_COMPRESSION,
@@ -60,7 +60,13 @@ _MAGIC_LENGTH = 3  # "ORC", written before the first row batch, ending no stripe
 
 class _HoldingSink:
     """A file-like sink for pyarrow's ORC writer: passes bytes on to ``out`` but always holds
-    back the last ``POSTSCRIPT_TAIL`` of them (where the postscript will be)."""
+    back the last ``POSTSCRIPT_TAIL`` of them (where the postscript will be).
+
+    pyarrow's writer calls ``write`` from C++, where an exception cannot pass: the ORC
+    library throws it on as a C++ exception that nothing catches, and the process ends in
+    ``std::terminate``. So a failure of ``out`` (a full disk, a failed upload) is held in
+    ``error`` and every later write is dropped; the ``EventFileWriter`` raises it once the
+    ORC writer has returned."""
 
     closed = False
 
@@ -68,11 +74,22 @@ class _HoldingSink:
         self._out = out
         self.held = b""
         self.position = 0
+        self.error: BaseException | None = None
 
     def write(self, data: bytes | memoryview) -> int:
+        try:
+            return self._write(data)
+        except BaseException as exc:  # nothing may cross into pyarrow's C++ writer
+            if self.error is None:
+                self.error = exc
+            return len(memoryview(data).cast("B"))
+
+    def _write(self, data: bytes | memoryview) -> int:
         view = memoryview(data).cast("B")
         n = len(view)
         self.position += n
+        if self.error is not None:
+            return n
         if n >= POSTSCRIPT_TAIL:
             if self.held:
                 self._out.write(self.held)
@@ -123,7 +140,8 @@ class EventFileWriter:
         self._fs = fs
         self._batch_rows = batch_rows
         self._written = hidden_temporary(path) if replace and not is_object_store(fs) else path
-        self._out = fs.open_output_stream(self._written)
+        with storage_errors(self._written, action="create an ORC file"):
+            self._out = fs.open_output_stream(self._written)
         self._sink = _HoldingSink(self._out)
         try:
             self._orc = po.ORCWriter(self._sink, compression=compression,
@@ -163,7 +181,9 @@ class EventFileWriter:
             try:
                 self._orc.write(chunk)
             except (pa.ArrowException, ValueError) as exc:
+                self._raise_held()
                 raise encode_error(exc, self.path) from exc
+            self._raise_held()
             n = chunk.num_rows
             self.largest_chunk = max(self.largest_chunk, n)
             self.rows += n
@@ -172,6 +192,17 @@ class EventFileWriter:
             if self._sink.position > max(before, _MAGIC_LENGTH):  # the add ended a stripe
                 self._end_stripe()
             self._ops += operation_counts(chunk.column(OPERATION).to_numpy())
+
+    def _raise_held(self) -> None:
+        """Raise the error the sink held back from pyarrow's C++ writer, as a storage error
+        (the writer is then unusable: the file has a hole where the failed bytes were)."""
+        error = self._sink.error
+        if error is None:
+            return
+        self._discard()
+        if isinstance(error, OSError):
+            raise storage_error(error, self._written, action="write an ORC file") from error
+        raise error
 
     def _end_stripe(self) -> None:
         last = self._last
@@ -192,20 +223,24 @@ class EventFileWriter:
                     self._orc.write(self.schema.empty_table())
                 self._orc.close()
             except (pa.ArrowException, ValueError) as exc:
+                self._raise_held()
                 raise encode_error(exc, self.path) from exc
+            self._raise_held()
             if self._pending:
                 self._end_stripe()
             inserts, updates, deletes = (int(v) for v in self._ops)
             metadata = acid_metadata(self._stripe_keys, AcidStats(inserts, updates, deletes))
             held = self._sink.held
             drop, replacement = metadata_tail(held, metadata, path=self.path)
-            self._out.write(held[:len(held) - drop])
-            self._out.write(replacement)
-            size = self._sink.position - drop + len(replacement)
-            self._out.close()
+            with storage_errors(self._written, action="write an ORC file"):
+                self._out.write(held[:len(held) - drop])
+                self._out.write(replacement)
+                size = self._sink.position - drop + len(replacement)
+                self._out.close()
             self._check_stripes()
             if self._written != self.path:
-                self._fs.move(self._written, self.path)
+                with storage_errors(self.path, action="rename a finished ORC file"):
+                    self._fs.move(self._written, self.path)
         except BaseException:
             self._discard()
             raise
