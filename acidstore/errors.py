@@ -279,9 +279,12 @@ class MetastoreError(AcidStoreError):
 
 
 class MetastoreConnectionError(MetastoreError, CommitFailedError):
-    """The connection to the metastore was lost before a commit was sent: the transaction did
-    not commit (it is aborted by its timeout if it could not be aborted now), nothing of it is
-    visible, and repeating the whole write is safe."""
+    """The connection to the metastore was lost, or could not be made, before anything was
+    committed: a write in progress did not commit (its transaction is aborted now, or by its
+    timeout when the metastore cannot be reached), nothing of it is visible, and repeating
+    the whole write is safe. A connection lost while the commit itself ran is not this
+    error: its outcome is settled with the metastore (``CommitStateUnknownError`` when that
+    cannot be done)."""
 
 
 class MetastoreInTaskError(AcidStoreError):

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import errno as errnos
+import functools
+import inspect
 import os
 import re
 import urllib.parse
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -34,12 +37,15 @@ __all__ = [
     "list_dir",
     "list_files_recursive",
     "local_path",
+    "make_dirs",
     "read_bytes",
     "relative",
     "resolve",
-    "is_storage_failure",
+    "is_io_failure",
+    "storage_boundary",
     "storage_error",
     "storage_errors",
+    "storage_guarded",
     "write_bytes",
 ]
 
@@ -82,8 +88,13 @@ def local_path(fs: pafs.FileSystem, path: str) -> str | None:
 
 def is_object_store(fs: pafs.FileSystem) -> bool:
     """True for S3, GCS and other key-value stores: no atomic rename, no empty directories
-    (a "directory" is a key prefix, or a zero-byte marker object pyarrow keeps for it)."""
-    return _base(fs).type_name not in _ATOMIC_RENAME
+    (a "directory" is a key prefix, or a zero-byte marker object pyarrow keeps for it).
+    A Python filesystem (``pyarrow.fs.PyFileSystem``) counts as one unless its handler says
+    ``atomic_rename = True``."""
+    base = _base(fs)
+    if isinstance(base, pafs.PyFileSystem):
+        return not getattr(base.handler, "atomic_rename", False)
+    return base.type_name not in _ATOMIC_RENAME
 
 
 def _path_in_uri(text: str, filesystem: pafs.FileSystem) -> str:
@@ -149,9 +160,11 @@ _DIRECTORY, _FILE = pafs.FileType.Directory, pafs.FileType.File
 
 def list_dir(fs: pafs.FileSystem, path: str) -> list[Entry]:
     """Immediate children of ``path``, sorted by name (an empty list if it does not exist)."""
-    if type(fs) is pafs.LocalFileSystem and os.path.isabs(path):
-        return _list_local(path)
-    infos = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True, recursive=False))
+    with storage_errors(path, action="list a directory"):
+        if type(fs) is pafs.LocalFileSystem and os.path.isabs(path):
+            return _list_local(path)
+        infos = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True,
+                                                   recursive=False))
     out = []
     for info in infos:
         # each ``type`` read builds an enum: once per entry, not twice (a statement lists
@@ -191,7 +204,9 @@ def _list_local(path: str) -> list[Entry]:
 
 def list_files_recursive(fs: pafs.FileSystem, path: str) -> list[tuple[str, int]]:
     """All files below ``path`` as (path relative to ``path``, size), in path order."""
-    infos = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True, recursive=True))
+    with storage_errors(path, action="list a directory"):
+        infos = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True,
+                                                   recursive=True))
     prefix = path.rstrip("/") + "/"
     out = [
         (info.path[len(prefix):] if info.path.startswith(prefix) else info.path,
@@ -205,11 +220,17 @@ def list_files_recursive(fs: pafs.FileSystem, path: str) -> list[tuple[str, int]
 
 def read_bytes(fs: pafs.FileSystem, path: str) -> bytes:
     """The whole content of a (small) file."""
-    with fs.open_input_stream(path) as stream:
+    with storage_errors(path, action="read a file"), fs.open_input_stream(path) as stream:
         data: bytes = stream.read()
     return data
 
 
+
+
+def make_dirs(fs: pafs.FileSystem, path: str) -> None:
+    """Create ``path`` and its missing parents (nothing if it exists)."""
+    with storage_errors(path, action="create a directory"):
+        fs.create_dir(path, recursive=True)
 
 
 def hidden_temporary(path: str) -> str:
@@ -234,16 +255,17 @@ def write_bytes(fs: pafs.FileSystem, path: str, data: bytes | pa.Buffer,
     partly written.
     """
     if is_object_store(fs):
-        with fs.open_output_stream(path) as stream:
+        with storage_errors(path, action="write a file"), fs.open_output_stream(path) as stream:
             for part in (data, *more):
                 stream.write(part)
         return
     temporary = hidden_temporary(path)
     try:
-        with fs.open_output_stream(temporary) as stream:
-            for part in (data, *more):
-                stream.write(part)
-        fs.move(temporary, path)
+        with storage_errors(path, action="write a file"):
+            with fs.open_output_stream(temporary) as stream:
+                for part in (data, *more):
+                    stream.write(part)
+            fs.move(temporary, path)
     except BaseException:
         with contextlib.suppress(OSError):
             fs.delete_file(temporary)
@@ -254,9 +276,18 @@ _FULL = frozenset({errnos.ENOSPC, errnos.EDQUOT, errnos.EFBIG})
 _DENIED = frozenset({errnos.EACCES, errnos.EPERM, errnos.EROFS})
 #: "[Errno 28]" in the text of an error that crossed pyarrow (a Python file's OSError is
 #: re-raised by pyarrow as an ``ArrowIOError`` whose errno is lost but whose text keeps it)
-_ERRNO_TEXT = re.compile(r"\[Errno (\d+)\]|errno[:=]? ?(\d+)", re.IGNORECASE)
+_ERRNO_TEXT = re.compile(r"\[errno (\d+)\]", re.IGNORECASE)
+#: a path quoted in the text of pyarrow's I/O errors ("Failed to open local file '/x'")
+_QUOTED_PATH = re.compile(r"'(/[^']+|[a-z0-9][a-z0-9.-]*/[^']+)'")
 _FULL_TEXT = ("no space left", "disk quota exceeded", "file too large")
 _DENIED_TEXT = ("permission denied", "access denied", "read-only file system", "forbidden")
+#: words of an object store's or a network's failure in pyarrow's error text: such an
+#: ``OSError`` is the storage failing, not a file that cannot be decoded
+_IO_TEXT = ("aws error", "curl error", "connection", "timed out", "timeout", "network",
+            "when reading", "when writing", "when uploading", "when completing",
+            "when initiating", "when listing", "when getting", "when deleting",
+            "when copying", "http ", "503", "500 ", "no space left", "permission denied",
+            "input/output error", "i/o error")
 
 
 def _errno_of(exc: BaseException) -> int | None:
@@ -264,15 +295,29 @@ def _errno_of(exc: BaseException) -> int | None:
     if isinstance(number, int) and number > 0:
         return number
     found = _ERRNO_TEXT.search(str(exc))
-    if found:
-        return int(found.group(1) or found.group(2))
-    return None
+    return int(found.group(1)) if found else None
+
+
+def is_io_failure(exc: BaseException) -> bool:
+    """Whether an ``OSError`` raised while *decoding* a file is the storage failing (it
+    carries an errno, or an object store's or network's error text) rather than bytes that
+    do not decode: pyarrow reports both as ``OSError``, and the first is a
+    ``StorageError`` (retry once the storage is back) where the second is a
+    ``CorruptFileError`` (the data is wrong)."""
+    if isinstance(exc, StorageError):
+        return True
+    if not isinstance(exc, OSError) or isinstance(exc, FileNotFoundError):
+        return False
+    if _errno_of(exc) is not None:
+        return True
+    lowered = str(exc).lower()
+    return any(word in lowered for word in _IO_TEXT)
 
 
 def storage_error(exc: BaseException, path: str | None, *, action: str,
                   retry_safe: bool = True) -> StorageError:
-    """The typed error for a filesystem failure (an ``OSError``, pyarrow's ``ArrowIOError``
-    or an object store's failed request) while ``action`` (a verb phrase: "write", "list")
+    """The typed error for a storage failure (an ``OSError``, pyarrow's ``ArrowIOError``,
+    an object store's failed request) while ``action`` (a verb phrase: "write an ORC file")
     was done on ``path``: ``StorageFullError`` for a full disk or quota,
     ``StoragePermissionError`` for refused access, ``StorageError`` otherwise. Callers raise
     it ``from exc``, so the original error stays in the chain."""
@@ -281,34 +326,68 @@ def storage_error(exc: BaseException, path: str | None, *, action: str,
     number = _errno_of(exc)
     text = str(exc).strip() or type(exc).__name__
     lowered = text.lower()
-    path = path if path is not None else getattr(exc, "filename", None)
-    message = f"cannot {action}: {text}"
+    if path is None:
+        filename = getattr(exc, "filename", None)
+        quoted = _QUOTED_PATH.search(text)
+        path = str(filename) if filename else quoted.group(1) if quoted else None
     kind: type[StorageError] = StorageError
     if number in _FULL or any(word in lowered for word in _FULL_TEXT):
         kind = StorageFullError
     elif number in _DENIED or any(word in lowered for word in _DENIED_TEXT):
         kind = StoragePermissionError
-    return kind(message, path=path, retry_safe=retry_safe, errno=number)
-
-
-def is_storage_failure(exc: BaseException) -> bool:
-    """Whether ``exc`` is a failure of the storage itself (and not, say, a missing file the
-    caller turns into ``MissingDataError``, or a value pyarrow could not encode)."""
-    if isinstance(exc, StorageError):
-        return True
-    if isinstance(exc, FileNotFoundError):
-        return False
-    return isinstance(exc, OSError)
+    return kind(f"cannot {action}: {text}", path=path, retry_safe=retry_safe, errno=number)
 
 
 @contextlib.contextmanager
 def storage_errors(path: str | None, *, action: str, retry_safe: bool = True
                    ) -> Iterator[None]:
-    """Turn a storage failure inside the block into a ``StorageError`` (see
-    ``storage_error``); ``FileNotFoundError`` passes through, for the caller to judge."""
+    """Turn an ``OSError`` of a filesystem call inside the block into a ``StorageError``
+    (see ``storage_error``). ``FileNotFoundError`` passes through: a missing file is for
+    the caller to judge (often a ``MissingDataError``)."""
     try:
         yield
+    except FileNotFoundError:
+        raise
     except OSError as exc:
-        if not is_storage_failure(exc):
-            raise
         raise storage_error(exc, path, action=action, retry_safe=retry_safe) from exc
+
+
+_Class = TypeVar("_Class", bound=type)
+_Result = TypeVar("_Result")
+
+
+def storage_boundary(cls: _Class) -> _Class:
+    """A class decorator for the public API (``Table``, ``Warehouse``, ...): an ``OSError``
+    that escapes one of its public methods, from wherever below, leaves it as a
+    ``StorageError`` naming the method. The layers below type what they can at the call
+    that failed (with its path); this is the one place that guarantees the rest, so a
+    caller never has to catch ``OSError`` beside ``AcidStoreError``. A write method's
+    transaction is aborted before the error gets here, so the call is safe to retry."""
+    for name, member in list(vars(cls).items()):
+        if name.startswith("_") and name != "__exit__":
+            continue
+        if isinstance(member, staticmethod | classmethod):
+            setattr(cls, name, type(member)(_guarded(member.__func__, cls.__name__)))
+        elif inspect.isfunction(member):
+            setattr(cls, name, _guarded(member, cls.__name__))
+    return cls
+
+
+def storage_guarded(function: Callable[..., _Result]) -> Callable[..., _Result]:
+    """``storage_boundary`` for a public function (``compaction.compact``)."""
+    return _guarded(function, function.__module__.rsplit(".", 1)[-1])
+
+
+def _guarded(method: Callable[..., _Result], owner: str) -> Callable[..., _Result]:
+    where = f"{owner}.{method.__name__}"
+
+    @functools.wraps(method)
+    def guarded(*args: Any, **kwargs: Any) -> _Result:
+        try:
+            return method(*args, **kwargs)
+        except StorageError:
+            raise
+        except OSError as exc:
+            raise storage_error(exc, None, action=f"complete {where}") from exc
+
+    return guarded

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from acidstore.errors import InvalidInputError
+from acidstore.fs import storage_boundary
 from acidstore.statement_merge import MergeClause, MergeSpec, clause_values, plain_reference
 from acidstore.write.conform import refuse_zone_drop
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["MergeBuilder"]
 
 
+@storage_boundary
 class MergeBuilder:
     """Collects WHEN clauses; ``execute()`` runs the MERGE and returns its metrics."""
 

@@ -42,6 +42,7 @@ from acidstore.errors import (
     TableNotFoundError,
     TransactionStateError,
 )
+from acidstore.fs import storage_boundary
 from acidstore.metastore import PlannedWrite, TxnInfo
 from acidstore.metastore.records import MAX_OPEN_BATCH
 from acidstore.metastore.validate import check_app_version
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
 __all__ = ["StreamingConnection"]
 
 
+@storage_boundary
 class StreamingConnection:
     """One writer's stream of small transactions into one table (``Warehouse.
     streaming_connection``); use it as a context manager, which closes it."""

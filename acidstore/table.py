@@ -32,6 +32,7 @@ from acidstore.errors import (
     required_condition,
 )
 from acidstore.expressions import Predicate, SqlEvaluator
+from acidstore.fs import storage_boundary
 from acidstore.layout import base_name, delta_name
 from acidstore.metastore import HistoryEntry, Operation, PlannedWrite, TableInfo, WriteComponent
 from acidstore.metastore.conflicts import IsolationLevel, isolation_level
@@ -76,6 +77,7 @@ __all__ = ["Table", "WriteResult"]
 LEASE_TTL_SECONDS = 300.0
 
 
+@storage_boundary
 class Table:
     """A table of a warehouse, optionally bound to a transaction."""
 

@@ -35,9 +35,11 @@ from acidstore.errors import (
     ConcurrentAppendError,
     InvalidInputError,
     MetastoreError,
+    StorageError,
     TransactionAbortedError,
     TransactionStateError,
 )
+from acidstore.fs import storage_boundary
 from acidstore.metastore import (
     CommitInfo,
     CommittedWrite,
@@ -63,6 +65,7 @@ __all__ = ["Transaction", "current_user"]
 State = Literal["open", "committed", "aborted", "unknown"]
 
 
+@storage_boundary
 class Transaction:
     """An open transaction; use it as a context manager."""
 
@@ -152,9 +155,9 @@ class Transaction:
             self._flush_files()
         except OSError as exc:
             self._settle_aborted(f"flushing its files failed: {exc}")
-            raise CommitFailedError(
-                f"transaction {self.txn_id}: flushing its files to disk failed ({exc}); it is "
-                "aborted and nothing of it is visible") from exc
+            raise afs.storage_error(
+                exc, None, action=f"flush the files of transaction {self.txn_id} to disk (it "
+                "is aborted and nothing of it is visible)") from exc
         keys = _DeleteKeys(self._warehouse.filesystem)
         self._read_conflict_files(keys)
         try:
@@ -162,8 +165,10 @@ class Transaction:
                 self.txn_id, self._components,
                 check=lambda mine, overlapping: self._conflicts(mine, overlapping, keys),
                 outputs=self._outputs)
-        except CommitFailedError:
-            # a definite answer: the metastore aborted the transaction before refusing it
+        except (CommitFailedError, StorageError):
+            # a definite answer: the metastore aborted the transaction before refusing it,
+            # or rolled its commit back (a storage failure under the metastore or of a file
+            # the conflict check read); the files go once the abort is recorded
             self._settle_aborted("commit refused")
             raise
         except Exception as exc:

@@ -30,6 +30,7 @@ from acidstore.errors import (
     WarehouseNotFoundError,
 )
 from acidstore.frames import schema_of
+from acidstore.fs import storage_boundary
 from acidstore.fsck import fsck
 from acidstore.metastore import (
     Metastore,
@@ -54,6 +55,7 @@ __all__ = ["DEFAULT_METASTORE_FILE", "Warehouse", "connect"]
 DEFAULT_METASTORE_FILE = "_acidstore_metastore.db"
 
 
+@storage_boundary
 class Warehouse:
     """A warehouse of ACID tables and its metastore."""
 
@@ -179,8 +181,8 @@ class Warehouse:
             # catalogue entry and directory both, or neither
             with contextlib.suppress(AcidStoreError):
                 self._metastore.drop_table(info.full_name)
-            raise InvalidInputError(
-                f"cannot create the directory of table {info.full_name} at {location}: {exc}"
+            raise afs.storage_error(
+                exc, location, action=f"create the directory of table {info.full_name}"
             ) from exc
         return Table(self, info)
 
@@ -217,8 +219,16 @@ class Warehouse:
         """Remove a table and its files."""
         database, table = split_table_name(name)
         info = self._resolved(self._metastore.drop_table(f"{database}.{table}"))
-        if self._fs.get_file_info(info.location).type == pafs.FileType.Directory:
-            self._fs.delete_dir(info.location)
+        try:
+            if self._fs.get_file_info(info.location).type == pafs.FileType.Directory:
+                self._fs.delete_dir(info.location)
+        except OSError as exc:
+            # the catalogue entry is gone: a retry would not find the table, so say what is
+            # left (a new table of the name is refused until the directory is removed)
+            raise afs.storage_error(
+                exc, info.location, retry_safe=False,
+                action=f"remove the files of table {info.full_name}, which is dropped from "
+                "the catalogue; remove its directory by hand") from exc
 
     def adopt_table(self, name: str, path: str | os.PathLike[str], *,
                     partition_by: Iterable[str] | None = (), schema: pa.Schema | None = None,

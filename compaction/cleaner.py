@@ -31,6 +31,7 @@ import pyarrow.fs as pafs
 from acidstore import fs as afs
 from acidstore.directory import AcidState, acid_state
 from acidstore.errors import AcidStoreError, TableNotFoundError
+from acidstore.fs import storage_boundary
 from acidstore.fsck.aborted import aborted_directories
 from acidstore.layout import STAGING_DIR, ParsedBase, ParsedDelta, parse_directory
 from acidstore.metastore import Metastore
@@ -132,6 +133,7 @@ def obsoleted_since(state: AcidState, times: _CommitTimes) -> datetime | None:
     return newest
 
 
+@storage_boundary
 class Cleaner:
     """One pass: ``Cleaner(wh).run()``; the scheduled job repeats it."""
 

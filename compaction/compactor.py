@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Literal
 
 from acidstore import fs as afs
 from acidstore.errors import AcidStoreError, InvalidInputError
+from acidstore.fs import storage_guarded
 from acidstore.metastore import CompactionInfo, CompactionOutput
 from acidstore.orc.io import WrittenFile
 from acidstore.partitions import parse_partition_path, partition_path
@@ -155,6 +156,7 @@ def _remove_outputs(plans: Sequence[PartitionPlan], table: Table) -> None:
                 table.filesystem.delete_dir(path)
 
 
+@storage_guarded
 def compact(table: Table, kind: Kind, partition: str | Mapping[str, str | None] | None = None,
             engine: Engine = "local", *, spark: SparkSession | None = None,
             progress: Progress | None = None,

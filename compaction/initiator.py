@@ -20,6 +20,7 @@ import pyarrow.fs as pafs
 from acidstore import fs as afs
 from acidstore.directory import AcidState, acid_state
 from acidstore.errors import AcidStoreError, InvalidInputError
+from acidstore.fs import storage_boundary
 from acidstore.metastore import CompactionInfo
 from acidstore.table import Table
 from acidstore.warehouse import Warehouse
@@ -150,6 +151,7 @@ def assess_table(table: Table, limits: Thresholds) -> list[Assessment]:
     return out
 
 
+@storage_boundary
 class Initiator:
     """One pass over the warehouse: ``Initiator(wh).run()`` returns the queued entries."""
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from acidstore import fs as afs
 from acidstore.errors import AcidStoreError, TableNotFoundError, TransactionStateError
+from acidstore.fs import storage_boundary
 from acidstore.metastore import CompactionInfo
 from acidstore.table import Table
 from acidstore.warehouse import Warehouse
@@ -56,6 +57,7 @@ class _ClaimHeartbeat:
         self._thread.join(timeout=5)
 
 
+@storage_boundary
 class Worker:
     """``Worker(wh).run()`` drains the queue once; the scheduled job repeats it."""
 

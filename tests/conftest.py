@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import HealthCheck, settings
-from s3_support import s3_server_fixture
+from s3_support import s3_place_fixture, s3_server_fixture
 
-__all__ = ["s3_server_fixture"]  # the session's S3 server, as fixture ``s3_server``
+# the session's S3 server, as fixture ``s3_server``, and a bucket on it (``s3_place``)
+__all__ = ["s3_place_fixture", "s3_server_fixture"]
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import pyarrow.fs as pafs
 import pytest
 
+from benchmarks.postgres_server import PostgresServer
 from benchmarks.s3_server import S3Server, start
 
 
@@ -49,3 +50,9 @@ class S3Place:
             pafs.FileSelector(self.root, recursive=True, allow_not_found=True))
         return sorted(i.path[len(self.root) + 1:] for i in infos
                       if i.type == pafs.FileType.File)
+
+
+@pytest.fixture(name="s3_place")
+def s3_place_fixture(s3_server: S3Server, postgres_server: PostgresServer) -> S3Place:
+    """A bucket of its own on the session's server, with a new PostgreSQL metastore."""
+    return S3Place(s3_server, s3_server.new_bucket(), postgres_server.new_store())

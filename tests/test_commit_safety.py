@@ -29,6 +29,7 @@ from acidstore.errors import (
     InvalidInputError,
     LocationNotEmptyError,
     MetastoreError,
+    StorageError,
     TableExistsError,
     WriteConflictError,
 )
@@ -322,7 +323,7 @@ def test_create_table_over_a_stray_file_and_an_existing_name(tmp_path: Path) -> 
 def test_create_table_is_atomic_when_its_directory_cannot_be_made(tmp_path: Path) -> None:
     wh = acidstore.connect(tmp_path / "wh")
     (tmp_path / "wh" / "db.db").write_bytes(b"a file where the database directory goes")
-    with pytest.raises(InvalidInputError, match=r"cannot create the directory of table db\.t"):
+    with pytest.raises(StorageError, match=r"cannot create the directory of table db\.t"):
         wh.create_table("db.t", SCHEMA)
     assert wh.tables() == []
     (tmp_path / "wh" / "db.db").unlink()

@@ -20,7 +20,7 @@ import pytest
 
 from acidstore import Warehouse, durable
 from acidstore import fs as afs
-from acidstore.errors import CommitFailedError
+from acidstore.errors import StorageError
 from compaction import compact
 
 SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string())])
@@ -140,9 +140,10 @@ def test_a_failed_flush_aborts_and_publishes_nothing(
         raise OSError(errno.EIO, "Input/output error")
 
     monkeypatch.setattr(os, "fsync", failing)
-    with pytest.raises(CommitFailedError, match="flushing its files to disk failed"):
+    with pytest.raises(StorageError, match="flush the files of transaction") as caught:
         table.insert(pa.table({"id": [2], "dt": ["b"]}))
     monkeypatch.undo()
+    assert caught.value.retry_safe and caught.value.errno == errno.EIO
     assert table.to_arrow().column("id").to_pylist() == [1]
     assert wh.metastore.show_transactions()[-1].state == "aborted"
 

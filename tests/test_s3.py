@@ -35,8 +35,6 @@ from acidstore.errors import (
     StrayPathError,
     WarehouseNotFoundError,
 )
-from benchmarks.postgres_server import PostgresServer
-from benchmarks.s3_server import S3Server
 from compaction import Cleaner, compact
 
 CONTEXT = multiprocessing.get_context("spawn")
@@ -44,11 +42,6 @@ ROOT = Path(__file__).resolve().parent.parent
 TABLE = "shop.orders"
 SCHEMA = pa.schema([("id", pa.int64()), ("amount", pa.float64()), ("status", pa.string()),
                     ("dt", pa.string())])
-
-
-@pytest.fixture
-def s3_place(s3_server: S3Server, postgres_server: PostgresServer) -> S3Place:
-    return S3Place(s3_server, s3_server.new_bucket(), postgres_server.new_store())
 
 
 @pytest.fixture

@@ -232,6 +232,7 @@ class PostgresMetastore(SqlMetastore):
                              for lock in LOCK_ORDER if lock in locks)])
         for attempt in range(_ATTEMPTS):
             pending: Exception | None = None
+            committing = False
             try:
                 session.execute(begin)
                 now = self._clock(session)
@@ -240,6 +241,7 @@ class PostgresMetastore(SqlMetastore):
                     outcome = body(session, now)
                 except txns.RaiseAfterCommit as signal:
                     pending = signal.error
+                committing = True
                 session.execute("COMMIT")
             except BaseException as exc:
                 with contextlib.suppress(Exception):
@@ -247,7 +249,7 @@ class PostgresMetastore(SqlMetastore):
                 if is_retryable(exc) and attempt < _ATTEMPTS - 1:
                     _pause(attempt)
                     continue
-                self._reraise(exc)
+                self._reraise(exc, ambiguous=committing)
             if pending is not None:
                 raise pending
             return outcome
@@ -264,11 +266,12 @@ class PostgresMetastore(SqlMetastore):
 
     def _call(self, sql: str, parameters: Sequence[Any], *,
               also_retry: frozenset[str] = frozenset(),
-              unmapped: frozenset[str] = frozenset()) -> Any:
+              unmapped: frozenset[str] = frozenset(), commits: bool = False) -> Any:
         """One statement in its own transaction (autocommit): one round trip. Retried like a
         ``_write`` on serialization failures and deadlocks, and on ``also_retry`` SQLSTATEs;
         an ``unmapped`` SQLSTATE reaches the caller as the driver raised it. Returns the
-        statement's first row (None if it has none)."""
+        statement's first row (None if it has none). ``commits``: the statement commits a
+        transaction, so a connection lost during it leaves the outcome unknown."""
         session = self._session()
         if in_transaction(session.conn):
             raise MetastoreError("metastore writes cannot nest (e.g. from a commit check)")
@@ -282,12 +285,12 @@ class PostgresMetastore(SqlMetastore):
                 if (is_retryable(exc) or sqlstate in also_retry) and attempt < _ATTEMPTS - 1:
                     _pause(attempt)
                     continue
-                self._reraise(exc)
+                self._reraise(exc, ambiguous=commits)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _reraise(self, exc: BaseException) -> NoReturn:
+    def _reraise(self, exc: BaseException, *, ambiguous: bool = False) -> NoReturn:
         """Raise a driver error as the ``MetastoreError`` it means; any other as it is."""
-        mapped = psycopg_error(exc, self._where)
+        mapped = psycopg_error(exc, self._where, ambiguous=ambiguous)
         if mapped is exc:
             raise exc
         raise mapped from exc
@@ -419,7 +422,7 @@ class PostgresMetastore(SqlMetastore):
         if arguments is not None:
             now = self._clock(self._session())
             row = self._call("SELECT commit_seq, write_ids FROM acid_commit_v9(?, ?, "
-                             "?::jsonb, ?::jsonb)", (txn_id, now, *arguments))
+                             "?::jsonb, ?::jsonb)", (txn_id, now, *arguments), commits=True)
             if row is not None:
                 return CommitInfo(txn_id, int(row[0]), from_micros(now),
                                   {k: int(v) for k, v in row[1].items()})

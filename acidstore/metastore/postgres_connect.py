@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from acidstore.errors import AcidStoreError, MetastoreError
+from acidstore.errors import AcidStoreError, MetastoreConnectionError, MetastoreError
 from acidstore.metastore.sql import NamedRow
 
 if TYPE_CHECKING:
@@ -28,6 +28,9 @@ __all__ = ["Connection", "connect", "display_url", "in_transaction", "is_retryab
 _RETRYABLE = frozenset({"40001", "40P01"})
 #: lock_not_available (our lock_timeout), query_canceled
 _BUSY = frozenset({"55P03", "57014"})
+#: the server ended this backend: admin_shutdown (pg_terminate_backend, a fast shutdown),
+#: crash_shutdown, cannot_connect_now
+_GONE = frozenset({"57P01", "57P02", "57P03"})
 
 
 def _driver() -> Any:
@@ -71,7 +74,8 @@ def connect(url: str, where: str, *, connect_timeout: float, lock_timeout: float
         conn.execute("SELECT set_config('lock_timeout', %s, false)",
                      (f"{round(lock_timeout * 1000)}ms",))
     except psycopg.Error as exc:
-        raise MetastoreError(f"cannot connect to the metastore {where}: {exc}".strip()) from exc
+        raise MetastoreConnectionError(
+            f"cannot connect to the metastore {where}: {exc}".strip()) from exc
     result: Connection = conn
     return result
 
@@ -84,12 +88,35 @@ def is_retryable(exc: BaseException) -> bool:
     return getattr(exc, "sqlstate", None) in _RETRYABLE
 
 
-def psycopg_error(exc: BaseException, where: str) -> BaseException:
-    """A driver error as the ``MetastoreError`` it means (other errors pass unchanged)."""
+def connection_lost(exc: BaseException) -> bool:
+    """Whether a driver error means the connection to the server is gone (it was closed,
+    the server went away or terminated this backend), not that a statement failed."""
+    psycopg = _driver()
+    if not isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+        return False
+    sqlstate = getattr(exc, "sqlstate", None)
+    if sqlstate is None:
+        return True  # libpq's own failures: a closed socket, a connection already closed
+    return sqlstate.startswith("08") or sqlstate in _GONE
+
+
+def psycopg_error(exc: BaseException, where: str, *, ambiguous: bool = False
+                  ) -> BaseException:
+    """A driver error as the ``MetastoreError`` it means (other errors pass unchanged). A
+    lost connection is a ``MetastoreConnectionError`` (nothing of the call committed, a
+    retry is safe) unless the call is ``ambiguous``: it was the commit itself, whose answer
+    was lost, and only the metastore can tell whether it landed."""
     if isinstance(exc, AcidStoreError) or not isinstance(exc, _driver().Error):
         return exc
     sqlstate = getattr(exc, "sqlstate", None)
     message = str(exc).strip() or type(exc).__name__
+    if connection_lost(exc):
+        if ambiguous:
+            return MetastoreError(f"lost the connection to the metastore {where} while "
+                                  f"committing: {message}")
+        return MetastoreConnectionError(
+            f"lost the connection to the metastore {where} ({message}): nothing of the call "
+            "was committed, and repeating the whole write is safe")
     if sqlstate in _BUSY:
         return MetastoreError(f"metastore {where} is busy: {message}")
     if sqlstate in _RETRYABLE:

@@ -22,6 +22,7 @@ PostgreSQL, the rules ``sql_txn`` and the DDL ``sql_schema``.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sqlite3
 import time
@@ -30,10 +31,14 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from acidstore.errors import (
+    AcidStoreError,
     InvalidInputError,
     MetastoreError,
     MetastoreVersionError,
     ReadOnlyWarehouseError,
+    StorageError,
+    StorageFullError,
+    StoragePermissionError,
 )
 from acidstore.metastore import sql_txn as txns
 from acidstore.metastore.records import ComponentLog
@@ -88,7 +93,7 @@ class SqliteMetastore(SqlMetastore):
         try:
             self._ensure_schema(self._connection())
         except sqlite3.Error as exc:
-            raise MetastoreError(f"cannot open the metastore {self._path}: {exc}") from exc
+            raise _failed(exc, self._path, f"cannot open the metastore {self._path}") from exc
 
     def __repr__(self) -> str:
         return f"SqliteMetastore({self._path!r})"
@@ -181,7 +186,7 @@ class SqliteMetastore(SqlMetastore):
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
-            raise MetastoreError(f"metastore {self._path} is busy: {exc}") from exc
+            raise _failed(exc, self._path, f"metastore {self._path} is busy") from exc
         pending: Exception | None = None
         outcome: tuple[T] | None = None
         try:
@@ -194,14 +199,14 @@ class SqliteMetastore(SqlMetastore):
             with contextlib.suppress(sqlite3.Error):  # the error below says what failed
                 conn.execute("ROLLBACK")
             if isinstance(exc, sqlite3.Error):
-                raise MetastoreError(f"metastore {self._path} failed: {exc}") from exc
+                raise _failed(exc, self._path, f"metastore {self._path} failed") from exc
             raise
         try:
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
-            raise MetastoreError(f"metastore {self._path} could not commit: {exc}") from exc
+            raise _failed(exc, self._path, f"metastore {self._path} could not commit") from exc
         if pending is not None:
             # Raised outside the except block so the error keeps its own context and cause.
             raise pending
@@ -224,7 +229,7 @@ class SqliteMetastore(SqlMetastore):
             finally:
                 conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            raise MetastoreError(f"metastore {self._path} failed: {exc}") from exc
+            raise _failed(exc, self._path, f"metastore {self._path} failed") from exc
 
     def committed_log(self, table: str, *, min_write_id: int = 0,
                       after_seq: int | None = None) -> ComponentLog:
@@ -250,6 +255,27 @@ def _unwritable(path: str) -> bool:
         return os.access(target, os.W_OK) and bool(os.stat(target).st_mode & 0o222)
 
     return not writable(path) or not writable(os.path.dirname(os.path.abspath(path)))
+
+
+#: SQLite's primary result codes of a failing disk (the file's storage, not the database),
+#: with the errno each amounts to
+_STORAGE_CODES = {"SQLITE_FULL": errno.ENOSPC, "SQLITE_IOERR": errno.EIO,
+                  "SQLITE_CANTOPEN": errno.EIO, "SQLITE_PERM": errno.EACCES,
+                  "SQLITE_READONLY": errno.EROFS}
+
+
+def _failed(exc: sqlite3.Error, path: str, what: str) -> AcidStoreError:
+    """A SQLite error as the typed error it means: a ``StorageError`` when the disk under
+    the metastore file failed (full, unreadable, refused), else a ``MetastoreError``. SQLite
+    rolls a failed transaction back, so either way nothing of the call was changed."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    code = _STORAGE_CODES.get("_".join(name.split("_")[:2]))
+    if code is None:
+        return MetastoreError(f"{what}: {exc}")
+    kind = {errno.ENOSPC: StorageFullError, errno.EACCES: StoragePermissionError,
+            errno.EROFS: StoragePermissionError}.get(code, StorageError)
+    return kind(f"{what}: {exc} ({name}); nothing of the call was changed", path=path,
+                errno=code)
 
 
 def _read_only_uri(path: str) -> str:

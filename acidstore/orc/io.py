@@ -25,13 +25,14 @@ import pyarrow.fs as pafs
 import pyarrow.orc as po
 
 from acidstore.errors import (
+    AcidStoreError,
     CorruptFileError,
     DataError,
     InvalidInputError,
     MissingDataError,
     SchemaMismatchError,
 )
-from acidstore.fs import write_bytes
+from acidstore.fs import is_io_failure, storage_error, write_bytes
 from acidstore.orc.cache import OpenedFile, held, read_small, remember, small_key
 from acidstore.orc.footer import POSTSCRIPT_TAIL, add_user_metadata, metadata_tail
 from acidstore.orc.schema import (
@@ -77,6 +78,15 @@ __all__ = [
     "write_event_file",
     "write_orc_file",
 ]
+
+
+def decode_error(exc: BaseException, path: str, action: str) -> AcidStoreError:
+    """What a failed read of an ORC file is: the storage failing (``StorageError``: an errno
+    or an object store's error) or bytes that do not decode (``CorruptFileError``). pyarrow
+    raises ``OSError`` for both."""
+    if is_io_failure(exc):
+        return storage_error(exc, path, action=f"{action} (reading {path})")
+    return CorruptFileError(f"cannot {action}: {exc}", path=path)
 
 KEY_INDEX_KEY = "hive.acid.key.index"
 STATS_KEY = "hive.acid.stats"
@@ -222,7 +232,7 @@ class OrcFile:
             raise MissingDataError(f"ORC file gone since it was listed: {exc}",
                                    path=path) from exc
         except (pa.ArrowException, OSError, ValueError) as exc:
-            raise CorruptFileError(f"cannot open ORC file: {exc}", path=path) from exc
+            raise decode_error(exc, path, "open ORC file") from exc
         self.user_metadata: dict[str, bytes] = {
             (k.decode() if isinstance(k, bytes) else str(k)): bytes(v)
             for k, v in (raw_meta.items() if raw_meta is not None else [])
@@ -379,8 +389,7 @@ class OrcFile:
             batch: pa.RecordBatch = self._orc.reader.read_stripe(index, columns=list(columns)) \
                 if self._opened is None else self._opened.read_stripe(index, columns)
         except (pa.ArrowException, OSError, ValueError) as exc:
-            raise CorruptFileError(f"cannot decode stripe {index}: {exc}", path=self.path
-                                   ) from exc
+            raise decode_error(exc, self.path, f"decode stripe {index}") from exc
         return batch
 
     def stripes(self, columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
@@ -412,7 +421,7 @@ class OrcFile:
                 if batch.num_rows:
                     yield _select_fields(batch, tops)
         except (pa.ArrowException, OSError, ValueError) as exc:
-            raise CorruptFileError(f"cannot decode: {exc}", path=self.path) from exc
+            raise decode_error(exc, self.path, "decode") from exc
 
     def read(self, columns: Sequence[str]) -> pa.Table:
         """Decode the whole file with the given physical columns."""
@@ -423,7 +432,7 @@ class OrcFile:
             else:
                 table = self._orc.read(columns=list(columns))
         except (pa.ArrowException, OSError, ValueError) as exc:
-            raise CorruptFileError(f"cannot decode: {exc}", path=self.path) from exc
+            raise decode_error(exc, self.path, "decode") from exc
         return table
 
     def canonical(self, batch: pa.RecordBatch) -> pa.RecordBatch:

@@ -15,6 +15,7 @@ import pyarrow.fs as pafs
 from acidstore import fs as afs
 from acidstore.errors import InvalidLayoutError, TableNotFoundError
 from acidstore.expressions import Predicate
+from acidstore.fs import storage_guarded
 from acidstore.layout import parse_directory
 from acidstore.read.registry import DEFAULT_DELETE_EVENT_LIMIT
 from acidstore.read.scan import Reader, Scan, discover_partitions
@@ -48,6 +49,7 @@ def _refuse_acid_directory(root: str) -> None:
                              "table or partition directory that holds it")
 
 
+@storage_guarded
 def scan_directory(path: str | os.PathLike[str], schema: pa.Schema | None = None,
                    write_ids: ValidWriteIdList | str | None = None,
                    txns: ValidTxnList | str | None = None, *,
@@ -66,6 +68,7 @@ def scan_directory(path: str | os.PathLike[str], schema: pa.Schema | None = None
                 delete_event_limit=delete_event_limit)
 
 
+@storage_guarded
 def read_directory(path: str | os.PathLike[str], schema: pa.Schema | None = None,
                    write_ids: ValidWriteIdList | str | None = None,
                    txns: ValidTxnList | str | None = None, *,

@@ -134,7 +134,7 @@ def prepare_directory(fs: pafs.FileSystem, location: str, relative: str) -> str:
     """Create an ACID directory with its ``_orc_acid_version`` marker (Hive writes one into
     every directory it creates, compactor output included)."""
     directory = afs.join(location, relative)
-    fs.create_dir(directory, recursive=True)
+    afs.make_dirs(fs, directory)
     afs.write_bytes(fs, afs.join(directory, ACID_VERSION_FILE), ACID_VERSION.encode())
     return directory
 
