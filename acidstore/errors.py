@@ -329,14 +329,15 @@ class StrayPathError(DataError):
 # --- the storage failed ----------------------------------------------------------------------
 
 
-class StorageError(AcidStoreError):
+class StorageError(AcidStoreError, OSError):
     """The filesystem or object store failed: an I/O error, a failed request, a name the
     filesystem cannot hold. ``path`` names the file or directory; ``retry_safe`` is True when
     the failed call changed nothing visible (a write that failed was aborted, a read has no
     effect), so the same call may be repeated once the cause is fixed; ``errno`` is the
-    operating system's error number when there was one."""
+    operating system's error number when there was one. An ``OSError`` too, so code that
+    handles the operating system's storage errors handles these."""
 
-    def __init__(self, message: str, *, path: str | None, retry_safe: bool = True,
+    def __init__(self, message: str, *, path: str | None = None, retry_safe: bool = True,
                  errno: int | None = None) -> None:
         super().__init__(f"{message} (path: {path})" if path is not None else message)
         self.path = path

@@ -29,6 +29,7 @@ from acidstore.errors import (
     StorageFullError,
     StoragePermissionError,
 )
+from acidstore.partitions import is_text
 
 __all__ = [
     "Entry",
@@ -126,6 +127,9 @@ def resolve(path: str | os.PathLike[str], filesystem: pafs.FileSystem | None = N
     ``AWS_ACCESS_KEY_ID`` ..., or the URI's query, ``?endpoint_override=host:port&scheme=http``).
     """
     text = os.fspath(path)
+    if not isinstance(text, str) or not is_text(text):
+        raise InvalidInputError(f"the path {text!r} is no valid text (it holds a lone "
+                                "surrogate or is bytes): give it as a str")
     if filesystem is not None:
         if "://" in text:
             text = _path_in_uri(text, filesystem)

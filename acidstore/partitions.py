@@ -16,6 +16,7 @@ __all__ = [
     "DEFAULT_PARTITION_NAME",
     "MAX_NAME_BYTES",
     "escape_path_name",
+    "is_text",
     "parse_partition_path",
     "partition_path",
     "unescape_path_name",
@@ -56,9 +57,23 @@ def _is_hex(pair: str) -> bool:
     return len(pair) == 2 and all(c in "0123456789abcdefABCDEF" for c in pair)
 
 
+def is_text(text: str) -> bool:
+    """Whether ``text`` can be stored as UTF-8 (a lone surrogate, e.g. from a file name
+    decoded with ``surrogateescape``, cannot: no path, ORC schema or metastore holds it)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _component(column: str, value: str | None) -> str:
     if not column:
         raise InvalidPartitionValueError("empty partition column name")
+    if value is not None and not is_text(value):
+        raise InvalidPartitionValueError(
+            f"partition column {column!r} has the value {value!r}, which is no valid text "
+            "(it holds a lone surrogate) and so cannot name a directory")
     name = escape_path_name(column) + "=" + (
         DEFAULT_PARTITION_NAME if value is None else escape_path_name(value))
     if value == "":

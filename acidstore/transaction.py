@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import getpass
 import socket
+import threading
 from collections import defaultdict
 from collections.abc import Sequence
 from types import TracebackType
@@ -35,6 +36,7 @@ from acidstore.errors import (
     ConcurrentAppendError,
     InvalidInputError,
     MetastoreError,
+    NestedTransactionError,
     StorageError,
     TransactionAbortedError,
     TransactionStateError,
@@ -78,6 +80,8 @@ class Transaction:
         self._allocated: dict[str, int] = {}
         self._recorded: list[WriteComponent] = []
         if attach is None:
+            if kind != "compaction":  # rewrites rows, changes none: independent by nature
+                _refuse_nested(warehouse)
             info = self._metastore.open_transaction(user=current_user(),
                                                     host=socket.gethostname(),
                                                     kind=kind, writes=writes)
@@ -88,6 +92,7 @@ class Transaction:
                               for c in w.components(info.write_ids[w.table])]
         else:
             self.txn_id, self.snapshot = attach
+        self.kind: TxnKind = kind
         self._state: State = "open"
         #: the error of a statement that failed and so aborted the transaction (``fail``)
         self._failure: BaseException | None = None
@@ -208,10 +213,15 @@ class Transaction:
                 "files are kept until it times out and the cleaner removes them")
 
     def __enter__(self) -> Transaction:
+        if self.kind != "compaction":
+            _refuse_nested(self._warehouse)
+            _blocks()[id(self._warehouse)] = self
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
+        if _blocks().get(id(self._warehouse)) is self:
+            del _blocks()[id(self._warehouse)]
         if exc_type is None and self._failure is not None:
             # the statement's error was caught inside the block: leaving it normally must not
             # look like a commit
@@ -440,6 +450,31 @@ class Transaction:
     def _delete_paths(self, table: str, directories: Sequence[str]) -> list[str]:
         location = self._warehouse.location_of(table)
         return [afs.join(location, d) for d in directories if _is_delete_dir(d)]
+
+
+#: per thread, the transaction of the ``with`` block it is in, by warehouse connection
+_active = threading.local()
+
+
+def _blocks() -> dict[int, Transaction]:
+    blocks: dict[int, Transaction] | None = getattr(_active, "blocks", None)
+    if blocks is None:
+        blocks = _active.blocks = {}
+    return blocks
+
+
+def _refuse_nested(warehouse: _WarehouseLike) -> None:
+    """Refuse a transaction begun on a warehouse connection inside the ``with`` block of
+    another one of the same connection, in the same thread: it would commit on its own, so
+    an outer block that then failed would leave the inner work committed; writes meant for
+    the outer transaction go through ``txn.table``. (Two connections are two clients, whose
+    transactions are independent by design.)"""
+    outer = _blocks().get(id(warehouse))
+    if outer is not None:
+        raise NestedTransactionError(
+            f"a transaction cannot begin inside the `with` block of transaction "
+            f"{outer.txn_id}: it would commit on its own even if that block failed; write "
+            "through the outer transaction instead (txn.table(name).insert(...))")
 
 
 class _DeleteKeys:

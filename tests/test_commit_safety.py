@@ -329,3 +329,29 @@ def test_create_table_is_atomic_when_its_directory_cannot_be_made(tmp_path: Path
     (tmp_path / "wh" / "db.db").unlink()
     assert ids(wh.create_table("db.t", SCHEMA)) == []
     wh.close()
+
+
+def test_a_transaction_inside_another_ones_block_is_refused(tmp_path: Path) -> None:
+    """Nested blocks were silently independent: the inner one committed, and stayed
+    committed when the outer one then failed. Now the inner one is refused before it opens
+    (and so is a single statement on ``wh.table``, which opens a transaction of its own)."""
+    from acidstore.errors import NestedTransactionError
+
+    wh = acidstore.connect(tmp_path / "wh")
+    table = wh.create_table("db.t", SCHEMA)
+    opened = len(wh.show_transactions())
+    with pytest.raises(NestedTransactionError, match="write through the outer transaction"), \
+            wh.transaction() as outer:
+        outer.table("db.t").insert(pa.table({"id": [1]}))
+        with wh.transaction() as inner:
+            inner.table("db.t").insert(pa.table({"id": [2]}))
+    with pytest.raises(NestedTransactionError), wh.transaction():
+        table.insert(pa.table({"id": [3]}))
+    assert ids(table) == []
+    assert len(wh.show_transactions()) == opened + 2  # the inner ones never opened
+    assert set(wh.show_transactions().column("state").to_pylist()) == {"aborted"}
+    with wh.transaction() as txn:  # after a block, a new one begins as before
+        txn.table("db.t").insert(pa.table({"id": [4]}))
+    table.insert(pa.table({"id": [5]}))
+    assert ids(table) == [4, 5]
+    wh.close()

@@ -5,6 +5,7 @@ as pyarrow fails."""
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 from pathlib import Path
@@ -13,6 +14,7 @@ import pyarrow.fs as pafs
 import pytest
 
 from acidstore import fs as afs
+from acidstore.errors import StorageError
 
 LOCAL = pafs.LocalFileSystem()
 
@@ -48,5 +50,6 @@ def test_a_missing_directory_lists_as_nothing_and_a_file_fails(tmp_path: Path) -
         _pyarrow(tmp_path), "gone")
     (tmp_path / "f").write_bytes(b"x")
     for fs, path in ((LOCAL, str(tmp_path / "f")), (_pyarrow(tmp_path), "f")):
-        with pytest.raises(NotADirectoryError):
+        with pytest.raises(StorageError) as caught:
             afs.list_dir(fs, path)
+        assert caught.value.errno == errno.ENOTDIR

@@ -85,3 +85,32 @@ def test_zoned_timestamps_into_a_local_column_are_refused(wh: Warehouse) -> None
     t.insert(local)
     # 12:00 UTC is 13:00 in Paris: the local date-time the caller chose is what is stored
     assert t.to_arrow().column("at").to_pylist() == [datetime(2024, 1, 1, 13)]
+
+
+LONE = "x\udc80"  # a lone surrogate: what bytes decoded with errors="surrogateescape" hold
+
+
+def test_text_no_storage_can_hold_is_refused_before_anything_is_created(
+        wh: Warehouse, tmp_path: Path) -> None:
+    import pandas as pd
+
+    import acidstore
+    from acidstore.errors import InvalidPartitionValueError
+    from compaction import compact
+
+    schema = pa.schema([("id", pa.int64()), ("p", pa.string())])
+    table = wh.create_table("db.t", schema, partition_by=["p"])
+    with pytest.raises(InvalidInputError, match="is too long"):
+        wh.create_table("db." + "t" * 129, schema)
+    with pytest.raises(InvalidInputError, match="no valid text"):
+        wh.create_table("db.u", schema, properties={"k": LONE})
+    with pytest.raises(InvalidInputError, match=r"column 'p' of the DataFrame holds text"):
+        table.insert(pd.DataFrame({"id": [1], "p": [LONE]}))
+    with pytest.raises(InvalidPartitionValueError, match="no valid text"):
+        wh.streaming_connection("db.t", partition={"p": LONE})
+    with pytest.raises(InvalidPartitionValueError, match="no valid text"):
+        compact(table, "major", partition={"p": LONE})
+    with pytest.raises(InvalidInputError, match="no valid text"):
+        acidstore.connect(str(tmp_path / LONE))
+    assert wh.tables() == ["db.t"] and table.history().num_rows == 0
+    assert not (tmp_path / LONE).exists()

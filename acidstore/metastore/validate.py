@@ -29,7 +29,7 @@ from acidstore.metastore.records import (
     WriteComponent,
 )
 from acidstore.orc.types import check_column_types, check_partition_types
-from acidstore.partitions import parse_partition_path, partition_path
+from acidstore.partitions import is_text, parse_partition_path, partition_path
 
 __all__ = [
     "CONFLICTING_OPERATIONS",
@@ -55,6 +55,8 @@ DEFAULT_DATABASE = "default"
 _IDENTIFIER = re.compile(r"[a-z0-9_]+")
 #: a database or table name (``split_table_name``)
 _TABLE_NAME = re.compile(r"[a-z_][a-z0-9_]*")
+#: the longest database or table name, as Hive's metastore limits identifiers
+MAX_NAME_LENGTH = 128
 #: Only these conflict, and only with each other (§12.2: inserts never conflict; newest Hive
 #: counts D/D too, and an overwrite rewrites every row, so it behaves like a delete of all).
 CONFLICTING_OPERATIONS: frozenset[str] = frozenset({"update", "delete", "overwrite"})
@@ -112,6 +114,10 @@ def split_table_name(name: str) -> tuple[str, str]:
         raise InvalidInputError(
             f"table name {name!r} must be 'table' or 'database.table', each a letter or '_' "
             "followed by letters, digits and '_'")
+    if any(len(p) > MAX_NAME_LENGTH for p in parts):
+        raise InvalidInputError(
+            f"table name {name!r} is too long: a database or table name has at most "
+            f"{MAX_NAME_LENGTH} characters (each becomes a directory name)")
     return parts[0], parts[1]
 
 
@@ -306,6 +312,9 @@ def check_new_table(info: NewTable) -> None:
     for key, value in info.properties.items():
         if not isinstance(key, str) or not isinstance(value, str):
             raise InvalidInputError(f"properties of {table} must map str to str: {key!r}")
+        if not is_text(key) or not is_text(value):
+            raise InvalidInputError(f"property {key!r} of {table} is no valid text (it holds "
+                                    "a lone surrogate)")
     if not isinstance(info.location, str) or not info.location:
         raise InvalidInputError(f"location of {table} must be a non-empty string: "
                                 f"{info.location!r}")

@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from acidstore.errors import InvalidInputError, SchemaMismatchError
 from acidstore.orc.schema import cast_to
+from acidstore.partitions import is_text
 
 __all__ = ["cast_input", "check_column_types", "check_partition_types", "hive_type"]
 
@@ -85,9 +86,24 @@ def _refuse(kind: pa.DataType, column: str, where: str, hint: str) -> NoReturn:
 
 
 def check_column_types(schema: pa.Schema, table: str) -> None:
-    """Refuse a schema with any column (or nested field) that has no Hive type."""
+    """Refuse a schema with any column (or nested field) that has no Hive type, or whose
+    name is no valid text (a lone surrogate: ORC's schema and the metastore hold UTF-8)."""
     for field in schema:
+        _check_names(field, field.name, table)
         hive_type(field.type, field.name, table)
+
+
+def _check_names(field: pa.Field, path: str, table: str) -> None:
+    if not is_text(field.name):
+        raise InvalidInputError(f"column {path!r} of {table} has a name that is no valid "
+                                "text (it holds a lone surrogate)")
+    kind = field.type
+    children = [kind.field(i) for i in range(kind.num_fields)] if pa.types.is_struct(kind) \
+        else [kind.value_field] if pa.types.is_list(kind) or pa.types.is_large_list(kind) \
+        or pa.types.is_fixed_size_list(kind) \
+        else [kind.key_field, kind.item_field] if pa.types.is_map(kind) else []
+    for child in children:
+        _check_names(child, f"{path}.{child.name}", table)
 
 
 def check_partition_types(schema: pa.Schema, table: str) -> None:

@@ -53,6 +53,12 @@ def from_pandas(convert: Callable[..., _T], frame: Any, where: str) -> _T:
     does not always say which column it was."""
     try:
         return convert(frame, preserve_index=False)
+    except UnicodeEncodeError as exc:
+        column = _unconvertible(frame)
+        which = f"column {column!r} of the DataFrame" if column is not None else "the DataFrame"
+        raise InvalidInputError(
+            f"{where}: {which} holds text that is no valid UTF-8 ({exc}): a lone surrogate, "
+            "e.g. from bytes decoded with errors='surrogateescape'") from exc
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
         column = _unconvertible(frame)
         which = f"column {column!r} of the DataFrame" if column is not None else "the DataFrame"
@@ -66,7 +72,8 @@ def _unconvertible(frame: Any) -> str | None:
     for index, name in enumerate(frame.columns):
         try:
             pa.Array.from_pandas(frame.iloc[:, index])
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError,
+                UnicodeEncodeError):
             return str(name)
     return None
 
@@ -162,10 +169,12 @@ def canonical_partition_values(schema: pa.Schema, columns: Sequence[str],
         try:
             given = pa.array([value], pa.string() if isinstance(value, str) else None)
             out.append(partition_text(given.cast(field.type))[0])
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError,
+                UnicodeEncodeError) as exc:
+            what = "no valid text (it holds a lone surrogate)" \
+                if isinstance(exc, UnicodeEncodeError) else f"not a {field.type}"
             raise InvalidPartitionValueError(
-                f"{where}: partition value {value!r} of {column!r} is not a "
-                f"{field.type}") from exc
+                f"{where}: partition value {value!r} of {column!r} is {what}") from exc
     return tuple(out)
 
 
