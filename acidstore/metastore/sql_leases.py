@@ -24,11 +24,12 @@ def acquire(conn: Session, table_id: int, snapshot: ValidTxnList,
             write_ids: ValidWriteIdList, *, now: int, ttl: int) -> int:
     """A new lease on ``snapshot`` until ``now + ttl`` (expired leases are dropped first)."""
     delete_expired(conn, now)
-    cursor = conn.execute(
+    # fetchall: the statement (and with it an autocommit write) ends with its last row
+    (row,) = conn.execute(
         "INSERT INTO leases (table_id, snapshot, write_ids, acquired, expires) "
         "VALUES (?, ?, ?, ?, ?) RETURNING lease_id",
-        (table_id, str(snapshot), str(write_ids), now, now + ttl))
-    return int(cursor.fetchone()[0])
+        (table_id, str(snapshot), str(write_ids), now, now + ttl)).fetchall()
+    return int(row[0])
 
 
 def delete_expired(conn: Session, now: int) -> None:
