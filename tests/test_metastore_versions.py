@@ -161,7 +161,7 @@ def test_a_version_6_store_gets_app_versions(backend: Backend) -> None:
         set_version(conn, "6")
     again = backend.open()
     try:
-        assert version(backend) == str(SCHEMA_VERSION) == "12"
+        assert version(backend) == str(SCHEMA_VERSION) == "13"
         assert again.app_versions("t") == []
         txn = begin(again)
         again.record_app_version(txn, "t", "job", 1)
@@ -198,7 +198,7 @@ def test_a_version_10_store_records_bucket_files(backend: Backend) -> None:
         set_version(conn, "10")
     again = backend.open()
     try:
-        assert version(backend) == str(SCHEMA_VERSION) == "12"
+        assert version(backend) == str(SCHEMA_VERSION) == "13"
         files = (("delta_0000002_0000002_0000/bucket_00001", 880),)
         for operation, write_id in (("insert", 2), ("delete", 3)):
             txn = begin(again)
@@ -222,7 +222,7 @@ def test_a_version_11_store_marks_its_tables_as_unrecorded(backend: Backend) -> 
         set_version(conn, "11")
     again = backend.open()
     try:
-        assert version(backend) == str(SCHEMA_VERSION) == "12"
+        assert version(backend) == str(SCHEMA_VERSION) == "13"
         assert again.get_table("t").originals_recorded is False
         assert again.create_table(new_table("u")).originals_recorded is True
         assert again.get_table("u").originals_recorded is True
@@ -245,7 +245,7 @@ def test_a_version_7_store_continues_its_counters(backend: Backend) -> None:
         set_version(conn, "7")
     again = backend.open()
     try:
-        assert version(backend) == str(SCHEMA_VERSION) == "12"
+        assert version(backend) == str(SCHEMA_VERSION) == "13"
         txn = begin(again)
         assert txn == 40
         assert again.commit(txn, [write(again, txn, "insert")]).commit_seq == 30

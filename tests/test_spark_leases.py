@@ -4,14 +4,18 @@ job no longer keeps the cleaner from removing what a compaction replaced for an 
 ``format("acidstore")``: one lease per read task, released by the task once it has read;
 ``AcidTable.toDF()``: the driver's lease, released when the session stops (the subprocess
 tests of test_spark_session.py stop a real session; here ``release_held`` is what ``stop``
-calls, since the suite shares one session)."""
+calls, since the suite shares one session). None of these lease calls waits for a writer
+holding the metastore's write lock."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from lock_holders import writer_locks_held
 from spark_support import TABLE, arrow_rows, make_rows, new_table, spark_rows
 
 from acidstore import Table, Warehouse
@@ -81,3 +85,24 @@ def test_to_df_holds_its_lease_until_the_session_stops(spark: SparkSession,
     assert spark_leases.release_held() >= 1  # what SparkSession.stop() runs first
     assert wh.metastore.active_leases(TABLE) == []
     assert Cleaner(wh, retention_seconds=0).run().removed != []
+
+
+def test_spark_reads_complete_while_a_writer_holds_the_metastore(spark: SparkSession,
+                                                                 wh: Warehouse) -> None:
+    """The driver-side planning of ``format("acidstore")`` (snapshot, its lease, one lease
+    per task), its tasks' lease checks and releases, and ``toDF()``'s driver lease all end
+    while another process holds SQLite's write lock for minutes: before, each lease waited
+    for the 30 s busy timeout and failed the read."""
+    t = compacted(wh)
+    expected = arrow_rows(t.to_arrow())
+    at = AcidTable.forName(spark, TABLE, warehouse=str(wh.location))
+    assert spark_rows(at.toDF()) == expected  # warm: the session and the Java reader are up
+    spark_leases.release_held()
+    with writer_locks_held(str(wh.location)):
+        frames: list[Callable[[], DataFrame]] = [lambda: read(spark, wh), at.toDF]
+        for frame in frames:
+            start = time.monotonic()
+            assert spark_rows(frame()) == expected
+            assert time.monotonic() - start < 20  # a liveness bound, not a benchmark
+        assert len(wh.metastore.active_leases(TABLE)) == 1  # toDF's, recorded meanwhile
+    assert spark_leases.release_held() == 1

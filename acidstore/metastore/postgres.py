@@ -16,7 +16,10 @@ how a metastore transaction runs, because here many clients write at once:
 - serialization failures and deadlocks roll back and retry the whole call (bodies are pure
   functions of the database, so a retry is a fresh attempt, not a replay);
 - times come from the server's clock, so clients on machines whose clocks differ still agree
-  on heartbeat ages and lease expiry.
+  on heartbeat ages and lease expiry;
+- reads never wait for a writer: a reader's lease calls are single statements on ``leases``
+  (no foreign key, no named lock, no reaping; expired leases another call holds are skipped),
+  and a snapshot reaps timed-out txns only if no lock stands in its way.
 
 Txn ids and commit numbers come from server sequences, per-table write ids from counter rows
 bumped with an upsert: nothing relies on one client process. One connection per thread (and
@@ -56,7 +59,7 @@ from acidstore.metastore.records import (
     WriteComponent,
 )
 from acidstore.metastore.sql import POSTGRES, Cursor, Dialect, Session
-from acidstore.metastore.sql_base import LOCK_ORDER, Lock
+from acidstore.metastore.sql_base import LOCK_ORDER, Lock, WriteLockBusy
 from acidstore.metastore.sql_schema import (
     SCHEMA_VERSION,
     decode_schema,
@@ -73,6 +76,7 @@ from acidstore.writeids import ValidTxnList
 __all__ = ["PostgresMetastore"]
 
 T = TypeVar("T")
+R = TypeVar("R")
 #: attempts of one call before a serialization failure or deadlock is reported
 _ATTEMPTS = 30
 #: any constant: the key of the advisory lock that serializes schema creation and migration
@@ -82,6 +86,8 @@ _NOW = "SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::bigint"
 _TAKEN = "23505"
 #: raised by acid_open_v9 when a cached catalog entry no longer names its table
 _STALE_CATALOG = "AS001"
+#: lock_not_available: a ``_write(wait=False)`` met a lock another client holds
+_LOCKED = "55P03"
 
 
 def _pause(attempt: int) -> None:
@@ -222,12 +228,15 @@ class PostgresMetastore(SqlMetastore):
         return now_micros() + offset
 
     def _write(self, body: Callable[[Session, int], T], *, locks: tuple[Lock, ...] = (),
-               consistent: bool = False) -> T:
+               consistent: bool = False, wait: bool = True) -> T:
+        """``wait=False``: any lock wait ends at once (``lock_timeout``, the shortest there
+        is) and raises ``WriteLockBusy``, the transaction rolled back."""
         session = self._session()
         if in_transaction(session.conn):
             raise MetastoreError("metastore writes cannot nest (e.g. from a commit check)")
         # one round trip: statements without parameters go as one simple query
         begin = "; ".join(["BEGIN ISOLATION LEVEL REPEATABLE READ" if consistent else "BEGIN",
+                           *([] if wait else ["SET LOCAL lock_timeout = '1ms'"]),
                            *(f"LOCK TABLE lock_{lock} IN EXCLUSIVE MODE"
                              for lock in LOCK_ORDER if lock in locks)])
         for attempt in range(_ATTEMPTS):
@@ -246,6 +255,8 @@ class PostgresMetastore(SqlMetastore):
             except BaseException as exc:
                 with contextlib.suppress(Exception):
                     session.execute("ROLLBACK")
+                if not wait and getattr(exc, "sqlstate", None) == _LOCKED:
+                    raise WriteLockBusy(self._where) from exc
                 if is_retryable(exc) and attempt < _ATTEMPTS - 1:
                     _pause(attempt)
                     continue
@@ -254,6 +265,25 @@ class PostgresMetastore(SqlMetastore):
                 raise pending
             return outcome
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _lease_call(self, body: Callable[[Session, int], T]) -> T:
+        """Autocommit: each lease statement is its own transaction, and none waits for a
+        writer (see ``sql_leases``). Retried like ``_write`` on serialization failures."""
+        session = self._session()
+        if in_transaction(session.conn):
+            raise MetastoreError("metastore writes cannot nest (e.g. from a commit check)")
+        for attempt in range(_ATTEMPTS):
+            try:
+                return body(session, self._clock(session))
+            except Exception as exc:
+                if is_retryable(exc) and attempt < _ATTEMPTS - 1:
+                    _pause(attempt)
+                    continue
+                self._reraise(exc)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _lease_read(self, body: Callable[[Session, int], list[R]]) -> list[R]:
+        return self._read(lambda conn: body(conn, self._clock(conn)))
 
     def _read(self, body: Callable[[Session], T]) -> T:
         session = self._session()

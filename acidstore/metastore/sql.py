@@ -41,6 +41,10 @@ class Dialect:
       anything of that transaction. PostgreSQL runs such calls concurrently and needs the row
       lock so that a commit, an abort and a heartbeat of one txn queue up behind each other;
       SQLite holds the database write lock already, and has no ``FOR UPDATE``.
+    - ``skip_locked``: appended to a ``SELECT`` of rows that another transaction may hold
+      and that this one may leave alone (expired reader leases another lease call is
+      deleting): PostgreSQL's ``FOR UPDATE SKIP LOCKED`` never waits for their holder; SQLite
+      needs nothing, since one write at a time holds its (lease) database.
     - ``forced_join`` / ``hint``: SQLite's planner must be told the join order (``CROSS
       JOIN``) and kept off some indexes (unary ``+``) on the conflict check's hot query;
       PostgreSQL plans it well by itself and has no unary ``+`` on text.
@@ -57,6 +61,7 @@ class Dialect:
 
     name: str
     row_lock: str
+    skip_locked: str
     forced_join: str
     hint_prefix: str
     array_parameters: bool
@@ -78,12 +83,13 @@ class Dialect:
         return items if self.array_parameters else json.dumps(items)
 
 
-SQLITE = Dialect("sqlite", row_lock="", forced_join="CROSS JOIN", hint_prefix="+",
-                 array_parameters=False,
+SQLITE = Dialect("sqlite", row_lock="", skip_locked="", forced_join="CROSS JOIN",
+                 hint_prefix="+", array_parameters=False,
                  table_exists="SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
                  column_exists="SELECT 1 FROM pragma_table_info(?) WHERE name = ?",
                  server_sequences=False)
-POSTGRES = Dialect("postgresql", row_lock=" FOR UPDATE", forced_join="JOIN", hint_prefix="",
+POSTGRES = Dialect("postgresql", row_lock=" FOR UPDATE", skip_locked=" FOR UPDATE SKIP LOCKED",
+                   forced_join="JOIN", hint_prefix="",
                    array_parameters=True,
                    table_exists="SELECT 1 FROM pg_catalog.pg_tables "
                    "WHERE schemaname = current_schema() AND tablename = ?",

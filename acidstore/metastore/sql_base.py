@@ -17,6 +17,12 @@ concurrently on several machines while those that define an order are serialized
 - ``catalog``: create and drop table, partitions.
 A call that changes one txn first locks that txn's row (``Dialect.row_lock``), so a commit,
 an abort and a heartbeat of one txn never interleave.
+
+Reads never wait for a writer. A read's own writes stay out of the catalogue's write
+transactions: its snapshot lease goes to the backend's lease store (``_lease_call``: SQLite's
+lease file, PostgreSQL's ``leases`` table outside any named lock, see ``sql_leases``), and a
+snapshot builder reaps timed-out txns only when it gets the write lock at once
+(``_snapshot_call``).
 """
 
 from __future__ import annotations
@@ -47,14 +53,20 @@ from acidstore.metastore.sql_schema import decode_schema, from_micros
 from acidstore.metastore.validate import check_seconds, check_ttl, split_table_name
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
-__all__ = ["LOCK_ORDER", "NO_LEASE", "Lock", "SqlBase"]
+__all__ = ["LOCK_ORDER", "NO_LEASE", "Lock", "SqlBase", "WriteLockBusy"]
 
 T = TypeVar("T")
+R = TypeVar("R")
 #: the lease id a read-only store hands out: no lease row (ids start at 1), nothing to renew
 NO_LEASE = 0
 Lock = Literal["catalog", "txn", "commit", "queue"]
 #: Locks are always taken in this order, so two calls can never wait for each other's.
 LOCK_ORDER: tuple[Lock, ...] = ("catalog", "txn", "commit", "queue")
+
+
+class WriteLockBusy(Exception):  # noqa: N818  (a signal between a backend and this module)
+    """``_write(..., wait=False)`` found what it needs held by another client, and did
+    nothing: the caller goes on without the write rather than wait."""
 
 
 class SqlBase(ABC):
@@ -104,11 +116,26 @@ class SqlBase(ABC):
 
     @abstractmethod
     def _write(self, body: Callable[[Session, int], T], *, locks: tuple[Lock, ...] = (),
-               consistent: bool = False) -> T:
+               consistent: bool = False, wait: bool = True) -> T:
         """Run ``body(session, now)`` in one metastore write transaction holding ``locks``,
         after reaping timed-out txns. ``consistent``: every statement of ``body`` must see one
         snapshot of the database (not only its own statement's). Errors roll back, except
-        ``txns.RaiseAfterCommit``, whose abort is committed before its error is raised."""
+        ``txns.RaiseAfterCommit``, whose abort is committed before its error is raised.
+        ``wait=False``: raise ``WriteLockBusy`` instead of waiting for a lock another client
+        holds (the write lock on SQLite, any row or table lock on PostgreSQL)."""
+
+    @abstractmethod
+    def _lease_call(self, body: Callable[[Session, int], T]) -> T:
+        """Run ``body(session, now)`` on the lease store (``sql_leases``), each statement its
+        own short transaction: no reaping, and no lock a writer of the catalogue takes."""
+
+    @abstractmethod
+    def _lease_read(self, body: Callable[[Session, int], list[R]]) -> list[R]:
+        """``body(session, now)`` over the lease store (nothing when it holds no lease yet)."""
+
+    #: whether the lease store is apart from the catalogue (SQLite's lease file): the
+    #: cleaner's live snapshots then add its leases to those the catalogue records
+    _leases_apart: bool = False
 
     @abstractmethod
     def _clock(self, conn: Session) -> int:
@@ -122,7 +149,11 @@ class SqlBase(ABC):
 
     def _snapshot_call(self, body: Callable[[Session], T]) -> T:
         """Snapshot builders reap timed-out txns first (§14), but take the write lock only when
-        there is one to reap, so readers do not queue behind writers for nothing."""
+        there is one to reap, and only if they get it at once: a read never waits for a writer
+        (which may hold the lock as long as it likes). Without the lock the snapshot is read as
+        it is: a timed-out txn is still listed open, which hides its writes as its abort will
+        (it can never commit: a commit and a heartbeat reap it first), and the next call that
+        gets the lock reaps it."""
         def unless_stale(conn: Session) -> tuple[T] | None:
             if txns.has_timed_out(conn, self._clock(conn)):
                 return None
@@ -133,7 +164,10 @@ class SqlBase(ABC):
         result = self._read(unless_stale)
         if result is not None:
             return result[0]
-        return self._write(lambda conn, _now: body(conn), consistent=True)
+        try:
+            return self._write(lambda conn, _now: body(conn), consistent=True, wait=False)
+        except WriteLockBusy:
+            return self._read(body)
 
 
     @staticmethod
@@ -156,47 +190,54 @@ class SqlBase(ABC):
 
 
     # --- snapshot leases ----------------------------------------------------------------------
+    # A lease is a reader's write: it goes to the lease store (``_lease_call``), never into a
+    # write transaction of the catalogue, so a read does not queue behind a writer there.
 
     def acquire_lease(self, table: str, snapshot: ValidTxnList, write_ids: ValidWriteIdList,
                       ttl_seconds: float) -> int:
         ttl = round(check_ttl(ttl_seconds) * 1e6)
         if not isinstance(snapshot, ValidTxnList) or not isinstance(write_ids, ValidWriteIdList):
             raise InvalidInputError("a lease needs a ValidTxnList and a ValidWriteIdList")
+        # an unknown table is refused (a plain read: it waits for no writer)
+        table_id = int(self._read(lambda conn: self._table_row(conn, table))["table_id"])
         if self.read_only:
-            self._read(lambda conn: self._table_row(conn, table))  # an unknown table is refused
             return NO_LEASE
-        return self._write(lambda conn, now: leases.acquire(
-            conn, self._table_row(conn, table)["table_id"], snapshot, write_ids, now=now,
-            ttl=ttl))
+        return self._lease_call(lambda conn, now: leases.acquire(
+            conn, table_id, snapshot, write_ids, now=now, ttl=ttl))
 
     def renew_lease(self, lease_id: int, ttl_seconds: float) -> None:
         ttl = round(check_ttl(ttl_seconds) * 1e6)
         if self.read_only and lease_id == NO_LEASE:
             return
-        self._write(lambda conn, now: leases.renew(conn, lease_id, now, ttl))
+        self._lease_call(lambda conn, now: leases.renew(conn, lease_id, now, ttl))
 
     def release_lease(self, lease_id: int) -> None:
         if self.read_only and lease_id == NO_LEASE:
             return
-        self._write(lambda conn, _now: leases.release(conn, lease_id))
+        self._lease_call(lambda conn, _now: leases.release(conn, lease_id))
 
     def active_leases(self, table: str) -> list[LeaseInfo]:
-        def body(conn: Session) -> list[LeaseInfo]:
-            row = self._table_row(conn, table)
-            return leases.active(conn, row["table_id"], f"{row['db_name']}.{row['name']}",
-                                 self._clock(conn))
-
-        return self._read(body)
+        row = self._read(lambda conn: self._table_row(conn, table))
+        full_name = f"{row['db_name']}.{row['name']}"
+        return self._lease_read(lambda conn, now: leases.active(
+            conn, int(row["table_id"]), full_name, now))
 
     # --- cleaner support and the compaction queue ------------------------------------------------
 
     def live_snapshots(self, table: str) -> list[tuple[ValidTxnList, ValidWriteIdList]]:
-        def body(conn: Session) -> list[tuple[ValidTxnList, ValidWriteIdList]]:
+        """The open txns' snapshots and the leases the catalogue holds, then those of a lease
+        store apart. The two are not read at one moment, and need not be: a lease recorded
+        after this read belongs to a reader that checks, once it holds it, for what committed
+        since its snapshot (``time_travel.lease_snapshot``, docs/architecture.md)."""
+        def body(conn: Session) -> tuple[int, list[tuple[ValidTxnList, ValidWriteIdList]]]:
             row = self._table_row(conn, table)
-            return queue.live_snapshots(conn, row["table_id"],
-                                        f"{row['db_name']}.{row['name']}", self._clock(conn))
+            return int(row["table_id"]), queue.live_snapshots(
+                conn, row["table_id"], f"{row['db_name']}.{row['name']}", self._clock(conn))
 
-        return self._snapshot_call(body)
+        table_id, snapshots = self._snapshot_call(body)
+        if self._leases_apart:
+            snapshots += self._lease_read(lambda conn, now: leases.live(conn, table_id, now))
+        return snapshots
 
     def opens_in_flight(self) -> list[int]:
         return self._read(queue.opens_in_flight)

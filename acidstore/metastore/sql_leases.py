@@ -1,7 +1,12 @@
-"""Reader leases in the SQL metastores: the snapshots the cleaner must keep readable.
+"""Reader leases in SQL: the snapshots the cleaner must keep readable.
 
-Functions over one ``Session`` inside the caller's transaction (the backend supplies it, and
-the table's id); times are microseconds since the epoch.
+Functions over one ``Session`` of the lease store: PostgreSQL's ``leases`` table, or SQLite's
+lease file (``sqlite_leases``); the backend supplies the table's id. Each function is one
+statement or two independent ones, so each runs as its own short transaction and no lease
+call holds anything between statements. None of them waits for a writer of the catalogue:
+the lease store takes no lock a commit, an open or a compaction takes (``leases`` has no
+foreign key to ``tables``, whose rows commits lock), and expired leases that another lease
+call is deleting are skipped, not waited for. Times are microseconds since the epoch.
 """
 
 from __future__ import annotations
@@ -12,18 +17,26 @@ from acidstore.metastore.sql import Session
 from acidstore.metastore.sql_schema import from_micros
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
-__all__ = ["acquire", "active", "release", "renew"]
+__all__ = ["acquire", "active", "delete_expired", "live", "release", "renew"]
 
 
 def acquire(conn: Session, table_id: int, snapshot: ValidTxnList,
             write_ids: ValidWriteIdList, *, now: int, ttl: int) -> int:
     """A new lease on ``snapshot`` until ``now + ttl`` (expired leases are dropped first)."""
-    conn.execute("DELETE FROM leases WHERE expires <= ?", (now,))
-    cursor = conn.execute(
+    delete_expired(conn, now)
+    # fetchall: the statement (and with it an autocommit write) ends with its last row
+    (row,) = conn.execute(
         "INSERT INTO leases (table_id, snapshot, write_ids, acquired, expires) "
         "VALUES (?, ?, ?, ?, ?) RETURNING lease_id",
-        (table_id, str(snapshot), str(write_ids), now, now + ttl))
-    return int(cursor.fetchone()[0])
+        (table_id, str(snapshot), str(write_ids), now, now + ttl)).fetchall()
+    return int(row[0])
+
+
+def delete_expired(conn: Session, now: int) -> None:
+    """Drop the leases that expired by ``now``, except those another transaction holds (it
+    is deleting them too): housekeeping that must never make a reader wait."""
+    conn.execute("DELETE FROM leases WHERE lease_id IN (SELECT lease_id FROM leases WHERE "
+                 f"expires <= ?{conn.dialect.skip_locked})", (now,))
 
 
 def renew(conn: Session, lease_id: int, now: int, ttl: int) -> None:
@@ -46,3 +59,11 @@ def active(conn: Session, table_id: int, full_name: str, now: int
                       from_micros(r["expires"]))
             for r in conn.execute("SELECT * FROM leases WHERE table_id = ? AND expires > ? "
                                   "ORDER BY lease_id", (table_id, now))]
+
+
+def live(conn: Session, table_id: int, now: int
+         ) -> list[tuple[ValidTxnList, ValidWriteIdList]]:
+    """The snapshots of the unexpired leases of the table: what the cleaner keeps."""
+    return [(ValidTxnList.parse(r["snapshot"]), ValidWriteIdList.parse(r["write_ids"]))
+            for r in conn.execute("SELECT snapshot, write_ids FROM leases WHERE table_id = ? "
+                                  "AND expires > ?", (table_id, now))]

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from acidstore.errors import InvalidInputError, TransactionStateError
+from acidstore.metastore import sql_leases as leases
 from acidstore.metastore.queue import (
     ACTIVE_STATES,
     CompactionCommit,
@@ -258,10 +259,10 @@ def overwrites_after(conn: Session, table_id: int, moment: datetime,
 
 def live_snapshots(conn: Session, table_id: int, table: str, now: int
                    ) -> list[tuple[ValidTxnList, ValidWriteIdList]]:
-    """Snapshots a reader may still read ``table`` with: unexpired leases and open txns."""
-    out = [(ValidTxnList.parse(r["snapshot"]), ValidWriteIdList.parse(r["write_ids"]))
-           for r in conn.execute("SELECT snapshot, write_ids FROM leases WHERE table_id = ? "
-                                 "AND expires > ?", (table_id, now))]
+    """Snapshots a reader may still read ``table`` with, as this store records them: the
+    unexpired leases of its ``leases`` table (PostgreSQL's lease store; on SQLite the leases
+    of clients from before the lease file, ``sqlite_leases``) and the open txns'."""
+    out = leases.live(conn, table_id, now)
     for row in conn.execute("SELECT txn_id, snapshot FROM txns WHERE state = 'open'"):
         snapshot = ValidTxnList.parse(row["snapshot"])
         out.append((snapshot, build_write_id_list(conn, table_id, table, snapshot,

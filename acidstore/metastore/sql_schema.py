@@ -62,9 +62,17 @@ __all__ = [
 #: version 12 adds ``tables.originals_recorded`` (1 for tables created from it on, whose
 #: original files ``original_files`` lists completely, so a read refuses an original-named file
 #: copied into a partition and misses none removed; 0 for tables created before, which may be
-#: adopted ones without a record: read as before).
-SCHEMA_VERSION = 12
-_UPGRADABLE = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}
+#: adopted ones without a record: read as before); version 13 moves SQLite's reader leases
+#: to a lease file of their own (``sqlite_leases``) and makes PostgreSQL's lease calls take no
+#: writer's lock (``sql_leases``). No table changes (``LEASE_STORE_VERSION``).
+SCHEMA_VERSION = 13
+_UPGRADABLE = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+#: The version from which SQLite's leases live in the lease file. Its migration changes no
+#: table: the number fences older clients off, since an older cleaner reads only the leases
+#: of the metastore file and would delete what today's readers (leasing in the lease file)
+#: read. The ``leases`` table stays: a client connected before the migration keeps leasing
+#: there until it reconnects, and the cleaner keeps counting those leases.
+LEASE_STORE_VERSION = 13
 #: Hive's default ``hive.txn.timeout`` (300 s) in microseconds: the timeout of txns that
 #: were open when a store was migrated to version 9 (and of rows an older client inserts)
 DEFAULT_TIMEOUT = 300_000_000

@@ -113,11 +113,12 @@ class SqlMetastore(SqlBase):
         return self._read(body)
 
     def drop_table(self, name: str) -> TableInfo:
+        # The table's reader leases stay until they expire: they name its id, which no new
+        # table gets, and only lease calls may hold a lease row (a release never waits).
         def body(conn: Session, _now: int) -> TableInfo:
             row = self._table_row(conn, name)
             for statement in ("DELETE FROM partitions WHERE table_id = ?",
                               "DELETE FROM app_versions WHERE table_id = ?",
-                              "DELETE FROM leases WHERE table_id = ?",
                               "DELETE FROM original_files WHERE table_id = ?",
                               "DELETE FROM tables WHERE table_id = ?"):
                 conn.execute(statement, (row["table_id"],))

@@ -11,6 +11,9 @@ Good for a warehouse used from one machine, by any number of threads and process
   concurrent threads, and a per-thread connection needs no extra Python lock;
 - opening a store whose schema is current only reads it, so connecting never waits for a
   writer either;
+- reads never wait for a writer: their snapshot leases go to a lease file of their own
+  beside this one (``sqlite_leases``), and a snapshot reaps timed-out txns only if it gets
+  the write lock at once;
 - a file this process cannot write, or that nobody may write (no write permission bit: how an
   archived copy is marked, and what root honours too), is opened read-only: reads work without
   creating or changing anything, writes raise ``ReadOnlyWarehouseError``.
@@ -22,28 +25,23 @@ PostgreSQL, the rules ``sql_txn`` and the DDL ``sql_schema``.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import sqlite3
 import time
 import urllib.parse
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from acidstore.errors import (
-    AcidStoreError,
     InvalidInputError,
     MetastoreError,
     MetastoreVersionError,
     ReadOnlyWarehouseError,
-    StorageError,
-    StorageFullError,
-    StoragePermissionError,
 )
 from acidstore.metastore import sql_txn as txns
 from acidstore.metastore.records import ComponentLog
 from acidstore.metastore.sql import SQLITE, Dialect, Session
-from acidstore.metastore.sql_base import Lock
+from acidstore.metastore.sql_base import Lock, WriteLockBusy
 from acidstore.metastore.sql_log import committed_log
 from acidstore.metastore.sql_schema import (
     SCHEMA_VERSION,
@@ -52,12 +50,15 @@ from acidstore.metastore.sql_schema import (
     stored_schema_version,
 )
 from acidstore.metastore.sql_store import SqlMetastore
+from acidstore.metastore.sqlite_errors import sqlite_failure
+from acidstore.metastore.sqlite_leases import LEASE_FILE_SUFFIX, LeaseFile
 from acidstore.metastore.task_guard import refuse_in_spark_task
 from acidstore.metastore.validate import check_seconds
 
 __all__ = ["SqliteMetastore"]
 
 T = TypeVar("T")
+R = TypeVar("R")
 _JOURNAL_RETRIES = 50
 
 
@@ -76,8 +77,11 @@ class SqliteMetastore(SqlMetastore):
     the next call that notices, from any client (whose own timeout does not apply to it).
     ``busy_timeout_seconds`` is how long a call waits for another writer's lock.
     ``read_only``: open the file read-only; by default when it (or its directory) cannot be
-    written (see the module docstring).
+    written (see the module docstring). Reader leases live in the file's lease file
+    (``sqlite_leases``).
     """
+
+    _leases_apart = True
 
     def __init__(self, path: str | os.PathLike[str], *, timeout_seconds: float = 300,
                  busy_timeout_seconds: float = 30, read_only: bool | None = None) -> None:
@@ -90,10 +94,13 @@ class SqliteMetastore(SqlMetastore):
         self._timeout_micros = round(check_seconds(timeout_seconds, "timeout_seconds") * 1e6)
         self._busy = check_seconds(busy_timeout_seconds, "busy_timeout_seconds")
         self._start_connections()
+        self._leases = LeaseFile(self._path + LEASE_FILE_SUFFIX, connect=self._open,
+                                 first_id=self._last_lease_id)
         try:
             self._ensure_schema(self._connection())
         except sqlite3.Error as exc:
-            raise _failed(exc, self._path, f"cannot open the metastore {self._path}") from exc
+            raise sqlite_failure(exc, self._path,
+                                 f"cannot open the metastore {self._path}") from exc
 
     def __repr__(self) -> str:
         return f"SqliteMetastore({self._path!r})"
@@ -137,22 +144,28 @@ class SqliteMetastore(SqlMetastore):
         if conn is not None and self._local.pid == os.getpid():
             return conn
         refuse_in_spark_task(self._path)
+        conn = self._open(self._path)
+        conn.execute("PRAGMA foreign_keys = ON")
+        self._local.conn, self._local.pid = conn, os.getpid()
+        return conn
+
+    def _open(self, path: str) -> _Connection:
+        """A new connection to ``path`` (the metastore file or its lease file): read-only for
+        a read-only store, otherwise in WAL mode; closed by ``close``."""
         if self.read_only:
-            conn = sqlite3.connect(_read_only_uri(self._path), uri=True, timeout=self._busy,
+            conn = sqlite3.connect(_read_only_uri(path), uri=True, timeout=self._busy,
                                    isolation_level=None, check_same_thread=False,
                                    factory=_Connection)
             conn.execute("PRAGMA query_only = ON")
         else:
-            conn = sqlite3.connect(self._path, timeout=self._busy, isolation_level=None,
+            conn = sqlite3.connect(path, timeout=self._busy, isolation_level=None,
                                    check_same_thread=False, factory=_Connection)
-            self._set_wal(conn)
+            self._set_wal(conn, path)
         conn.row_factory = sqlite3.Row
-        conn.execute("PRAGMA foreign_keys = ON")
         self._track(conn)
-        self._local.conn, self._local.pid = conn, os.getpid()
         return conn
 
-    def _set_wal(self, conn: _Connection) -> None:
+    def _set_wal(self, conn: _Connection, path: str) -> None:
         """Switching a new file to WAL needs an exclusive lock that SQLite does not always wait
         for, so processes opening a fresh file together retry briefly."""
         for attempt in range(_JOURNAL_RETRIES):
@@ -164,7 +177,7 @@ class SqliteMetastore(SqlMetastore):
                     raise
                 time.sleep(0.05 * (attempt + 1))
         if str(mode).lower() != "wal":
-            raise MetastoreError(f"{self._path}: SQLite refused WAL mode (got {mode!r}); the "
+            raise MetastoreError(f"{path}: SQLite refused WAL mode (got {mode!r}); the "
                                  "metastore needs a local filesystem")
 
     def check_writable(self) -> None:
@@ -176,17 +189,15 @@ class SqliteMetastore(SqlMetastore):
                 path=self._path)
 
     def _write(self, body: Callable[[Session, int], T], *, locks: tuple[Lock, ...] = (),
-               consistent: bool = False) -> T:
+               consistent: bool = False, wait: bool = True) -> T:
         """``BEGIN IMMEDIATE`` takes the database write lock up front: every write runs alone,
-        which covers any ``locks`` and gives a ``consistent`` view."""
+        which covers any ``locks`` and gives a ``consistent`` view. ``wait=False`` tries the
+        lock once (no busy timeout)."""
         self.check_writable()
         conn = self._connection()
         if conn.in_transaction:
             raise MetastoreError("metastore writes cannot nest (e.g. from a commit check)")
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            raise _failed(exc, self._path, f"metastore {self._path} is busy") from exc
+        self._begin_immediate(conn, wait)
         pending: Exception | None = None
         outcome: tuple[T] | None = None
         try:
@@ -199,19 +210,53 @@ class SqliteMetastore(SqlMetastore):
             with contextlib.suppress(sqlite3.Error):  # the error below says what failed
                 conn.execute("ROLLBACK")
             if isinstance(exc, sqlite3.Error):
-                raise _failed(exc, self._path, f"metastore {self._path} failed") from exc
+                raise sqlite_failure(exc, self._path, f"metastore {self._path} failed") from exc
             raise
         try:
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
-            raise _failed(exc, self._path, f"metastore {self._path} could not commit") from exc
+            raise sqlite_failure(exc, self._path,
+                                 f"metastore {self._path} could not commit") from exc
         if pending is not None:
             # Raised outside the except block so the error keeps its own context and cause.
             raise pending
         assert outcome is not None
         return outcome[0]
+
+    def _begin_immediate(self, conn: _Connection, wait: bool) -> None:
+        """Take the write lock; without ``wait``, raise ``WriteLockBusy`` if it is taken."""
+        if not wait:
+            conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if not wait and (exc.sqlite_errorcode & 0xFF) == sqlite3.SQLITE_BUSY:
+                raise WriteLockBusy(self._path) from exc
+            raise sqlite_failure(exc, self._path, f"metastore {self._path} is busy") from exc
+        except sqlite3.Error as exc:
+            raise sqlite_failure(exc, self._path, f"metastore {self._path} is busy") from exc
+        finally:
+            if not wait:
+                conn.execute(f"PRAGMA busy_timeout = {round(self._busy * 1000)}")
+
+    def _lease_call(self, body: Callable[[Session, int], T]) -> T:
+        """In the lease file (``sqlite_leases``): its write lock is only ever taken by lease
+        calls, one statement at a time, never by a writer of this file."""
+        self.check_writable()
+        self._connection()  # closed, or in a Spark task without leave: refused as any call
+        return self._leases.call(body)
+
+    def _lease_read(self, body: Callable[[Session, int], list[R]]) -> list[R]:
+        self._connection()
+        return self._leases.read(body)
+
+    def _last_lease_id(self) -> int:
+        """The last lease id this file handed out (before leases moved to the lease file)."""
+        row: Any = self._read(lambda conn: conn.execute(
+            "SELECT seq FROM sqlite_sequence WHERE name = 'leases'").fetchone())
+        return 0 if row is None else int(row[0])
 
     def _clock(self, conn: Session) -> int:
         """One machine: its own clock is the shared one."""
@@ -229,7 +274,7 @@ class SqliteMetastore(SqlMetastore):
             finally:
                 conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            raise _failed(exc, self._path, f"metastore {self._path} failed") from exc
+            raise sqlite_failure(exc, self._path, f"metastore {self._path} failed") from exc
 
     def committed_log(self, table: str, *, min_write_id: int = 0,
                       after_seq: int | None = None) -> ComponentLog:
@@ -255,27 +300,6 @@ def _unwritable(path: str) -> bool:
         return os.access(target, os.W_OK) and bool(os.stat(target).st_mode & 0o222)
 
     return not writable(path) or not writable(os.path.dirname(os.path.abspath(path)))
-
-
-#: SQLite's primary result codes of a failing disk (the file's storage, not the database),
-#: with the errno each amounts to
-_STORAGE_CODES = {"SQLITE_FULL": errno.ENOSPC, "SQLITE_IOERR": errno.EIO,
-                  "SQLITE_CANTOPEN": errno.EIO, "SQLITE_PERM": errno.EACCES,
-                  "SQLITE_READONLY": errno.EROFS}
-
-
-def _failed(exc: sqlite3.Error, path: str, what: str) -> AcidStoreError:
-    """A SQLite error as the typed error it means: a ``StorageError`` when the disk under
-    the metastore file failed (full, unreadable, refused), else a ``MetastoreError``. SQLite
-    rolls a failed transaction back, so either way nothing of the call was changed."""
-    name = getattr(exc, "sqlite_errorname", "") or ""
-    code = _STORAGE_CODES.get("_".join(name.split("_")[:2]))
-    if code is None:
-        return MetastoreError(f"{what}: {exc}")
-    kind = {errno.ENOSPC: StorageFullError, errno.EACCES: StoragePermissionError,
-            errno.EROFS: StoragePermissionError}.get(code, StorageError)
-    return kind(f"{what}: {exc} ({name}); nothing of the call was changed", path=path,
-                errno=code)
 
 
 def _read_only_uri(path: str) -> str:
