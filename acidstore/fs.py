@@ -231,23 +231,25 @@ def write_bytes(fs: pafs.FileSystem, path: str, data: bytes | pa.Buffer,
     So on filesystems with an atomic rename the bytes go to a hidden sibling (readers skip
     names starting with '.') that is renamed over ``path``; an object store's single PUT is
     atomic by itself. A crashed writer may leave the hidden sibling behind, never ``path``
-    partly written.
+    partly written. A failure of the storage (a full disk) is a ``StorageError`` naming
+    ``path``.
     """
-    if is_object_store(fs):
-        with fs.open_output_stream(path) as stream:
-            for part in (data, *more):
-                stream.write(part)
-        return
-    temporary = hidden_temporary(path)
-    try:
-        with fs.open_output_stream(temporary) as stream:
-            for part in (data, *more):
-                stream.write(part)
-        fs.move(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            fs.delete_file(temporary)
-        raise
+    with storage_errors(path, action="write a file"):
+        if is_object_store(fs):
+            with fs.open_output_stream(path) as stream:
+                for part in (data, *more):
+                    stream.write(part)
+            return
+        temporary = hidden_temporary(path)
+        try:
+            with fs.open_output_stream(temporary) as stream:
+                for part in (data, *more):
+                    stream.write(part)
+            fs.move(temporary, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                fs.delete_file(temporary)
+            raise
 
 
 _FULL = frozenset({errnos.ENOSPC, errnos.EDQUOT, errnos.EFBIG})
