@@ -36,6 +36,7 @@ __all__ = [
     "local_path",
     "read_bytes",
     "relative",
+    "remove_empty_directory",
     "resolve",
     "is_storage_failure",
     "storage_error",
@@ -314,3 +315,21 @@ def storage_errors(path: str | None, *, action: str, retry_safe: bool = True
         if not is_storage_failure(exc):
             raise
         raise storage_error(exc, path, action=action, retry_safe=retry_safe) from exc
+
+
+def remove_empty_directory(fs: pafs.FileSystem, path: str) -> bool:
+    """Remove ``path`` if it is an empty directory, in one step that cannot take anything
+    with it: another process may be creating its own files below it at the same moment, and
+    an emptiness check followed by a recursive delete could remove them. So only where the
+    filesystem has such a step (a local directory: ``rmdir`` refuses one that is not empty);
+    on object stores, whose "directory" is a key prefix or marker that no call removes
+    atomically, nothing is done. True when it was removed; False when it was not empty, was
+    gone already or could not be removed (all fine for a caller tidying up)."""
+    local = local_path(fs, path)
+    if local is None:
+        return False
+    try:
+        os.rmdir(local)
+    except OSError:
+        return False
+    return True
