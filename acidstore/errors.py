@@ -46,6 +46,7 @@ __all__ = [
     "NotEnoughHistoryError",
     "ReadOnlyWarehouseError",
     "SchemaMismatchError",
+    "SparkJobFailedError",
     "TableExistsError",
     "TableNotFoundError",
     "TransactionAbortedError",
@@ -257,6 +258,27 @@ class ConcurrentTransactionError(WriteConflictError):
 
 class TransactionAbortedError(CommitFailedError):
     """The transaction was aborted (explicitly, by timeout, or by the metastore)."""
+
+
+class SparkJobFailedError(CommitFailedError):
+    """A Spark job of a write failed for a reason that is not one of acidstore's errors: a
+    Python worker or an executor was lost (killed, out of memory, its host gone), a task's own
+    code raised (a UDF of the DataFrame being written), or the job was cancelled. Spark's
+    exception is the ``__cause__``; ``reason`` is its gist, ``txn_id`` the write's transaction
+    (None when the job failed before one was opened) and ``table`` the table written.
+
+    Nothing of the write was committed. The message says whether the transaction was aborted
+    (its files then are removed) or, when the metastore could not record the abort just then,
+    is left to its timeout (the cleaner then removes them). A lost worker or executor is
+    transient, so the same write may simply be repeated; an error of the job's own code fails
+    again until the code or data is fixed."""
+
+    def __init__(self, message: str, *, reason: str, txn_id: int | None = None,
+                 table: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.txn_id = txn_id
+        self.table = table
 
 
 class CommitStateUnknownError(AcidStoreError):

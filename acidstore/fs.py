@@ -41,6 +41,7 @@ __all__ = [
     "make_dirs",
     "read_bytes",
     "relative",
+    "remove_empty_directory",
     "resolve",
     "is_io_failure",
     "storage_boundary",
@@ -256,24 +257,25 @@ def write_bytes(fs: pafs.FileSystem, path: str, data: bytes | pa.Buffer,
     So on filesystems with an atomic rename the bytes go to a hidden sibling (readers skip
     names starting with '.') that is renamed over ``path``; an object store's single PUT is
     atomic by itself. A crashed writer may leave the hidden sibling behind, never ``path``
-    partly written.
+    partly written. A failure of the storage (a full disk) is a ``StorageError`` naming
+    ``path``.
     """
-    if is_object_store(fs):
-        with storage_errors(path, action="write a file"), fs.open_output_stream(path) as stream:
-            for part in (data, *more):
-                stream.write(part)
-        return
-    temporary = hidden_temporary(path)
-    try:
-        with storage_errors(path, action="write a file"):
+    with storage_errors(path, action="write a file"):
+        if is_object_store(fs):
+            with fs.open_output_stream(path) as stream:
+                for part in (data, *more):
+                    stream.write(part)
+            return
+        temporary = hidden_temporary(path)
+        try:
             with fs.open_output_stream(temporary) as stream:
                 for part in (data, *more):
                     stream.write(part)
             fs.move(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            fs.delete_file(temporary)
-        raise
+        except BaseException:
+            with contextlib.suppress(OSError):
+                fs.delete_file(temporary)
+            raise
 
 
 _FULL = frozenset({errnos.ENOSPC, errnos.EDQUOT, errnos.EFBIG})
@@ -395,3 +397,21 @@ def _guarded(method: Callable[..., _Result], owner: str) -> Callable[..., _Resul
             raise storage_error(exc, None, action=f"complete {where}") from exc
 
     return guarded
+
+
+def remove_empty_directory(fs: pafs.FileSystem, path: str) -> bool:
+    """Remove ``path`` if it is an empty directory, in one step that cannot take anything
+    with it: another process may be creating its own files below it at the same moment, and
+    an emptiness check followed by a recursive delete could remove them. So only where the
+    filesystem has such a step (a local directory: ``rmdir`` refuses one that is not empty);
+    on object stores, whose "directory" is a key prefix or marker that no call removes
+    atomically, nothing is done. True when it was removed; False when it was not empty, was
+    gone already or could not be removed (all fine for a caller tidying up)."""
+    local = local_path(fs, path)
+    if local is None:
+        return False
+    try:
+        os.rmdir(local)
+    except OSError:
+        return False
+    return True

@@ -255,19 +255,22 @@ class Cleaner:
         return not pending
 
     def _clean_staging(self, table: Table, report: CleanerReport) -> None:
-        """Spark writers' staging dirs (``txn_<id>``) of transactions no longer open."""
+        """Spark writers' staging dirs (``txn_<id>``) of transactions no longer open, then
+        the staging root if that is empty (removed only if empty at that very moment:
+        a Spark write may be staging there right now)."""
         fs = table.filesystem
         root = afs.join(table.location, STAGING_DIR)
-        entries = afs.list_dir(fs, root) if fs.get_file_info(root).type == \
-            pafs.FileType.Directory else []
+        if fs.get_file_info(root).type != pafs.FileType.Directory:
+            return
         txns = self._wh.metastore.valid_txns()
-        for entry in entries:
+        for entry in afs.list_dir(fs, root):
             number = entry.name[4:]
             if entry.name.startswith("txn_") and number.isdigit() and \
                     int(number) <= txns.high_watermark and \
                     int(number) not in txns.open_txn_ids:
                 _remove(fs, afs.join(root, entry.name))
                 report.removed.append(afs.join(root, entry.name))
+        afs.remove_empty_directory(fs, root)
 
     def _without_files(self, table: Table, dirs: list[tuple[str, str]],
                        aborted: list[int]) -> list[int]:

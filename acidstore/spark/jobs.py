@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import IntegerType, StructField, StructType
 
 from acidstore.errors import InvalidInputError
+from acidstore.spark.errors import reported_errors
 from acidstore.spark.packing import SMALL_OPEN_COST_BYTES, pack
 from acidstore.spark.writing import BUCKET_COLUMN, TaskOutput, WriteJob, run_write
 from acidstore.statement import ChangeUnit, UnitOutcome
@@ -41,7 +42,8 @@ def _task(job: WriteJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Recor
     freeze_long_lived()
     context = TaskContext.get()
     assert context is not None, "runs inside a Spark task"
-    output = run_write(job, batches, context.partitionId(), context.taskAttemptId())
+    with reported_errors():
+        output = run_write(job, batches, context.partitionId(), context.taskAttemptId())
     yield pa.RecordBatch.from_pydict({_OUTPUT: [pickle.dumps(output)]},
                                      schema=pa.schema([pa.field(_OUTPUT, pa.binary())]))
 
@@ -57,9 +59,10 @@ def _with_buckets(job: WriteJob, batches: Iterator[pa.RecordBatch]
                   ) -> Iterator[pa.RecordBatch]:
     freeze_long_lived()
     for batch in batches:
-        rows = conform(pa.Table.from_batches([batch]), job.full_schema,
-                       where=f"table {job.table}")
-        buckets = bucket_ids(rows, list(job.bucket_by), job.buckets)
+        with reported_errors():
+            rows = conform(pa.Table.from_batches([batch]), job.full_schema,
+                           where=f"table {job.table}")
+            buckets = bucket_ids(rows, list(job.bucket_by), job.buckets)
         yield batch.append_column(BUCKET_COLUMN, pa.array(np.asarray(buckets, np.int32)))
 
 
@@ -109,7 +112,8 @@ def _run_share(share: Sequence[ChangeUnit]) -> list[UnitOutcome]:
     """One Spark task's share of a statement's units, in its Python worker (one thread: Spark
     runs a task per core)."""
     freeze_long_lived()
-    return run_core_units(share, threads=1)
+    with reported_errors():
+        return run_core_units(share, threads=1)
 
 
 def run_units(spark: SparkSession, units: Sequence[ChangeUnit]) -> list[UnitOutcome]:

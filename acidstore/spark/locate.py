@@ -140,8 +140,9 @@ def _open_remote(target: Target, uri: str) -> tuple[Warehouse, Table]:
 def heartbeat(target: Target, txn_id: int) -> None:
     """Keep a transaction alive from an executor, when the executor can reach the metastore.
 
-    A ``df.write`` transaction has no long-lived driver process to heartbeat it (Spark plans
-    and commits in short-lived workers), so its tasks do. An executor that cannot see the
+    A ``df.write`` transaction may have no long-lived driver process to heartbeat it (Spark
+    plans and commits in short-lived workers; only ``save()`` through acidstore's hook
+    keeps it alive from the user's driver), so its tasks do. An executor that cannot see the
     metastore (a SQLite file on the driver's disk) skips this rather than creating a new one.
     A transaction that is no longer open fails the task: its files could never be published.
     One of the two places a task may open the metastore (``permit_in_task``; the other is a

@@ -22,7 +22,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from acidstore.errors import InvalidInputError
 from acidstore.metastore import Operation
 from acidstore.orc.schema import ROW_ID_COLUMN
-from acidstore.spark.errors import spark_errors
+from acidstore.spark.errors import spark_errors, spark_write
 from acidstore.spark.schema import arrow_schema
 from acidstore.spark.table import AcidTable, Condition, condition_column, sql_text
 from acidstore.spark.writing import CLAUSE_COLUMN, DELETE_COLUMN, INSERT_COLUMN, TaskOutput
@@ -83,9 +83,14 @@ class AcidMergeBuilder:
 
     def execute(self) -> WriteResult:
         """Run the MERGE; ``metrics`` holds num_source_rows and the target rows updated,
-        deleted and inserted."""
+        deleted and inserted. The source's Spark jobs may run before the MERGE's transaction
+        opens (a small source is collected to plan it): their failure is typed too."""
         if not self._matched and not self._not_matched:
             raise InvalidInputError("MERGE needs at least one WHEN clause")
+        with spark_write(f"MERGE into {self._table.name}", self._table.name):
+            return self._execute()
+
+    def _execute(self) -> WriteResult:
         planned = self._core_spec()
         if planned is not None:
             spec, on = planned

@@ -32,6 +32,7 @@ from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
 from acidstore.errors import InvalidInputError
 from acidstore.expressions import SqlEvaluator
 from acidstore.read.keys import KeyArrays
+from acidstore.spark.errors import reporting
 from acidstore.spark.schema import arrow_schema, spark_schema, to_spark_batch
 from acidstore.statement import (
     ChangeUnit,
@@ -173,6 +174,7 @@ def _target_keys(spark: SparkSession, units: Sequence[ChangeUnit], names: Sequen
     wire = arrow_schema(schema)
     plan = list(units)
 
+    @reporting
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         freeze_long_lived()
         wanted = semi.values.value if semi is not None else None
@@ -199,6 +201,7 @@ def _apply_matched(spark: SparkSession, joined: DataFrame, units: Sequence[Chang
     """Each unit's pairs in one task: the clauses applied and written by the core."""
     plan = list(units)
 
+    @reporting
     def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         freeze_long_lived()
         given = list(batches)
@@ -236,6 +239,7 @@ def _insert_not_matched(txn: Transaction, table: Table, spec: MergeSpec, joined:
     where = f"MERGE insert into {target.name}"
     bare = dataclasses.replace(spec, source=spec.source.drop_columns([SOURCE_INDEX]))
 
+    @reporting
     def compute(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         freeze_long_lived()
         evaluator = SqlEvaluator()
@@ -277,6 +281,7 @@ def _write_inserts(txn: Transaction, table: Table, rows: DataFrame, parts: list[
         txn, present.select(parts), partitions_only=True)}
     first = next(iter(planned.values()))
 
+    @reporting
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         freeze_long_lived()
         batched = list(batches)

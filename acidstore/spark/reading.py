@@ -39,9 +39,9 @@ from acidstore.spark.schema import arrow_schema, spark_schema, to_spark_batch
 from acidstore.table import Table
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
-__all__ = ["READ_OPTIONS", "WRITE_OPTIONS", "ReadOptions", "ReadTask", "check_options",
-           "merge_schema", "plan_read", "read_options", "read_schema", "read_snapshot",
-           "replaces_whole_table", "run_read", "write_app"]
+__all__ = ["DRIVER_TXN_OPTIONS", "READ_OPTIONS", "WRITE_OPTIONS", "ReadOptions", "ReadTask",
+           "check_options", "driver_transaction", "merge_schema", "plan_read", "read_options",
+           "read_schema", "read_snapshot", "replaces_whole_table", "run_read", "write_app"]
 
 DEFAULT_PARTITION_BYTES = 128 << 20
 #: the planning process's cores: the default ``minPartitions`` (local mode: the executors')
@@ -99,11 +99,16 @@ READ_OPTIONS = (*TARGET_OPTIONS, "columns", "filter", "asOf", "versionAsOf", "ti
 #: and ``partitionOverwriteMode`` (what ``mode("overwrite")`` replaces)
 WRITE_OPTIONS = (*TARGET_OPTIONS, "txnAppId", "txnVersion", "mergeSchema",
                  "partitionOverwriteMode")
+#: the transaction a ``df.write`` is to write in: opened by the user's driver process
+#: (``saving``), which keeps it alive and aborts it if the job fails; set by acidstore only
+DRIVER_TXN_OPTIONS = ("acidstoreDriverTxnId", "acidstoreDriverTxnSnapshot")
 
 
-def check_options(options: Mapping[str, str], accepted: Sequence[str], what: str) -> None:
-    """Refuse options ``accepted`` does not name (any case: Spark lower-cases the keys)."""
-    known = {name.lower() for name in accepted}
+def check_options(options: Mapping[str, str], accepted: Sequence[str], what: str, *,
+                  internal: Sequence[str] = ()) -> None:
+    """Refuse options ``accepted`` (or ``internal``, which the message does not offer) does
+    not name (any case: Spark lower-cases the keys)."""
+    known = {name.lower() for name in (*accepted, *internal)}
     unknown = sorted(key for key in options if key.lower() not in known)
     if unknown:
         raise UnknownOptionError(
@@ -114,7 +119,7 @@ def check_options(options: Mapping[str, str], accepted: Sequence[str], what: str
 def write_app(options: Mapping[str, str]) -> idempotent.AppWrite | None:
     """Check the write options; the application id and version of an idempotent write
     (``txnAppId`` and ``txnVersion``, both or neither, as Delta spells them), or None."""
-    check_options(options, WRITE_OPTIONS, "write")
+    check_options(options, WRITE_OPTIONS, "write", internal=DRIVER_TXN_OPTIONS)
     options = cast("Mapping[str, str]", CaseInsensitiveDict(options))
     app_id, text = options.get("txnAppId"), options.get("txnVersion")
     if (app_id is None) != (text is None):
@@ -126,6 +131,17 @@ def write_app(options: Mapping[str, str]) -> idempotent.AppWrite | None:
         raise InvalidInputError(f"option txnVersion={text!r} is not a version (an integer "
                                 "from 0)")
     return idempotent.requested(app_id, int(text))
+
+
+def driver_transaction(options: Mapping[str, str]) -> tuple[int, ValidTxnList] | None:
+    """The id and snapshot of the transaction the driver opened for this write (the
+    ``DRIVER_TXN_OPTIONS``), or None when the write came without one (``save`` without
+    ``acidstore.spark`` imported in the driver): the data source then opens its own."""
+    options = cast("Mapping[str, str]", CaseInsensitiveDict(options))
+    txn_id, snapshot = (options.get(name) for name in DRIVER_TXN_OPTIONS)
+    if txn_id is None or snapshot is None:
+        return None
+    return int(txn_id), ValidTxnList.parse(snapshot)
 
 
 def merge_schema(options: Mapping[str, str]) -> bool:

@@ -15,7 +15,9 @@ format ``acidstore`` (any other format goes straight through) it applies Delta's
 - on an existing table ``partitionBy``/``bucketBy`` may repeat the table's layout (Delta
   allows that too) and anything else is refused with the table's layout in the message.
 
-Then the rows go through the data source with ``append`` or ``overwrite``.
+Then the rows go through the data source with ``append`` or ``overwrite``, in a transaction
+this driver process opens, keeps alive and, if the job fails, aborts; a failure is raised as
+acidstore's typed error (``acidstore.spark.errors.spark_write``).
 """
 
 from __future__ import annotations
@@ -31,15 +33,24 @@ from pyspark import SparkContext
 from pyspark.sql import DataFrame, DataFrameWriter
 from pyspark.sql.datasource import CaseInsensitiveDict
 
+from acidstore import idempotent
 from acidstore.errors import (
     AcidStoreError,
     InvalidInputError,
     TableExistsError,
     TableNotFoundError,
 )
+from acidstore.spark.errors import spark_write
 from acidstore.spark.locate import Target, open_target, target_of
-from acidstore.spark.reading import merge_schema, replaces_whole_table, write_app
+from acidstore.spark.reading import (
+    DRIVER_TXN_OPTIONS,
+    merge_schema,
+    replaces_whole_table,
+    write_app,
+)
 from acidstore.spark.schema import arrow_schema
+from acidstore.spark.settle import settled_jobs
+from acidstore.spark.writing import remove_staging_of
 from acidstore.warehouse import connect
 
 __all__ = ["Layout", "hook_save", "prepare_table"]
@@ -160,11 +171,54 @@ def _save(writer: DataFrameWriter, path: str | None, original: Callable[..., Non
         return
     fresh = df.write.format(FORMAT).options(**options).mode(write_mode)
     try:
-        original(fresh)
+        _write_in_driver_transaction(df, fresh, target, options,
+                                     overwrite=write_mode == "overwrite", original=original)
     except BaseException:
         if created:
             _drop(target)
         raise
+
+
+def _write_in_driver_transaction(df: DataFrame, fresh: DataFrameWriter, target: Target,
+                                 options: Mapping[str, str], *, overwrite: bool,
+                                 original: Callable[..., None]) -> None:
+    """Spark's own ``save`` of ``fresh``, in a transaction that this process (the user's
+    driver) opens and the data source's workers attach to (``source``). Its heartbeat runs
+    here for as long as the job does, so a long write does not time out where executors
+    cannot reach the metastore. If the job fails, the transaction is aborted here (a no-op
+    when the data source's abort did it already), then its staging area is removed once no
+    task of the job runs any more (``settled_jobs``), and the error is typed
+    (``spark_write``: a lost worker or executor is a ``SparkJobFailedError``)."""
+    app = write_app(options)  # a bad option fails before a transaction opens
+    what = f"df.write to {target.describe()}"
+    wh, table = open_target(target)
+    try:
+        if idempotent.skipped(wh.metastore, table.name, app,
+                              "overwrite" if overwrite else "insert") is not None:
+            return  # the table holds this version of the application's write: no job
+        with spark_write(what, table.name) as attempt:
+            txn = wh.transaction()
+            attempt.txn = txn
+            owned = fresh.option(DRIVER_TXN_OPTIONS[0], str(txn.txn_id)) \
+                .option(DRIVER_TXN_OPTIONS[1], str(txn.snapshot))
+            try:
+                with settled_jobs(df.sparkSession, what):
+                    original(owned)
+            except BaseException as exc:
+                with contextlib.suppress(AcidStoreError):  # "unknown": the timeout aborts it
+                    txn.abort(f"the Spark job failed: {type(exc).__name__}")
+                remove_staging_of(table.filesystem, table.location, txn.txn_id)
+                raise
+            # Spark's commit worker committed the transaction, or wrote nothing (it found
+            # the application's version in the table meanwhile). ``abort`` settles this
+            # process's handle with the metastore either way: it aborts a transaction that
+            # wrote nothing, refuses a committed one (TransactionStateError, having marked
+            # it committed), and stops the heartbeat.
+            with contextlib.suppress(AcidStoreError):
+                txn.abort("the df.write committed nothing: its application version was "
+                          "written meanwhile")
+    finally:
+        wh.close()
 
 
 def _overwrite_bucketed(df: DataFrame, target: Target, options: Mapping[str, str]) -> None:

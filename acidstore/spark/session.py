@@ -9,9 +9,10 @@ session that is active at import. ``register(spark)`` does it by hand (a session
 other way).
 
 The same import makes ``df.write.format("acidstore")`` behave as Delta's does without
-``.mode()`` and with ``partitionBy``/``bucketBy`` (``acidstore.spark.saving``), and releases,
-when the session stops or the process exits, the snapshot leases this driver process still
-holds (``acidstore.spark.leases``).
+``.mode()`` and with ``partitionBy``/``bucketBy`` (``acidstore.spark.saving``), makes
+``load()`` raise acidstore's typed errors, and releases, when the session stops or the
+process exits, the snapshot leases this driver process still holds
+(``acidstore.spark.leases``).
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 
+from acidstore.errors import AcidStoreError
 from acidstore.spark import leases
+from acidstore.spark.errors import typed_error
 from acidstore.spark.source import AcidDataSource
 
 __all__ = ["install_hooks", "register"]
@@ -81,12 +84,36 @@ def _hook_stop() -> None:
     SparkSession.stop = _wrapped(original, stop)  # type: ignore[method-assign]
 
 
+def _hook_load() -> None:
+    """``spark.read.format("acidstore")...load()`` plans in a Python worker of Spark's (the
+    source's schema, its options, the table), whose errors reach the driver as Spark's
+    ``AnalysisException`` holding their text: raise the acidstore error it carries instead.
+    The DataFrame's actions are Spark's and stay untyped (``acidstore.spark.typed_error``)."""
+    original = DataFrameReader.load
+    if getattr(original, _MARK, False):
+        return
+
+    def load(self: DataFrameReader, *args: Any, **kwargs: Any) -> DataFrame:
+        try:
+            return original(self, *args, **kwargs)
+        except AcidStoreError:
+            raise
+        except Exception as exc:
+            typed = typed_error(exc)
+            if typed is None:
+                raise
+            raise typed from exc
+
+    DataFrameReader.load = _wrapped(original, load)  # type: ignore[method-assign]
+
+
 def install_hooks() -> None:
     """Install the session hooks (idempotent) and register the source on the active session."""
     from acidstore.spark import saving
 
     _hook_get_or_create()
     _hook_stop()
+    _hook_load()
     saving.hook_save()
     leases.release_at_exit()
     active = SparkSession.getActiveSession()

@@ -6,6 +6,12 @@ transaction on the driver, lets executors write bucket files into staging, and c
 
 Spark runs these hooks in separate Python worker processes (planning the write, the tasks, the
 commit), so the transaction is carried between them by id: the commit worker attaches to it.
+A ``save()`` in a driver that imported ``acidstore.spark`` (its hook, ``saving``) opens that
+transaction in the user's driver process, which keeps it alive while the job runs and, if the
+job fails, makes sure it is aborted and its staging area removed; the planning worker attaches
+to it. Without the hook the planning worker opens it. Every hook runs inside
+``reported_errors``, so that ``acidstore.spark.typed_error`` rebuilds an acidstore error it
+raised from the text Spark hands the driver.
 Filters are not taken through ``pushFilters``: in PySpark 4.x a DataFrame may reuse a plan
 whose pushed filters belonged to another query, so pushed filters could drop rows; the
 ``filter`` option (and ``AcidTable.toDF(filter=...)``) is the pushdown that is always safe.
@@ -33,10 +39,12 @@ from pyspark.sql.types import StructType
 from acidstore import idempotent
 from acidstore.errors import InvalidInputError, SchemaMismatchError, UnsupportedOperationError
 from acidstore.metastore import Operation
+from acidstore.spark.errors import reported_errors
 from acidstore.spark.locate import Target, heartbeat, open_target, target_of
 from acidstore.spark.reading import (
     ReadOptions,
     ReadTask,
+    driver_transaction,
     merge_schema,
     plan_read,
     read_options,
@@ -74,26 +82,30 @@ class AcidDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> StructType:
-        refuse_catalog_table(self.options)
-        options = read_options(self.options)  # a bad option fails before anything is opened
-        wh, table = open_target(target_of(self.options))
-        try:
-            return read_schema(table, options)
-        finally:
-            wh.close()
+        with reported_errors():
+            refuse_catalog_table(self.options)
+            options = read_options(self.options)  # a bad option fails before anything opens
+            wh, table = open_target(target_of(self.options))
+            try:
+                return read_schema(table, options)
+            finally:
+                wh.close()
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        refuse_catalog_table(self.options)
-        return AcidReader(dict(self.options), schema)
+        with reported_errors():
+            refuse_catalog_table(self.options)
+            return AcidReader(dict(self.options), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
-        refuse_catalog_table(self.options)
-        app = write_app(self.options)
-        target = target_of(self.options)
-        if merge_schema(self.options):
-            add_new_columns(target, schema)
-        return _open_writer(target, schema, overwrite, app,
-                            overwrite and replaces_whole_table(self.options))
+        with reported_errors():
+            refuse_catalog_table(self.options)
+            app = write_app(self.options)
+            target = target_of(self.options)
+            if merge_schema(self.options):
+                add_new_columns(target, schema)
+            return _open_writer(target, schema, overwrite, app,
+                                overwrite and replaces_whole_table(self.options),
+                                owned=driver_transaction(self.options))
 
 
 #: the table properties Spark adds when ``CREATE TABLE ... USING acidstore`` asks the source
@@ -139,23 +151,25 @@ class AcidReader(DataSourceReader):
         self._schema = schema
 
     def partitions(self) -> Sequence[InputPartition]:
-        options = read_options(self._options)
-        target = target_of(self._options)
-        wh, table = open_target(target)
-        try:
-            if options.snapshot is not None:  # pinned: its owner holds the lease
-                tasks, _ = plan_read(table, options, self._schema,
-                                     read_snapshot(table, options))
-            else:
-                tasks = _leased_tasks(target, table, options, self._schema)
-        finally:
-            wh.close()
+        with reported_errors():
+            options = read_options(self._options)
+            target = target_of(self._options)
+            wh, table = open_target(target)
+            try:
+                if options.snapshot is not None:  # pinned: its owner holds the lease
+                    tasks, _ = plan_read(table, options, self._schema,
+                                         read_snapshot(table, options))
+                else:
+                    tasks = _leased_tasks(target, table, options, self._schema)
+            finally:
+                wh.close()
         return [_ReadPartition(task) for task in tasks]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         freeze_long_lived()
         task: ReadTask = partition.value
-        yield from run_read(task)
+        with reported_errors():
+            yield from run_read(task)
 
 
 def _leased_tasks(target: Target, table: Table, options: ReadOptions, schema: StructType
@@ -220,8 +234,10 @@ def add_new_columns(target: Target, schema: StructType) -> list[str]:
 
 
 def _open_writer(target: Target, schema: StructType, overwrite: bool,
-                 app: idempotent.AppWrite | None, whole_table: bool = False
-                 ) -> DataSourceArrowWriter:
+                 app: idempotent.AppWrite | None, whole_table: bool = False, *,
+                 owned: tuple[int, ValidTxnList] | None = None) -> DataSourceArrowWriter:
+    """The writer of one ``df.write``, in the transaction the driver opened for it
+    (``owned``) or else in one opened here."""
     wh, table = open_target(target)
     try:
         check_columns(table.schema, schema, table.name)
@@ -232,7 +248,8 @@ def _open_writer(target: Target, schema: StructType, overwrite: bool,
         operation: Operation = "overwrite" if overwrite else "insert"
         if idempotent.skipped(wh.metastore, table.name, app, operation) is not None:
             return _SkippedWriter()
-        txn = Transaction(wh, heartbeat_interval=None)
+        txn = Transaction.attach(wh, *owned) if owned is not None else \
+            Transaction(wh, heartbeat_interval=None)
         try:
             idempotent.claim(txn, table.name, app)
             job = write_job(table, txn, (operation,))
@@ -261,7 +278,8 @@ class AcidWriter(DataSourceArrowWriter):
         task = context.partitionId() if context is not None else 0
         attempt = context.taskAttemptId() if context is not None else os.getpid()
         batches = _kept_alive(iterator, lambda: heartbeat(self._target, self._job.txn_id))
-        return _Message(run_write(self._job, batches, task, attempt))
+        with reported_errors():
+            return _Message(run_write(self._job, batches, task, attempt))
 
     def _attached(self) -> tuple[Any, Transaction]:
         wh, _ = open_target(self._target)
@@ -269,6 +287,10 @@ class AcidWriter(DataSourceArrowWriter):
                                       ValidTxnList.parse(self._snapshot))
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        with reported_errors():
+            self._commit(messages)
+
+    def _commit(self, messages: list[WriterCommitMessage | None]) -> None:
         wh, txn = self._attached()
         try:
             outputs = [m.output for m in messages if isinstance(m, _Message)]
@@ -284,12 +306,13 @@ class AcidWriter(DataSourceArrowWriter):
             wh.close()
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        wh, txn = self._attached()
-        try:
-            txn.abort("the Spark job failed")
-        finally:
-            remove_staging(self._job)
-            wh.close()
+        with reported_errors():
+            wh, txn = self._attached()
+            try:
+                txn.abort("the Spark job failed")
+            finally:
+                remove_staging(self._job)
+                wh.close()
 
 
 class _SkippedWriter(DataSourceArrowWriter):

@@ -27,7 +27,7 @@ from acidstore.metastore import Operation
 from acidstore.orc.schema import ROW_ID_COLUMN
 from acidstore.spark import leases, merge_shuffle
 from acidstore.spark.columns import column_sql
-from acidstore.spark.errors import spark_errors
+from acidstore.spark.errors import spark_errors, spark_write
 from acidstore.spark.jobs import group_buckets, run_job, run_units
 from acidstore.spark.jvm_read import jvm_read
 from acidstore.spark.locate import Target, open_target, table_path
@@ -219,24 +219,31 @@ class AcidTable:
                    result: Callable[[Sequence[TaskOutput]], WriteResult],
                    app: idempotent.AppWrite | None = None, *, whole_table: bool = False
                    ) -> WriteResult:
+        """One statement that Spark tasks write into staging (``writing``) and this driver
+        publishes in a transaction of its own. The staging area goes once the transaction
+        has committed or aborted (a task still running could otherwise write into it after
+        the removal), and a failed job is typed once the abort is recorded."""
+        what = f"{operation} of {self.name}"
         wh, _ = open_target(self._target)
+        job: WriteJob | None = None
         try:
-            with wh.transaction() as txn:
-                table = txn.table(self.name)
-                idempotent.claim(txn, table.name, app)
-                job = write_job(table, txn, clauses)
-                if whole_table:  # an overwrite empties the partitions it writes no rows to
-                    job = dataclasses.replace(job, emptied=tuple(
-                        wh.metastore.list_partitions(table.name)))
+            with spark_write(what, self.name) as attempt:
                 try:
-                    with settled_jobs(self._spark, f"{operation} of {self.name}"), \
-                            spark_errors(f"{operation} of {self.name}"):
-                        outputs = run_job(changes(txn, table, job), job)
-                    publish(txn, job, outputs)
-                except BaseException:
-                    remove_staging(job)
-                    raise
-                done = result(outputs)
+                    with wh.transaction() as txn:
+                        attempt.txn = txn
+                        table = txn.table(self.name)
+                        idempotent.claim(txn, table.name, app)
+                        job = write_job(table, txn, clauses)
+                        if whole_table:  # an overwrite empties the partitions it writes no
+                            job = dataclasses.replace(job, emptied=tuple(  # rows to
+                                wh.metastore.list_partitions(table.name)))
+                        with settled_jobs(self._spark, what), spark_errors(what):
+                            outputs = run_job(changes(txn, table, job), job)
+                        publish(txn, job, outputs)
+                        done = result(outputs)
+                finally:
+                    if job is not None:  # after the commit or the abort
+                        remove_staging(job)
             return WriteResult(**{**done.__dict__, "txn_id": txn.txn_id,
                                   "write_id": job.write_id, "committed": True})
         finally:
@@ -303,10 +310,13 @@ class AcidTable:
     def _committed(self, what: str, body: Callable[[Transaction, Table], WriteResult]
                    ) -> WriteResult:
         """``body`` in a transaction of its own, committed when it returns: its Spark jobs
-        end before a failure aborts the transaction (``settle``), Spark's errors typed."""
+        end before a failure aborts the transaction (``settle``), Spark's errors typed (a
+        failed job as ``SparkJobFailedError``, once the transaction is aborted)."""
         wh, _ = open_target(self._target)
         try:
-            with wh.transaction() as txn:
+            # the transaction's block ends (aborting it) before spark_write types the error
+            with spark_write(what, self.name) as attempt, wh.transaction() as txn:
+                attempt.txn = txn
                 table = txn.table(self.name)
                 with settled_jobs(self._spark, what), spark_errors(what):
                     result = body(txn, table)

@@ -10,7 +10,9 @@ bucketed table's rows arrive grouped so that one task holds each bucket.
 A task attempt writes below ``<table>/_acidstore_staging/txn_<id>/attempt_<n>/`` (hidden from
 readers, like Hive's staging dirs) and returns what it wrote. Only the driver moves files into
 place, for the attempts Spark reports as successful, so a failed or retried task never
-duplicates rows; then one metastore commit publishes everything.
+duplicates rows; then one metastore commit publishes everything. When the write ends,
+committed or aborted, its ``txn_<id>`` directory goes, and ``_acidstore_staging`` with it
+if no other write is staging there.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ from acidstore.write.conform import conform, split_partitions
 from acidstore.write.files import WrittenDirectory, write_deletes, write_inserts
 
 __all__ = ["BUCKET_COLUMN", "CLAUSE_COLUMN", "DELETE_COLUMN", "INSERT_COLUMN", "STAGING_DIR",
-           "TaskOutput", "WriteJob", "publish", "remove_staging", "run_write", "write_job"]
+           "TaskOutput", "WriteJob", "make_staging_dir", "publish", "remove_staging",
+           "remove_staging_of", "run_write", "staging_of", "write_job"]
 
 #: DML input columns: which clause a row belongs to, the ROW__ID it deletes (null: none) and
 #: whether its values are a new row. Plain inserts have none of them.
@@ -75,7 +78,7 @@ class WriteJob:
 
     @property
     def staging(self) -> str:
-        return afs.join(self.location, STAGING_DIR, f"txn_{self.txn_id}")
+        return staging_of(self.location, self.txn_id)
 
     @property
     def full_schema(self) -> pa.Schema:
@@ -163,6 +166,14 @@ class _TaskWriter:
         self.root = afs.join(job.staging, f"attempt_{attempt}")
         self.outputs: list[PartitionOutput] = []
         self.last_statement = -1
+        self._made = False
+
+    def _make_root(self) -> None:
+        """Make the attempt's directory before its first file (a task with no rows makes
+        none)."""
+        if not self._made:
+            make_staging_dir(self.job.filesystem, self.root)
+            self._made = True
 
     def _record(self, partition: str, operation: Operation,
                 written: Sequence[WrittenDirectory | None], inserted: int, deleted: int) -> None:
@@ -175,6 +186,7 @@ class _TaskWriter:
 
     def deletes(self, rows: pa.Table, operation: Operation, statement: int) -> None:
         job = self.job
+        self._make_root()
         names = list(job.partition_schema.names)
         keyed = conform(rows.select([*names, DELETE_COLUMN]), pa.schema(
             [*job.partition_schema, rows.schema.field(DELETE_COLUMN)]),
@@ -189,6 +201,7 @@ class _TaskWriter:
 
     def inserts(self, rows: pa.Table, operation: Operation, statement: int) -> None:
         job = self.job
+        self._make_root()
         data = conform(rows, job.full_schema, where=f"table {job.table}")
         user = [f.name for f in job.schema]
         kind: Literal["base", "delta"] = "base" if operation == "overwrite" else "delta"
@@ -298,6 +311,8 @@ def publish(txn: Transaction, job: WriteJob, outputs: Sequence[TaskOutput]
         emptied = [p for p in (job.emptied if job.partition_schema.names else [""])
                    if (p, "overwrite") not in merged]
         root = afs.join(job.staging, "empty")
+        if emptied:
+            make_staging_dir(job.filesystem, root)
         for partition in emptied:
             written = write_inserts(job.filesystem, root, partition, job.schema.empty_table(),
                                     np.zeros(0, np.int32), write_id=job.write_id,
@@ -330,8 +345,41 @@ def publish(txn: Transaction, job: WriteJob, outputs: Sequence[TaskOutput]
     return components
 
 
+def staging_of(location: str, txn_id: int) -> str:
+    """The staging area of transaction ``txn_id`` in the table at ``location``: one per
+    transaction, so that only its owner ever removes it."""
+    return afs.join(location, STAGING_DIR, f"txn_{txn_id}")
+
+
+#: how often a task makes its staging directory again when a parent vanished meanwhile
+_MAKE_ATTEMPTS = 5
+
+
+def make_staging_dir(fs: pafs.FileSystem, path: str) -> None:
+    """Make ``path`` and its parents below the table's staging root. Another job's writer
+    removes that root when it finds it empty (``remove_staging``), which can happen between
+    making the root and making the directory inside it: the directory is then made again
+    from the root. Once it exists the root is not empty, and nobody else removes it."""
+    for _ in range(_MAKE_ATTEMPTS - 1):
+        try:
+            fs.create_dir(path, recursive=True)
+            return
+        except FileNotFoundError:
+            continue
+    fs.create_dir(path, recursive=True)
+
+
 def remove_staging(job: WriteJob) -> None:
-    """Drop the transaction's staging area (failed attempts' files included). Best effort:
-    leftovers are hidden from readers, and the cleaner removes aborted transactions' dirs."""
+    """Drop the transaction's staging area (``remove_staging_of``)."""
+    remove_staging_of(job.filesystem, job.location, job.txn_id)
+
+
+def remove_staging_of(fs: pafs.FileSystem, location: str, txn_id: int) -> None:
+    """Drop transaction ``txn_id``'s staging area (failed attempts' files included), then
+    the table's staging root if that is empty now (``fs.remove_empty_directory``: never
+    another job's files; that job removes the root itself when it ends). Best effort:
+    leftovers are hidden from readers, and the cleaner removes the staging areas of
+    transactions that are no longer open."""
     with contextlib.suppress(OSError):
-        job.filesystem.delete_dir(job.staging)
+        fs.delete_dir(staging_of(location, txn_id))
+    afs.remove_empty_directory(fs, afs.join(location, STAGING_DIR))
