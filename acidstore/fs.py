@@ -18,7 +18,7 @@ import urllib.parse
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import ParamSpec, TypeVar
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -359,6 +359,7 @@ def storage_errors(path: str | None, *, action: str, retry_safe: bool = True
 
 
 _Class = TypeVar("_Class", bound=type)
+_Params = ParamSpec("_Params")
 _Result = TypeVar("_Result")
 
 
@@ -379,16 +380,16 @@ def storage_boundary(cls: _Class) -> _Class:
     return cls
 
 
-def storage_guarded(function: Callable[..., _Result]) -> Callable[..., _Result]:
+def storage_guarded(function: Callable[_Params, _Result]) -> Callable[_Params, _Result]:
     """``storage_boundary`` for a public function (``compaction.compact``)."""
     return _guarded(function, function.__module__.rsplit(".", 1)[-1])
 
 
-def _guarded(method: Callable[..., _Result], owner: str) -> Callable[..., _Result]:
-    where = f"{owner}.{method.__name__}"
+def _guarded(method: Callable[_Params, _Result], owner: str) -> Callable[_Params, _Result]:
+    where = f"{owner}.{getattr(method, '__name__', 'call')}"
 
     @functools.wraps(method)
-    def guarded(*args: Any, **kwargs: Any) -> _Result:
+    def guarded(*args: _Params.args, **kwargs: _Params.kwargs) -> _Result:
         try:
             return method(*args, **kwargs)
         except StorageError:

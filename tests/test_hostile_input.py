@@ -3,6 +3,7 @@ typed error naming what is wrong, before anything is written (issue 13, points 1
 
 from __future__ import annotations
 
+import importlib
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -92,8 +93,6 @@ LONE = "x\udc80"  # a lone surrogate: what bytes decoded with errors="surrogatee
 
 def test_text_no_storage_can_hold_is_refused_before_anything_is_created(
         wh: Warehouse, tmp_path: Path) -> None:
-    import pandas as pd
-
     import acidstore
     from acidstore.errors import InvalidPartitionValueError
     from compaction import compact
@@ -105,7 +104,7 @@ def test_text_no_storage_can_hold_is_refused_before_anything_is_created(
     with pytest.raises(InvalidInputError, match="no valid text"):
         wh.create_table("db.u", schema, properties={"k": LONE})
     with pytest.raises(InvalidInputError, match=r"column 'p' of the DataFrame holds text"):
-        table.insert(pd.DataFrame({"id": [1], "p": [LONE]}))
+        table.insert(importlib.import_module("pandas").DataFrame({"id": [1], "p": [LONE]}))
     with pytest.raises(InvalidPartitionValueError, match="no valid text"):
         wh.streaming_connection("db.t", partition={"p": LONE})
     with pytest.raises(InvalidPartitionValueError, match="no valid text"):

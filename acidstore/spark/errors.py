@@ -30,7 +30,7 @@ from pyspark.errors.exceptions.captured import CapturedException
 
 from acidstore import errors
 from acidstore.errors import AcidStoreError, InvalidExpressionError, SparkJobFailedError
-from acidstore.fs import is_storage_failure, storage_error
+from acidstore.fs import storage_error
 from acidstore.transaction import Transaction
 
 __all__ = ["WriteAttempt", "failure_reason", "is_spark_failure", "reported_errors",
@@ -123,8 +123,8 @@ def reported_errors() -> Iterator[None]:
         _note(exc)
         raise
     except OSError as exc:
-        if not is_storage_failure(exc):
-            raise
+        if isinstance(exc, FileNotFoundError):
+            raise  # for the caller to judge (often a MissingDataError)
         typed = storage_error(exc, None, action="write or read in a Spark task")
         _note(typed)
         raise typed from exc
