@@ -9,6 +9,7 @@ as the embedded engine reports a bad SQL expression.
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,9 +33,12 @@ def typed_error(exc: BaseException) -> AcidStoreError | None:
             try:
                 return cls(message.strip())
             except TypeError:
-                # an error that keeps the path it names takes it as a keyword; the message
-                # already says it
-                return cls(message.strip(), **{"path": None})
+                # an error that keeps what it names (a path, the warehouse and metastore of
+                # a mismatch) takes it as required keywords; only the message carries them
+                unknown = {name: None for name, p in
+                           inspect.signature(cls.__init__).parameters.items()
+                           if p.kind is p.KEYWORD_ONLY and p.default is p.empty}
+                return cls(message.strip(), **unknown)
     return None
 
 
