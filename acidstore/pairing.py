@@ -133,7 +133,10 @@ def read_marker(fs: pafs.FileSystem, root: str) -> Marker | None:
     path = afs.join(root, MARKER_FILE)
     try:
         with afs.storage_errors(path, action="read the warehouse marker"):
-            data = afs.read_bytes(fs, path)
+            try:
+                data = afs.read_bytes(fs, path)
+            except NotADirectoryError:
+                return None  # the location is a file: connect says so
     except FileNotFoundError:
         return None
     try:

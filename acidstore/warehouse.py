@@ -397,10 +397,12 @@ def connect(location: str | os.PathLike[str], *, metastore: str | Metastore | No
     if not isinstance(location, str | os.PathLike) or not os.fspath(location).strip():
         raise InvalidInputError(
             f"a warehouse location is a non-empty path or URI, got {location!r}")
-    location, metastore = chosen_pair(location, metastore)
-    fs, root = afs.resolve(location, filesystem)
-    # a Spark task skips the pairing: the driver checked it, and tasks stay off the metastore
+    # a Spark task (a sanctioned lease or heartbeat) opens what the driver resolved and
+    # paired: it neither reads its own environment nor checks again
     checked = not in_spark_task()
+    if checked:
+        location, metastore = chosen_pair(location, metastore)
+    fs, root = afs.resolve(location, filesystem)
     marker = read_marker(fs, root) if checked else None
     if metastore is None:
         refuse_default(marker, root, file_exists=isinstance(fs, pafs.LocalFileSystem) and (

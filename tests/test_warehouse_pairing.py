@@ -58,13 +58,6 @@ def url(postgres_server: PostgresServer) -> str:
     return postgres_server.new_store()
 
 
-@pytest.fixture(autouse=True)
-def no_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test sets the variables it is about, and no other."""
-    monkeypatch.delenv(WAREHOUSE_ENV, raising=False)
-    monkeypatch.delenv(METASTORE_ENV, raising=False)
-
-
 def test_a_second_warehouse_on_a_metastore_is_refused_and_changes_nothing(
         tmp_path: Path, url: str) -> None:
     shared1, shared2 = tmp_path / "shared1", tmp_path / "shared2"
