@@ -11,7 +11,7 @@ reader then fails with a missing-file error, it never returns wrong rows.
 from __future__ import annotations
 
 import argparse
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from acidstore.cli_common import add_warehouse_options, emit, open_warehouse
@@ -57,7 +57,8 @@ def _release(wh: Warehouse, ids: list[int], older_than: str | None) -> list[dict
             f"or released already); live leases: {sorted(leases) or 'none'}")
     chosen = set(ids)
     if older_than is not None:
-        cutoff = datetime.now(UTC) - timedelta(seconds=parse_interval(older_than))
+        # lease times are the metastore's clock: so is the cutoff, whatever this host's says
+        cutoff = wh.metastore.current_time() - timedelta(seconds=parse_interval(older_than))
         chosen |= {i for i, row in leases.items() if row["acquired"] < cutoff}
     for lease_id in sorted(chosen):
         wh.metastore.release_lease(lease_id)

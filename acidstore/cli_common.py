@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pyarrow as pa
 
+from acidstore.pairing import METASTORE_ENV, WAREHOUSE_ENV, chosen_pair
 from acidstore.warehouse import Warehouse, connect
 
-__all__ = ["add_warehouse_options", "emit", "format_rows", "jsonable",
-           "open_warehouse", "rows_of"]
+__all__ = ["METASTORE_HELP", "WAREHOUSE_HELP", "add_warehouse_options", "emit", "format_rows",
+           "jsonable", "open_warehouse", "rows_of"]
 
 if TYPE_CHECKING:
     #: what ``add_subparsers`` returns (argparse gives it no public name)
@@ -30,24 +31,29 @@ if TYPE_CHECKING:
 #: one result row: column name -> value (None, numbers, strings, datetimes, lists)
 Row = Mapping[str, Any]
 
-_METASTORE_HELP = ("metastore URL when the catalogue is not the SQLite file inside the "
-                   "warehouse, e.g. postgresql://user@host:5432/db or sqlite:///path/meta.db")
+METASTORE_HELP = (f"metastore URL when the catalogue is not the SQLite file inside the "
+                  f"warehouse, e.g. postgresql://user@host:5432/db or sqlite:///path/meta.db "
+                  f"(default: ${METASTORE_ENV})")
+WAREHOUSE_HELP = (f"the warehouse directory or URI (default: ${WAREHOUSE_ENV}; it must exist: "
+                  "nothing is created)")
 
 
 def add_warehouse_options(cmd: argparse.ArgumentParser, *, json_output: bool = True) -> None:
-    """``--warehouse`` (required), ``--metastore`` and, for commands that print data,
-    ``--json``."""
-    cmd.add_argument("--warehouse", required=True, metavar="PATH",
-                     help="the warehouse directory (it must exist: nothing is created)")
-    cmd.add_argument("--metastore", default=None, metavar="URL", help=_METASTORE_HELP)
+    """``--warehouse`` (or ``ACIDSTORE_WAREHOUSE``), ``--metastore`` (or
+    ``ACIDSTORE_METASTORE``) and, for commands that print data, ``--json``."""
+    cmd.add_argument("--warehouse", default=None, metavar="PATH", help=WAREHOUSE_HELP)
+    cmd.add_argument("--metastore", default=None, metavar="URL", help=METASTORE_HELP)
     if json_output:
         cmd.add_argument("--json", action="store_true",
                          help="print one JSON document instead of text (for scripts)")
 
 
 def open_warehouse(args: argparse.Namespace) -> Warehouse:
-    """The existing warehouse ``--warehouse`` names (``WarehouseNotFoundError`` otherwise)."""
-    return connect(args.warehouse, metastore=getattr(args, "metastore", None), create=False)
+    """The existing warehouse ``--warehouse`` names, with ``--metastore`` (each, when not
+    given, from the environment: ``pairing.chosen_pair``); ``WarehouseNotFoundError`` if
+    there is none there. ``args.warehouse`` is set to the one opened, for messages."""
+    args.warehouse, metastore = chosen_pair(args.warehouse, getattr(args, "metastore", None))
+    return connect(args.warehouse, metastore=metastore, create=False)
 
 
 def jsonable(value: Any) -> Any:

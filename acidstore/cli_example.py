@@ -26,6 +26,7 @@ from acidstore.layout import (
 from acidstore.orc.codec import BucketCodec
 from acidstore.orc.io import write_event_file
 from acidstore.orc.schema import DELETE, INSERT, event_schema
+from acidstore.pairing import METASTORE_ENV, WAREHOUSE_ENV, chosen_pair, default_warehouse
 
 if TYPE_CHECKING:
     from acidstore.cli_common import Subparsers
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
 __all__ = ["add_example_commands", "run_demo_command", "run_example", "write_example"]
 
 EXAMPLE_SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
+#: where ``acidstore demo`` writes when neither --warehouse nor ACIDSTORE_WAREHOUSE says
+DEMO_WAREHOUSE = "demo-warehouse"
 
 
 def _events(rows: list[tuple[int, int, int, int, int, tuple[int, str] | None]]) -> pa.Table:
@@ -89,8 +92,10 @@ def run_example(args: argparse.Namespace) -> None:
 
 
 def run_demo_command(args: argparse.Namespace) -> None:
-    run_demo(Path(args.warehouse), master=args.master, orders=args.orders,
-             metastore=args.metastore)
+    # an explicit --warehouse, else ACIDSTORE_WAREHOUSE, else the demo's own directory
+    warehouse, metastore = chosen_pair(args.warehouse or default_warehouse() or DEMO_WAREHOUSE,
+                                       args.metastore)
+    run_demo(Path(warehouse), master=args.master, orders=args.orders, metastore=metastore)
 
 
 def add_example_commands(sub: Subparsers) -> None:
@@ -99,13 +104,14 @@ def add_example_commands(sub: Subparsers) -> None:
         "major compaction) to a new directory")
     example.add_argument("path")
     demo = sub.add_parser("demo", help="run an order ETL pipeline on Spark")
-    demo.add_argument("--warehouse", default="demo-warehouse",
-                      help="warehouse directory (created if missing; default ./demo-warehouse); "
-                           "the demo's table shop.orders is re-created on every run")
+    demo.add_argument("--warehouse", default=None,
+                      help=f"warehouse directory (created if missing; default "
+                           f"${WAREHOUSE_ENV}, else ./{DEMO_WAREHOUSE}); the demo's table "
+                           "shop.orders is re-created on every run")
     demo.add_argument("--master", default=None,
                       help="Spark master URL (default: $SPARK_MASTER, else local[*])")
     demo.add_argument("--metastore", default=None,
-                      help="metastore URL, e.g. postgresql://user@host:5432/db (default: a "
-                           "SQLite file in the warehouse)")
+                      help=f"metastore URL, e.g. postgresql://user@host:5432/db (default: "
+                           f"${METASTORE_ENV}, else a SQLite file in the warehouse)")
     demo.add_argument("--orders", type=int, default=DEFAULT_ORDERS,
                       help=f"orders in the initial load (default {DEFAULT_ORDERS})")

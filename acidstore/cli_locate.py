@@ -18,6 +18,7 @@ import pyarrow.fs as pafs
 from acidstore import fs as afs
 from acidstore.cli_common import open_warehouse
 from acidstore.errors import InvalidInputError, TableNotFoundError
+from acidstore.pairing import MARKER_FILE, default_warehouse
 from acidstore.read.scan import PartitionDir
 from acidstore.table import Table
 from acidstore.warehouse import DEFAULT_METASTORE_FILE, Warehouse, connect
@@ -36,11 +37,24 @@ class Located:
 
 
 def _warehouse_root(path: Path) -> Path | None:
-    """The nearest directory at or above ``path`` holding a warehouse's SQLite metastore."""
+    """The nearest directory at or above ``path`` holding a warehouse's SQLite metastore or
+    its marker (a warehouse whose metastore is elsewhere)."""
     for candidate in (path, *path.parents):
-        if (candidate / DEFAULT_METASTORE_FILE).is_file():
+        if (candidate / DEFAULT_METASTORE_FILE).is_file() or (
+                candidate / MARKER_FILE).is_file():
             return candidate
     return None
+
+
+def _names_a_table(args: argparse.Namespace) -> bool:
+    """Whether TARGET is a table of a warehouse named by ``--warehouse`` or, for a table
+    name (``db.table``, not an existing path), by ``ACIDSTORE_WAREHOUSE``."""
+    if args.warehouse:
+        return True
+    looks_like_name = all(c not in args.target for c in ("/", "\\", "://"))
+    if looks_like_name and not Path(args.target).exists():
+        args.warehouse = default_warehouse()
+    return bool(args.warehouse)
 
 
 def _table_at(wh: Warehouse, path: Path) -> Located:
@@ -59,7 +73,7 @@ def locate(args: argparse.Namespace) -> Located | None:
     """The warehouse table ``args`` name (``--warehouse W TABLE``, or a path inside a
     warehouse), or None for a plain directory. A path that does not exist is a
     ``TableNotFoundError``."""
-    if args.warehouse:
+    if _names_a_table(args):
         wh = open_warehouse(args)
         try:
             return Located(wh, wh.table(args.target), args.partition or "")
@@ -77,7 +91,7 @@ def locate(args: argparse.Namespace) -> Located | None:
     root = _warehouse_root(path)
     if root is None:
         return None
-    wh = connect(root, create=False)
+    wh = connect(root, metastore=args.metastore, create=False)
     try:
         return Located(wh, None) if path == root else _table_at(wh, path)
     except BaseException:

@@ -15,10 +15,11 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from acidstore import fs as afs
-from acidstore.cli_common import emit
+from acidstore.cli_common import METASTORE_HELP, emit
 from acidstore.cli_locate import Located, locate, table_partition_dirs
 from acidstore.directory import acid_state
 from acidstore.errors import InvalidInputError, TableNotFoundError
+from acidstore.pairing import WAREHOUSE_ENV
 from acidstore.read.api import scan_directory
 from acidstore.read.scan import PartitionDir, Scan, discover_partitions
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
@@ -51,9 +52,10 @@ def add_read_commands(sub: Subparsers) -> None:
         cmd.add_argument("target", metavar="TARGET", help="a directory, or a table name "
                          "(db.table) with --warehouse")
         cmd.add_argument("--warehouse", default=None, metavar="PATH",
-                         help="the warehouse of the table TARGET names (it must exist)")
-        cmd.add_argument("--metastore", default=None, metavar="URL",
-                         help="metastore URL when it is not the warehouse's SQLite file")
+                         help=f"the warehouse of the table TARGET names (it must exist; "
+                         f"default: ${WAREHOUSE_ENV} when TARGET is a table name, not a "
+                         "directory)")
+        cmd.add_argument("--metastore", default=None, metavar="URL", help=METASTORE_HELP)
         cmd.add_argument("--partition", default=None,
                          help="with --warehouse: one partition, e.g. dt=2024-01-01")
         cmd.add_argument("--write-ids", help=_WRITE_IDS_HELP)

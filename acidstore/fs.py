@@ -39,6 +39,7 @@ __all__ = [
     "list_files_recursive",
     "local_path",
     "make_dirs",
+    "location_uri",
     "read_bytes",
     "relative",
     "remove_empty_directory",
@@ -143,6 +144,25 @@ def resolve(path: str | os.PathLike[str], filesystem: pafs.FileSystem | None = N
     except (pa.ArrowInvalid, ValueError, OSError) as exc:
         raise InvalidInputError(f"cannot open the filesystem of {text!r}: {exc}") from exc
     return fs, inner.rstrip("/") or "/"
+
+
+#: the URI scheme a location of each pyarrow filesystem type is spelled with
+_TYPE_SCHEMES = {"local": "file", "s3": "s3", "gcs": "gs", "hdfs": "hdfs"}
+
+
+def location_uri(fs: pafs.FileSystem, path: str) -> str:
+    """One spelling of a location, however it was given, so two can be compared: a local
+    path absolute with its symbolic links resolved (``file:///data/wh``), any other as the
+    scheme of its filesystem's type and the path on it (``s3://bucket/wh`` whether it was
+    opened as ``s3://bucket/wh/``, ``s3a://bucket/wh`` or ``bucket/wh`` on an S3
+    filesystem), ``SubTreeFileSystem`` wrappers taken off. Endpoints, hosts and credentials
+    are not part of it: a bucket named alike on two S3 services spells the same."""
+    base, full = _unwrapped(fs, path)
+    kind = base.type_name
+    if kind == "local":
+        full = os.path.realpath(full)
+    scheme = _TYPE_SCHEMES.get(kind, kind)
+    return f"{scheme}://{'/' + full.strip('/') if kind in ('local', 'hdfs') else full.strip('/')}"
 
 
 def join(base: str, *parts: str) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 
 from acidstore.errors import AcidStoreError, InvalidInputError
 from acidstore.metastore import Metastore
@@ -25,9 +25,6 @@ from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = ["AsOf", "hidden_compactions", "lease_snapshot", "past_snapshot", "past_write_ids",
            "release_lease"]
-
-#: how far the clocks of the hosts sharing a metastore may disagree (lease_snapshot)
-_CLOCK_MARGIN = timedelta(minutes=5)
 
 AsOf = int | datetime
 
@@ -114,34 +111,21 @@ def lease_snapshot(metastore: Metastore, table: str,
         # a compaction that commits between the snapshot and the lease can be cleaned
         # before the lease exists: its replaced directories are what the snapshot reads.
         # So after the lease is in place, look for compactions the snapshot does not see
-        # that committed since just before it was taken (minus a margin for the clocks of
-        # other hosts), and take a new snapshot if there is one.
-        since = datetime.now(UTC) - _CLOCK_MARGIN
+        # that have committed, and take a new snapshot if there is one. An INSERT
+        # OVERWRITE's base hides older directories just as a compaction's output replaces
+        # them, and the cleaner removes both. The metastore finds them by txn id, not by
+        # commit time: no clock (the client's, the server's) and no commit still in flight
+        # when the snapshot was taken can make it miss one.
         txns, write_ids, hidden = take()
         lease = metastore.acquire_lease(table, txns, write_ids, ttl_seconds)
         # (a transaction's own snapshot needs no such check: the cleaner keeps what the
         # snapshots of open transactions read, and retaking it would change nothing)
-        # An INSERT OVERWRITE's base hides older directories just as a compaction's
-        # output replaces them, and the cleaner removes both.
         missed = [] if own_transaction else [
-            c.txn_id for c in metastore.compactions_committed_after(table, since)
-            if not txns.is_txn_valid(c.txn_id) and c.txn_id not in hidden] + [
-            txn for txn in metastore.overwrites_committed_after(
-                table, since, min_write_id=_lowest_unseen(write_ids, as_of))
-            if not txns.is_txn_valid(txn)]
+            txn for txn in metastore.unseen_replacements(table, txns) if txn not in hidden]
         if not missed and (as_of is None or hidden <= hidden_compactions(
                 metastore, table, as_of)):
             return txns, write_ids, lease
         release_lease(metastore, lease)
-
-
-def _lowest_unseen(write_ids: ValidWriteIdList, as_of: AsOf | None) -> int:
-    """The lowest write id the current snapshot ``write_ids`` may not see: a txn it does not
-    see wrote an exception of its list (open then) or above its high watermark (allocated
-    later). 0 (all) for a past snapshot, whose lists are not the metastore's own."""
-    if as_of is not None:
-        return 0
-    return min([write_ids.high_watermark + 1, *write_ids.exceptions])
 
 
 def release_lease(metastore: Metastore, lease: int) -> None:

@@ -42,17 +42,23 @@ from acidstore.metastore import (
 )
 from acidstore.metastore.conflicts import isolation_level
 from acidstore.metastore.postgres import PostgresMetastore
+from acidstore.metastore.task_guard import in_spark_task
 from acidstore.metastore.validate import column_names, is_absolute_location, split_table_name
 from acidstore.orc.io import check_compression
 from acidstore.orc.schema import RESERVED_PREFIX, ROW_ID_COLUMN
+from acidstore.pairing import (
+    DEFAULT_METASTORE_FILE,
+    Pairing,
+    chosen_pair,
+    read_marker,
+    refuse_default,
+)
 from acidstore.streaming import StreamingConnection
 from acidstore.table import Table
 from acidstore.transaction import Transaction
 from acidstore.write.bucketing import check_bucketable
 
 __all__ = ["DEFAULT_METASTORE_FILE", "Warehouse", "connect"]
-
-DEFAULT_METASTORE_FILE = "_acidstore_metastore.db"
 
 
 @storage_boundary
@@ -380,21 +386,37 @@ def _refuse_emptied_metastore(root: Path) -> None:
 
 def connect(location: str | os.PathLike[str], *, metastore: str | Metastore | None = None,
             filesystem: pafs.FileSystem | None = None, txn_timeout: float = 300.0,
-            create: bool = True) -> Warehouse:
+            create: bool = True, relocate: bool = False) -> Warehouse:
     """Open (or create) a warehouse. The default metastore is a SQLite file inside a local
     warehouse; otherwise pass ``metastore``: a ``Metastore``, a ``sqlite:///path`` URL, or a
     PostgreSQL URL ``postgresql://user@host:5432/dbname`` (shared by clients on several
-    machines; needs ``acidstore[postgresql]``). Transactions opened here heartbeat every
+    machines; needs ``acidstore[postgresql]``). Without ``metastore``, ``ACIDSTORE_METASTORE``
+    from the environment is taken when set. Transactions opened here heartbeat every
     ``txn_timeout / 2`` seconds and are aborted after ``txn_timeout`` without one (the
     metastore stores it with each, so other clients' timeouts do not apply to them).
     ``create=False`` opens an existing warehouse only (``WarehouseNotFoundError`` otherwise,
     and nothing is created): what tools that inspect or maintain a warehouse want, so a typo
-    in the path is an error, not a new warehouse."""
+    in the path is an error, not a new warehouse.
+
+    A metastore serves one warehouse, and a warehouse root records its metastore
+    (``acidstore.pairing``): a pair that does not belong together is refused with
+    ``MetastoreMismatchError`` before anything is created or changed. A warehouse with its
+    own SQLite file may be copied or moved as a directory; one whose metastore lives
+    elsewhere and that was moved on purpose is connected once with ``relocate=True``, which
+    records the pair as given (the metastore then serves the new root, not the old one)."""
     if not isinstance(location, str | os.PathLike) or not os.fspath(location).strip():
         raise InvalidInputError(
             f"a warehouse location is a non-empty path or URI, got {location!r}")
+    # a Spark task (a sanctioned lease or heartbeat) opens what the driver resolved and
+    # paired: it neither reads its own environment nor checks again
+    checked = not in_spark_task()
+    if checked:
+        location, metastore = chosen_pair(location, metastore)
+    fs, root = afs.resolve(location, filesystem)
+    marker = read_marker(fs, root) if checked else None
     if metastore is None:
-        fs, root = afs.resolve(location, filesystem)
+        refuse_default(marker, root, file_exists=isinstance(fs, pafs.LocalFileSystem) and (
+            Path(root) / DEFAULT_METASTORE_FILE).is_file())
         if not isinstance(fs, pafs.LocalFileSystem):
             raise MetastoreRequiredError(
                 f"the warehouse {location} is on a {fs.type_name!r} filesystem: give "
@@ -415,8 +437,12 @@ def connect(location: str | os.PathLike[str], *, metastore: str | Metastore | No
     else:
         store = metastore
     try:
-        return Warehouse(location, store, filesystem=filesystem,
-                         heartbeat_interval=txn_timeout / 2)
+        pairing = Pairing(store, fs, root, marker, relocate=relocate) if checked else None
+        warehouse = Warehouse(location, store, filesystem=filesystem,
+                              heartbeat_interval=txn_timeout / 2)
+        if pairing is not None:
+            pairing.record()
+        return warehouse
     except BaseException:
         if store is not metastore:
             store.close()  # ours: do not leave its connections behind

@@ -12,9 +12,11 @@ snapshot selects, where live snapshots are the metastore's unexpired reader leas
 snapshots of open transactions (including opens still in flight on PostgreSQL, which it waits
 for: ``Cleaner._opens_settled``), and it waits ``retention_seconds`` after the newest commit
 that made something of a partition obsolete before touching that partition, so time travel
-keeps working for that long. A transaction's files go only once the metastore says it aborted.
-Aborted writes' metadata is cleared once none of their files remain, so their write ids stop
-being exceptions in every snapshot (Hive's cleaner plus housekeeper).
+keeps working for that long (measured on the metastore's clock, which commit times come from:
+the cleaner host's own clock does not shorten it). A transaction's files go only once the
+metastore says it aborted. Aborted writes' metadata is cleared once none of their files
+remain, so their write ids stop being exceptions in every snapshot (Hive's cleaner plus
+housekeeper).
 """
 
 from __future__ import annotations
@@ -152,8 +154,9 @@ class Cleaner:
 
     def run(self) -> CleanerReport:
         report = CleanerReport()
-        now = datetime.now(UTC)
         metastore = self._wh.metastore
+        # the metastore's clock, which commit times come from: this host's may be off
+        now = metastore.current_time()
         # aborted directories go before the pass's first metastore write: a read-only copy
         # (an archive; as root the permission bits stop no removal) is refused up front
         metastore.check_writable()

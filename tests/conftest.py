@@ -39,6 +39,11 @@ settings.register_profile(
 #: rows of the benchmark smoke tests' table
 BENCH_ROWS = 2000
 
+# a developer's own ACIDSTORE_METASTORE / ACIDSTORE_WAREHOUSE must not point the suite's
+# warehouses elsewhere: tests that are about them set them (monkeypatch)
+for _name in ("ACIDSTORE_METASTORE", "ACIDSTORE_WAREHOUSE"):
+    os.environ.pop(_name, None)
+
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 

@@ -29,6 +29,7 @@ from acidstore.errors import (
     InvalidInputError,
     LocationNotEmptyError,
     MetastoreError,
+    MetastoreMismatchError,
     StorageError,
     TableExistsError,
     WriteConflictError,
@@ -40,6 +41,7 @@ from acidstore.metastore import (
     SqliteMetastore,
     WriteComponent,
 )
+from acidstore.pairing import MARKER_FILE
 from acidstore.warehouse import DEFAULT_METASTORE_FILE
 from compaction import compact
 
@@ -292,6 +294,12 @@ def test_create_table_refuses_a_location_holding_files(tmp_path: Path) -> None:
     # the metastore loses the table while its files stay (a lost or replaced metastore file)
     wh.close()
     os.remove(tmp_path / "wh" / DEFAULT_METASTORE_FILE)
+    # the warehouse's marker knows its catalogue: no new, empty one is created
+    with pytest.raises(MetastoreMismatchError, match="which is gone"):
+        acidstore.connect(tmp_path / "wh")
+    assert not (tmp_path / "wh" / DEFAULT_METASTORE_FILE).exists()
+    # without the marker too (a warehouse from before markers), create_table still refuses
+    (tmp_path / "wh" / MARKER_FILE).unlink()
     wh = acidstore.connect(tmp_path / "wh")
     files = sorted(p for p in location.rglob("*"))
     with pytest.raises(LocationNotEmptyError, match=r"db\.t.*already holds files.*delta_") \

@@ -39,6 +39,7 @@ LAYERS: dict[str, int] = {
     "acidstore.changes": 4,
     "acidstore.schema_evolution": 4,
     "acidstore.warehouse": 4,
+    "acidstore.pairing": 4,
     "acidstore.merge": 4,
     "acidstore.fsck": 4,
     "acidstore.adopt": 4,

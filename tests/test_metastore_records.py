@@ -6,7 +6,7 @@ pass it unchanged: SQLite and PostgreSQL through the ``backend``/``metastore`` f
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
 
 import pytest
 from metastore_support import (
@@ -138,26 +138,39 @@ def test_compaction_outputs_narrow_to_a_partition_and_compaction_txns(
     assert metastore.compaction_outputs("p", txn_ids=[]) == []
 
 
-def test_overwrites_committed_after_narrow_to_write_ids_a_snapshot_may_not_see(
+def test_unseen_replacements_are_what_replaced_directories_after_a_snapshot(
         metastore: Metastore) -> None:
-    """A leased read asks for the overwrites its snapshot does not see: from the lowest
-    write id it may not see up, never the table's whole history."""
+    """A leased read asks, once its lease is in place, which compactions and INSERT
+    OVERWRITEs of its table committed without its snapshot seeing them (the cleaner may have
+    removed what they replaced before the lease existed). Decided by txn ids, not times: a
+    commit in flight when the snapshot was taken (listed open in it) counts however early
+    its time, one the snapshot sees never does, nor an aborted one or another table's."""
     metastore.create_table(new_table())
     metastore.create_table(new_table("other"))
-    before = datetime.now(UTC) - timedelta(seconds=5)
-    txns = []
-    for operation in ("insert", "overwrite", "overwrite", "insert"):
-        txn = begin(metastore)
-        metastore.commit(txn, [write(metastore, txn, operation)])
-        txns.append(txn)
+    seen = begin(metastore)
+    metastore.commit(seen, [write(metastore, seen, "overwrite")])
+    in_flight = begin(metastore)
+    flight_write = write(metastore, in_flight, "overwrite")
+    snapshot = metastore.valid_txns()
+    assert metastore.unseen_replacements("t", snapshot) == []
+    metastore.commit(in_flight, [flight_write])
+    inserted, overwritten, aborted = begin(metastore), begin(metastore), begin(metastore)
+    metastore.commit(inserted, [write(metastore, inserted, "insert")])
+    metastore.commit(overwritten, [write(metastore, overwritten, "overwrite")])
+    write(metastore, aborted, "overwrite")
+    metastore.abort(aborted)
     other = begin(metastore)
     metastore.commit(other, [write(metastore, other, "overwrite", table="default.other")])
-    assert metastore.overwrites_committed_after("t", before) == txns[1:3]
-    assert metastore.overwrites_committed_after("t", before, min_write_id=1) == txns[1:3]
-    assert metastore.overwrites_committed_after("t", before, min_write_id=3) == [txns[2]]
-    assert metastore.overwrites_committed_after("t", before, min_write_id=4) == []
-    later = datetime.now(UTC) + timedelta(seconds=5)
-    assert metastore.overwrites_committed_after("t", later, min_write_id=1) == []
+    compactor = metastore.open_transaction(user="tester", host="h", kind="compaction").txn_id
+    metastore.record_compaction(
+        "t", "", "major", "test", txn_id=compactor, worker="tester",
+        compactor_write_ids=metastore.valid_write_ids("t", metastore.valid_txns(compactor)))
+    metastore.commit(compactor, [], outputs=[CompactionOutput(
+        "default.t", "", f"base_0000004_v{compactor:07d}", 1, 1, 10, (("bucket_00000", 1),),
+        compactor)])
+    assert metastore.unseen_replacements("t", snapshot) == [in_flight, overwritten, compactor]
+    assert metastore.unseen_replacements("other", snapshot) == [other]
+    assert metastore.unseen_replacements("t", metastore.valid_txns()) == []
 
 
 def test_show_transactions_lists_every_txn_in_order(metastore: Metastore) -> None:

@@ -31,6 +31,7 @@ import acidstore
 from acidstore.cli import main
 from acidstore.errors import InvalidInputError, MetastoreError, MetastoreVersionError
 from acidstore.metastore import CompactionOutput, OriginalFile, PostgresMetastore
+from acidstore.metastore.postgres_calls import CatalogEntry, commit_arguments
 from acidstore.metastore.sql_schema import SCHEMA_VERSION
 from acidstore.warehouse import DEFAULT_METASTORE_FILE
 from benchmarks.postgres_server import PostgresServer
@@ -161,7 +162,7 @@ def test_a_version_6_store_gets_app_versions(backend: Backend) -> None:
         set_version(conn, "6")
     again = backend.open()
     try:
-        assert version(backend) == str(SCHEMA_VERSION) == "13"
+        assert version(backend) == str(SCHEMA_VERSION) == "14"
         assert again.app_versions("t") == []
         txn = begin(again)
         again.record_app_version(txn, "t", "job", 1)
@@ -198,7 +199,7 @@ def test_a_version_10_store_records_bucket_files(backend: Backend) -> None:
         set_version(conn, "10")
     again = backend.open()
     try:
-        assert version(backend) == str(SCHEMA_VERSION) == "13"
+        assert version(backend) == str(SCHEMA_VERSION) == "14"
         files = (("delta_0000002_0000002_0000/bucket_00001", 880),)
         for operation, write_id in (("insert", 2), ("delete", 3)):
             txn = begin(again)
@@ -222,7 +223,7 @@ def test_a_version_11_store_marks_its_tables_as_unrecorded(backend: Backend) -> 
         set_version(conn, "11")
     again = backend.open()
     try:
-        assert version(backend) == str(SCHEMA_VERSION) == "13"
+        assert version(backend) == str(SCHEMA_VERSION) == "14"
         assert again.get_table("t").originals_recorded is False
         assert again.create_table(new_table("u")).originals_recorded is True
         assert again.get_table("u").originals_recorded is True
@@ -245,13 +246,59 @@ def test_a_version_7_store_continues_its_counters(backend: Backend) -> None:
         set_version(conn, "7")
     again = backend.open()
     try:
-        assert version(backend) == str(SCHEMA_VERSION) == "13"
+        assert version(backend) == str(SCHEMA_VERSION) == "14"
         txn = begin(again)
         assert txn == 40
         assert again.commit(txn, [write(again, txn, "insert")]).commit_seq == 30
         assert again.valid_txns().high_watermark == 40
         assert [e.write_id for e in again.history("t")] == [1, 2]
         assert [t.txn_id for t in again.show_transactions()] == [1, 40]
+    finally:
+        again.close()
+
+
+def test_a_version_12_store_takes_commit_times_from_the_metastore(backend: Backend) -> None:
+    """Version 13 assigns commit times inside the commit (rising with commit order, the
+    latest found by the index ``txns_commit_times``) and records the warehouse a store
+    serves: a migrated store serves none until a connect binds it, and its next commit is
+    later than every earlier one, even one an older client stamped a minute ahead. On
+    PostgreSQL a client connected before the migration still calls ``acid_commit_v9`` with
+    its own time, which the server no longer takes."""
+    one_committed_write(backend)
+    with raw(backend) as conn:  # version 12: client times, no index, no binding
+        conn.execute("DROP INDEX txns_commit_times")
+        conn.execute("DROP INDEX compactions_by_txn")
+        conn.execute("UPDATE txns SET finished = finished + 60000000 WHERE state = 'committed'")
+        conn.execute("UPDATE history SET commit_time = commit_time + 60000000")
+        if backend.kind == "postgresql":
+            conn.execute("DROP FUNCTION acid_commit_v9(bigint, bigint, jsonb, jsonb)")
+            conn.execute("DROP FUNCTION acid_commit_v13(bigint, jsonb, jsonb)")
+        set_version(conn, "12")
+    again = backend.open()
+    try:
+        assert version(backend) == str(SCHEMA_VERSION) == "14"
+        assert again.warehouse_binding() is None
+        txn = begin(again)
+        info = again.commit(txn, [write(again, txn, "insert")])
+        if backend.kind == "postgresql":
+            old_client = begin(again)
+            written = write(again, old_client, "insert")
+            arguments = commit_arguments([written], {"default.t": CatalogEntry(
+                again.get_table("t").table_id, "default", "t", ())})
+            assert arguments is not None
+            with raw(backend) as conn:  # what a version-12 client sends: its time, 0
+                conn.execute("SELECT * FROM acid_commit_v9(%s, 0, %s::jsonb, %s::jsonb)",
+                             (old_client, *arguments))
+        times = [e.commit_time for e in again.history("t")]
+        assert times == sorted(times) and len(set(times)) == len(times)
+        assert info.commit_time == times[1]
+        with raw(backend) as conn:
+            for index in ("txns_commit_times", "compactions_by_txn"):
+                found = conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?"
+                    if backend.kind == "sqlite" else
+                    "SELECT 1 FROM pg_indexes WHERE indexname = %s", (index,)).fetchone()
+                assert found is not None, index
     finally:
         again.close()
 

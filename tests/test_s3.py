@@ -30,11 +30,13 @@ from s3_workers import DIED, die_after_first_bucket_file
 import acidstore
 from acidstore.errors import (
     InvalidInputError,
+    MetastoreMismatchError,
     MetastoreRequiredError,
     MissingDataError,
     StrayPathError,
     WarehouseNotFoundError,
 )
+from acidstore.pairing import MARKER_FILE
 from compaction import Cleaner, compact
 
 CONTEXT = multiprocessing.get_context("spawn")
@@ -116,6 +118,31 @@ def test_connect_refusals_are_typed(s3_place: S3Place, tmp_path: Path) -> None:
     assert s3_place.objects() == []  # nothing was written by any refusal
 
 
+def test_a_warehouse_on_s3_and_its_metastore_know_each_other(s3_place: S3Place,
+                                                             tmp_path: Path) -> None:
+    """The root records its metastore in a marker object, the metastore its root: a second
+    prefix on the same metastore, or the warehouse without it, is refused; the root spelled
+    as a URI or as the path on a given filesystem is one warehouse."""
+    fs = s3_place.filesystem()
+    with acidstore.connect(s3_place.uri + "/", metastore=s3_place.metastore,
+                           filesystem=fs) as wh:
+        new_table(wh).insert(rows((1, 1.0, "new", "2026-11-01")))
+    assert MARKER_FILE in s3_place.objects()
+    with acidstore.connect(s3_place.root, metastore=s3_place.metastore, filesystem=fs) as wh:
+        assert visible(wh.table(TABLE)) == [(1, 1.0, "new", "2026-11-01")]
+    with pytest.raises(MetastoreMismatchError, match="serves the warehouse") as refused:
+        acidstore.connect(f"s3://{s3_place.bucket}/other", metastore=s3_place.metastore,
+                          filesystem=fs)
+    assert refused.value.expected == f"s3://{s3_place.root}"
+    for create in (True, False):
+        with pytest.raises(MetastoreMismatchError, match="keeps its catalogue in"):
+            acidstore.connect(s3_place.uri, filesystem=fs, create=create)
+    with pytest.raises(MetastoreMismatchError, match="keeps its catalogue in"):
+        acidstore.connect(s3_place.uri, metastore=f"sqlite:///{tmp_path / 'new.db'}",
+                          filesystem=fs)
+    assert fs.get_file_info(f"{s3_place.bucket}/other").type == pafs.FileType.NotFound
+
+
 # --- the embedded API, end to end -----------------------------------------------------------
 
 
@@ -150,10 +177,12 @@ def test_embedded_api_end_to_end(wh: acidstore.Warehouse, s3_place: S3Place) -> 
     assert report.removed
     assert visible(t) == expected
     # what is left is what the snapshot reads: one base per compacted partition, plus the
-    # delta of the partition a single write made (nothing obsolete, nothing of a rename)
+    # delta of the partition a single write made (nothing obsolete, nothing of a rename),
+    # and the warehouse's marker naming its metastore
     left = {k.rsplit("/", 1)[0] for k in s3_place.objects()}
     bases = {f"shop.db/orders/{p.partition}/{o}" for p in major.partitions for o in p.outputs}
-    assert left == {*bases, "shop.db/orders/dt=c/delta_0000004_0000004_0002"}, left
+    assert left == {*bases, "shop.db/orders/dt=c/delta_0000004_0000004_0002",
+                    MARKER_FILE}, left
     assert wh.fsck().num_rows == 0
     # time travel before the compaction's cleaning is gone, and says so
     with pytest.raises(acidstore.errors.NotEnoughHistoryError):

@@ -18,14 +18,21 @@ from spark_support import (
     to_spark,
 )
 
+import acidstore
 from acidstore import Warehouse
-from acidstore.errors import InvalidInputError, UnknownOptionError
+from acidstore.errors import InvalidInputError, MetastoreMismatchError, UnknownOptionError
+from acidstore.pairing import METASTORE_ENV
 from acidstore.spark import AcidTable, register
 from acidstore.spark.errors import typed_error
 from acidstore.spark.reading import READ_OPTIONS, read_options
+from acidstore.warehouse import DEFAULT_METASTORE_FILE
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from pyspark.sql import DataFrameReader, SparkSession
+
+    from benchmarks.postgres_server import PostgresServer
 
 
 def source(spark: SparkSession, wh: Warehouse) -> DataFrameReader:
@@ -104,3 +111,34 @@ def test_acid_table_reads_still_pass_their_own_options(spark: SparkSession,
         arrow_rows(t.to_arrow(["id"], as_of=2, with_row_id=True))
     at.update("id = 10", {"amount": "0"})  # pins its snapshot through snapshot* options
     assert t.to_arrow(filter="id = 10").column("amount").to_pylist() == [0]
+
+
+def test_the_warehouse_and_metastore_options_go_through_the_pairing_check(
+        spark: SparkSession, tmp_path: Path, postgres_server: PostgresServer,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver opens a pair only if it belongs together (``acidstore.pairing``), from
+    ``AcidTable`` and the data source's options alike; ``ACIDSTORE_METASTORE`` supplies a
+    missing metastore in the driver, which hands it to the tasks as an option (their
+    environment need not have it)."""
+    url = postgres_server.new_store()
+    shared1, shared2 = tmp_path / "shared1", tmp_path / "shared2"
+    with acidstore.connect(shared1, metastore=url) as wh:
+        t = three_writes(wh)
+        expected = arrow_rows(t.to_arrow())
+    shared2.mkdir()  # another warehouse's directory
+    with pytest.raises(MetastoreMismatchError):
+        AcidTable.forName(spark, TABLE, warehouse=str(shared2), metastore=url)
+    register(spark)
+    with pytest.raises(Exception) as bad:
+        (spark.read.format("acidstore").option("warehouse", str(shared2))
+         .option("metastore", url).load(TABLE).collect())
+    assert isinstance(typed_error(bad.value), MetastoreMismatchError)
+    with pytest.raises(MetastoreMismatchError):  # the warehouse's catalogue is elsewhere
+        AcidTable.forName(spark, TABLE, warehouse=str(shared1))
+    assert list(shared2.iterdir()) == [] and not (shared1 / DEFAULT_METASTORE_FILE).exists()
+    monkeypatch.setenv(METASTORE_ENV, url)
+    table = AcidTable.forName(spark, TABLE, warehouse=str(shared1))
+    assert spark_rows(table.toDF()) == expected
+    table.insert(to_spark(spark, make_rows(range(20, 22))))  # tasks heartbeat its txn
+    with acidstore.connect(shared1, metastore=url) as wh:
+        assert wh.table(TABLE).to_arrow().num_rows == len(expected) + 2

@@ -35,6 +35,7 @@ from acidstore.metastore.records import (
     TxnInfo,
     TxnKind,
     TxnState,
+    WarehouseBinding,
     WriteComponent,
 )
 from acidstore.metastore.sqlite import SqliteMetastore
@@ -64,5 +65,6 @@ __all__ = [
     "TxnInfo",
     "TxnKind",
     "TxnState",
+    "WarehouseBinding",
     "WriteComponent",
 ]

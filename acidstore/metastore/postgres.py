@@ -16,7 +16,10 @@ how a metastore transaction runs, because here many clients write at once:
 - serialization failures and deadlocks roll back and retry the whole call (bodies are pure
   functions of the database, so a retry is a fresh attempt, not a replay);
 - times come from the server's clock, so clients on machines whose clocks differ still agree
-  on heartbeat ages and lease expiry;
+  on heartbeat ages and lease expiry: a commit's time is read inside the commit
+  (``sql_txn.commit_time``, ``acid_commit_v13``), other times are a reading of the server's
+  clock advanced by this process's monotonic clock (``_Session.server_time``), so a step of
+  the client's wall clock changes none of them;
 - reads never wait for a writer: a reader's lease calls are single statements on ``leases``
   (no foreign key, no named lock, no reaping; expired leases another call holds are skipped),
   and a snapshot reaps timed-out txns only if no lock stands in its way.
@@ -81,7 +84,10 @@ R = TypeVar("R")
 _ATTEMPTS = 30
 #: any constant: the key of the advisory lock that serializes schema creation and migration
 _SCHEMA_LOCK_KEY = 0x61636964  # "acid"
-_NOW = "SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::bigint"
+_NOW = f"SELECT {POSTGRES.server_clock}"
+#: how long one reading of the server's clock serves (``_Session.server_time``): the
+#: monotonic clock drifts from the server's by a few parts per million at most
+_READING_SECONDS = 60
 #: unique_violation: a late open whose id was filled as a dead gap (postgres_functions)
 _TAKEN = "23505"
 #: raised by acid_open_v9 when a cached catalog entry no longer names its table
@@ -110,14 +116,25 @@ class _Session:
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
-        # the server's clock minus ours, measured once: ``now`` then costs no round trip
-        before = now_micros()
-        server = int(self.execute(_NOW).fetchone()[0])
-        after = now_micros()
-        offset = server - (before + after) // 2
-        # an offset within the measurement's own uncertainty (half the round trip, plus a
-        # millisecond) is noise, not skew: such clocks agree, and ours is then used as it is
-        self.clock_offset = 0 if abs(offset) <= (after - before) // 2 + 1000 else offset
+        #: (the server's clock in microseconds, this process's monotonic clock in
+        #: nanoseconds) at one moment: ``server_time`` then costs no round trip
+        self._reading: tuple[int, int] | None = None
+
+    def server_time(self) -> int:
+        """The server's clock now, in microseconds since the epoch: a reading of it (one round
+        trip, taken again once it is ``_READING_SECONDS`` old) advanced by the monotonic
+        clock, which no step of this machine's wall clock moves. (An offset from the wall
+        clock, measured once, carried every later step into heartbeats, lease expiry and
+        the timeout reaper's cutoff: a client whose clock jumped ahead aborted the live
+        transactions of every other client.)"""
+        mono = time.monotonic_ns()
+        if self._reading is None or mono - self._reading[1] > _READING_SECONDS * 1e9:
+            server = int(self.execute(_NOW).fetchone()[0])
+            after = time.monotonic_ns()
+            # the server read its clock somewhere in the round trip: take the middle
+            self._reading, mono = (server, (mono + after) // 2), after
+        server, at = self._reading
+        return server + (mono - at) // 1000
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
         return self.conn.execute(_pg_sql(sql), parameters)
@@ -158,6 +175,11 @@ class PostgresMetastore(SqlMetastore):
 
     def __repr__(self) -> str:
         return f"PostgresMetastore({self._where!r})"
+
+    @property
+    def url(self) -> str:
+        """The URL without its password."""
+        return self._where
 
     # --- connections --------------------------------------------------------------------------
 
@@ -222,10 +244,8 @@ class PostgresMetastore(SqlMetastore):
     # --- metastore transactions ---------------------------------------------------------------
 
     def _clock(self, conn: Session) -> int:
-        """The server's clock (see the module docstring), as this client's clock plus the
-        offset measured when the connection was opened."""
-        offset = conn.clock_offset if isinstance(conn, _Session) else 0
-        return now_micros() + offset
+        """The server's clock (see the module docstring and ``_Session.server_time``)."""
+        return conn.server_time() if isinstance(conn, _Session) else now_micros()
 
     def _write(self, body: Callable[[Session, int], T], *, locks: tuple[Lock, ...] = (),
                consistent: bool = False, wait: bool = True) -> T:
@@ -450,10 +470,10 @@ class PostgresMetastore(SqlMetastore):
                         self._entry(component.table)
             arguments = commit_arguments(offered, self._catalog)
         if arguments is not None:
-            now = self._clock(self._session())
-            row = self._call("SELECT commit_seq, write_ids FROM acid_commit_v9(?, ?, "
-                             "?::jsonb, ?::jsonb)", (txn_id, now, *arguments), commits=True)
+            row = self._call("SELECT commit_seq, write_ids, commit_time FROM acid_commit_v13("
+                             "?, ?::jsonb, ?::jsonb)", (txn_id, *arguments),
+                             commits=True)
             if row is not None:
-                return CommitInfo(txn_id, int(row[0]), from_micros(now),
+                return CommitInfo(txn_id, int(row[0]), from_micros(int(row[2])),
                                   {k: int(v) for k, v in row[1].items()})
         return super().commit(txn_id, offered, check=check, outputs=outputs)

@@ -23,7 +23,10 @@ that id: the open fails with a unique violation and is retried under a new id.
 Function names carry the schema version they belong to, so a newer acidstore replaces them
 under new names instead of changing what an older client calls. Version 9 judges each txn by
 its own ``heartbeat_timeout`` (the ``_v8`` functions took the caller's cutoff); a migrated
-store keeps the ``_v8`` ones for clients connected before the migration.
+store keeps the ``_v8`` ones for clients connected before the migration. Version 13 takes a
+commit's time from the server inside the commit (``acid_commit_v13`` returns it); the
+``_v9`` commit becomes a call of it, so clients connected before that migration commit at
+the server's time as well.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ _FLOOR_LAG = 32
 #: a query with one row when every function of this version exists in the store's schema
 FUNCTIONS_PRESENT = (
     "SELECT 1 WHERE to_regproc('acid_open_v9') IS NOT NULL AND "
-    "to_regproc('acid_commit_v9') IS NOT NULL AND to_regclass('acid_txn_ids') IS NOT NULL")
+    "to_regproc('acid_commit_v13') IS NOT NULL AND to_regclass('acid_txn_ids') IS NOT NULL")
 
 _SEQUENCES = """
 DO $$
@@ -331,16 +334,21 @@ $$
 #: returns no row whenever anything needs the general path (sql_commit.commit_txn): the txn is not
 #: open or timed out, a component names another write id or an old metadata version, or a
 #: committed INSERT OVERWRITE hides it; that path then decides and reports, with its messages.
-#: The caller sends each distinct component once, and the history row of each table.
+#: The caller sends each distinct component once, and the history row of each table. The
+#: commit's time is the server's clock, at least one microsecond after the latest commit
+#: visible once the table rows are locked (``sql_txn.commit_time`` says why that orders
+#: commits); it is returned, since no client's clock knows it.
 _COMMIT = """
-CREATE OR REPLACE FUNCTION acid_commit_v9(p_txn bigint, p_now bigint, p_components jsonb,
-                                          p_history jsonb)
-RETURNS TABLE (commit_seq bigint, write_ids jsonb)
+CREATE OR REPLACE FUNCTION acid_commit_v13(p_txn bigint, p_components jsonb, p_history jsonb)
+RETURNS TABLE (commit_seq bigint, write_ids jsonb, commit_time bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
   v_seq bigint;
+  v_time bigint;
 BEGIN
-  IF NOT acid_alive_v9(p_txn, p_now) THEN RETURN; END IF;
+  IF NOT acid_alive_v9(p_txn, (EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::bigint) THEN
+    RETURN;
+  END IF;
   IF EXISTS (SELECT 1 FROM txn_app_versions a WHERE a.txn_id = p_txn) THEN RETURN; END IF;
   -- commits on one table are serialized (first committer wins); others run in parallel
   PERFORM 1 FROM tables t WHERE t.table_id IN (
@@ -361,7 +369,12 @@ BEGIN
     RETURN;
   END IF;
   v_seq := nextval('acid_commit_seqs');
-  UPDATE txns SET state = 'committed', commit_seq = v_seq, finished = p_now
+  -- after the previous commit of each of our tables (visible: their rows are locked), and
+  -- of every commit visible now (the partial index txns_commit_times: one lookup)
+  v_time := greatest((EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::bigint,
+                     coalesce((SELECT max(x.finished) FROM txns x WHERE x.state = 'committed'),
+                              0) + 1);
+  UPDATE txns SET state = 'committed', commit_seq = v_seq, finished = v_time
     WHERE txns.txn_id = p_txn;
   -- the committed components replace the ones recorded before writing: they are final
   DELETE FROM components c WHERE c.txn_id = p_txn;
@@ -375,7 +388,7 @@ BEGIN
     FROM acid_offered_v9(p_txn, p_components) o ORDER BY o.n;
   INSERT INTO history (table_id, write_id, txn_id, commit_time, operation, rows_inserted,
                        rows_deleted, files, bytes, partitions)
-    SELECT w.table_id, w.write_id, p_txn, p_now, coalesce(h.operation, ''),
+    SELECT w.table_id, w.write_id, p_txn, v_time, coalesce(h.operation, ''),
            coalesce(h.rows_inserted, 0), coalesce(h.rows_deleted, 0), coalesce(h.files, 0),
            coalesce(h.bytes, 0), coalesce(h.partitions, '[]')
     FROM txn_write_ids w
@@ -389,7 +402,21 @@ BEGIN
   DELETE FROM locks l WHERE l.txn_id = p_txn;
   RETURN QUERY SELECT v_seq, coalesce(
     (SELECT jsonb_object_agg(w.table_name, w.write_id) FROM txn_write_ids w
-     WHERE w.txn_id = p_txn), '{}'::jsonb);
+     WHERE w.txn_id = p_txn), '{}'::jsonb), v_time;
+END $$
+"""
+
+#: The version-9 commit, as clients connected before a store's migration to version 13 still
+#: call it until they reconnect: the version-13 commit, so that their commits take the
+#: server's time too (the time they passed, their clock plus an offset, is not used).
+_COMMIT_V9 = """
+CREATE OR REPLACE FUNCTION acid_commit_v9(p_txn bigint, p_now bigint, p_components jsonb,
+                                          p_history jsonb)
+RETURNS TABLE (commit_seq bigint, write_ids jsonb)
+LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN QUERY SELECT c.commit_seq, c.write_ids
+    FROM acid_commit_v13(p_txn, p_components, p_history) c;
 END $$
 """
 
@@ -398,5 +425,5 @@ def install(session: Any) -> None:
     """Create the sequences (once: they continue the old counters) and (re)create the
     functions; the caller holds the schema lock, in the schema's own transaction."""
     for statement in (_SEQUENCES, _SNAPSHOT, _PAD, _REAP, _NEW_WRITE_ID, _ALIVE, _RAISE_FLOOR,
-                      _OPEN, _HEARTBEAT, _OFFERED, _ALLOCATE, _RECORD, _COMMIT):
+                      _OPEN, _HEARTBEAT, _OFFERED, _ALLOCATE, _RECORD, _COMMIT, _COMMIT_V9):
         session.conn.execute(statement)

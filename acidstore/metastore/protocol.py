@@ -43,6 +43,7 @@ from acidstore.metastore.records import (
     TableInfo,
     TxnInfo,
     TxnKind,
+    WarehouseBinding,
     WriteComponent,
 )
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
@@ -352,14 +353,43 @@ class Metastore(Protocol):
         write ids up to ``point`` visible (an int), or after a moment (a datetime)."""
         ...
 
-    def overwrites_committed_after(self, table: str, moment: datetime, *,
-                                   min_write_id: int = 0) -> list[int]:
-        """Txn ids of committed transactions with an ``overwrite`` component on ``table``
-        whose commit time is after ``moment``, sorted. A reader whose snapshot missed one
-        takes it again: the cleaner may already have removed what its ``base_w`` hides.
-        ``min_write_id``: only those of write ids from it up (every write id a snapshot does
-        not see is an exception of its list or above its high watermark), so that a read
-        does not scan the table's whole history for them."""
+    def unseen_replacements(self, table: str, snapshot: ValidTxnList) -> list[int]:
+        """Txn ids, sorted, of the transactions that have committed although ``snapshot``
+        does not see them committed, and that made directories of ``table`` obsolete: a
+        compaction's output replaces what it read, an INSERT OVERWRITE's ``base_w`` hides
+        older directories, and the cleaner removes both. A reader takes its snapshot before
+        its lease, so it asks this after leasing and takes a new snapshot if there is one.
+        Decided by txn ids, not by times: exact whatever the clocks, and costing what
+        committed since the snapshot, never the table's history."""
+        ...
+
+    # --- the store's clock and the warehouse it serves ------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """The store as a URL without a password (``sqlite:///path``,
+        ``postgresql://user@host:port/db``), as messages and a warehouse's marker name it."""
+        ...
+
+    def current_time(self) -> datetime:
+        """Now, on the clock commit times come from (PostgreSQL: the server's; SQLite: this
+        machine's), so that a client compares a commit time with a time of the same clock
+        (the cleaner's retention) whatever its own clock says."""
+        ...
+
+    def warehouse_binding(self) -> WarehouseBinding | None:
+        """The warehouse this store serves, as recorded by ``bind_warehouse``; None if no
+        warehouse has bound it yet (a new store, or one made before schema version 13)."""
+        ...
+
+    def bind_warehouse(self, binding: WarehouseBinding, *, replacing: WarehouseBinding | None,
+                       warehouse: str) -> WarehouseBinding | None:
+        """Record ``binding`` if the recorded one is ``replacing`` (None: none), atomically;
+        return the binding in place afterwards, which the caller compares with its own (a
+        client binding the same new store at the same moment may have won). Once the store
+        holds ``binding``, this object creates and drops tables only while it still does:
+        a store relocated to another warehouse since refuses them with
+        ``MetastoreMismatchError`` naming ``warehouse`` (the root ``binding`` stands for)."""
         ...
 
     def close(self) -> None:

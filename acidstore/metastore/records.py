@@ -36,6 +36,7 @@ __all__ = [
     "TxnInfo",
     "TxnKind",
     "TxnState",
+    "WarehouseBinding",
     "WriteComponent",
 ]
 
@@ -351,6 +352,17 @@ class LeaseInfo:
     write_ids: ValidWriteIdList
     acquired: datetime
     expires: datetime
+
+
+@dataclass(frozen=True)
+class WarehouseBinding:
+    """The warehouse a metastore serves: ``root``, the warehouse root as
+    ``acidstore.pairing`` spells it (``.`` for a SQLite file inside the root it serves), and
+    ``pairing_id``, an id the warehouse's marker file records too, so that each side can
+    tell the other is its own."""
+
+    root: str
+    pairing_id: str
 
 
 #: ``check(components, overlapping)`` raises ``WriteConflictError`` if rows really overlap.

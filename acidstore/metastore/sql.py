@@ -45,9 +45,10 @@ class Dialect:
       and that this one may leave alone (expired reader leases another lease call is
       deleting): PostgreSQL's ``FOR UPDATE SKIP LOCKED`` never waits for their holder; SQLite
       needs nothing, since one write at a time holds its (lease) database.
-    - ``forced_join`` / ``hint``: SQLite's planner must be told the join order (``CROSS
-      JOIN``) and kept off some indexes (unary ``+``) on the conflict check's hot query;
-      PostgreSQL plans it well by itself and has no unary ``+`` on text.
+    - ``forced_join`` / ``hint`` / ``indexed_by``: SQLite's planner must be told the join
+      order (``CROSS JOIN``), kept off some indexes (unary ``+``) on the conflict check's hot
+      query, and sent to a partial index it would not pick without statistics (``INDEXED
+      BY``); PostgreSQL plans these well by itself and has no unary ``+`` on text.
     - ``in_list``: a list of values as *one* bound parameter (never SQL built from values):
       ``json_each`` in SQLite, an array with ``= ANY`` in PostgreSQL.
     - ``table_exists``: a query with one row if the table named by its one parameter exists
@@ -57,6 +58,10 @@ class Dialect:
       (PostgreSQL, where opens and commits run concurrently: ``postgres_functions``), not from
       the ``sequences`` rows bumped under the database's write lock (SQLite). Snapshots then
       list ids handed out whose txn is not visible yet as open (``acid_snapshot_v9``).
+    - ``server_clock``: an expression of the database server's current time in microseconds
+      since the epoch, where the server has a clock every client shares (PostgreSQL: one
+      server, clients on many machines); empty where the client's clock is the store's
+      (SQLite: one machine). Commit times come from it (``sql_txn.commit_time``).
     """
 
     name: str
@@ -68,9 +73,14 @@ class Dialect:
     table_exists: str
     column_exists: str
     server_sequences: bool
+    server_clock: str = ""
 
     def hint(self, column: str) -> str:
         return f"{self.hint_prefix}{column}"
+
+    def indexed_by(self, index: str) -> str:
+        """Appended to a table name in ``FROM``: read it through ``index`` (SQLite only)."""
+        return f" INDEXED BY {index}" if self.hint_prefix else ""
 
     def in_list(self, column: str) -> str:
         """``column`` is one of the values of a list bound with ``list_parameter``."""
@@ -95,7 +105,8 @@ POSTGRES = Dialect("postgresql", row_lock=" FOR UPDATE", skip_locked=" FOR UPDAT
                    "WHERE schemaname = current_schema() AND tablename = ?",
                    column_exists="SELECT 1 FROM information_schema.columns WHERE "
                    "table_schema = current_schema() AND table_name = ? AND column_name = ?",
-                   server_sequences=True)
+                   server_sequences=True,
+                   server_clock="(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::bigint")
 
 
 class Session(Protocol):

@@ -142,6 +142,18 @@ class SqlBase(ABC):
         """Now, in microseconds since the epoch, by the clock every client of this store
         shares (heartbeat ages and lease expiry compare times written by different clients)."""
 
+    @property
+    @abstractmethod
+    def url(self) -> str:
+        """The store as a URL without a password (``sqlite:///path``,
+        ``postgresql://user@host:port/db``): what messages and a warehouse's marker file
+        name it by."""
+
+    def current_time(self) -> datetime:
+        """The store's clock now (see ``Metastore.current_time``): ``_clock``, which reads
+        the server's on PostgreSQL and this machine's on SQLite."""
+        return from_micros(self._read(self._clock))
+
     @abstractmethod
     def _read(self, body: Callable[[Session], T]) -> T:
         """Run ``body`` in one read-only transaction over a consistent snapshot; inside a
@@ -320,7 +332,6 @@ class SqlBase(ABC):
         return self._read(lambda conn: queue.committed_after(
             conn, self._table_row(conn, table)["table_id"], point))
 
-    def overwrites_committed_after(self, table: str, moment: datetime, *,
-                                   min_write_id: int = 0) -> list[int]:
-        return self._read(lambda conn: queue.overwrites_after(
-            conn, self._table_row(conn, table)["table_id"], moment, min_write_id))
+    def unseen_replacements(self, table: str, snapshot: ValidTxnList) -> list[int]:
+        return self._read(lambda conn: queue.unseen_replacements(
+            conn, self._table_row(conn, table)["table_id"], snapshot))

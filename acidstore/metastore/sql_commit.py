@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
 
 from acidstore.errors import (
     ConcurrentCompactionError,
@@ -34,11 +33,13 @@ from acidstore.metastore.sql_txn import (
     RaiseAfterCommit,
     Resolved,
     abort_txn,
+    commit_time,
     insert_components,
     next_sequence,
     peek_sequence,
     require_open,
     resolve,
+    unseen_txns,
 )
 from acidstore.metastore.validate import CONFLICTING_OPERATIONS, check_output, split_table_name
 from acidstore.writeids import ValidTxnList
@@ -46,18 +47,6 @@ from acidstore.writeids import ValidTxnList
 __all__ = ["commit_txn", "overlapping_writes"]
 
 # --- commit (§12.2) ---------------------------------------------------------------------------
-
-
-def _unseen_commits(conn: Session, snapshot: ValidTxnList) -> tuple[str, tuple[Any, ...]]:
-    """A ``FROM`` source (alias ``t``, with its parameters) of the txns a snapshot does not
-    see committed that may commit: those above its hwm and those it lists as open (aborted
-    ones never commit). That, not a commit number, is what "committed after my snapshot"
-    means: on PostgreSQL commits on different tables run concurrently and take their
-    numbers out of visibility order, and a commit in flight when a txn opened is listed open
-    in its snapshot. Two index lookups by txn id; the open list is one bound parameter."""
-    return (f"(SELECT * FROM txns WHERE txn_id > ? UNION ALL SELECT * FROM txns WHERE "
-            f"{conn.dialect.in_list('txn_id')}) t",
-            (snapshot.high_watermark, conn.dialect.list_parameter(snapshot.open_txn_ids)))
 
 
 def _overlapping(conn: Session, txn_id: int, snapshot: ValidTxnList,
@@ -69,7 +58,7 @@ def _overlapping(conn: Session, txn_id: int, snapshot: ValidTxnList,
     statement's record of a partition it only read) changed nothing, so it conflicts with no
     one: two readers never conflict."""
     pairs: list[tuple[Resolved, CommittedWrite]] = []
-    unseen, parameters = _unseen_commits(conn, snapshot)
+    unseen, parameters = unseen_txns(conn, snapshot)
     for item in resolved:
         reads = item.component.read
         if item.component.operation not in CONFLICTING_OPERATIONS and not reads:
@@ -142,9 +131,10 @@ def _hidden_by_overwrite(conn: Session, txn_id: int,
     return None
 
 
-def _write_history(conn: Session, txn_id: int, now: int,
+def _write_history(conn: Session, txn_id: int, committed: int,
                    resolved: Sequence[Resolved]) -> dict[str, int]:
-    """One history row per write id the txn committed, summing its components on that table."""
+    """One history row per write id the txn committed, summing its components on that table,
+    at the commit's time ``committed``."""
     write_ids: dict[str, int] = {}
     for row in conn.execute("SELECT table_id, table_name, write_id FROM txn_write_ids "
                             "WHERE txn_id = ? ORDER BY table_name", (txn_id,)).fetchall():
@@ -153,7 +143,7 @@ def _write_history(conn: Session, txn_id: int, now: int,
             "INSERT INTO history (table_id, write_id, txn_id, commit_time, operation, "
             "rows_inserted, rows_deleted, files, bytes, partitions) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (row["table_id"], row["write_id"], txn_id, now,
+            (row["table_id"], row["write_id"], txn_id, committed,
              ",".join(sorted({c.operation for c in mine})),
              sum(c.rows_inserted for c in mine), sum(c.rows_deleted for c in mine),
              sum(c.files for c in mine), sum(c.bytes for c in mine),
@@ -186,7 +176,7 @@ def _compacted_meanwhile(conn: Session, txn_id: int, snapshot: ValidTxnList,
                          ) -> ConcurrentCompactionError | None:
     """The error for a compaction whose partition another compaction committed to after its
     snapshot: the two outputs were planned from different directory sets and need not nest."""
-    unseen, parameters = _unseen_commits(conn, snapshot)
+    unseen, parameters = unseen_txns(conn, snapshot)
     for table_id, output in outputs:
         row = min(conn.execute(
             f"SELECT o.txn_id, t.commit_seq FROM {unseen} {conn.dialect.forced_join} "
@@ -291,20 +281,22 @@ def commit_txn(conn: Session, txn_id: int, components: Sequence[WriteComponent],
             _abort_with(conn, txn_id, now, resolved, f"commit check failed: {exc}")
             raise RaiseAfterCommit(exc) from exc
     commit_seq = next_sequence(conn, "commit")
+    # the metastore's time, after the previous commit's (the table locks are held)
+    committed = commit_time(conn, now)
     conn.execute("UPDATE txns SET state = 'committed', commit_seq = ?, finished = ? "
-                 "WHERE txn_id = ?", (commit_seq, now, txn_id))
+                 "WHERE txn_id = ?", (commit_seq, committed, txn_id))
     # The committed components replace the ones recorded before writing: they are final.
     conn.execute("DELETE FROM components WHERE txn_id = ?", (txn_id,))
     insert_components(conn, txn_id, resolved, none_stored=True)
     _insert_outputs(conn, txn_id, written)
-    write_ids = _write_history(conn, txn_id, now, resolved)
-    apps.publish_apps(conn, txn_id, now, pending)
+    write_ids = _write_history(conn, txn_id, committed, resolved)
+    apps.publish_apps(conn, txn_id, committed, pending)
     conn.executemany(
         "INSERT INTO partitions (table_id, part) SELECT table_id, ? FROM tables "
         "WHERE table_id = ? ON CONFLICT DO NOTHING",
         sorted({(r.component.partition, r.table_id) for r in resolved if r.component.partition}))
     conn.execute("DELETE FROM locks WHERE txn_id = ?", (txn_id,))
-    return CommitInfo(txn_id, commit_seq, from_micros(now), write_ids)
+    return CommitInfo(txn_id, commit_seq, from_micros(committed), write_ids)
 
 
 def _abort_with(conn: Session, txn_id: int, now: int,

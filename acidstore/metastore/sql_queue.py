@@ -22,12 +22,12 @@ from acidstore.metastore.queue import (
 )
 from acidstore.metastore.sql import Session
 from acidstore.metastore.sql_schema import from_micros, to_micros
-from acidstore.metastore.sql_txn import build_write_id_list, peek_sequence
+from acidstore.metastore.sql_txn import build_write_id_list, peek_sequence, unseen_txns
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = ["begin_cleaning", "claim", "committed_after", "enqueue", "finish", "forget_aborted",
-           "info_of", "live_snapshots", "log_outcome", "opens_in_flight", "overwrites_after",
-           "ready_for_cleaning", "record_compacted"]
+           "info_of", "live_snapshots", "log_outcome", "opens_in_flight", "ready_for_cleaning",
+           "record_compacted", "unseen_replacements"]
 
 _KINDS = ("minor", "major")
 _FINAL: tuple[CompactionState, ...] = ("succeeded", "failed", "refused", "did not initiate")
@@ -236,25 +236,26 @@ def committed_after(conn: Session, table_id: int, point: int | datetime
             for r in rows]
 
 
-def overwrites_after(conn: Session, table_id: int, moment: datetime,
-                     min_write_id: int = 0) -> list[int]:
-    """Transactions that committed an INSERT OVERWRITE of the table after ``moment``: their
-    ``base_w`` hides older directories, which the cleaner removes like a compaction's.
-    With ``min_write_id``, driven by the table's write ids from it up (``txn_write_ids``'
-    ``(table_id, write_id)`` index): the components' own index would visit every component
-    the table ever had, on every read."""
-    if min_write_id > 0:
-        hint, join = conn.dialect.hint, conn.dialect.forced_join
-        return sorted({r[0] for r in conn.execute(
-            f"SELECT c.txn_id FROM txn_write_ids w {join} components c ON c.txn_id = "
-            f"w.txn_id {join} txns t ON t.txn_id = c.txn_id WHERE w.table_id = ? AND "
-            f"w.write_id >= ? AND {hint('c.table_id')} = w.table_id AND "
-            f"{hint('c.operation')} = 'overwrite' AND {hint('t.state')} = 'committed' AND "
-            "t.finished > ?", (table_id, min_write_id, to_micros(moment))).fetchall()})
-    return [r[0] for r in conn.execute(
-        "SELECT DISTINCT c.txn_id FROM components c JOIN txns t ON t.txn_id = c.txn_id "
-        "WHERE c.table_id = ? AND c.operation = 'overwrite' AND t.state = 'committed' AND "
-        "t.finished > ? ORDER BY c.txn_id", (table_id, to_micros(moment))).fetchall()]
+def unseen_replacements(conn: Session, table_id: int, snapshot: ValidTxnList) -> list[int]:
+    """Txns that have committed but that ``snapshot`` does not see committed, and that made
+    directories of the table obsolete: a compaction of it (its output replaces what it read)
+    or an INSERT OVERWRITE (its base hides older directories); sorted. The cleaner may
+    remove what they replaced before a reader holding ``snapshot`` has leased it.
+
+    Found by txn id (``unseen_txns``: above the snapshot's hwm, or listed open in it), so
+    the answer is exact whatever the clocks say, and costs what committed since the
+    snapshot, never the table's history (``compactions_by_txn``, ``components_by_txn``)."""
+    unseen, parameters = unseen_txns(conn, snapshot)
+    hint, join = conn.dialect.hint, conn.dialect.forced_join
+    committed = f"{hint('t.state')} = 'committed'"
+    compactions = conn.execute(
+        f"SELECT c.txn_id FROM {unseen} {join} compactions c ON c.txn_id = t.txn_id "
+        f"WHERE {committed} AND {hint('c.table_id')} = ?", (*parameters, table_id))
+    overwrites = conn.execute(
+        f"SELECT c.txn_id FROM {unseen} {join} components c ON c.txn_id = t.txn_id "
+        f"WHERE {committed} AND {hint('c.table_id')} = ? AND "
+        f"{hint('c.operation')} = 'overwrite'", (*parameters, table_id))
+    return sorted({int(r[0]) for r in compactions} | {int(r[0]) for r in overwrites})
 
 
 def live_snapshots(conn: Session, table_id: int, table: str, now: int

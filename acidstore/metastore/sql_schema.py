@@ -62,17 +62,24 @@ __all__ = [
 #: version 12 adds ``tables.originals_recorded`` (1 for tables created from it on, whose
 #: original files ``original_files`` lists completely, so a read refuses an original-named file
 #: copied into a partition and misses none removed; 0 for tables created before, which may be
-#: adopted ones without a record: read as before); version 13 moves SQLite's reader leases
-#: to a lease file of their own (``sqlite_leases``) and makes PostgreSQL's lease calls take no
-#: writer's lock (``sql_leases``). No table changes (``LEASE_STORE_VERSION``).
-SCHEMA_VERSION = 13
-_UPGRADABLE = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+#: adopted ones without a record: read as before); version 13 has the metastore assign commit
+#: times (rising with commit order, ``sql_txn.commit_time``: the index ``txns_commit_times``
+#: finds the latest) and record the warehouse it serves (``meta`` rows ``warehouse_root`` and
+#: ``warehouse_id``, ``sql_binding``: a store of an older version is bound by the first
+#: connect after its migration); ``compactions_by_txn`` finds the compactions a snapshot does
+#: not see (``sql_queue.unseen_replacements``). A version-12 store upgrades by its version
+#: number alone (the DDL creates the indexes).
+#: Version 14 moves SQLite's reader leases to a lease file of their own
+#: (``sqlite_leases``) and makes PostgreSQL's lease calls take no writer's lock
+#: (``sql_leases``). No table changes (``LEASE_STORE_VERSION``).
+SCHEMA_VERSION = 14
+_UPGRADABLE = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}
 #: The version from which SQLite's leases live in the lease file. Its migration changes no
 #: table: the number fences older clients off, since an older cleaner reads only the leases
 #: of the metastore file and would delete what today's readers (leasing in the lease file)
 #: read. The ``leases`` table stays: a client connected before the migration keeps leasing
 #: there until it reconnects, and the cleaner keeps counting those leases.
-LEASE_STORE_VERSION = 13
+LEASE_STORE_VERSION = 14
 #: Hive's default ``hive.txn.timeout`` (300 s) in microseconds: the timeout of txns that
 #: were open when a store was migrated to version 9 (and of rows an older client inserts)
 DEFAULT_TIMEOUT = 300_000_000
@@ -153,6 +160,7 @@ CREATE TABLE IF NOT EXISTS txns (
     heartbeat_timeout   INTEGER NOT NULL DEFAULT {default_timeout}
 );
 CREATE INDEX IF NOT EXISTS txns_by_state ON txns (state, last_heartbeat);
+CREATE INDEX IF NOT EXISTS txns_commit_times ON txns (finished) WHERE state = 'committed';
 CREATE TABLE IF NOT EXISTS next_write_id (
     table_id   INTEGER PRIMARY KEY,
     next_value INTEGER NOT NULL
@@ -253,6 +261,7 @@ CREATE TABLE IF NOT EXISTS compactions (
     stale_after         INTEGER
 );
 CREATE INDEX IF NOT EXISTS compactions_by_state ON compactions (state, table_id, part);
+CREATE INDEX IF NOT EXISTS compactions_by_txn ON compactions (txn_id);
 CREATE TABLE IF NOT EXISTS original_files (
     table_id INTEGER NOT NULL,
     part     TEXT NOT NULL,

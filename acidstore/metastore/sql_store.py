@@ -1,8 +1,9 @@
 """``SqlMetastore``: the ``Metastore`` protocol on SQL, for every SQL backend.
 
-Catalog, transactions, commit and introspection calls, each one metastore transaction run by
-the backend's ``_write`` / ``_read`` (see ``sql_base`` for the locks each names and why). The
-rules themselves are in ``sql_txn``; the backends (``sqlite``, ``postgres``) only connect.
+Transactions, commit and introspection calls (the catalogue's are ``sql_catalog``'s), each one
+metastore transaction run by the backend's ``_write`` / ``_read`` (see ``sql_base`` for the
+locks each names and why). The rules themselves are in ``sql_txn``; the backends (``sqlite``,
+``postgres``) only connect.
 """
 
 from __future__ import annotations
@@ -12,9 +13,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-import pyarrow as pa
-
-from acidstore.errors import InvalidInputError, TableExistsError, TransactionStateError
+from acidstore.errors import InvalidInputError, TransactionStateError
 from acidstore.metastore import sql_apps as apps
 from acidstore.metastore import sql_commit as commits
 from acidstore.metastore import sql_txn as txns
@@ -27,24 +26,17 @@ from acidstore.metastore.records import (
     CompactionOutput,
     HistoryEntry,
     LockInfo,
-    NewTable,
-    OriginalFile,
     PlannedWrite,
-    TableInfo,
     TxnInfo,
     TxnKind,
     WriteComponent,
 )
 from acidstore.metastore.sql import Session
-from acidstore.metastore.sql_base import SqlBase
-from acidstore.metastore.sql_schema import encode_schema, from_micros
+from acidstore.metastore.sql_catalog import SqlCatalog
+from acidstore.metastore.sql_schema import from_micros
 from acidstore.metastore.validate import (
     check_app_version,
     check_kind,
-    check_new_table,
-    check_original,
-    check_partition,
-    widened_schema,
 )
 from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
@@ -72,125 +64,8 @@ def _checked_open(kind: TxnKind, user: str, host: str, writes: Sequence[PlannedW
     return planned
 
 
-class SqlMetastore(SqlBase):
+class SqlMetastore(SqlCatalog):
     """Every ``Metastore`` call over the backend's ``_write`` / ``_read``."""
-
-    def create_table(self, info_without_id: NewTable) -> TableInfo:
-        info = info_without_id
-        check_new_table(info)
-
-        def body(conn: Session, now: int) -> TableInfo:
-            if conn.execute("SELECT 1 FROM tables WHERE db_name = ? AND name = ?",
-                            (info.database, info.name)).fetchone() is not None:
-                raise TableExistsError(f"table {info.full_name} already exists")
-            conn.execute("INSERT INTO databases (name, created) VALUES (?, ?) "
-                         "ON CONFLICT DO NOTHING", (info.database, now))
-            cursor = conn.execute(
-                "INSERT INTO tables (db_name, name, schema, partition_schema, bucket_by, "
-                "buckets, properties, location, created, originals_recorded) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1) RETURNING table_id",
-                (info.database, info.name, encode_schema(info.schema),
-                 encode_schema(info.partition_schema), json.dumps(list(info.bucket_by)),
-                 info.buckets, json.dumps(info.properties, sort_keys=True), info.location, now))
-            row = conn.execute("SELECT * FROM tables WHERE table_id = ?",
-                               (cursor.fetchone()[0],)).fetchone()
-            return self._table_info(row)
-
-        return self._write(body, locks=("catalog",))
-
-    def get_table(self, name: str) -> TableInfo:
-        return self._read(lambda conn: self._table_info(self._table_row(conn, name)))
-
-    def list_tables(self, database: str | None = None) -> list[str]:
-        def body(conn: Session) -> list[str]:
-            if database is None:
-                rows = conn.execute("SELECT db_name, name FROM tables")
-            else:
-                rows = conn.execute("SELECT db_name, name FROM tables WHERE db_name = ?",
-                                    (database.lower(),))
-            return sorted(f"{db}.{table}" for db, table in rows)
-
-        return self._read(body)
-
-    def drop_table(self, name: str) -> TableInfo:
-        # The table's reader leases stay until they expire: they name its id, which no new
-        # table gets, and only lease calls may hold a lease row (a release never waits).
-        def body(conn: Session, _now: int) -> TableInfo:
-            row = self._table_row(conn, name)
-            for statement in ("DELETE FROM partitions WHERE table_id = ?",
-                              "DELETE FROM app_versions WHERE table_id = ?",
-                              "DELETE FROM original_files WHERE table_id = ?",
-                              "DELETE FROM tables WHERE table_id = ?"):
-                conn.execute(statement, (row["table_id"],))
-            return self._table_info(row)
-
-        return self._write(body, locks=("catalog",))
-
-    def add_columns(self, table: str, columns: pa.Schema) -> TableInfo:
-        def body(conn: Session, _now: int) -> TableInfo:
-            row = self._table_row(conn, table)
-            schema = widened_schema(self._table_info(row), columns)
-            conn.execute("UPDATE tables SET schema = ?, metadata_version = metadata_version + 1 "
-                         "WHERE table_id = ?", (encode_schema(schema), row["table_id"]))
-            return self._table_info(conn.execute("SELECT * FROM tables WHERE table_id = ?",
-                                                 (row["table_id"],)).fetchone())
-
-        # "commit" too: a commit's metadata check and this change never interleave
-        return self._write(body, locks=("catalog", "commit"))
-
-    def add_partitions(self, table: str, partitions: Iterable[str]) -> None:
-        wanted = list(partitions)
-
-        def body(conn: Session, _now: int) -> None:
-            row = self._table_row(conn, table)
-            info = self._table_info(row)
-            columns = [c.lower() for c in info.partition_schema.names]
-            for partition in wanted:
-                check_partition(partition, columns, info.full_name)
-            conn.executemany("INSERT INTO partitions (table_id, part) VALUES (?, ?) "
-                             "ON CONFLICT DO NOTHING", [(row["table_id"], p) for p in wanted])
-
-        self._write(body, locks=("catalog",))
-
-    def list_partitions(self, table: str) -> list[str]:
-        def body(conn: Session) -> list[str]:
-            table_id = self._table_row(conn, table)["table_id"]
-            return [r[0] for r in conn.execute(
-                "SELECT part FROM partitions WHERE table_id = ? ORDER BY part", (table_id,))]
-
-        return self._read(body)
-
-    def record_originals(self, table: str, files: Iterable[OriginalFile]) -> None:
-        wanted = list(files)
-
-        def body(conn: Session, _now: int) -> None:
-            row = self._table_row(conn, table)
-            info = self._table_info(row)
-            columns = [c.lower() for c in info.partition_schema.names]
-            for original in wanted:
-                check_original(original, columns, info.full_name)
-            conn.executemany(
-                "INSERT INTO original_files (table_id, part, name, bytes) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (table_id, part, name) DO UPDATE SET bytes = excluded.bytes",
-                [(row["table_id"], o.partition, o.name, o.bytes) for o in wanted])
-            # their partitions are the table's as a commit's are: a partition directory
-            # removed as a whole is then visited (and its originals missed), not unknown
-            conn.executemany("INSERT INTO partitions (table_id, part) VALUES (?, ?) "
-                             "ON CONFLICT DO NOTHING",
-                             sorted({(row["table_id"], o.partition) for o in wanted
-                                     if o.partition}))
-
-        if wanted:
-            self._write(body, locks=("catalog",))
-
-    def original_files(self, table: str) -> list[OriginalFile]:
-        def body(conn: Session) -> list[OriginalFile]:
-            table_id = self._table_row(conn, table)["table_id"]
-            return [OriginalFile(r["part"], r["name"], r["bytes"]) for r in conn.execute(
-                "SELECT part, name, bytes FROM original_files WHERE table_id = ? "
-                "ORDER BY part, name", (table_id,))]
-
-        return self._read(body)
 
     # --- transactions -------------------------------------------------------------------------
 

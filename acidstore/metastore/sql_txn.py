@@ -40,6 +40,7 @@ __all__ = [
     "allocate_write_id",
     "build_write_id_list",
     "bucket_files_of",
+    "commit_time",
     "component_of",
     "encode_bucket_files",
     "has_timed_out",
@@ -52,6 +53,7 @@ __all__ = [
     "require_open",
     "resolve",
     "take_snapshot",
+    "unseen_txns",
 ]
 
 
@@ -98,6 +100,33 @@ def next_sequence(conn: Session, name: str) -> int:
                        "RETURNING next_value - 1", (name,)).fetchone()
     if row is None:
         raise MetastoreError(f"metastore sequence {name!r} is missing")
+    return int(row[0])
+
+
+def commit_time(conn: Session, now: int) -> int:
+    """The time of the commit being made, in microseconds: the store's clock, but at least
+    one microsecond after the latest commit visible now, so commit times rise with commit
+    order whatever the clocks of the committing clients say (``as_of=<time>`` then always
+    reads a state the table had).
+
+    The clock is the server's (``clock_timestamp()``) where the dialect has one (PostgreSQL:
+    ``now``, the client's idea of the server's time, is not used), else ``now`` (SQLite: one
+    machine's clock, read under the database write lock every commit holds, so the commits
+    are totally ordered and each is strictly later than the one before). On PostgreSQL the
+    caller holds the row locks of the txn's tables and runs at READ COMMITTED, so the
+    previous commit on each of them is visible here: per table, commit times rise strictly
+    with commit order. Across tables, a commit that was visible before this one began is
+    earlier too; two commits on different tables running at once may come out in either
+    order (neither waited for the other), and may even share a time. The latest commit time
+    is one step of the partial index ``txns_commit_times`` (one lookup, however long the
+    history)."""
+    last = (f"(SELECT max(finished) FROM txns{conn.dialect.indexed_by('txns_commit_times')} "
+            "WHERE state = 'committed')")
+    clock = conn.dialect.server_clock
+    if clock:
+        row = conn.execute(f"SELECT greatest({clock}, coalesce({last}, 0) + 1)").fetchone()
+    else:
+        row = conn.execute(f"SELECT max(?, coalesce({last}, 0) + 1)", (now,)).fetchone()
     return int(row[0])
 
 
@@ -214,6 +243,19 @@ def build_write_id_list(conn: Session, table_id: int, table_name: str,
             continue
         (aborted_ids if snapshot.is_txn_aborted(writer) else open_ids).append(write_id)
     return ValidWriteIdList(table_name, hwm, tuple(open_ids), tuple(aborted_ids))
+
+
+def unseen_txns(conn: Session, snapshot: ValidTxnList) -> tuple[str, tuple[Any, ...]]:
+    """A ``FROM`` source (alias ``t``, with its parameters) of the txns a snapshot does not
+    see committed that may commit: those above its hwm and those it lists as open (aborted
+    ones never commit). That, not a commit number or a time, is what "committed after my
+    snapshot" means: on PostgreSQL commits on different tables run concurrently and take
+    their numbers out of visibility order, and a commit in flight when a txn opened is listed
+    open in its snapshot. Two index lookups by txn id; the open list is one bound
+    parameter."""
+    return (f"(SELECT * FROM txns WHERE txn_id > ? UNION ALL SELECT * FROM txns WHERE "
+            f"{conn.dialect.in_list('txn_id')}) t",
+            (snapshot.high_watermark, conn.dialect.list_parameter(snapshot.open_txn_ids)))
 
 
 # --- allocation and recording -----------------------------------------------------------------

@@ -106,6 +106,12 @@ class SqliteMetastore(SqlMetastore):
         return f"SqliteMetastore({self._path!r})"
 
     @property
+    def url(self) -> str:
+        """``sqlite:///`` and the file's absolute path (SQLAlchemy's spelling, which
+        ``acidstore.connect`` takes)."""
+        return "sqlite:///" + os.path.abspath(self._path)
+
+    @property
     def path(self) -> str:
         """The SQLite file: file operations on a warehouse (``adopt_table`` moving a
         directory's files) must keep their hands off the catalogue wherever it lives."""

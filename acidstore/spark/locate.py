@@ -22,6 +22,7 @@ from acidstore.errors import (
 )
 from acidstore.fs import resolve
 from acidstore.metastore.task_guard import permit_in_task
+from acidstore.pairing import MARKER_FILE, chosen_metastore
 from acidstore.table import Table
 from acidstore.warehouse import DEFAULT_METASTORE_FILE, Warehouse, connect
 
@@ -60,7 +61,9 @@ def target_of(options: Mapping[str, str]) -> Target:
             "name the acidstore table: .load('db.table') with .option('warehouse', ...), or "
             "the table's directory path")
     warehouse = options.get("warehouse")
-    metastore = options.get("metastore")
+    # resolved here, in the driver, so the tasks get it as an option (their environment
+    # need not have ACIDSTORE_METASTORE)
+    metastore = chosen_metastore(options.get("metastore"))
     if warehouse is not None and _looks_like_name(value):
         return Target(warehouse, metastore, value, None)
     if _looks_like_name(value) and not Path(value).exists():
@@ -77,11 +80,15 @@ def table_path(path: str) -> str:
 
 
 def _find_warehouse(path: Path) -> Path:
+    """The nearest directory at or above ``path`` holding a warehouse's SQLite metastore or
+    its marker (a warehouse whose metastore is elsewhere)."""
     for candidate in [path, *path.parents]:
-        if (candidate / DEFAULT_METASTORE_FILE).is_file():
+        if (candidate / DEFAULT_METASTORE_FILE).is_file() or (
+                candidate / MARKER_FILE).is_file():
             return candidate
     raise TableNotFoundError(
-        f"no acidstore warehouse above {path}: no {DEFAULT_METASTORE_FILE} in it or its parents")
+        f"no acidstore warehouse above {path}: no {DEFAULT_METASTORE_FILE} or {MARKER_FILE} "
+        "in it or its parents")
 
 
 def open_target(target: Target) -> tuple[Warehouse, Table]:

@@ -25,6 +25,7 @@ from acidstore.errors import InvalidInputError, required_condition
 from acidstore.expressions import check_sandboxed
 from acidstore.metastore import Operation
 from acidstore.orc.schema import ROW_ID_COLUMN
+from acidstore.pairing import chosen_metastore
 from acidstore.spark import leases, merge_shuffle
 from acidstore.spark.columns import column_sql
 from acidstore.spark.errors import spark_errors, spark_write
@@ -114,13 +115,14 @@ class AcidTable:
     def forName(cls, spark: SparkSession, name: str, *, warehouse: str,  # noqa: N802
                 metastore: str | None = None) -> AcidTable:
         """The table ``db.name`` of ``warehouse`` (TableNotFoundError if there is none)."""
-        return cls(spark, Target(str(warehouse), metastore, name, None))
+        return cls(spark, Target(str(warehouse), chosen_metastore(metastore), name, None))
 
     @classmethod
     def forPath(cls, spark: SparkSession, path: str, *,  # noqa: N802
                 warehouse: str | None = None, metastore: str | None = None) -> AcidTable:
         """The table whose directory is ``path`` (its warehouse is found above it)."""
-        return cls(spark, Target(str(warehouse) if warehouse else None, metastore, None,
+        return cls(spark, Target(str(warehouse) if warehouse else None,
+                                 chosen_metastore(metastore), None,
                                  table_path(str(path))))
 
     @contextmanager

@@ -15,6 +15,7 @@ from datetime import datetime
 
 from pyspark.sql import SparkSession
 
+from acidstore.pairing import chosen_metastore
 from acidstore.spark.session import register
 from acidstore.spark.source import FORMAT
 from acidstore.warehouse import connect
@@ -35,6 +36,7 @@ def register_views(spark: SparkSession, warehouse: str, tables: Sequence[str] | 
     ``warehouse``), named ``db_table`` plus ``suffix``; with ``as_of`` (a write id or a
     date-time) each view reads the table at that point (time travel). Returns the names."""
     register(spark)
+    metastore = chosen_metastore(metastore)  # the views' readers name it explicitly
     with connect(warehouse, metastore=metastore, create=False) as wh:
         names = list(tables) if tables is not None else wh.tables()
         for name in names:
