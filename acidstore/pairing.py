@@ -27,6 +27,7 @@ Which pair: what the caller gives, else ``ACIDSTORE_WAREHOUSE`` / ``ACIDSTORE_ME
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import uuid
@@ -132,13 +133,13 @@ def read_marker(fs: pafs.FileSystem, root: str) -> Marker | None:
     before markers existed)."""
     path = afs.join(root, MARKER_FILE)
     try:
-        with afs.storage_errors(path, action="read the warehouse marker"):
-            try:
-                data = afs.read_bytes(fs, path)
-            except NotADirectoryError:
-                return None  # the location is a file: connect says so
+        data = afs.read_bytes(fs, path)
     except FileNotFoundError:
         return None
+    except OSError as exc:  # read_bytes types it: a StorageError naming the marker
+        if exc.errno == errno.ENOTDIR:
+            return None  # the location is a file: connect says so
+        raise
     try:
         found = json.loads(data)
         return Marker(str(found["metastore"]), None if found["url"] is None else

@@ -17,6 +17,7 @@ from table_errors_support import files_under, sorted_rows
 
 import acidstore
 from acidstore.errors import InvalidPartitionValueError
+from acidstore.pairing import MARKER_FILE
 
 P_SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string()), ("q", pa.string())])
 NASTY = ["a/b", "..", ".", "../../..", "/etc", "a=b", "=", "x\x00y", "\n", "\x01\x1f\x7f",
@@ -30,7 +31,8 @@ def _outside(root: Path, allowed: Path) -> list[str]:
         for name in [*dirs, *names]:
             path = Path(directory, name)
             if path != allowed and allowed not in path.parents and \
-                    not name.startswith("_acidstore_metastore") and path != allowed.parent:
+                    not name.startswith("_acidstore_metastore") and name != MARKER_FILE \
+                    and path != allowed.parent:
                 out.append(str(path))
     return out
 

@@ -297,9 +297,9 @@ def test_statements_read_at_their_transaction_snapshot(pair: Pair) -> None:
     (options snapshotTxns/snapshotWriteIds, as AcidTable passes them): a commit after the
     transaction began is not seen, whatever the case of the option names."""
     wh = pair.spark.warehouse
-    with wh.transaction() as txn:
+    with wh.transaction() as txn, acidstore.connect(wh.location) as other:
         txns, write_ids = str(txn.snapshot), str(txn.write_ids(TABLE))
-        pair.spark.insert(make_rows([500]))
+        other.table(TABLE).insert(make_rows([500]))  # another client commits meanwhile
         pinned = pair.session.read.format("acidstore").option("warehouse", str(wh.location)) \
             .option("snapshotTxns", txns).option("snapshotWriteIds", write_ids) \
             .option("withRowId", "true").load(TABLE)

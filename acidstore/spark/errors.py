@@ -103,7 +103,9 @@ def _note(exc: AcidStoreError) -> None:
     """Add the note ``typed_error`` reads (once: a re-raised error keeps its first)."""
     if any(str(n).startswith(NOTE) for n in getattr(exc, "__notes__", ())):
         return
-    attributes = {key: value for key, value in vars(exc).items()
+    # an OSError's errno is a slot, not in its __dict__ (StorageError is one)
+    found = {**vars(exc), **({"errno": exc.errno} if isinstance(exc, OSError) else {})}
+    attributes = {key: value for key, value in found.items()
                   if not key.startswith("_") and (value is None or isinstance(
                       value, str | int | float | bool))}
     exc.add_note(NOTE + json.dumps({"class": type(exc).__name__, "message": str(exc),
