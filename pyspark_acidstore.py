@@ -10,6 +10,6 @@ sessions it creates (README, "Quickstart: Spark").
 
 from __future__ import annotations
 
-from acidstore.spark.source import AcidDataSource as DefaultSource
+from acidstore.spark.datasource import AcidDataSource as DefaultSource
 
 __all__ = ["DefaultSource"]

@@ -5,10 +5,10 @@ The package root is the public facade; the library layers below it never import 
 
 from __future__ import annotations
 
-from acidstore.read.api import read_directory, scan_directory
-from acidstore.table import Table, WriteResult
-from acidstore.transaction import Transaction
-from acidstore.warehouse import Warehouse, connect
+from acidstore.api.table import Table, WriteResult
+from acidstore.api.warehouse import Warehouse, connect
+from acidstore.engine.transaction import Transaction
+from acidstore.read.hive_directory import read_directory, scan_directory
 
 __all__ = ["Table", "Transaction", "Warehouse", "WriteResult", "connect", "read_directory",
            "scan_directory"]

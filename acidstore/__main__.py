@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from acidstore.cli import main
+from acidstore.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -13,10 +13,10 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.orc as po
 
-from acidstore.layout import ACID_VERSION, ACID_VERSION_FILE, bucket_file_name, delta_name
-from acidstore.orc.codec import BucketCodec
-from acidstore.orc.io import DEFAULT_COMPRESSION, write_event_file
-from acidstore.orc.schema import DELETE, INSERT, event_schema
+from acidstore.format.layout import ACID_VERSION, ACID_VERSION_FILE, bucket_file_name, delta_name
+from acidstore.format.orc.acid_file import DEFAULT_COMPRESSION, write_event_file
+from acidstore.format.orc.codec import BucketCodec
+from acidstore.format.orc.schema import DELETE, INSERT, event_schema
 
 BUCKETS = 10
 SCHEMA = pa.schema([

@@ -27,7 +27,7 @@ from typing import Any
 import pyarrow as pa
 
 import acidstore
-from acidstore.table import Table
+from acidstore.api.table import Table
 from benchmarks import data
 from benchmarks.harness import Bench, Measurement
 from benchmarks.report import Row

@@ -22,11 +22,11 @@ import pyarrow.compute as pc
 import pyarrow.orc as po
 
 import acidstore
-from acidstore.layout import BUCKET_PREFIX, DELETE_DELTA_PREFIX, is_bucket_file, is_hidden
-from acidstore.orc.schema import BUCKET, ORIGINAL_TRANSACTION, ROW, ROW_ID
-from acidstore.read.plan import Split
+from acidstore.format.layout import BUCKET_PREFIX, DELETE_DELTA_PREFIX, is_bucket_file, is_hidden
+from acidstore.format.orc.schema import BUCKET, ORIGINAL_TRANSACTION, ROW, ROW_ID
+from acidstore.format.writeids import ValidWriteIdList
 from acidstore.read.registry import load_registry
-from acidstore.writeids import ValidWriteIdList
+from acidstore.read.splits import Split
 from benchmarks import data
 from benchmarks.tasks_compact import COMPACT_TASKS
 from benchmarks.tasks_ingest import INGEST_TASKS

@@ -27,8 +27,8 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable, WriterProperties, write_deltalake
 
 import acidstore
-from acidstore.table import Table
-from acidstore.warehouse import DEFAULT_METASTORE_FILE, Warehouse
+from acidstore.api.table import Table
+from acidstore.api.warehouse import DEFAULT_METASTORE_FILE, Warehouse
 from benchmarks import data
 
 TABLE = "bench.t"

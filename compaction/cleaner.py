@@ -30,17 +30,17 @@ from datetime import UTC, datetime, timedelta
 
 import pyarrow.fs as pafs
 
-from acidstore import fs as afs
-from acidstore.directory import AcidState, acid_state
+from acidstore.api.table import Table
+from acidstore.api.warehouse import Warehouse
 from acidstore.errors import AcidStoreError, TableNotFoundError
-from acidstore.fs import storage_boundary
+from acidstore.format.directory import AcidState, acid_state
+from acidstore.format.layout import STAGING_DIR, ParsedBase, ParsedDelta, parse_directory
+from acidstore.format.writeids import ValidWriteIdList
 from acidstore.fsck.aborted import aborted_directories
-from acidstore.layout import STAGING_DIR, ParsedBase, ParsedDelta, parse_directory
+from acidstore.io import fs as afs
+from acidstore.io.fs import storage_boundary
 from acidstore.metastore import Metastore
 from acidstore.metastore.validate import check_seconds
-from acidstore.table import Table
-from acidstore.warehouse import Warehouse
-from acidstore.writeids import ValidWriteIdList
 from compaction.compactor import partition_dirs
 
 __all__ = ["DEFAULT_RETENTION_SECONDS", "Cleaner", "CleanerReport"]
@@ -225,7 +225,7 @@ class Cleaner:
             return False
         # before the live snapshots are read: time travel stops reading around the
         # compactions ``txns`` sees (what they replaced is about to go), and a past snapshot
-        # leased from now on sees that (acidstore.time_travel)
+        # leased from now on sees that (acidstore.read.time_travel)
         metastore.begin_cleaning(table.name, partition, txns)
         # and an open in flight (PostgreSQL) may have taken its snapshot before what made
         # these directories obsolete committed, yet is not among the open txns' snapshots

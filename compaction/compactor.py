@@ -20,15 +20,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from acidstore import fs as afs
+from acidstore.api.table import Table
+from acidstore.engine.worker_gc import freeze_long_lived
 from acidstore.errors import AcidStoreError, InvalidInputError
-from acidstore.fs import storage_guarded
+from acidstore.format.orc.acid_file import WrittenFile
+from acidstore.format.partitions import parse_partition_path, partition_path
+from acidstore.format.writeids import ValidCompactorWriteIdList
+from acidstore.io import fs as afs
+from acidstore.io.fs import storage_guarded
 from acidstore.metastore import CompactionInfo, CompactionOutput
-from acidstore.orc.io import WrittenFile
-from acidstore.partitions import parse_partition_path, partition_path
-from acidstore.table import Table
-from acidstore.workers import freeze_long_lived
-from acidstore.writeids import ValidCompactorWriteIdList
 from compaction.execute import BucketOutput, prepare_outputs, run_bucket
 from compaction.plan import BucketWork, Kind, PartitionPlan, plan_partition_compaction
 
@@ -124,7 +124,7 @@ def _run_local(work: Sequence[BucketWork], progress: Progress | None) -> list[Bu
 
 def _bucket_task(work: BucketWork) -> BucketOutput:
     """One bucket's compaction as a Spark task, in a Python worker: the worker's long-lived
-    objects are frozen first, as every acidstore task does (``acidstore.workers``), so that
+    objects are frozen first, as every acidstore task does (``acidstore.engine.worker_gc``), so that
     PySpark's collection after the task does not traverse them."""
     freeze_long_lived()
     return run_bucket(work)

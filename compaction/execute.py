@@ -24,10 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from acidstore import fs as afs
-from acidstore.layout import METADATA_FILE, MetadataAcid, bucket_file_name
-from acidstore.orc.io import DELTA_STRIPE_SIZE, OrcFile, WrittenFile
-from acidstore.orc.schema import (
+from acidstore.format.layout import METADATA_FILE, MetadataAcid, bucket_file_name
+from acidstore.format.orc.acid_file import DELTA_STRIPE_SIZE, OrcFile, WrittenFile
+from acidstore.format.orc.schema import (
     ACID_FIELDS,
     BUCKET,
     CURRENT_TRANSACTION,
@@ -37,11 +36,12 @@ from acidstore.orc.schema import (
     ROW_ID,
     event_schema,
 )
-from acidstore.orc.stream import DEFAULT_BATCH_ROWS, EventFileWriter
+from acidstore.format.orc.stream import DEFAULT_BATCH_ROWS, EventFileWriter
+from acidstore.io import fs as afs
 from acidstore.read.keys import valid_write_id_mask
-from acidstore.read.plan import Split
 from acidstore.read.registry import DeleteCache
-from acidstore.read.source import SplitBatch
+from acidstore.read.split_source import SplitBatch
+from acidstore.read.splits import Split
 from acidstore.read.vectorized import read_split
 from acidstore.write.files import prepare_directory
 from compaction.memory import release_free_memory

@@ -17,13 +17,13 @@ from typing import Literal
 
 import pyarrow.fs as pafs
 
-from acidstore import fs as afs
-from acidstore.directory import AcidState, acid_state
+from acidstore.api.table import Table
+from acidstore.api.warehouse import Warehouse
 from acidstore.errors import AcidStoreError, InvalidInputError
-from acidstore.fs import storage_boundary
+from acidstore.format.directory import AcidState, acid_state
+from acidstore.io import fs as afs
+from acidstore.io.fs import storage_boundary
 from acidstore.metastore import CompactionInfo
-from acidstore.table import Table
-from acidstore.warehouse import Warehouse
 from compaction.compactor import partition_dirs
 
 __all__ = ["Assessment", "Initiator", "Thresholds", "assess_table", "decide", "opted_out"]

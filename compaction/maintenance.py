@@ -1,6 +1,6 @@
 """The maintenance provider behind ``Table.optimize()`` and ``Table.vacuum()``.
 
-Registered in pyproject.toml under the ``acidstore.maintenance`` entry-point group, so the
+Registered in pyproject.toml under the ``acidstore.api.optimize`` entry-point group, so the
 library reaches the compactors and the cleaner without importing this package
 (``acidstore/maintenance.py`` says why).
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, cast
 
-from acidstore.table import Table
+from acidstore.api.table import Table
 from compaction.cleaner import Cleaner, CleanerReport
 from compaction.compactor import CompactionResult, Engine, compact
 

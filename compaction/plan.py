@@ -20,20 +20,20 @@ from typing import Literal
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from acidstore import fs as afs
-from acidstore.directory import AcidState, acid_state
-from acidstore.layout import (
+from acidstore.format.directory import AcidState, acid_state
+from acidstore.format.layout import (
     FLUSH_LENGTH_SUFFIX,
     ParsedBucketFile,
     base_name,
     delta_name,
     is_bucket_file,
 )
-from acidstore.orc.io import read_flush_length
-from acidstore.read.plan import Split, plan_partition
+from acidstore.format.orc.acid_file import read_flush_length
+from acidstore.format.writeids import ValidCompactorWriteIdList, ValidTxnList
+from acidstore.io import fs as afs
 from acidstore.read.record_check import check_listed
 from acidstore.read.recorded import Recorded
-from acidstore.writeids import ValidCompactorWriteIdList, ValidTxnList
+from acidstore.read.splits import Split, plan_partition
 
 __all__ = ["BucketWork", "Kind", "PartitionPlan", "plan_partition_compaction"]
 

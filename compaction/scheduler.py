@@ -16,9 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from acidstore.api.warehouse import Warehouse
 from acidstore.errors import InvalidInputError
 from acidstore.metastore import CompactionInfo
-from acidstore.warehouse import Warehouse
 from compaction.cleaner import DEFAULT_RETENTION_SECONDS, Cleaner, CleanerReport
 from compaction.compactor import Engine
 from compaction.initiator import Initiator, Thresholds

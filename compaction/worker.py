@@ -15,13 +15,13 @@ import socket
 import threading
 from typing import TYPE_CHECKING
 
-from acidstore import fs as afs
+from acidstore.api.table import Table
+from acidstore.api.warehouse import Warehouse
 from acidstore.errors import AcidStoreError, TableNotFoundError, TransactionStateError
-from acidstore.fs import storage_boundary
+from acidstore.format.writeids import ValidCompactorWriteIdList
+from acidstore.io import fs as afs
+from acidstore.io.fs import storage_boundary
 from acidstore.metastore import CompactionInfo
-from acidstore.table import Table
-from acidstore.warehouse import Warehouse
-from acidstore.writeids import ValidCompactorWriteIdList
 from compaction.compactor import Engine, Progress, compact, partition_dirs
 
 if TYPE_CHECKING:

@@ -51,17 +51,17 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from acidstore import fs as afs
+from acidstore.api.table import LEASE_TTL_SECONDS, Table
 from acidstore.errors import AcidStoreError, StrayPathError, TableNotFoundError
+from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
 from acidstore.fsck.aborted import aborted_directories
 from acidstore.fsck.findings import CHECKS, FINDINGS_SCHEMA, Finding, findings_table
 from acidstore.fsck.partition import TableFacts, check_partition
+from acidstore.io import fs as afs
 from acidstore.read.recorded import RecordedWrites
-from acidstore.table import LEASE_TTL_SECONDS, Table
-from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 if TYPE_CHECKING:
-    from acidstore.warehouse import Warehouse
+    from acidstore.api.warehouse import Warehouse
 
 __all__ = ["CHECKS", "FINDINGS_SCHEMA", "Finding", "check_table", "fsck"]
 

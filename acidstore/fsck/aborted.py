@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pyarrow.fs as pafs
 
-from acidstore import fs as afs
+from acidstore.io import fs as afs
 from acidstore.metastore import Metastore
 
 __all__ = ["aborted_directories"]

@@ -21,10 +21,11 @@ import numpy.typing as npt
 import pyarrow.fs as pafs
 
 from acidstore.errors import CorruptFileError, DataError, MissingDataError
+from acidstore.format.layout import FLUSH_LENGTH_SUFFIX
+from acidstore.format.orc.acid_file import OrcFile, RowKey, read_flush_length
+from acidstore.format.orc.schema import BUCKET, CURRENT_TRANSACTION, ORIGINAL_TRANSACTION, ROW_ID
+from acidstore.format.writeids import ValidWriteIdList
 from acidstore.fsck.findings import Check
-from acidstore.layout import FLUSH_LENGTH_SUFFIX
-from acidstore.orc.io import OrcFile, RowKey, read_flush_length
-from acidstore.orc.schema import BUCKET, CURRENT_TRANSACTION, ORIGINAL_TRANSACTION, ROW_ID
 from acidstore.read.keys import (
     KeyArrays,
     check_bucket,
@@ -33,7 +34,6 @@ from acidstore.read.keys import (
     key_arrays,
     valid_write_id_mask,
 )
-from acidstore.writeids import ValidWriteIdList
 
 __all__ = ["DeleteTargets", "FileReport", "Group", "Span", "scan_file"]
 

@@ -17,17 +17,14 @@ from dataclasses import dataclass
 
 import pyarrow.fs as pafs
 
-from acidstore import fs as afs
-from acidstore.directory import AcidState, list_partition, select
 from acidstore.errors import (
     AcidStoreError,
     CorruptFileError,
     InvalidLayoutError,
     MissingDataError,
 )
-from acidstore.fsck.events import DeleteTargets, Span, scan_file
-from acidstore.fsck.findings import Check, Finding, Severity
-from acidstore.layout import (
+from acidstore.format.directory import AcidState, list_partition, select
+from acidstore.format.layout import (
     ParsedBucketFile,
     ParsedDelta,
     ParsedOriginalFile,
@@ -38,13 +35,16 @@ from acidstore.layout import (
     is_original_file,
     parse_directory,
 )
+from acidstore.format.orc.acid_file import OrcFile
+from acidstore.format.orc.codec import BucketCodec
+from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
+from acidstore.fsck.events import DeleteTargets, Span, scan_file
+from acidstore.fsck.findings import Check, Finding, Severity
+from acidstore.io import fs as afs
 from acidstore.metastore import Metastore
-from acidstore.orc.codec import BucketCodec
-from acidstore.orc.io import OrcFile
-from acidstore.read.plan import Listed
 from acidstore.read.record_check import find_file_problems, find_missing
 from acidstore.read.recorded import RecordedWrites
-from acidstore.writeids import ValidTxnList, ValidWriteIdList
+from acidstore.read.splits import Listed
 
 __all__ = ["TableFacts", "check_partition"]
 

@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn, TypeVar
 
 from acidstore.errors import InvalidInputError, MetastoreError
+from acidstore.format.writeids import ValidTxnList
 from acidstore.metastore import postgres_functions as functions
 from acidstore.metastore import sql_txn as txns
 from acidstore.metastore.postgres_calls import CatalogEntry, commit_arguments, open_plans
@@ -74,7 +75,6 @@ from acidstore.metastore.sql_schema import (
 from acidstore.metastore.sql_store import SqlMetastore, _checked_open
 from acidstore.metastore.task_guard import refuse_in_spark_task
 from acidstore.metastore.validate import check_seconds, split_table_name
-from acidstore.writeids import ValidTxnList
 
 __all__ = ["PostgresMetastore"]
 

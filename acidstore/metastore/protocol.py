@@ -21,6 +21,7 @@ from typing import Protocol, runtime_checkable
 
 import pyarrow as pa
 
+from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
 from acidstore.metastore.queue import (
     CompactionCommit,
     CompactionInfo,
@@ -46,7 +47,6 @@ from acidstore.metastore.records import (
     WarehouseBinding,
     WriteComponent,
 )
-from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = ["CommitLog", "Metastore"]
 

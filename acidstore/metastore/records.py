@@ -13,9 +13,9 @@ from typing import Literal
 
 import pyarrow as pa
 
-from acidstore.fs import join
-from acidstore.layout import base_name, delta_name
-from acidstore.writeids import ValidTxnList, ValidWriteIdList
+from acidstore.format.layout import base_name, delta_name
+from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
+from acidstore.io.fs import join
 
 __all__ = [
     "MAX_OPEN_BATCH",
@@ -357,7 +357,7 @@ class LeaseInfo:
 @dataclass(frozen=True)
 class WarehouseBinding:
     """The warehouse a metastore serves: ``root``, the warehouse root as
-    ``acidstore.pairing`` spells it (``.`` for a SQLite file inside the root it serves), and
+    ``acidstore.api.pairing`` spells it (``.`` for a SQLite file inside the root it serves), and
     ``pairing_id``, an id the warehouse's marker file records too, so that each side can
     tell the other is its own."""
 

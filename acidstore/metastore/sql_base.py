@@ -38,6 +38,7 @@ from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
 
 from acidstore.errors import InvalidInputError, TableNotFoundError
+from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
 from acidstore.metastore import sql_leases as leases
 from acidstore.metastore import sql_queue as queue
 from acidstore.metastore import sql_txn as txns
@@ -51,7 +52,6 @@ from acidstore.metastore.records import LeaseInfo, TableInfo
 from acidstore.metastore.sql import Session
 from acidstore.metastore.sql_schema import decode_schema, from_micros
 from acidstore.metastore.validate import check_seconds, check_ttl, split_table_name
-from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = ["LOCK_ORDER", "NO_LEASE", "Lock", "SqlBase", "WriteLockBusy"]
 

@@ -4,7 +4,7 @@ A metastore holds the catalogue of exactly one warehouse: its table locations ar
 that warehouse's root, so a second warehouse pointed at the same store would list the first
 one's tables under its own root (reads then miss every file) and ``drop_table`` would remove
 the first one's entries. So the store records the root it serves and an id the warehouse
-records too (``acidstore.pairing`` decides what to record and compares; this module only
+records too (``acidstore.api.pairing`` decides what to record and compares; this module only
 stores). Functions over one ``Session`` inside the caller's metastore transaction.
 """
 

@@ -2,7 +2,7 @@
 
 Tables, partitions and original files (each call one metastore transaction run by the
 backend's ``_write`` / ``_read``, holding the ``catalog`` lock on PostgreSQL), and the binding
-to one warehouse (``sql_binding``; ``acidstore.pairing`` decides): a table is created or
+to one warehouse (``sql_binding``; ``acidstore.api.pairing`` decides): a table is created or
 dropped only while the store still serves the warehouse this client paired it with. Split
 from ``sql_store``, which adds the transactions and the commit log on top.
 """

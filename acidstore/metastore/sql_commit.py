@@ -18,6 +18,7 @@ from acidstore.errors import (
     MetadataChangedError,
     TableNotFoundError,
 )
+from acidstore.format.writeids import ValidTxnList
 from acidstore.metastore import sql_apps as apps
 from acidstore.metastore.conflicts import conflict_error
 from acidstore.metastore.records import (
@@ -42,7 +43,6 @@ from acidstore.metastore.sql_txn import (
     unseen_txns,
 )
 from acidstore.metastore.validate import CONFLICTING_OPERATIONS, check_output, split_table_name
-from acidstore.writeids import ValidTxnList
 
 __all__ = ["commit_txn", "overlapping_writes"]
 

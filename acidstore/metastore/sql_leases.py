@@ -12,10 +12,10 @@ call is deleting are skipped, not waited for. Times are microseconds since the e
 from __future__ import annotations
 
 from acidstore.errors import TransactionStateError
+from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
 from acidstore.metastore.records import LeaseInfo
 from acidstore.metastore.sql import Session
 from acidstore.metastore.sql_schema import from_micros
-from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = ["acquire", "active", "delete_expired", "live", "release", "renew"]
 

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from acidstore.errors import InvalidInputError, TransactionStateError
+from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
 from acidstore.metastore import sql_leases as leases
 from acidstore.metastore.queue import (
     ACTIVE_STATES,
@@ -23,7 +24,6 @@ from acidstore.metastore.queue import (
 from acidstore.metastore.sql import Session
 from acidstore.metastore.sql_schema import from_micros, to_micros
 from acidstore.metastore.sql_txn import build_write_id_list, peek_sequence, unseen_txns
-from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = ["begin_cleaning", "claim", "committed_after", "enqueue", "finish", "forget_aborted",
            "info_of", "live_snapshots", "log_outcome", "opens_in_flight", "ready_for_cleaning",

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from acidstore.errors import InvalidInputError, TransactionStateError
+from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
 from acidstore.metastore import sql_apps as apps
 from acidstore.metastore import sql_commit as commits
 from acidstore.metastore import sql_txn as txns
@@ -38,7 +39,6 @@ from acidstore.metastore.validate import (
     check_app_version,
     check_kind,
 )
-from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = ["SqlMetastore"]
 

@@ -27,11 +27,11 @@ from acidstore.errors import (
     TransactionAbortedError,
     TransactionStateError,
 )
+from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
 from acidstore.metastore.records import WriteComponent
 from acidstore.metastore.sql import Session
 from acidstore.metastore.sql_schema import decode_schema
 from acidstore.metastore.validate import check_component, split_table_name
-from acidstore.writeids import ValidTxnList, ValidWriteIdList
 
 __all__ = [
     "RaiseAfterCommit",

@@ -18,7 +18,9 @@ from typing import get_args
 import pyarrow as pa
 
 from acidstore.errors import InvalidInputError, InvalidLayoutError, InvalidPartitionValueError
-from acidstore.layout import is_bucket_file, is_original_file, parse_directory
+from acidstore.format.layout import is_bucket_file, is_original_file, parse_directory
+from acidstore.format.orc.types import check_column_types, check_partition_types
+from acidstore.format.partitions import is_text, parse_partition_path, partition_path
 from acidstore.metastore.records import (
     CompactionOutput,
     NewTable,
@@ -28,8 +30,6 @@ from acidstore.metastore.records import (
     TxnKind,
     WriteComponent,
 )
-from acidstore.orc.types import check_column_types, check_partition_types
-from acidstore.partitions import is_text, parse_partition_path, partition_path
 
 __all__ = [
     "CONFLICTING_OPERATIONS",

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from acidstore.arrow_sql import Range, integer_ranges
-from acidstore.orc.io import OrcFile
-from acidstore.orc.stats import IntegerStats
+from acidstore.format.orc.acid_file import OrcFile
+from acidstore.format.orc.stats import IntegerStats
+from acidstore.sql.compiled import Range, integer_ranges
 
 if TYPE_CHECKING:
-    from acidstore.read.source import Probe
+    from acidstore.read.split_source import Probe
 
 __all__ = ["StripeBounds", "stripe_bounds", "stripes_without_match"]
 

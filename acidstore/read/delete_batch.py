@@ -15,8 +15,9 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from acidstore.errors import CorruptFileError
-from acidstore.orc.io import OrcFile
-from acidstore.orc.schema import BUCKET, CURRENT_TRANSACTION, ORIGINAL_TRANSACTION, ROW_ID
+from acidstore.format.orc.acid_file import OrcFile
+from acidstore.format.orc.schema import BUCKET, CURRENT_TRANSACTION, ORIGINAL_TRANSACTION, ROW_ID
+from acidstore.format.writeids import RangeResponse, ValidWriteIdList
 from acidstore.read.keys import (
     KeyArrays,
     check_files,
@@ -24,8 +25,7 @@ from acidstore.read.keys import (
     key_arrays,
     valid_write_id_mask,
 )
-from acidstore.read.plan import DeleteSource
-from acidstore.writeids import RangeResponse, ValidWriteIdList
+from acidstore.read.splits import DeleteSource
 
 __all__ = ["SMALL_DELETE_BYTES", "small_delete_events"]
 

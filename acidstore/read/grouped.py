@@ -20,8 +20,8 @@ import numpy as np
 import pyarrow as pa
 
 from acidstore.errors import CorruptFileError, DataError
-from acidstore.orc.io import OrcFile
-from acidstore.orc.schema import (
+from acidstore.format.orc.acid_file import OrcFile
+from acidstore.format.orc.schema import (
     BUCKET,
     CURRENT_TRANSACTION,
     OPERATION,
@@ -29,16 +29,16 @@ from acidstore.orc.schema import (
     ROW,
     ROW_ID,
 )
+from acidstore.format.writeids import ValidWriteIdList
 from acidstore.read.keys import (
     check_files,
     current_write_ids,
     key_arrays,
     valid_write_id_mask,
 )
-from acidstore.read.plan import Split
 from acidstore.read.registry import DeleteRegistry
-from acidstore.read.source import Probe, SplitBatch, probe_passing, struct_column
-from acidstore.writeids import ValidWriteIdList
+from acidstore.read.split_source import Probe, SplitBatch, probe_passing, struct_column
+from acidstore.read.splits import Split
 
 __all__ = ["GROUP_MAX_BYTES", "SmallFile", "groupable", "read_small_files"]
 

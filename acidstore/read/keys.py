@@ -15,10 +15,10 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from acidstore.errors import DataError
-from acidstore.orc.io import OrcFile, RowKey
-from acidstore.orc.schema import BUCKET, CURRENT_TRANSACTION, ORIGINAL_TRANSACTION, ROW_ID
-from acidstore.orc.stats import IntegerStats
-from acidstore.writeids import ValidWriteIdList
+from acidstore.format.orc.acid_file import OrcFile, RowKey
+from acidstore.format.orc.schema import BUCKET, CURRENT_TRANSACTION, ORIGINAL_TRANSACTION, ROW_ID
+from acidstore.format.orc.stats import IntegerStats
+from acidstore.format.writeids import ValidWriteIdList
 
 __all__ = [
     "KeyArrays",

@@ -24,8 +24,8 @@ from typing import TypeVar
 import pyarrow.fs as pafs
 
 from acidstore.errors import CorruptFileError, InvalidInputError
-from acidstore.orc.io import OrcFile
-from acidstore.read.plan import Split
+from acidstore.format.orc.acid_file import OrcFile
+from acidstore.read.splits import Split
 
 __all__ = ["MIN_RANGE_BYTES", "divide", "ranged_units", "stripe_range", "stripe_ranges"]
 

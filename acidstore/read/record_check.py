@@ -34,13 +34,13 @@ from functools import lru_cache
 
 import pyarrow.fs as pafs
 
-from acidstore import fs as afs
-from acidstore.directory import AcidState
 from acidstore.errors import MissingDataError, NotEnoughHistoryError, StrayPathError
-from acidstore.layout import ParsedBase, ParsedDelta, is_bucket_file, parse_directory
-from acidstore.read.plan import Split
+from acidstore.format.directory import AcidState
+from acidstore.format.layout import ParsedBase, ParsedDelta, is_bucket_file, parse_directory
+from acidstore.format.writeids import ValidWriteIdList
+from acidstore.io import fs as afs
 from acidstore.read.recorded import PartitionRecord, Recorded, RecordedOutput
-from acidstore.writeids import ValidWriteIdList
+from acidstore.read.splits import Split
 
 __all__ = ["Missing", "Stray", "check_listed", "check_recorded", "find_file_problems",
            "find_missing", "find_original_problems", "find_strays", "with_recorded_rows"]

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Protocol
 
-from acidstore import fs as afs
-from acidstore.directory import AcidState
-from acidstore.layout import is_acid_directory_name
+from acidstore.format.directory import AcidState
+from acidstore.format.layout import is_acid_directory_name
+from acidstore.io import fs as afs
 from acidstore.metastore import CompactionOutput, Metastore, WriteComponent
 from acidstore.read import record_memory
 

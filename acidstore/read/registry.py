@@ -21,16 +21,17 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from acidstore import fs as afs
 from acidstore.errors import CorruptFileError
-from acidstore.layout import (
+from acidstore.format.layout import (
     ParsedBase,
     is_acid_directory_name,
     is_bucket_file,
     parse_directory,
 )
-from acidstore.orc.io import OrcFile, RowKey
-from acidstore.orc.schema import BUCKET, CURRENT_TRANSACTION, ORIGINAL_TRANSACTION, ROW_ID
+from acidstore.format.orc.acid_file import OrcFile, RowKey
+from acidstore.format.orc.schema import BUCKET, CURRENT_TRANSACTION, ORIGINAL_TRANSACTION, ROW_ID
+from acidstore.format.writeids import RangeResponse, ValidWriteIdList
+from acidstore.io import fs as afs
 from acidstore.read.delete_batch import SMALL_DELETE_BYTES, small_delete_events
 from acidstore.read.keys import (
     KeyArrays,
@@ -40,8 +41,7 @@ from acidstore.read.keys import (
     key_arrays,
     valid_write_id_mask,
 )
-from acidstore.read.plan import DeleteSource, Split
-from acidstore.writeids import RangeResponse, ValidWriteIdList
+from acidstore.read.splits import DeleteSource, Split
 
 __all__ = [
     "DEFAULT_DELETE_EVENT_LIMIT",

@@ -20,27 +20,27 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
-from acidstore import fs as afs
-from acidstore.arrow_sql import TEXTS_KEPT
-from acidstore.directory import acid_state
 from acidstore.errors import InvalidInputError, StrayPathError
-from acidstore.expressions import Predicate, SqlEvaluator, check_expression, referenced_columns
-from acidstore.layout import is_acid_directory_name, is_hidden
-from acidstore.orc.io import OrcFile
-from acidstore.orc.schema import ROW_ID_COLUMN, ROW_ID_TYPE, cast_to
-from acidstore.partitions import parse_partition_path
+from acidstore.format.directory import acid_state
+from acidstore.format.layout import is_acid_directory_name, is_hidden
+from acidstore.format.orc.acid_file import OrcFile
+from acidstore.format.orc.schema import ROW_ID_COLUMN, ROW_ID_TYPE, cast_to
+from acidstore.format.partitions import parse_partition_path
+from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
+from acidstore.io import fs as afs
 from acidstore.read.bounds import stripe_bounds
 from acidstore.read.grouped import SmallFile, groupable, read_small_files
-from acidstore.read.merge import merge_split
-from acidstore.read.plan import Listed, Split, plan_partition
+from acidstore.read.heap_merge import merge_split
 from acidstore.read.range_mask import range_mask
 from acidstore.read.ranges import ranged_units
 from acidstore.read.record_check import check_recorded, with_recorded_rows
 from acidstore.read.recorded import Recorded
 from acidstore.read.registry import DEFAULT_DELETE_EVENT_LIMIT, DeleteCache, load_registry
-from acidstore.read.source import Probe, SplitBatch
+from acidstore.read.split_source import Probe, SplitBatch
+from acidstore.read.splits import Listed, Split, plan_partition
 from acidstore.read.vectorized import read_split
-from acidstore.writeids import ValidTxnList, ValidWriteIdList
+from acidstore.sql.compiled import TEXTS_KEPT
+from acidstore.sql.expressions import Predicate, SqlEvaluator, check_expression, referenced_columns
 
 __all__ = ["PartitionDir", "Reader", "Scan", "discover_partitions", "table_partitions"]
 

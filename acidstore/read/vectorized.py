@@ -12,11 +12,11 @@ from collections.abc import Iterator, Sequence
 
 import pyarrow.fs as pafs
 
-from acidstore.read.merge import merge_split
-from acidstore.read.plan import Split
+from acidstore.format.writeids import ValidWriteIdList
+from acidstore.read.heap_merge import merge_split
 from acidstore.read.registry import DEFAULT_DELETE_EVENT_LIMIT, DeleteCache, load_registry
-from acidstore.read.source import Probe, SplitBatch, split_batches
-from acidstore.writeids import ValidWriteIdList
+from acidstore.read.split_source import Probe, SplitBatch, split_batches
+from acidstore.read.splits import Split
 
 __all__ = ["read_split"]
 

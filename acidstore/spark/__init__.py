@@ -9,11 +9,11 @@ driver's snapshot leases when the session stops (``acidstore.spark.session``).
 
 from __future__ import annotations
 
-from acidstore.spark.errors import typed_error
-from acidstore.spark.merge import AcidMergeBuilder
+from acidstore.spark.acid_table import AcidTable
+from acidstore.spark.datasource import AcidDataSource
+from acidstore.spark.merge_statement import AcidMergeBuilder
 from acidstore.spark.session import install_hooks, register
-from acidstore.spark.source import AcidDataSource
-from acidstore.spark.table import AcidTable
+from acidstore.spark.typed_errors import typed_error
 from acidstore.spark.views import register_views
 
 __all__ = ["AcidDataSource", "AcidMergeBuilder", "AcidTable", "register", "register_views",

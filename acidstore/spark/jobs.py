@@ -18,13 +18,13 @@ from pyspark import TaskContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import IntegerType, StructField, StructType
 
+from acidstore.engine.statement import ChangeUnit, UnitOutcome
+from acidstore.engine.statement import run_units as run_core_units
+from acidstore.engine.worker_gc import freeze_long_lived
 from acidstore.errors import InvalidInputError
-from acidstore.spark.errors import reported_errors
 from acidstore.spark.packing import SMALL_OPEN_COST_BYTES, pack
-from acidstore.spark.writing import BUCKET_COLUMN, TaskOutput, WriteJob, run_write
-from acidstore.statement import ChangeUnit, UnitOutcome
-from acidstore.statement import run_units as run_core_units
-from acidstore.workers import freeze_long_lived
+from acidstore.spark.typed_errors import reported_errors
+from acidstore.spark.write_tasks import BUCKET_COLUMN, TaskOutput, WriteJob, run_write
 from acidstore.write.bucketing import bucket_ids
 from acidstore.write.conform import conform
 

@@ -36,18 +36,18 @@ import pyarrow.fs as pafs
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import DecimalType
 
-from acidstore.orc.schema import cast_to
+from acidstore.api.table import Table
+from acidstore.format.orc.schema import cast_to
+from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
 from acidstore.read.keys import KeyArrays
-from acidstore.read.plan import Split
 from acidstore.read.ranges import MIN_RANGE_BYTES, divide
 from acidstore.read.registry import DeleteCache, load_registry
 from acidstore.read.scan import PartitionDir, Scan
+from acidstore.read.splits import Split
 from acidstore.spark import jvm_jar
 from acidstore.spark.packing import SMALL_OPEN_COST_BYTES, pack, split_bytes, task_count
-from acidstore.spark.reading import ReadOptions, read_schema
-from acidstore.spark.schema import FLAT_TYPES, flat, spark_schema
-from acidstore.table import Table
-from acidstore.writeids import ValidTxnList, ValidWriteIdList
+from acidstore.spark.read_tasks import ReadOptions, read_schema
+from acidstore.spark.schema_mapping import FLAT_TYPES, flat, spark_schema
 
 __all__ = ["JVM_READ_CONF", "jvm_read"]
 

@@ -25,11 +25,11 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from acidstore.api.warehouse import Warehouse
 from acidstore.errors import AcidStoreError, MetastoreError
+from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
 from acidstore.metastore.task_guard import permit_in_task
-from acidstore.spark.locate import Target, open_target
-from acidstore.warehouse import Warehouse
-from acidstore.writeids import ValidTxnList, ValidWriteIdList
+from acidstore.spark.options import Target, open_target
 
 __all__ = ["hold", "held", "release_at_exit", "release_held", "task_lease"]
 

@@ -29,12 +29,16 @@ from pyspark.broadcast import Broadcast
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
 
-from acidstore.errors import InvalidInputError
-from acidstore.expressions import SqlEvaluator
-from acidstore.read.keys import KeyArrays
-from acidstore.spark.errors import reporting
-from acidstore.spark.schema import arrow_schema, spark_schema, to_spark_batch
-from acidstore.statement import (
+from acidstore.api.table import Table
+from acidstore.engine.merge_joined import run_joined_unit
+from acidstore.engine.merge_match import (
+    SOURCE_INDEX,
+    MergeSpec,
+    equality_key,
+    merge_columns,
+    not_matched_rows,
+)
+from acidstore.engine.statement import (
     ChangeUnit,
     UnitOutcome,
     plan_inserts,
@@ -43,17 +47,13 @@ from acidstore.statement import (
     scan_unit,
     write_changes,
 )
-from acidstore.statement_joined import run_joined_unit
-from acidstore.statement_merge import (
-    SOURCE_INDEX,
-    MergeSpec,
-    equality_key,
-    merge_columns,
-    not_matched_rows,
-)
-from acidstore.table import Table
-from acidstore.transaction import Transaction
-from acidstore.workers import freeze_long_lived
+from acidstore.engine.transaction import Transaction
+from acidstore.engine.worker_gc import freeze_long_lived
+from acidstore.errors import InvalidInputError
+from acidstore.read.keys import KeyArrays
+from acidstore.spark.schema_mapping import arrow_schema, spark_schema, to_spark_batch
+from acidstore.spark.typed_errors import reporting
+from acidstore.sql.expressions import SqlEvaluator
 from acidstore.write.conform import conform
 
 __all__ = ["MAX_SEMI_JOIN_KEYS", "shuffled_merge"]

@@ -43,13 +43,13 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from acidstore.orc.schema import ROW_ID_COLUMN
+from acidstore.api.table import Table
+from acidstore.format.orc.schema import ROW_ID_COLUMN
+from acidstore.format.writeids import RangeResponse, ValidTxnList, ValidWriteIdList
 from acidstore.read.scan import PartitionDir, Scan
 from acidstore.spark.conf import temporary_conf
-from acidstore.spark.reading import ReadOptions, read_schema
-from acidstore.spark.schema import flat, spark_schema
-from acidstore.table import Table
-from acidstore.writeids import RangeResponse, ValidTxnList, ValidWriteIdList
+from acidstore.spark.read_tasks import ReadOptions, read_schema
+from acidstore.spark.schema_mapping import flat, spark_schema
 
 __all__ = ["NATIVE_READ_CONF", "NativePartition", "native_frame", "native_plan", "native_read"]
 

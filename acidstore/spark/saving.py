@@ -17,7 +17,7 @@ format ``acidstore`` (any other format goes straight through) it applies Delta's
 
 Then the rows go through the data source with ``append`` or ``overwrite``, in a transaction
 this driver process opens, keeps alive and, if the job fails, aborts; a failure is raised as
-acidstore's typed error (``acidstore.spark.errors.spark_write``).
+acidstore's typed error (``acidstore.spark.typed_errors.spark_write``).
 """
 
 from __future__ import annotations
@@ -33,25 +33,25 @@ from pyspark import SparkContext
 from pyspark.sql import DataFrame, DataFrameWriter
 from pyspark.sql.datasource import CaseInsensitiveDict
 
-from acidstore import idempotent
+from acidstore.api.warehouse import connect
+from acidstore.engine import idempotent
 from acidstore.errors import (
     AcidStoreError,
     InvalidInputError,
     TableExistsError,
     TableNotFoundError,
 )
-from acidstore.spark.errors import spark_write
-from acidstore.spark.locate import Target, open_target, target_of
-from acidstore.spark.reading import (
+from acidstore.spark.options import Target, open_target, target_of
+from acidstore.spark.read_tasks import (
     DRIVER_TXN_OPTIONS,
     merge_schema,
     replaces_whole_table,
     write_app,
 )
-from acidstore.spark.schema import arrow_schema
+from acidstore.spark.schema_mapping import arrow_schema
 from acidstore.spark.settle import settled_jobs
-from acidstore.spark.writing import remove_staging_of
-from acidstore.warehouse import connect
+from acidstore.spark.typed_errors import spark_write
+from acidstore.spark.write_tasks import remove_staging_of
 
 __all__ = ["Layout", "hook_save", "prepare_table"]
 
@@ -224,7 +224,7 @@ def _write_in_driver_transaction(df: DataFrame, fresh: DataFrameWriter, target: 
 def _overwrite_bucketed(df: DataFrame, target: Target, options: Mapping[str, str]) -> None:
     """An overwrite of a bucketed table, which Spark's writer cannot route (one task must write
     each bucket of a ``base_w``): ``AcidTable.insert`` shuffles the rows by bucket first."""
-    from acidstore.spark.table import AcidTable
+    from acidstore.spark.acid_table import AcidTable
 
     app = write_app(options)
     static = replaces_whole_table(options)

@@ -26,8 +26,8 @@ from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 
 from acidstore.errors import AcidStoreError
 from acidstore.spark import leases
-from acidstore.spark.errors import typed_error
-from acidstore.spark.source import AcidDataSource
+from acidstore.spark.datasource import AcidDataSource
+from acidstore.spark.typed_errors import typed_error
 
 __all__ = ["install_hooks", "register"]
 

@@ -1,7 +1,7 @@
 """Spark SQL over acidstore tables: temporary views.
 
 PySpark 4.3 cannot back a catalog table (``CREATE TABLE ... USING``) with a Python data
-source (``acidstore.spark.source.refuse_catalog_table`` says why), but a temporary view keeps
+source (``acidstore.spark.datasource.refuse_catalog_table`` says why), but a temporary view keeps
 its options: ``CREATE TEMPORARY VIEW v USING acidstore OPTIONS (...)`` in SQL, or
 ``register_views`` here, which makes one per table of a warehouse. Spark plans a view's read
 once, at its first query, and reuses that plan: a view reads the snapshot of its first query
@@ -15,10 +15,10 @@ from datetime import datetime
 
 from pyspark.sql import SparkSession
 
-from acidstore.pairing import chosen_metastore
+from acidstore.api.pairing import chosen_metastore
+from acidstore.api.warehouse import connect
+from acidstore.spark.datasource import FORMAT
 from acidstore.spark.session import register
-from acidstore.spark.source import FORMAT
-from acidstore.warehouse import connect
 
 __all__ = ["register_views", "view_name"]
 

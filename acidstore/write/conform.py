@@ -17,8 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from acidstore.errors import InvalidInputError, InvalidPartitionValueError, SchemaMismatchError
-from acidstore.orc.types import cast_input
-from acidstore.partitions import partition_path
+from acidstore.format.orc.types import cast_input
+from acidstore.format.partitions import partition_path
 
 __all__ = ["PartitionData", "canonical_partition_values", "conform", "from_pandas",
            "partition_text", "refuse_zone_drop", "split_partitions", "to_arrow_table"]

@@ -20,16 +20,14 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from acidstore import fs as afs
-from acidstore.layout import (
+from acidstore.format.layout import (
     ACID_VERSION,
     ACID_VERSION_FILE,
     base_name,
     bucket_file_name,
     delta_name,
 )
-from acidstore.orc.codec import BucketCodec
-from acidstore.orc.io import (
+from acidstore.format.orc.acid_file import (
     BASE_STRIPE_SIZE,
     DEFAULT_COMPRESSION,
     DELTA_STRIPE_SIZE,
@@ -37,8 +35,10 @@ from acidstore.orc.io import (
     WrittenFile,
     write_event_file,
 )
-from acidstore.orc.schema import DELETE, INSERT, event_schema, row_struct
-from acidstore.orc.stream import EventFileWriter
+from acidstore.format.orc.codec import BucketCodec
+from acidstore.format.orc.schema import DELETE, INSERT, event_schema, row_struct
+from acidstore.format.orc.stream import EventFileWriter
+from acidstore.io import fs as afs
 from acidstore.write.timestamps import check_timestamps
 
 __all__ = ["INSERT_THREADS", "SMALL_FILE_ROWS", "STREAM_ROWS", "ChunkedRows",

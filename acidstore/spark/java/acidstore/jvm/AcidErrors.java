@@ -8,7 +8,7 @@ import org.apache.orc.FileFormatException;
 /**
  * A read's failures named by acidstore's Python error classes. A failed task reaches the
  * driver as text only, so the message starts with the class's qualified name, as a failing
- * Python worker's traceback ends with it: {@code acidstore.spark.errors.typed_error} then
+ * Python worker's traceback ends with it: {@code acidstore.spark.typed_errors.typed_error} then
  * finds the same typed error, naming the file, whichever reader failed.
  */
 final class AcidErrors {

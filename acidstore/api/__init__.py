@@ -1,0 +1,1 @@
+"""The public API: Warehouse, Table, MergeBuilder, streaming connections, frames."""

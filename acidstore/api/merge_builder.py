@@ -1,0 +1,99 @@
+"""MERGE INTO (layer L4): the embedded builder, shaped like delta-spark's.
+
+The builder only collects the WHEN clauses; the statement core runs the MERGE (see
+``acidstore.engine.merge_match``) with Hive's semantics: per target row the first WHEN MATCHED
+clause whose condition holds applies, per source row no target row matched the first WHEN NOT
+MATCHED clause whose condition holds; a target row matched by more than one source row raises
+``MergeCardinalityError`` and nothing is written.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from acidstore.engine.merge_match import MergeClause, MergeSpec, clause_values, plain_reference
+from acidstore.errors import InvalidInputError
+from acidstore.io.fs import storage_boundary
+from acidstore.write.conform import refuse_zone_drop
+
+if TYPE_CHECKING:
+    from acidstore.api.table import Table, WriteResult
+
+__all__ = ["MergeBuilder"]
+
+
+@storage_boundary
+class MergeBuilder:
+    """Collects WHEN clauses; ``execute()`` runs the MERGE and returns its metrics."""
+
+    def __init__(self, table: Table, source: pa.Table, condition: str, source_alias: str,
+                 target_alias: str) -> None:
+        self._table = table
+        self._source = source
+        self._condition = condition
+        self._aliases = (source_alias, target_alias)
+        MergeSpec.build(source.schema.empty_table(), condition, source_alias=source_alias,
+                        target_alias=target_alias, matched=[],
+                        not_matched=[MergeClause("insert", None, None)])  # checks now
+        self._matched: list[MergeClause] = []
+        self._not_matched: list[MergeClause] = []
+
+    def when_matched_update(self, set: dict[str, str], condition: str | None = None
+                            ) -> MergeBuilder:
+        if not set:
+            raise InvalidInputError("when_matched_update needs at least one column to set")
+        columns = {self._table.updatable_column(name): value for name, value in set.items()}
+        self._matched.append(MergeClause("update", condition, clause_values(columns)))
+        return self
+
+    def when_matched_update_all(self, condition: str | None = None) -> MergeBuilder:
+        self._matched.append(MergeClause("update", condition, None))
+        return self
+
+    def when_matched_delete(self, condition: str | None = None) -> MergeBuilder:
+        self._matched.append(MergeClause("delete", condition, ()))
+        return self
+
+    def when_not_matched_insert(self, values: dict[str, str], condition: str | None = None
+                                ) -> MergeBuilder:
+        self._not_matched.append(MergeClause("insert", condition, clause_values(
+            self._table.insertable_columns(values))))
+        return self
+
+    def when_not_matched_insert_all(self, condition: str | None = None) -> MergeBuilder:
+        self._not_matched.append(MergeClause("insert", condition, None))
+        return self
+
+    def execute(self) -> WriteResult:
+        """Run the MERGE in the table's transaction (or its own); returns counts in
+        ``metrics``: source rows, target rows updated, deleted and inserted."""
+        source_alias, target_alias = self._aliases
+        self._refuse_zone_drops(source_alias)
+        spec = MergeSpec.build(self._source, self._condition, source_alias=source_alias,
+                               target_alias=target_alias, matched=self._matched,
+                               not_matched=self._not_matched)
+        return self._table.execute_merge(spec)
+
+    def _refuse_zone_drops(self, alias: str) -> None:
+        """A zoned source timestamp a clause copies into a column without a zone is refused,
+        as ``insert`` refuses it (``refuse_zone_drop``): the cast would keep the UTC wall
+        clock and drop the zone. Copies are SET * / INSERT * (same names) and values that
+        are just a source column (``s.ts``); an expression over one is the user's SQL."""
+        names = {n.lower(): n for n in self._source.column_names}
+        copied: dict[str, str] = {}  # target column -> source column
+        for clause in self._matched + self._not_matched:
+            if clause.kind == "delete":
+                continue
+            if clause.values is None:
+                copied.update((n, names[n.lower()]) for n in self._table.schema.names
+                              if n.lower() in names)
+                continue
+            for column, text in clause.values:
+                source = plain_reference(text, alias, self._source.column_names)
+                if source is not None:
+                    copied[column] = source
+        if copied:
+            refuse_zone_drop(pa.table({t: self._source.column(s) for t, s in copied.items()}),
+                             self._table.schema, where=f"table {self._table.name} (MERGE)")

@@ -1,0 +1,110 @@
+"""What every operator command shares: opening an existing warehouse, and printing a result
+as aligned text for a person or as one JSON document for a script.
+
+Commands that only look at a warehouse must never create one, so a misspelled ``--warehouse``
+is a ``WarehouseNotFoundError`` (exit status 2), not a new empty warehouse that answers
+"no tables".
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import pyarrow as pa
+
+from acidstore.api.pairing import METASTORE_ENV, WAREHOUSE_ENV, chosen_pair
+from acidstore.api.warehouse import Warehouse, connect
+
+__all__ = ["METASTORE_HELP", "WAREHOUSE_HELP", "add_warehouse_options", "emit", "format_rows",
+           "jsonable", "open_warehouse", "rows_of"]
+
+if TYPE_CHECKING:
+    #: what ``add_subparsers`` returns (argparse gives it no public name)
+    Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
+
+#: one result row: column name -> value (None, numbers, strings, datetimes, lists)
+Row = Mapping[str, Any]
+
+METASTORE_HELP = (f"metastore URL when the catalogue is not the SQLite file inside the "
+                  f"warehouse, e.g. postgresql://user@host:5432/db or sqlite:///path/meta.db "
+                  f"(default: ${METASTORE_ENV})")
+WAREHOUSE_HELP = (f"the warehouse directory or URI (default: ${WAREHOUSE_ENV}; it must exist: "
+                  "nothing is created)")
+
+
+def add_warehouse_options(cmd: argparse.ArgumentParser, *, json_output: bool = True) -> None:
+    """``--warehouse`` (or ``ACIDSTORE_WAREHOUSE``), ``--metastore`` (or
+    ``ACIDSTORE_METASTORE``) and, for commands that print data, ``--json``."""
+    cmd.add_argument("--warehouse", default=None, metavar="PATH", help=WAREHOUSE_HELP)
+    cmd.add_argument("--metastore", default=None, metavar="URL", help=METASTORE_HELP)
+    if json_output:
+        cmd.add_argument("--json", action="store_true",
+                         help="print one JSON document instead of text (for scripts)")
+
+
+def open_warehouse(args: argparse.Namespace) -> Warehouse:
+    """The existing warehouse ``--warehouse`` names, with ``--metastore`` (each, when not
+    given, from the environment: ``pairing.chosen_pair``); ``WarehouseNotFoundError`` if
+    there is none there. ``args.warehouse`` is set to the one opened, for messages."""
+    args.warehouse, metastore = chosen_pair(args.warehouse, getattr(args, "metastore", None))
+    return connect(args.warehouse, metastore=metastore, create=False)
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with datetimes as ISO 8601 strings (UTC offsets kept) and result
+    dataclasses as objects, recursively."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return jsonable({f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def rows_of(table: pa.Table) -> list[dict[str, Any]]:
+    """A pyarrow Table (as ``wh.show_*`` return them) as plain rows."""
+    rows: list[dict[str, Any]] = table.to_pylist()
+    return rows
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    if isinstance(value, list | tuple):
+        return ",".join(_cell(v) for v in value) or "-"
+    return str(value)
+
+
+def format_rows(rows: Sequence[Row], columns: Sequence[str], *, empty: str) -> str:
+    """Rows as a table of left-aligned columns under a header; ``empty`` when there are
+    none (a blank output would look like a failure)."""
+    if not rows:
+        return empty
+    cells = [[_cell(row.get(c)) for c in columns] for row in rows]
+    widths = [max(len(c), *(len(line[i]) for line in cells)) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip()
+              for line in cells]
+    return "\n".join(lines)
+
+
+def emit(args: argparse.Namespace, document: Any, text: Callable[[], str]) -> None:
+    """Print ``document`` as JSON with ``--json``, else the text ``text()`` renders."""
+    if getattr(args, "json", False):
+        json.dump(jsonable(document), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(text())

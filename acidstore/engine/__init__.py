@@ -1,0 +1,1 @@
+"""Transactions and the one write pipeline: plan -> units -> executor -> publish."""

@@ -1,0 +1,95 @@
+"""MERGE units whose join an engine already did (layer L3): the shuffled MERGE of a source too
+large to hand whole to every unit.
+
+The engine joins the source to the target's join columns (decoded unit by unit, with their
+ROW__IDs) and routes each matched pair to the unit that holds its target row. A unit then
+receives only its pairs: every source row that matched one of its rows, with the target
+columns the MERGE names. Because every pair of a target row lands in that row's unit, the
+cardinality check is a uniqueness check of the pairs' ROW__IDs, in the same job. The clauses
+are chosen and evaluated by the same code as a broadcast MERGE (``statement_merge.match``,
+joining the pairs back by their position), so both MERGEs decide identically.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pyarrow as pa
+
+from acidstore.engine.merge_match import (
+    SOURCE_INDEX,
+    match,
+    merged_rows,
+    needs_old_rows,
+    update_rows,
+)
+from acidstore.engine.statement import (
+    Changes,
+    ChangeUnit,
+    UnitOutcome,
+    row_ids,
+    scan_unit,
+    write_changes,
+)
+from acidstore.errors import MergeCardinalityError
+from acidstore.format.orc.schema import ROW_ID_COLUMN
+from acidstore.read.keys import KeyArrays
+from acidstore.sql.expressions import SqlEvaluator
+
+__all__ = ["run_joined_unit"]
+
+#: the pairs' own position, which ``match`` adds to the target side as ``__acid_pos``
+_PAIRED = f"{{s}}.{SOURCE_INDEX} = {{t}}.__acid_pos"
+
+
+def run_joined_unit(unit: ChangeUnit, source: pa.Table, target: pa.Table, keys: KeyArrays,
+                    evaluator: SqlEvaluator) -> UnitOutcome:
+    """Apply a MERGE unit's WHEN MATCHED clauses to its matched pairs and write the result:
+    ``source`` (the source columns), ``target`` (the target columns the MERGE names) and
+    ``keys`` (the target rows' ROW__IDs) are parallel, one entry per pair."""
+    spec = unit.merge
+    assert spec is not None and unit.kind == "merge"
+    where = f"MERGE into {unit.target.name}"
+    if not len(keys):
+        return write_changes(unit, None)
+    if spec.matched and _repeats(keys):
+        raise MergeCardinalityError(
+            f"{where}: a target row matched more than one source row (cardinality violation); "
+            "nothing was written")
+    paired = dataclasses.replace(
+        spec, source=source.append_column(SOURCE_INDEX, pa.array(
+            np.arange(source.num_rows, dtype=np.int64))),
+        condition=_PAIRED.format(s=spec.source_alias, t=spec.target_alias))
+    found = match(paired, target, unit.target.schema.names, where, evaluator)
+    chosen = keys.take(found.positions)
+    updates = update_rows(spec, found)
+    new = None
+    if updates.any():
+        old = (_old_rows(unit, chosen.take(updates), where)
+               if needs_old_rows(spec, unit.target.schema.names) else None)
+        new = merged_rows(spec, found, old, unit.target.schema, where)
+    return write_changes(unit, Changes(chosen, new))
+
+
+def _repeats(keys: KeyArrays) -> bool:
+    """Whether a ROW__ID occurs twice (one target row matched by two source rows)."""
+    stacked = np.stack([keys.write_id, keys.bucket.astype(np.int64), keys.row_id], axis=1)
+    return len(np.unique(stacked, axis=0)) != len(keys)
+
+
+def _old_rows(unit: ChangeUnit, wanted: KeyArrays, where: str) -> pa.Table:
+    """The full rows (every column) of the ROW__IDs ``wanted``, in that order, read at the
+    unit's snapshot: an UPDATE clause keeps the columns it does not set."""
+    batches = scan_unit(unit, None)
+    have = row_ids(batches) if batches else KeyArrays.empty()
+    index = pa.table({"w": have.write_id, "b": have.bucket, "r": have.row_id,
+                      "__at": np.arange(len(have), dtype=np.int64)})
+    asked = pa.table({"w": wanted.write_id, "b": wanted.bucket, "r": wanted.row_id,
+                      "__order": np.arange(len(wanted), dtype=np.int64)})
+    found = asked.join(index, ["w", "b", "r"]).sort_by("__order")
+    if found.num_rows != len(wanted):
+        raise AssertionError(f"{where}: a matched row is missing from a second read of the "
+                             "same snapshot")
+    full = pa.Table.from_batches(batches).drop_columns([ROW_ID_COLUMN])
+    return full.take(found.column("__at"))

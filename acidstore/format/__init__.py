@@ -1,0 +1,1 @@
+"""Hive's ACID format: names, write-id lists, directory selection, partitions, ORC."""

@@ -1,0 +1,565 @@
+"""Reading and writing the ORC files of an ACID table (spec §3, §15).
+
+``OrcFile`` opens one file, ACID or original, and decodes stripes with column projection that
+reaches into the ``row`` struct, so a reader decodes only the user fields it needs. Physical
+field names (``originalTransaction`` vs ``originaltransaction``, ``_col0`` vs ``id``) are
+resolved here once, so readers work with canonical names and field positions.
+
+``write_event_file`` writes an event table with the user metadata Hive writes
+(``hive.acid.key.index``, ``hive.acid.stats``, ``hive.acid.version``).
+
+Every failure to decode becomes a ``CorruptFileError`` that names the file; a failure to
+encode, a ``SchemaMismatchError`` (``encode_error``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeVar, cast
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.orc as po
+
+from acidstore.errors import (
+    AcidStoreError,
+    CorruptFileError,
+    DataError,
+    InvalidInputError,
+    MissingDataError,
+    SchemaMismatchError,
+)
+from acidstore.format.orc.cache import OpenedFile, held, read_small, remember, small_key
+from acidstore.format.orc.footer import POSTSCRIPT_TAIL, add_user_metadata, metadata_tail
+from acidstore.format.orc.schema import (
+    ACID_FIELDS,
+    BUCKET,
+    DELETE,
+    INSERT,
+    OPERATION,
+    ORIGINAL_TRANSACTION,
+    ROW,
+    ROW_ID,
+    UPDATE,
+    acid_field_names,
+)
+from acidstore.format.orc.stats import (
+    IntegerStats,
+    column_ids,
+    integer_statistics,
+    stripe_column_statistics,
+)
+from acidstore.io.fs import is_io_failure, storage_error, write_bytes
+
+_K = TypeVar("_K", int, str)
+
+__all__ = [
+    "ACID_VERSION_KEY",
+    "AcidStats",
+    "KEY_INDEX_KEY",
+    "ORC_BATCH_ROWS",
+    "OrcFile",
+    "RowKey",
+    "STATS_KEY",
+    "WrittenFile",
+    "acid_metadata",
+    "check_compression",
+    "check_event_schema",
+    "compression_codec",
+    "encode_error",
+    "format_key_index",
+    "operation_counts",
+    "parse_acid_stats",
+    "parse_key_index",
+    "read_flush_length",
+    "write_event_file",
+    "write_orc_file",
+]
+
+
+def decode_error(exc: BaseException, path: str, action: str) -> AcidStoreError:
+    """What a failed read of an ORC file is: the storage failing (``StorageError``: an errno
+    or an object store's error) or bytes that do not decode (``CorruptFileError``). pyarrow
+    raises ``OSError`` for both."""
+    if is_io_failure(exc):
+        return storage_error(exc, path, action=f"{action} (reading {path})")
+    return CorruptFileError(f"cannot {action}: {exc}", path=path)
+
+KEY_INDEX_KEY = "hive.acid.key.index"
+STATS_KEY = "hive.acid.stats"
+ACID_VERSION_KEY = "hive.acid.version"
+ACID_VERSION = b"2"
+
+#: Default ORC options. Hive writes deltas with stripes 1/8 of the base's (spec §3.2).
+DEFAULT_COMPRESSION = "zstd"
+#: Hive's ``orc.compress`` values that pyarrow spells differently
+_CODEC_NAMES = {"none": "uncompressed"}
+
+
+#: the codecs pyarrow's ORC writer has (Hive's NONE, ZLIB, SNAPPY, LZ4, ZSTD)
+_CODECS = frozenset({"uncompressed", "zlib", "snappy", "lz4", "zstd"})
+
+
+def check_compression(orc_compress: str | None, table: str) -> None:
+    """Refuse an ``orc.compress`` no writer can use, at create (every insert would fail)."""
+    if compression_codec(orc_compress) not in _CODECS:
+        raise InvalidInputError(
+            f"table {table}: orc.compress={orc_compress!r} is not one of NONE, ZLIB, SNAPPY, "
+            "LZ4, ZSTD")
+
+
+def compression_codec(orc_compress: str | None) -> str:
+    """The pyarrow codec for a table's ``orc.compress`` property (Hive's NONE is pyarrow's
+    "uncompressed"); the default when the property is not set."""
+    name = (orc_compress or DEFAULT_COMPRESSION).lower()
+    return _CODEC_NAMES.get(name, name)
+
+
+#: rows of each row batch the ORC writer encodes (pyarrow's default is 1,024; the CPU per row
+#: is the same within 1%). Stripes end only between batches, so this is the granularity of
+#: stripe ends, the same for ``write_event_file`` and the streaming ``EventFileWriter``: both
+#: write the same bytes for the same events
+ORC_BATCH_ROWS = 8192
+BASE_STRIPE_SIZE = 64 * 1024 * 1024
+DELTA_STRIPE_SIZE = BASE_STRIPE_SIZE // 8
+
+RowKey = tuple[int, int, int]
+"""A ROW__ID as (originalTransaction/writeId, bucket property, rowId)."""
+
+
+@dataclass(frozen=True)
+class AcidStats:
+    """Event counts recorded in ``hive.acid.stats``."""
+
+    inserts: int
+    updates: int
+    deletes: int
+
+
+@dataclass(frozen=True)
+class WrittenFile:
+    """What a writer produced: where, how big, how many rows, and its last key."""
+
+    path: str
+    size: int
+    rows: int
+    last_key: RowKey | None
+
+
+def parse_key_index(text: str) -> list[RowKey]:
+    """Parse ``hive.acid.key.index``: per stripe, the last key written, as ``w,b,r;``."""
+    keys: list[RowKey] = []
+    for entry in text.split(";"):
+        if not entry:
+            continue
+        parts = entry.split(",")
+        if len(parts) != 3:
+            raise ValueError(f"bad key index entry {entry!r}")
+        keys.append((int(parts[0]), int(parts[1]), int(parts[2])))
+    return keys
+
+
+def format_key_index(keys: Sequence[RowKey]) -> str:
+    """The ``hive.acid.key.index`` text for per-stripe last keys."""
+    return "".join(f"{w},{b},{r};" for w, b, r in keys)
+
+
+def parse_acid_stats(text: str) -> AcidStats:
+    """Parse ``hive.acid.stats`` (``inserts,updates,deletes``)."""
+    parts = [int(p) for p in text.split(",")]
+    if len(parts) != 3:
+        raise ValueError(f"bad acid stats {text!r}")
+    return AcidStats(*parts)
+
+
+def read_flush_length(fs: pafs.FileSystem, side_file: str) -> int | None:
+    """The logical length recorded in a streaming ``_flush_length`` side file (spec §15).
+
+    Returns ``None`` when there is no side file (the real length applies). The last complete
+    8-byte big-endian long wins; trailing partial bytes are a flush in progress and ignored.
+    """
+    info = fs.get_file_info(side_file)
+    if info.type != pafs.FileType.File:
+        return None
+    with fs.open_input_stream(side_file) as stream:
+        data = stream.read()
+    whole = len(data) // 8
+    if whole == 0:
+        raise CorruptFileError(
+            "side file found but is not readable.  Consider waiting or orcfiledump --recover",
+            path=side_file)
+    return int.from_bytes(data[(whole - 1) * 8:whole * 8], "big", signed=True)
+
+
+class OrcFile:
+    """One opened ORC data file of a table, ACID events or original rows."""
+
+    def __init__(self, fs: pafs.FileSystem, path: str, *, logical_length: int | None = None
+                 ) -> None:
+        self.path = path
+        self._fs = fs
+        #: the file's readable bytes in memory: a file still streamed, or a small one held
+        self._prefix: pa.Buffer | None = None
+        self._stats: list[list[bytes]] | None = None  # stripe statistics, once read
+        self._stats_read = False
+        #: parsed statistics by what was asked (shared by every open of a held file)
+        self._parsed_stats: dict[tuple[object, ...], object] = {}
+        #: the process's copy of this small committed file (``orc.cache``), if held
+        self._opened: OpenedFile | None = None
+        key = small_key(fs, path) if logical_length is None else None
+        opened = held(key) if key is not None else None
+        if opened is not None:
+            self._adopt(opened)
+            return
+        try:
+            if logical_length is not None:
+                with fs.open_input_file(path) as handle:
+                    self._prefix = pa.py_buffer(handle.read_at(logical_length, 0))
+            elif key is not None:
+                self._prefix = read_small(fs, key)
+            source: pa.NativeFile = pa.BufferReader(self._prefix) \
+                if self._prefix is not None else fs.open_input_file(path)
+            self._orc = po.ORCFile(source)
+            self.schema: pa.Schema = self._orc.schema
+            self.nrows: int = self._orc.nrows
+            self.nstripes: int = self._orc.nstripes
+            raw_meta = self._orc.metadata
+        except FileNotFoundError as exc:
+            # planned reads list their files first: one gone since is missing, not corrupt
+            raise MissingDataError(f"ORC file gone since it was listed: {exc}",
+                                   path=path) from exc
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise decode_error(exc, path, "open ORC file") from exc
+        self.user_metadata: dict[str, bytes] = {
+            (k.decode() if isinstance(k, bytes) else str(k)): bytes(v)
+            for k, v in (raw_meta.items() if raw_meta is not None else [])
+        }
+        try:
+            self._acid_names = acid_field_names(self.schema)
+        except DataError as exc:
+            raise CorruptFileError(str(exc), path=path) from exc
+        if key is not None and self._prefix is not None:
+            self._opened = OpenedFile(key, self._prefix, self._orc, {
+                "schema": self.schema, "nrows": self.nrows, "nstripes": self.nstripes,
+                "user_metadata": self.user_metadata, "_acid_names": self._acid_names,
+                "_parsed_stats": self._parsed_stats})
+            remember(self._opened)
+
+    def _adopt(self, opened: OpenedFile) -> None:
+        """Take what the first open of this file version derived (no read, no parse)."""
+        self._opened = opened
+        self._prefix = opened.buffer
+        self._orc = opened.orc
+        self.__dict__.update(opened.derived)
+
+    # --- what the file is ----------------------------------------------------------------------
+
+    @property
+    def held(self) -> bool:
+        """A small committed file this process keeps (``orc.cache``): its statistics are read
+        once and kept with it, so asking them again costs no read."""
+        return self._opened is not None
+
+    @property
+    def is_acid(self) -> bool:
+        """True for an event file, false for an original (pre-ACID or LOAD DATA) file."""
+        return self._acid_names is not None
+
+    @property
+    def row_type(self) -> pa.StructType:
+        """The user columns: the ``row`` struct of an event file, the whole schema otherwise."""
+        if self._acid_names is not None:
+            typ: pa.StructType = self.schema.field(self._acid_names[ROW]).type
+            return typ
+        return pa.struct(list(self.schema))
+
+    @property
+    def key_index(self) -> list[RowKey] | None:
+        """Per-stripe last keys from ``hive.acid.key.index``, or None when absent."""
+        text = self.user_metadata.get(KEY_INDEX_KEY)
+        if text is None:
+            return None
+        try:
+            return parse_key_index(text.decode("utf-8"))
+        except ValueError as exc:
+            raise CorruptFileError(f"unreadable {KEY_INDEX_KEY}: {exc}", path=self.path) from exc
+
+    # --- decoding ------------------------------------------------------------------------------
+
+    def physical_columns(self, acid: Sequence[str], row_fields: Sequence[int] | None
+                         ) -> list[str]:
+        """Physical column paths for canonical ACID fields and user-field positions.
+
+        ``row_fields`` None means every user field; positions beyond the file's fields are
+        skipped (columns added to the table after this file was written).
+        """
+        row_type = self.row_type
+        if self._acid_names is None:
+            if acid:
+                raise ValueError("an original file has no ACID columns")
+            positions = range(row_type.num_fields) if row_fields is None else row_fields
+            return [row_type.field(i).name for i in positions if i < row_type.num_fields]
+        cols = [self._acid_names[name] for name in acid]
+        row_name = self._acid_names[ROW]
+        if row_fields is None:
+            cols.append(row_name)
+        else:
+            cols.extend(f"{row_name}.{row_type.field(i).name}" for i in row_fields
+                        if i < row_type.num_fields)
+        return cols
+
+    def _column_statistics(self) -> list[list[bytes]] | None:
+        """Per stripe, each column's undecoded statistics, from the file's metadata section,
+        read and split once per opened file: a filtered read and the ROW__ID check may both
+        ask (see ``orc.stats``)."""
+        if self._stats_read:
+            return self._stats
+        self._stats_read = True
+        opened = self._opened
+        if opened is not None:
+            with opened.lock:
+                self._stats = self._read_column_statistics()
+            opened.derived.update(_stats=self._stats, _stats_read=True)
+            return self._stats
+        self._stats = self._read_column_statistics()
+        return self._stats
+
+    def _read_column_statistics(self) -> list[list[bytes]] | None:
+        reader = self._orc.reader
+        try:
+            length = reader.stripe_statistics_length()
+            start = reader.file_length() - 1 - reader.file_postscript_length() \
+                - reader.file_footer_length() - length
+            if length <= 0 or start < 0:
+                return None
+            if self._prefix is not None:
+                metadata = self._prefix.slice(start, length).to_pybytes()
+            else:
+                with self._fs.open_input_file(self.path) as handle:
+                    metadata = handle.read_at(length, start)
+        except (pa.ArrowException, OSError, ValueError):
+            return None
+        return stripe_column_statistics(metadata, reader.compression(), self.nstripes)
+
+    def _statistics(self, wanted: Mapping[int, _K]) -> list[dict[_K, IntegerStats]] | None:
+        """Per stripe, the statistics of the ORC column ids ``wanted`` (id -> caller's key)."""
+        columns = self._column_statistics()
+        if columns is None:
+            return None
+        stats = integer_statistics(columns, list(wanted))
+        if stats is None:
+            return None
+        return [{wanted[c]: s for c, s in stripe.items()} for stripe in stats]
+
+    def stripe_statistics(self, row_fields: Sequence[int]
+                          ) -> list[dict[int, IntegerStats]] | None:
+        """Per stripe, the statistics of the user fields at ``row_fields`` (integer fields of
+        this file; the keys are those positions), or None when the file has none to read.
+        Parsed once per file and shared (a held file's by every open of it): not to be
+        changed."""
+        key = ("row", *row_fields)
+        if key not in self._parsed_stats:  # parsed once per file (a held file: per process)
+            row_type = self.row_type
+            ids = column_ids(pa.schema(list(row_type)))
+            if self._acid_names is not None:
+                row_id = column_ids(self.schema)[ACID_FIELDS.index(ROW)]
+                ids = [row_id + i for i in ids]
+            self._parsed_stats[key] = self._statistics(
+                {ids[p]: p for p in row_fields if p < row_type.num_fields})
+        return cast("list[dict[int, IntegerStats]] | None", self._parsed_stats[key])
+
+    def acid_statistics(self, names: Sequence[str]) -> list[dict[str, IntegerStats]] | None:
+        """Per stripe, the statistics of the ACID columns ``names`` (canonical names, integer
+        columns) and, under ``""``, of the root column, whose ``values`` is the stripe's
+        number of events; None for a file without ACID columns or statistics."""
+        if self._acid_names is None:
+            return None
+        ids = column_ids(self.schema)
+        return self._statistics({0: "", **{ids[ACID_FIELDS.index(name)]: name
+                                           for name in names}})
+
+    def read_stripe(self, index: int, columns: Sequence[str]) -> pa.RecordBatch:
+        """Decode one stripe with the given physical columns (as from ``physical_columns``)."""
+        try:
+            # the reader itself: ``ORCFile.read_stripe`` rebuilds the file's schema on every
+            # call (to resolve integer columns, which are never passed here)
+            batch: pa.RecordBatch = self._orc.reader.read_stripe(index, columns=list(columns)) \
+                if self._opened is None else self._opened.read_stripe(index, columns)
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise decode_error(exc, self.path, f"decode stripe {index}") from exc
+        return batch
+
+    def stripes(self, columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
+        """Decode the file stripe by stripe; memory is bounded by the largest stripe."""
+        for index in range(self.nstripes):
+            yield self.read_stripe(index, columns)
+
+    def batches(self, columns: Sequence[str], batch_rows: int) -> Iterator[pa.RecordBatch]:
+        """Decode the whole file in batches of at most ``batch_rows`` rows (same columns as
+        ``read_stripe``). Memory is bounded by the batch, where ``stripes`` holds a decoded
+        stripe, and a base's stripe can hold a whole bucket."""
+        tops: dict[str, list[str] | None] = {}  # top-level column -> its fields (None: all)
+        for column in columns:
+            top, _, field = column.partition(".")
+            if not field:
+                tops[top] = None
+            elif tops.get(top, []) is not None:
+                tops.setdefault(top, []).append(field)  # type: ignore[union-attr]
+        import pyarrow.dataset as pads  # a second to import: only compactions need it
+
+        source = self._prefix if self._prefix is not None else self.path
+        try:
+            fragment = pads.OrcFileFormat().make_fragment(
+                source, filesystem=None if self._prefix is not None else self._fs)
+            scanner = pads.Scanner.from_fragment(fragment, columns=list(tops),
+                                                 batch_size=batch_rows, use_threads=False,
+                                                 batch_readahead=1, fragment_readahead=1)
+            for batch in scanner.to_batches():
+                if batch.num_rows:
+                    yield _select_fields(batch, tops)
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise decode_error(exc, self.path, "decode") from exc
+
+    def read(self, columns: Sequence[str]) -> pa.Table:
+        """Decode the whole file with the given physical columns."""
+        try:
+            if self._opened is not None:
+                with self._opened.lock:
+                    table: pa.Table = self._orc.read(columns=list(columns))
+            else:
+                table = self._orc.read(columns=list(columns))
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise decode_error(exc, self.path, "decode") from exc
+        return table
+
+    def canonical(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """Rename a decoded batch's top-level ACID columns to their canonical names."""
+        if self._acid_names is None:
+            return batch
+        back = {phys: canon for canon, phys in self._acid_names.items()}
+        return batch.rename_columns([back.get(n, n) for n in batch.schema.names])
+
+
+def _select_fields(batch: pa.RecordBatch, tops: Mapping[str, list[str] | None]
+                   ) -> pa.RecordBatch:
+    """Keep only the requested fields of struct columns read whole (``row.a`` -> ``row``
+    with field ``a``), in the file's order, as a stripe read of those paths returns them."""
+    if all(fields is None for fields in tops.values()):
+        return batch
+    arrays = []
+    for name, fields in tops.items():
+        column = batch.column(name)
+        if fields is not None:
+            struct: pa.StructArray = column
+            names = [struct.type.field(i).name for i in range(struct.type.num_fields)]
+            keep = sorted({names.index(f) for f in fields})
+            column = pa.StructArray.from_arrays(
+                [struct.field(i) for i in keep], fields=[struct.type.field(i) for i in keep],
+                mask=struct.is_null() if struct.null_count else None)
+        arrays.append(column)
+    return pa.RecordBatch.from_arrays(arrays, names=list(tops))
+
+
+def encode_error(exc: Exception, path: str) -> SchemaMismatchError:
+    """The error for rows pyarrow's ORC writer refused: a column type it has no encoding for
+    (tables declared one before ``orc.types`` refused them at ``create_table``). The request
+    is what fails, every time, and nothing was stored, so it is no ``CorruptFileError``."""
+    return SchemaMismatchError(f"cannot encode ORC for {path}: {exc}")
+
+
+def write_orc_file(fs: pafs.FileSystem, path: str, table: pa.Table, *,
+                   user_metadata: Mapping[str, bytes] | None = None,
+                   compression: str = DEFAULT_COMPRESSION,
+                   stripe_size: int = BASE_STRIPE_SIZE) -> int:
+    """Write ``table`` as one ORC file with user metadata; returns the file size in bytes.
+
+    The file is built in memory and written with one call, so a crash never leaves a file
+    whose footer lacks the metadata.
+    """
+    sink = pa.BufferOutputStream()
+    try:
+        po.write_table(table, sink, compression=compression, stripe_size=stripe_size)
+    except (pa.ArrowException, ValueError) as exc:
+        raise encode_error(exc, path) from exc
+    data = sink.getvalue().to_pybytes()
+    if user_metadata:
+        data = add_user_metadata(data, user_metadata, path=path)
+    write_bytes(fs, path, data)
+    return len(data)
+
+
+def _stripe_row_counts(data: pa.Buffer, rows: int) -> list[int]:
+    """Rows per stripe of an encoded file of ``rows`` events. The writer ends a stripe only
+    between the row batches it is given, so events that fit in one batch are one stripe (none
+    if there are none), known without parsing the file's tail (an ``ORCFile`` over the
+    buffer, 10-20 us of each one-row file); a one-stripe file holds all its rows in that
+    stripe, so only files of several stripes are decoded to count them."""
+    if rows <= ORC_BATCH_ROWS:
+        return [rows] if rows else []
+    orc = po.ORCFile(pa.BufferReader(data))
+    if orc.nstripes <= 1:
+        return [orc.nrows] if orc.nstripes else []
+    return [orc.read_stripe(i, columns=[OPERATION]).num_rows for i in range(orc.nstripes)]
+
+
+def operation_counts(operations: npt.NDArray[np.int32]) -> list[int]:
+    """How many insert, update and delete events ``operations`` holds (Hive's
+    ``hive.acid.stats``), counted by numpy: three pyarrow compute calls (``equal``, then
+    ``sum``) cost about 80 us over a one-row file's column, a tenth of its whole write."""
+    return [int(np.count_nonzero(operations == op)) for op in (INSERT, UPDATE, DELETE)]
+
+
+def check_event_schema(schema: pa.Schema) -> None:
+    """Refuse anything but the ACID event columns, in Hive's order."""
+    if tuple(schema.names) != ACID_FIELDS:
+        raise ValueError(f"events must have the ACID event schema, got {schema.names}")
+
+
+def acid_metadata(stripe_keys: Sequence[RowKey], stats: AcidStats) -> dict[str, bytes]:
+    """Hive's ACID user metadata of an event file: per-stripe last keys and event counts."""
+    return {
+        KEY_INDEX_KEY: format_key_index(stripe_keys).encode(),
+        STATS_KEY: f"{stats.inserts},{stats.updates},{stats.deletes}".encode(),
+        ACID_VERSION_KEY: ACID_VERSION,
+    }
+
+
+def write_event_file(fs: pafs.FileSystem, path: str, events: pa.Table, *,
+                     compression: str = DEFAULT_COMPRESSION,
+                     stripe_size: int = DELTA_STRIPE_SIZE) -> WrittenFile:
+    """Write ACID events (already in key order) with Hive's ACID user metadata.
+
+    The key index gets one entry per stripe, the last key of that stripe, which is what lets a
+    reader bound the delete events it needs for a stripe range. (A compactor's output, as
+    large as a bucket, goes through the streaming ``orc.stream.EventFileWriter`` instead.)
+    """
+    check_event_schema(events.schema)
+    sink = pa.BufferOutputStream()
+    try:
+        po.write_table(events, sink, compression=compression, stripe_size=stripe_size,
+                       batch_size=ORC_BATCH_ROWS)
+    except (pa.ArrowException, ValueError) as exc:
+        raise encode_error(exc, path) from exc
+    buffer = sink.getvalue()
+    owid = events.column(ORIGINAL_TRANSACTION).to_numpy()
+    bucket = events.column(BUCKET).to_numpy()
+    row_id = events.column(ROW_ID).to_numpy()
+    keys: list[RowKey] = []
+    end = 0
+    for count in _stripe_row_counts(buffer, events.num_rows):
+        end += count
+        if count:
+            keys.append((int(owid[end - 1]), int(bucket[end - 1]), int(row_id[end - 1])))
+    stats = AcidStats(*operation_counts(events.column(OPERATION).to_numpy()))
+    # only the tail is replaced: the encoded bytes before it are written from pyarrow's
+    # buffer as they are (two copies of a bucket's file fewer than joining them in Python)
+    drop, tail = metadata_tail(buffer.slice(max(0, buffer.size - POSTSCRIPT_TAIL)).to_pybytes(),
+                               acid_metadata(keys, stats), path=path)
+    body = buffer.slice(0, buffer.size - drop)
+    write_bytes(fs, path, body, tail)
+    last = keys[-1] if keys else None
+    return WrittenFile(path=path, size=body.size + len(tail), rows=events.num_rows,
+                       last_key=last)

@@ -1,0 +1,1 @@
+"""Filesystems, durability and file caches: the storage edge (knows nothing of ACID)."""

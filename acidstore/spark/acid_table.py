@@ -1,0 +1,419 @@
+"""``AcidTable``: a table for Spark, shaped like delta-spark's ``DeltaTable``.
+
+Reads are DataFrames over the ``acidstore`` data source. Writes run in a transaction that this
+(driver) process owns: the rows a DELETE, UPDATE or MERGE changes are read at the
+transaction's snapshot with their ROW__IDs, Spark computes the delete events and new rows,
+executors write them (one statement id per task), and the driver publishes and commits once,
+with the same row-level conflict rules as the embedded tables.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import TYPE_CHECKING, Literal
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
+
+from acidstore.api.pairing import chosen_metastore
+from acidstore.api.table import Table, WriteResult
+from acidstore.engine import idempotent
+from acidstore.engine.merge_match import MergeSpec
+from acidstore.engine.statement import ChangeKind
+from acidstore.engine.transaction import Transaction
+from acidstore.errors import InvalidInputError, required_condition
+from acidstore.format.orc.schema import ROW_ID_COLUMN
+from acidstore.format.writeids import ValidWriteIdList
+from acidstore.metastore import Operation
+from acidstore.spark import leases, merge_shuffle
+from acidstore.spark.columns import column_sql
+from acidstore.spark.datasource import FORMAT, add_new_columns, check_columns
+from acidstore.spark.jobs import group_buckets, run_job, run_units
+from acidstore.spark.jvm_read import jvm_read
+from acidstore.spark.native import native_read
+from acidstore.spark.options import Target, open_target, table_path
+from acidstore.spark.read_tasks import DEFAULT_LEASE_SECONDS
+from acidstore.spark.schema_mapping import spark_schema
+from acidstore.spark.session import register
+from acidstore.spark.settle import settled_jobs
+from acidstore.spark.typed_errors import spark_errors, spark_write
+from acidstore.spark.write_tasks import (
+    DELETE_COLUMN,
+    INSERT_COLUMN,
+    TaskOutput,
+    WriteJob,
+    publish,
+    remove_staging,
+    write_job,
+)
+from acidstore.sql.expressions import check_sandboxed
+
+if TYPE_CHECKING:
+    from acidstore.spark.merge_statement import AcidMergeBuilder
+
+__all__ = ["AcidTable", "Condition", "sql_text"]
+
+Condition = str | Column
+
+
+def sql_text(condition: Condition | None) -> str | None:
+    """A condition or value as the SQL text the statement core runs: a string as given, a
+    Column when it translates (``acidstore.spark.columns``); None otherwise."""
+    if isinstance(condition, str):
+        return condition
+    if isinstance(condition, Column):
+        return column_sql(condition)
+    return None
+
+
+def condition_column(condition: Condition, where: str, scope: Mapping[str, pa.Schema]
+                     ) -> Column:
+    """A Spark Column for a SQL string or a Column (anything else is an InvalidInputError).
+    A string must first pass the embedded engine's sandbox over ``scope`` (alias -> the
+    columns it names): the same text is refused on both engines (no file reads,
+    ``java_method``, ``reflect`` ...)."""
+    if isinstance(condition, Column):
+        return condition
+    if isinstance(condition, str):
+        check_sandboxed(condition, scope)
+        with spark_errors(where):
+            return F.expr(condition)
+    raise InvalidInputError(f"{where}: a condition is a SQL string or a Column, "
+                            f"not {type(condition).__name__}")
+
+
+_IDENTIFIER = re.compile(r"`([^`]+)`|([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def referenced_columns(condition: Condition | None, names: Sequence[str]) -> list[str] | None:
+    """The columns of ``names`` a SQL condition can refer to (every identifier in it that
+    names one, case-insensitively), so a statement decodes only those; None (all columns)
+    for a Column object or a ``*``, whose references a string cannot tell."""
+    if not isinstance(condition, str) or "*" in condition:
+        return None
+    said = {(quoted or plain).lower() for quoted, plain in _IDENTIFIER.findall(condition)}
+    return [n for n in names if n.lower() in said]
+
+
+class AcidTable:
+    """An acidstore table seen from Spark. Build with ``forName`` or ``forPath``."""
+
+    def __init__(self, spark: SparkSession, target: Target, alias: str | None = None) -> None:
+        register(spark)
+        self._spark = spark
+        self._target = target
+        self._alias = alias
+        with self._table() as table:  # fail now if there is no such table
+            self.name = table.name
+
+    @classmethod
+    def forName(cls, spark: SparkSession, name: str, *, warehouse: str,  # noqa: N802
+                metastore: str | None = None) -> AcidTable:
+        """The table ``db.name`` of ``warehouse`` (TableNotFoundError if there is none)."""
+        return cls(spark, Target(str(warehouse), chosen_metastore(metastore), name, None))
+
+    @classmethod
+    def forPath(cls, spark: SparkSession, path: str, *,  # noqa: N802
+                warehouse: str | None = None, metastore: str | None = None) -> AcidTable:
+        """The table whose directory is ``path`` (its warehouse is found above it)."""
+        return cls(spark, Target(str(warehouse) if warehouse else None,
+                                 chosen_metastore(metastore), None,
+                                 table_path(str(path))))
+
+    @contextmanager
+    def _table(self, transaction: Transaction | None = None) -> Iterator[Table]:
+        wh, table = open_target(self._target)
+        try:
+            yield table
+        finally:
+            wh.close()
+
+    def alias(self, alias: str) -> AcidTable:
+        """This table under an alias, for the conditions of ``merge``."""
+        copy = object.__new__(AcidTable)
+        copy.__dict__.update(self.__dict__)
+        copy._alias = alias
+        return copy
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    def _reader(self, options: Mapping[str, str]) -> DataFrame:
+        reader = self._spark.read.format(FORMAT).option(
+            "minPartitions", str(self._spark.sparkContext.defaultParallelism))
+        for key, value in {**self._target.options(), **options}.items():
+            if key != "path":
+                reader = reader.option(key, value)
+        return reader.load(self._target.options()["path"])
+
+    def toDF(self, columns: Sequence[str] | None = None,  # noqa: N802
+             filter: str | None = None, as_of: int | datetime | None = None,
+             with_row_id: bool = False) -> DataFrame:
+        """The table at a snapshot taken now (or ``as_of`` a write id or time); every action
+        on the DataFrame reads that snapshot. acidstore's Java reader reads the event files
+        when it can (``acidstore.spark.jvm_read``), else Spark's own ORC reader if
+        ``spark.acidstore.nativeRead`` is on (``acidstore.spark.native``); otherwise, and with
+        ``filter`` (SQL the embedded engine evaluates; partitions it rules out are never
+        opened), the acidstore data source reads them in Python workers."""
+        with spark_errors(f"read of {self.name}"), self._table() as table:
+            # leased before anything is listed and held by this process (Spark may run the
+            # plan any time later): released when the session stops, else it expires
+            txns, write_ids, lease = table.leased_snapshot(
+                as_of, ttl_seconds=DEFAULT_LEASE_SECONDS)
+            try:
+                df = None
+                if filter is None:
+                    df = jvm_read(self._spark, table, (txns, write_ids), columns,
+                                  with_row_id) or native_read(
+                        self._spark, table, (txns, write_ids), columns, with_row_id)
+            except BaseException:
+                table.warehouse.metastore.release_lease(lease)
+                raise
+            leases.hold(self._target, lease)  # released at spark.stop() or process exit
+        if df is None:
+            options = {"snapshotTxns": str(txns), "snapshotWriteIds": str(write_ids)}
+            if columns is not None:
+                options["columns"] = ",".join(columns)
+            if filter is not None:
+                options["filter"] = filter
+            if with_row_id:
+                options["withRowId"] = "true"
+            with spark_errors(f"read of {self.name}"):
+                df = self._reader(options)
+        return df.alias(self._alias) if self._alias else df
+
+    def snapshot(self) -> ValidWriteIdList:
+        """The ValidWriteIdList a read would take now."""
+        with self._table() as table:
+            return table.snapshot()
+
+    def history(self) -> DataFrame:
+        """One row per committed write id (as ``Table.history``)."""
+        with self._table() as table:
+            return self._spark.createDataFrame(table.history().to_pandas())
+
+    def changes(self, start_write_id: int, end_write_id: int) -> DataFrame:
+        """The change feed of write ids ``start..end`` (as ``Table.changes``). Read on the
+        driver, from the event files of that range only, then handed to Spark: a feed is the
+        rows a few writes changed, not the table."""
+        with self._table() as table:
+            feed = table.changes(start_write_id, end_write_id)
+        return self._spark.createDataFrame(feed, schema=spark_schema(feed.schema))
+
+    # --- writes --------------------------------------------------------------------------------
+
+    def _snapshot_rows(self, txn: Transaction, table: Table,
+                       columns: Sequence[str] | None = None) -> DataFrame:
+        """The table at ``txn``'s snapshot with ROW__IDs: the rows a statement may change
+        (only ``columns`` of them decoded, when given)."""
+        options = {"snapshotTxns": str(txn.snapshot),
+                   "snapshotWriteIds": str(txn.write_ids(table.name)), "withRowId": "true"}
+        if columns is not None:
+            options["columns"] = ",".join(columns)
+        return self._reader(options)
+
+    def _statement(self, operation: str, clauses: tuple[Operation, ...],
+                   changes: Callable[[Transaction, Table, WriteJob], DataFrame],
+                   result: Callable[[Sequence[TaskOutput]], WriteResult],
+                   app: idempotent.AppWrite | None = None, *, whole_table: bool = False
+                   ) -> WriteResult:
+        """One statement that Spark tasks write into staging (``writing``) and this driver
+        publishes in a transaction of its own. The staging area goes once the transaction
+        has committed or aborted (a task still running could otherwise write into it after
+        the removal), and a failed job is typed once the abort is recorded."""
+        what = f"{operation} of {self.name}"
+        wh, _ = open_target(self._target)
+        job: WriteJob | None = None
+        try:
+            with spark_write(what, self.name) as attempt:
+                try:
+                    with wh.transaction() as txn:
+                        attempt.txn = txn
+                        table = txn.table(self.name)
+                        idempotent.claim(txn, table.name, app)
+                        job = write_job(table, txn, clauses)
+                        if whole_table:  # an overwrite empties the partitions it writes no
+                            job = dataclasses.replace(job, emptied=tuple(  # rows to
+                                wh.metastore.list_partitions(table.name)))
+                        with settled_jobs(self._spark, what), spark_errors(what):
+                            outputs = run_job(changes(txn, table, job), job)
+                        publish(txn, job, outputs)
+                        done = result(outputs)
+                finally:
+                    if job is not None:  # after the commit or the abort
+                        remove_staging(job)
+            return WriteResult(**{**done.__dict__, "txn_id": txn.txn_id,
+                                  "write_id": job.write_id, "committed": True})
+        finally:
+            wh.close()
+
+    def insert(self, data: DataFrame, *, overwrite: bool = False, app_id: str | None = None,
+               version: int | None = None, merge_schema: bool = False,
+               partition_overwrite_mode: Literal["dynamic", "static"] = "dynamic"
+               ) -> WriteResult:
+        """Append ``data`` (or, with ``overwrite``, replace the partitions it holds, the whole
+        table if unpartitioned or with ``partition_overwrite_mode="static"``), written by
+        Spark's executors in one transaction. With
+        ``app_id`` and ``version``, idempotent as ``Table.insert``: a version the table holds
+        (or a lower one) runs no Spark job and returns a result that says ``skipped``. With
+        ``merge_schema`` (Delta's ``mergeSchema``), columns of ``data`` the table lacks are
+        added to it first (``Table.add_columns``: rows written before read them as NULL)."""
+        app = idempotent.requested(app_id, version)
+        if merge_schema:
+            add_new_columns(self._target, data.schema)
+        operation: Operation = "overwrite" if overwrite else "insert"
+        with self._table() as table:
+            check_columns(table.schema, data.schema, table.name)
+            done = idempotent.skipped(table.warehouse.metastore, table.name, app, operation)
+        if done is not None:
+            return done
+
+        def changes(txn: Transaction, table: Table, job: WriteJob) -> DataFrame:
+            if overwrite and job.bucket_by:
+                return group_buckets(data, job)
+            return data
+
+        if partition_overwrite_mode not in ("dynamic", "static"):
+            raise InvalidInputError(f"partition_overwrite_mode={partition_overwrite_mode!r}: "
+                                    "use 'dynamic' or 'static'")
+        return self._statement(operation, (operation,), changes, lambda outputs: WriteResult(
+            0, None, operation, rows_inserted=_count(outputs, "rows_inserted"),
+            partitions=_partitions(outputs)), app,
+            whole_table=overwrite and partition_overwrite_mode == "static")
+
+    def _core_statement(self, kind: ChangeKind, condition: str | None = None,
+                        assignments: Mapping[str, str] | None = None,
+                        merge: MergeSpec | None = None) -> WriteResult:
+        """DELETE, UPDATE or MERGE through the statement core: the driver plans units at the
+        transaction's snapshot, each Spark task runs its share in a Python worker (decoding only
+        the columns the statement needs and writing its buckets' files), and only counts,
+        directories, deleted ROW__IDs (and a MERGE's matched source rows) come back to
+        commit. No table data enters the JVM."""
+        return self._committed(f"{kind.upper()} of {self.name}", lambda txn, table: (
+            table.run_statement(txn, kind, predicate=condition, assignments=assignments,
+                                merge=merge, run=lambda units: run_units(self._spark, units))))
+
+    def _shuffled_merge(self, spec: MergeSpec, source: DataFrame, on: Column) -> WriteResult:
+        """A MERGE whose source is too large to broadcast: planned and published as
+        ``_core_statement`` does, the join done by Spark (``merge_shuffle``)."""
+        def body(txn: Transaction, table: Table) -> WriteResult:
+            count = source.count()
+            planned = table.plan_change(txn, "merge", None, merge=spec)
+            units, outcomes = merge_shuffle.shuffled_merge(
+                self._spark, txn, table, spec, source=source, on=on, units=planned)
+            return table.publish_change(txn, "merge", units, outcomes, source_rows=count)
+
+        return self._committed(f"MERGE into {self.name}", body)
+
+    def _committed(self, what: str, body: Callable[[Transaction, Table], WriteResult]
+                   ) -> WriteResult:
+        """``body`` in a transaction of its own, committed when it returns: its Spark jobs
+        end before a failure aborts the transaction (``settle``), Spark's errors typed (a
+        failed job as ``SparkJobFailedError``, once the transaction is aborted)."""
+        wh, _ = open_target(self._target)
+        try:
+            # the transaction's block ends (aborting it) before spark_write types the error
+            with spark_write(what, self.name) as attempt, wh.transaction() as txn:
+                attempt.txn = txn
+                table = txn.table(self.name)
+                with settled_jobs(self._spark, what), spark_errors(what):
+                    result = body(txn, table)
+            return dataclasses.replace(result, committed=True)
+        finally:
+            wh.close()
+
+    def delete(self, condition: Condition | None = None) -> WriteResult:
+        """Delete the rows matching ``condition`` (``"true"`` for every row: a forgotten
+        condition is refused, not read as "all"). A SQL string, or a Column that says the same
+        in SQL (``acidstore.spark.columns``), runs through the statement core as embedded; any
+        other Column through Spark's DataFrames."""
+        required_condition(condition, f"DELETE from {self.name}")
+        text = sql_text(condition)
+        if text is not None:
+            return self._core_statement("delete", text)
+        where = f"DELETE from {self.name}"
+        assert condition is not None
+        predicate = condition_column(condition, where, {})
+
+        def changes(txn: Transaction, table: Table, job: WriteJob) -> DataFrame:
+            # a delete event needs the ROW__ID and partition: decode only what the condition
+            # reads besides (Python data sources get no column pruning from Spark)
+            parts = list(table.info.partition_schema.names)
+            wanted = referenced_columns(condition, table.schema.names) if predicate is not None \
+                else []
+            rows = self._snapshot_rows(txn, table, None if wanted is None else sorted(
+                {*wanted, *parts}, key=table.schema.names.index))
+            if predicate is not None:
+                rows = rows.filter(predicate)
+            return rows.select(*[F.col(p) for p in parts],
+                               F.col(ROW_ID_COLUMN).alias(DELETE_COLUMN))
+
+        return self._statement("delete", ("delete",), changes, lambda outputs: WriteResult(
+            0, None, "delete", rows_deleted=_count(outputs, "rows_deleted"),
+            partitions=_partitions(outputs)))
+
+    def update(self, condition: Condition | None = None,
+               set: Mapping[str, Condition] | None = None) -> WriteResult:
+        """Set columns of the rows matching ``condition`` (``"true"`` for every row) to SQL
+        expressions (or Columns) of the old row."""
+        where = f"UPDATE of {self.name}"
+        required_condition(condition, where)
+        if not set:
+            raise InvalidInputError("update needs at least one column to set")
+        with self._table() as table:
+            given = {table.updatable_column(name): value for name, value in set.items()}
+            scope = {"": table.schema}
+        texts = {name: sql_text(value) for name, value in given.items()}
+        predicate_text = sql_text(condition)
+        if predicate_text is not None and all(t is not None for t in texts.values()):
+            return self._core_statement("update", predicate_text,
+                                        {name: str(t) for name, t in texts.items()})
+        assert condition is not None
+        values = {name: condition_column(value, where, scope) for name, value in given.items()}
+        predicate = condition_column(condition, where, scope)
+
+        def changes(txn: Transaction, table: Table, job: WriteJob) -> DataFrame:
+            rows = self._snapshot_rows(txn, table)
+            if predicate is not None:
+                rows = rows.filter(predicate)
+            return rows.select(*[values[c].alias(c) if c in values else F.col(c)
+                                 for c in table.schema.names],
+                               F.col(ROW_ID_COLUMN).alias(DELETE_COLUMN),
+                               F.lit(True).alias(INSERT_COLUMN))
+
+        return self._statement("update", ("update",), changes, lambda outputs: WriteResult(
+            0, None, "update", rows_updated=_count(outputs, "rows_inserted"),
+            partitions=_partitions(outputs)))
+
+    def merge(self, source: DataFrame, condition: Condition) -> AcidMergeBuilder:
+        """Start a MERGE of ``source`` into this table (alias both for the condition)."""
+        from acidstore.spark.merge_statement import AcidMergeBuilder
+
+        return AcidMergeBuilder(self, source, condition)
+
+    # --- used by the merge builder ---------------------------------------------------------------
+
+    def _merge_statement(self, clauses: tuple[Operation, ...],
+                         changes: Callable[[DataFrame, Table], DataFrame],
+                         result: Callable[[Sequence[TaskOutput]], WriteResult]) -> WriteResult:
+        def body(txn: Transaction, table: Table, job: WriteJob) -> DataFrame:
+            target = self._snapshot_rows(txn, table)
+            return changes(target.alias(self._alias) if self._alias else target, table)
+
+        return self._statement("merge", clauses, body, result)
+
+    def __repr__(self) -> str:
+        return f"AcidTable({self.name!r})"
+
+
+def _count(outputs: Sequence[TaskOutput], field: str, operation: str | None = None) -> int:
+    return sum(getattr(p, field) for o in outputs for p in o.partitions
+               if operation is None or p.operation == operation)
+
+
+def _partitions(outputs: Sequence[TaskOutput]) -> tuple[str, ...]:
+    return tuple(sorted({p.partition for o in outputs for p in o.partitions}))

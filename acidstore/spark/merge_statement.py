@@ -1,0 +1,305 @@
+"""MERGE on Spark: ``AcidTable.merge(source, condition).whenMatchedUpdate(...)...execute()``.
+
+The source is joined to the target (read at the transaction's snapshot with ROW__IDs): an inner
+join when every clause is a WHEN MATCHED one, a left outer join from the source otherwise. Per
+joined row, the first clause (in the order given) whose condition holds decides what happens,
+as in Hive and the embedded MERGE; each clause writes with statement ids of its own. A target
+row matched by more than one source row raises MergeCardinalityError before anything is
+written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from acidstore.api.table import Table, WriteResult
+from acidstore.engine.merge_match import MergeClause, MergeSpec, clause_values
+from acidstore.errors import InvalidInputError
+from acidstore.format.orc.schema import ROW_ID_COLUMN
+from acidstore.metastore import Operation
+from acidstore.spark.acid_table import AcidTable, Condition, condition_column, sql_text
+from acidstore.spark.schema_mapping import arrow_schema
+from acidstore.spark.typed_errors import spark_errors, spark_write
+from acidstore.spark.write_tasks import CLAUSE_COLUMN, DELETE_COLUMN, INSERT_COLUMN, TaskOutput
+
+__all__ = ["AcidMergeBuilder"]
+
+#: the aliases the statement core gives a MERGE side the caller left unaliased
+UNALIASED_SOURCE, UNALIASED_TARGET = "__acid_s", "__acid_t"
+
+
+@dataclass(frozen=True)
+class _Clause:
+    kind: Literal["update", "delete", "insert"]
+    condition: Condition | None
+    #: column -> value; None: every column from the source column of the same name
+    values: Mapping[str, Condition] | None
+
+
+class AcidMergeBuilder:
+    """Collects WHEN clauses (delta-spark's names); ``execute()`` runs the MERGE."""
+
+    def __init__(self, table: AcidTable, source: DataFrame, condition: Condition) -> None:
+        self._table = table
+        self._source = source
+        self._condition = condition
+        self._matched: list[_Clause] = []
+        self._not_matched: list[_Clause] = []
+
+    def _add(self, into: list[_Clause], clause: _Clause) -> AcidMergeBuilder:
+        into.append(clause)
+        return self
+
+    def whenMatchedUpdate(self, condition: Condition | None = None,  # noqa: N802
+                          set: Mapping[str, Condition] | None = None) -> AcidMergeBuilder:
+        if not set:
+            raise InvalidInputError("whenMatchedUpdate needs at least one column to set")
+        return self._add(self._matched, _Clause("update", condition, dict(set)))
+
+    def whenMatchedUpdateAll(self, condition: Condition | None = None  # noqa: N802
+                             ) -> AcidMergeBuilder:
+        return self._add(self._matched, _Clause("update", condition, None))
+
+    def whenMatchedDelete(self, condition: Condition | None = None  # noqa: N802
+                          ) -> AcidMergeBuilder:
+        return self._add(self._matched, _Clause("delete", condition, {}))
+
+    def whenNotMatchedInsert(self, condition: Condition | None = None,  # noqa: N802
+                             values: Mapping[str, Condition] | None = None) -> AcidMergeBuilder:
+        if not values:
+            raise InvalidInputError("whenNotMatchedInsert needs the values to insert")
+        return self._add(self._not_matched, _Clause("insert", condition, dict(values)))
+
+    def whenNotMatchedInsertAll(self, condition: Condition | None = None  # noqa: N802
+                                ) -> AcidMergeBuilder:
+        return self._add(self._not_matched, _Clause("insert", condition, None))
+
+    def execute(self) -> WriteResult:
+        """Run the MERGE; ``metrics`` holds num_source_rows and the target rows updated,
+        deleted and inserted. The source's Spark jobs may run before the MERGE's transaction
+        opens (a small source is collected to plan it): their failure is typed too."""
+        if not self._matched and not self._not_matched:
+            raise InvalidInputError("MERGE needs at least one WHEN clause")
+        with spark_write(f"MERGE into {self._table.name}", self._table.name):
+            return self._execute()
+
+    def _execute(self) -> WriteResult:
+        planned = self._core_spec()
+        if planned is not None:
+            spec, on = planned
+            if on is not None:
+                return self._table._shuffled_merge(spec, self._source, on)
+            return self._table._core_statement("merge", merge=spec)
+        clauses = self._matched + self._not_matched
+        operations: tuple[Operation, ...] = tuple(c.kind for c in clauses)
+        where = f"MERGE into {self._table.name}"
+        with spark_errors(where):
+            source_rows = self._source.count()
+
+        def result(outputs: list[TaskOutput] | tuple[TaskOutput, ...]) -> WriteResult:
+            counts = {"num_source_rows": source_rows,
+                      "num_target_rows_updated": _rows(outputs, "update", "rows_inserted"),
+                      "num_target_rows_deleted": _rows(outputs, "delete", "rows_deleted"),
+                      "num_target_rows_inserted": _rows(outputs, "insert", "rows_inserted")}
+            return WriteResult(0, None, "merge",
+                               rows_inserted=counts["num_target_rows_inserted"],
+                               rows_updated=counts["num_target_rows_updated"],
+                               rows_deleted=counts["num_target_rows_deleted"],
+                               partitions=tuple(sorted({p.partition for o in outputs
+                                                        for p in o.partitions})),
+                               metrics=counts)
+
+        return self._table._merge_statement(
+            operations, lambda target, table: self._changes(target, table, where),
+            result)  # type: ignore[arg-type]
+
+    # --- through the statement core ------------------------------------------------------------
+
+    def _core_spec(self) -> tuple[MergeSpec, Column | None] | None:
+        """The MERGE as the statement core runs it, when it can: every condition and value a
+        SQL string (or a Column that says the same in SQL); None otherwise, and then Spark's
+        DataFrames run it. A source small enough to broadcast to
+        the tasks (Spark's own size estimate, at most
+        ``spark.acidstore.merge.maxSourceBytes``, 256 MiB unless set) is collected into the
+        spec; a larger one stays in Spark (the spec holds only its columns) and the ON
+        condition comes back as the Column Spark joins on (``merge_shuffle``)."""
+        clauses = self._matched + self._not_matched
+        given = [self._condition, *(c.condition for c in clauses if c.condition is not None),
+                 *(v for c in clauses for v in (c.values or {}).values())]
+        texts = {id(g): sql_text(g) for g in given}
+        # a side without an alias gets one of ours: its columns are then named bare, which
+        # both engines resolve when the name is unique across the two sides (and refuse as
+        # ambiguous otherwise)
+        source_alias = _alias(self._source) or UNALIASED_SOURCE
+        target_alias = self._table._alias or UNALIASED_TARGET
+        if any(t is None for t in texts.values()):
+            return None
+
+        def text(condition: Condition | None) -> str | None:
+            return None if condition is None else texts[id(condition)]
+
+        limit = int(self._source.sparkSession.conf.get(
+            "spark.acidstore.merge.maxSourceBytes", str(256 << 20)) or 0)
+        where = f"MERGE into {self._table.name}"
+        with spark_errors(where):
+            shuffled = _estimated_bytes(self._source, limit) > limit
+        with self._table._table() as table:
+            on = condition_column(self._condition, where, self._scope(table)) if shuffled \
+                else None
+            matched = [MergeClause(c.kind, text(c.condition), clause_values(
+                None if c.values is None else {table.updatable_column(n): str(text(v))
+                                               for n, v in c.values.items()}))
+                       for c in self._matched]
+            inserts = [MergeClause("insert", text(c.condition), clause_values(
+                None if c.values is None else {n: str(text(v)) for n, v in
+                                               table.insertable_columns(c.values).items()}))
+                       for c in self._not_matched]
+        if shuffled:
+            source = arrow_schema(self._source.schema).empty_table()
+        else:
+            with spark_errors(where):
+                source = self._source.toArrow()
+        return MergeSpec.build(source, str(text(self._condition)), source_alias=source_alias,
+                               target_alias=target_alias, matched=matched,
+                               not_matched=inserts), on
+
+    # --- the plan ------------------------------------------------------------------------------
+
+    def _source_column(self, name: str) -> Column:
+        by_lower = {c.lower(): c for c in self._source.columns}
+        if name.lower() not in by_lower:
+            raise InvalidInputError(
+                f"MERGE ... ALL needs source column {name!r} (source has "
+                f"{self._source.columns})")
+        return self._source[by_lower[name.lower()]]
+
+    def _values(self, clause: _Clause, table: Table, target: DataFrame, where: str,
+                scope: Mapping[str, pa.Schema]) -> dict[str, Column]:
+        """The new row of an UPDATE or INSERT clause, column by column."""
+        user = [f.name for f in table.info.schema]
+        parts = list(table.info.partition_schema.names)
+        if clause.kind == "update":
+            if clause.values is None:
+                chosen = {n: self._source_column(n) for n in user}
+            else:
+                chosen = {table.updatable_column(n): condition_column(v, where, scope)
+                          for n, v in clause.values.items()}
+            return {n: chosen.get(n, target[n]) for n in user + parts}
+        known = {n.lower(): n for n in user + parts}
+        if clause.values is None:
+            return {n: self._source_column(n) for n in user + parts}
+        unknown = [c for c in clause.values if c.lower() not in known]
+        if unknown:
+            raise InvalidInputError(f"unknown column(s) {unknown} in MERGE insert of "
+                                    f"{table.name}")
+        given = {known[c.lower()]: condition_column(v, where, scope)
+                 for c, v in clause.values.items()}
+        return {n: given.get(n, F.lit(None)) for n in user + parts}
+
+    def _scope(self, table: Table) -> dict[str, pa.Schema]:
+        """What the MERGE's SQL strings may name: the target and the source by alias (the
+        sandbox check binds them over empty tables of these columns)."""
+        try:
+            source = to_arrow_schema(self._source.schema)
+        except Exception as exc:  # a Spark type Arrow has no form for
+            raise InvalidInputError(f"MERGE into {table.name}: cannot check SQL strings "
+                                    f"against the source's columns ({exc}); use Columns") from exc
+        scope: dict[str, pa.Schema] = {}
+        for alias, schema in ((self._table._alias or "", table.schema),
+                              (_alias(self._source) or "", source)):
+            known = scope.get(alias, pa.schema([]))  # both unaliased: one namespace
+            scope[alias] = pa.schema([*known, *(f for f in schema if f.name not in known.names)])
+        return scope
+
+    def _changes(self, target: DataFrame, table: Table, where: str) -> DataFrame:
+        scope = self._scope(table)
+        joined = self._source.join(
+            target, on=condition_column(self._condition, where, scope),
+            how="left" if self._not_matched else "inner")
+        matched = target[ROW_ID_COLUMN].isNotNull()
+        parts = list(table.info.partition_schema.names)
+        label: Column | None = None
+        clauses = self._matched + self._not_matched
+        for index, clause in enumerate(clauses):
+            when = matched if index < len(self._matched) else ~matched
+            if clause.condition is not None:
+                when = when & condition_column(clause.condition, where, scope)
+            label = F.when(when, F.lit(index)) if label is None else label.when(when, index)
+        assert label is not None
+        names = [f.name for f in table.info.schema] + parts
+        values = {index: self._values(c, table, target, where, scope)
+                  for index, c in enumerate(clauses) if c.kind != "delete"}
+        columns = []
+        for name in names:
+            # a matched pair no clause takes (-1) keeps the target's values: its partition
+            # and ROW__ID are what the writing tasks' cardinality check compares
+            column: Column = F.when(F.col(CLAUSE_COLUMN) == -1, target[name])
+            for index, clause in enumerate(clauses):
+                value = target[name] if clause.kind == "delete" else values[index][name]
+                cond = F.col(CLAUSE_COLUMN) == index
+                column = column.when(cond, value)
+            columns.append(column.alias(name))
+        inserting = [i for i, c in enumerate(clauses) if c.kind != "delete"]
+        # a matched pair no clause takes stays, as clause -1 (written by no one), so that a
+        # target row's second match is seen whatever the clauses' conditions say
+        labelled = joined.select("*", F.coalesce(label, F.when(matched, F.lit(-1)))
+                                 .alias(CLAUSE_COLUMN)).filter(F.col(CLAUSE_COLUMN).isNotNull())
+        changes = labelled.select(
+            *columns,
+            # every WHEN MATCHED clause deletes its target row (an UPDATE writes it anew)
+            F.when(matched, target[ROW_ID_COLUMN]).alias(DELETE_COLUMN),
+            F.col(CLAUSE_COLUMN).isin(inserting).alias(INSERT_COLUMN),
+            F.col(CLAUSE_COLUMN).cast("int").alias(CLAUSE_COLUMN))
+        if not self._matched:
+            return changes
+        # the cardinality check runs in the writing tasks (``writing.run_write``): all pairs
+        # of a target row go to one task, other rows spread by their values
+        key = F.when(F.col(DELETE_COLUMN).isNotNull(),
+                     F.hash(*[F.col(p) for p in parts], F.col(DELETE_COLUMN))) \
+            .otherwise(F.hash(*[F.col(n) for n in names]))
+        return changes.repartition(key)
+
+
+def _alias(frame: DataFrame) -> str | None:
+    """The alias ``frame.alias(name)`` gave, read from its analysed plan (None without)."""
+    try:
+        plan = frame._jdf.queryExecution().analyzed()
+        if plan.getClass().getSimpleName() == "SubqueryAlias":
+            return str(plan.alias())
+    except Exception:  # no JVM plan to read (e.g. Spark Connect): no alias
+        return None
+    return None
+
+
+#: what Spark's statistics say of a plan they cannot size (``Long.MaxValue``)
+_UNKNOWN_SIZE = (1 << 63) - 1
+
+
+def _estimated_bytes(frame: DataFrame, limit: int) -> int:
+    """Spark's estimate of ``frame``'s size (its optimizer's statistics; no job runs). A plan
+    Spark cannot size, above all ``createDataFrame`` of a Python list (an RDD, whatever its
+    length), would always count as too large to broadcast: for such a plan the rows are
+    counted, at most enough of them to pass ``limit`` at Spark's own default width per row,
+    so a small source is broadcast and a large one costs one bounded pass to find out."""
+    try:
+        size = int(str(frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+    except Exception:  # no estimate: as Spark's own answer for a plan it cannot size
+        size = _UNKNOWN_SIZE
+    if size < _UNKNOWN_SIZE or limit <= 0:
+        return size
+    width = max(1, int(frame._jdf.schema().defaultSize()))
+    rows = frame.limit(limit // width + 1).count()
+    return rows * width
+
+
+def _rows(outputs: list[TaskOutput] | tuple[TaskOutput, ...], operation: str, field: str
+          ) -> int:
+    return sum(getattr(p, field) for o in outputs for p in o.partitions
+               if p.operation == operation)

@@ -1,0 +1,1 @@
+"""SQL predicates and values evaluated on Arrow data."""

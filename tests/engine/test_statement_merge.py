@@ -1,0 +1,113 @@
+"""MERGE in the statement core: what a unit decodes, the statement ids it writes, and what it
+refuses (the differential tests against the model and Spark are in test_table_model.py and
+test_spark_dml.py)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from acidstore import Table, Warehouse
+from acidstore.engine.merge_match import MergeClause, MergeSpec, merge_columns, needs_old_rows
+from acidstore.errors import InvalidInputError, MergeCardinalityError
+
+SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("amount", pa.int64()),
+                    ("dt", pa.string())])
+NAMES = ["id", "name", "amount", "dt"]
+
+
+def spec(condition: str = "t.id = s.id", *clauses: MergeClause) -> MergeSpec:
+    clauses = clauses or (MergeClause("delete", None, ()),)
+    return MergeSpec.build(SCHEMA.empty_table(), condition, source_alias="s",
+                           target_alias="t", matched=[c for c in clauses if c.kind != "insert"],
+                           not_matched=[c for c in clauses if c.kind == "insert"])
+
+
+@pytest.fixture
+def table(wh: Warehouse) -> Table:
+    t = wh.create_table("db.t", SCHEMA, partition_by=["dt"], bucket_by=["id"], buckets=2)
+    t.insert(pa.table({"id": list(range(8)), "name": [f"n{i}" for i in range(8)],
+                       "amount": [10 * i for i in range(8)], "dt": ["a", "b"] * 4}))
+    return t
+
+
+def test_a_unit_decodes_only_the_columns_the_merge_names() -> None:
+    assert merge_columns(spec(), NAMES) == ["id"]
+    update = MergeClause("update", "t.amount > 3", (("name", "s.name"),))
+    assert merge_columns(spec("t.id = s.id", update), NAMES) == ["id", "amount"]
+    assert merge_columns(spec("t.`dt` = s.dt"), NAMES) == ["dt"]
+    # UPDATE SET * / INSERT * take every value from the source: only the ON column is read
+    # (a unit once decoded every target column here because `s.amount` names "amount")
+    every = (MergeClause("update", None, None), MergeClause("insert", None, None))
+    assert merge_columns(spec("t.id = s.id", *every), NAMES) == ["id"]
+    # aliases spelled like columns (the benchmark's table has a string column `s`) are aliases
+    assert merge_columns(spec("t.id = s.id"), ["id", "s", "t"]) == ["id"]
+    # the source alias decides in any case and quoting; other qualifiers may name columns
+    assert merge_columns(spec('"T".amount = "S".id AND S.`name` = t.dt'), NAMES) == [
+        "amount", "dt"]
+    assert merge_columns(spec("t.id = s.id AND coalesce(name, s.name) = 'x'"), NAMES) == [
+        "id", "name"]
+
+
+def test_full_rows_only_when_an_update_keeps_old_values() -> None:
+    every = MergeClause("update", None, None)
+    some = MergeClause("update", None, (("name", "s.name"),))
+    assert not needs_old_rows(spec("t.id = s.id", every), ["id", "name", "amount"])
+    assert needs_old_rows(spec("t.id = s.id", some), ["id", "name", "amount"])
+    assert not needs_old_rows(spec("t.id = s.id", MergeClause("delete", None, ())), NAMES)
+
+
+@pytest.mark.parametrize(("aliases", "clauses", "message"), [
+    (("s", "S"), [MergeClause("delete", None, ())], "must differ"),
+    (("s x", "t"), [MergeClause("delete", None, ())], "plain identifier"),
+    (("s", "t"), [], "at least one WHEN clause"),
+])
+def test_a_bad_merge_is_refused_before_anything_runs(aliases: tuple[str, str],
+                                                     clauses: list[MergeClause],
+                                                     message: str) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        MergeSpec.build(SCHEMA.empty_table(), "t.id = s.id", source_alias=aliases[0],
+                        target_alias=aliases[1], matched=clauses, not_matched=[])
+
+
+def test_merge_writes_hive4_statement_ids_per_event_kind(table: Table) -> None:
+    source = pa.table({"id": [1, 2, 20], "name": ["x", "y", "z"], "amount": [1, 2, 3],
+                       "dt": ["b", "a", "a"]})
+    result = (table.merge(source, "t.id = s.id").when_matched_delete("s.id = 2")
+              .when_matched_update({"name": "s.name"}).when_not_matched_insert_all().execute())
+    assert result.metrics == {"num_source_rows": 3, "num_target_rows_updated": 1,
+                              "num_target_rows_deleted": 1, "num_target_rows_inserted": 1}
+    dirs = {str(Path(d).relative_to(table.location)) for d, _, files in os.walk(table.location)
+            if files}
+    # delete events statement 0, the updated rows 1, the inserted rows 2
+    assert {"dt=a/delete_delta_0000002_0000002_0000", "dt=b/delete_delta_0000002_0000002_0000",
+            "dt=b/delta_0000002_0000002_0001", "dt=a/delta_0000002_0000002_0002"} <= dirs
+    rows = {r["id"]: r for r in table.to_arrow().to_pylist()}
+    assert rows[1]["name"] == "x" and rows[1]["amount"] == 10  # unset columns kept
+    assert 2 not in rows and rows[20]["name"] == "z"
+    assert table.history().column("operation").to_pylist()[-1] == "delete,insert,update"
+
+
+def test_a_target_row_matched_twice_writes_nothing(table: Table) -> None:
+    before = table.to_arrow()
+    source = pa.table({"id": [3, 3], "name": ["p", "q"], "amount": [0, 0], "dt": ["b", "b"]})
+    with pytest.raises(MergeCardinalityError, match="more than one source row"):
+        table.merge(source, "t.id = s.id").when_matched_delete().execute()
+    assert table.to_arrow().equals(before)
+    # matching twice is only an error for WHEN MATCHED: an insert-only MERGE inserts nothing
+    done = table.merge(source, "t.id = s.id").when_not_matched_insert_all().execute()
+    assert done.rows_inserted == 0
+
+
+def test_merge_into_a_partition_the_transaction_overwrote_is_refused(wh: Warehouse,
+                                                                     table: Table) -> None:
+    source = pa.table({"id": [100], "name": ["x"], "amount": [1], "dt": ["a"]})
+    with pytest.raises(InvalidInputError, match="already overwrote"), wh.transaction() as txn:
+        bound = txn.table("db.t")
+        bound.insert_overwrite(source)
+        bound.merge(source.set_column(0, "id", pa.array([101])), "t.id = s.id") \
+            .when_not_matched_insert_all().execute()
+    assert sorted(table.to_arrow().column("id").to_pylist()) == list(range(8))

@@ -1,0 +1,342 @@
+"""Spark failures arrive as acidstore's typed errors, and a failed write leaves nothing.
+
+A Python worker is killed (SIGKILL) while it runs a task of an UPDATE, a MERGE and a
+``df.write``: the task holds on a barrier file until the worker is dead, so the kill always
+lands while the job runs, after the job's other task has staged its files where it has one.
+Each time the driver survives, the error is ``SparkJobFailedError`` (a ``CommitFailedError``)
+naming the aborted transaction with Spark's exception as its cause, the table is what it was,
+no staging directory is left, the next write works, and after the cleaner ``fsck`` finds
+nothing. An acidstore error raised inside a task arrives as its own class, with its
+attributes; ``load()`` raises it too, while a DataFrame's actions raise Spark's exception,
+from which ``typed_error`` rebuilds it. ``tests/test_spark_storage_faults.py`` fills the
+disk under Spark's tasks.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+import traceback
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import psutil
+import pytest
+from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
+from spark_support import arrow_rows, make_rows, new_table, spark_rows, table_files, to_spark
+
+import acidstore
+from acidstore import Table
+from acidstore.errors import (
+    AcidStoreError,
+    CommitFailedError,
+    InvalidExpressionError,
+    MissingDataError,
+    SchemaMismatchError,
+    SparkJobFailedError,
+    StorageFullError,
+    TableNotFoundError,
+    WriteConflictError,
+)
+from acidstore.format.layout import STAGING_DIR
+from acidstore.spark import AcidTable, typed_error
+from acidstore.spark.typed_errors import is_spark_failure, reported_errors
+from compaction import Cleaner
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+#: how long a held task waits for its kill, and the killer for the task (never reached when
+#: things work: the kill comes as soon as the task holds)
+WAIT_SECONDS = 60.0
+
+
+def python_workers(spark: SparkSession) -> set[int]:
+    """The pids of the Python workers of Spark's JVM: the processes its ``pyspark.daemon``
+    children forked, which run tasks (and, from daemons of their own, plan and commit a
+    data source's work)."""
+    jvm = psutil.Process(spark.sparkContext._gateway.proc.pid)  # type: ignore[union-attr]
+    daemons = [p for p in jvm.children() if "pyspark.daemon" in " ".join(p.cmdline())]
+    return {worker.pid for daemon in daemons for worker in daemon.children()}
+
+
+def held(barrier: Path, value: int, column: Column) -> Column:
+    """``column`` through a UDF that returns it, except that for ``value`` it first leaves a file
+    ``held_<pid>`` in ``barrier`` and waits there until ``barrier/released`` exists (the
+    killer makes it once the worker is dead; later evaluations pass straight through)."""
+    where = str(barrier)
+
+    def hold(given: int) -> int:  # nested: pickled by value for Spark's Python workers
+        import os
+        import time
+
+        released = os.path.join(where, "released")
+        if given == value and not os.path.exists(released):
+            with open(os.path.join(where, f"held_{os.getpid()}"), "w"):
+                pass
+            deadline = time.monotonic() + WAIT_SECONDS
+            while not os.path.exists(released) and time.monotonic() < deadline:
+                time.sleep(0.02)
+        return given
+
+    with warnings.catch_warnings():  # "cannot infer the eval type from type hints"
+        warnings.simplefilter("ignore", UserWarning)
+        udf: Any = F.udf(hold, "bigint")
+    result: Column = udf(column)
+    return result
+
+
+class WorkerKiller(threading.Thread):
+    """Kills (SIGKILL) the Python worker that holds at ``barrier``, once ``ready()`` too,
+    then releases the barrier. ``killed``: the pid; ``error``: what went wrong here."""
+
+    def __init__(self, spark: SparkSession, barrier: Path,
+                 ready: Callable[[], bool] = lambda: True) -> None:
+        super().__init__(name="worker-killer", daemon=True)
+        self.spark, self.barrier, self.ready = spark, barrier, ready
+        self.killed: int | None = None
+        self.error: str | None = None
+
+    def run(self) -> None:
+        try:
+            deadline = time.monotonic() + WAIT_SECONDS
+            held: list[Path] = []
+            while time.monotonic() < deadline:
+                held = sorted(self.barrier.glob("held_*"))
+                if held and self.ready():
+                    break
+                time.sleep(0.02)
+            else:
+                self.error = f"no task held at {self.barrier} (or it never got ready)"
+                return
+            pid = int(held[0].name.removeprefix("held_"))
+            workers = python_workers(self.spark)
+            if pid not in workers:
+                self.error = f"the holding process {pid} is no Python worker of {workers}"
+                return
+            os.kill(pid, signal.SIGKILL)
+            self.killed = pid
+        except Exception:
+            self.error = traceback.format_exc()
+        finally:
+            (self.barrier / "released").touch()
+
+    def finish(self) -> int:
+        self.join(WAIT_SECONDS)
+        assert self.error is None, self.error
+        assert self.killed is not None
+        return self.killed
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> Iterator[Table]:
+    """ids 0-19 in dt a and b, 2 buckets: two Spark tasks read (and write) it."""
+    with acidstore.connect(tmp_path / "wh") as wh:
+        t = new_table(wh, buckets=2)
+        t.insert(make_rows(range(20)))
+        yield t
+
+
+def _acid(spark: SparkSession, t: Table) -> AcidTable:
+    return AcidTable.forName(spark, t.name, warehouse=str(t.warehouse.location))
+
+
+def _staged(t: Table) -> Callable[[], bool]:
+    """Whether some task has staged a file of the write (the other task holds)."""
+    root = Path(t.location) / STAGING_DIR
+    return lambda: any(path.is_file() for path in root.rglob("*"))
+
+
+def _write(df: DataFrame, t: Table) -> None:
+    df.write.format("acidstore").option("warehouse", str(t.warehouse.location)) \
+        .mode("append").save(t.name)
+
+
+def _lost(spark: SparkSession, t: Table, caught: pytest.ExceptionInfo[SparkJobFailedError],
+          killed: int, before: tuple[list[str], list[Any]]) -> None:
+    """What a write lost to a killed worker must leave: the typed error naming its aborted
+    transaction, the worker gone and the driver's session working, the table unchanged with
+    no staging area."""
+    error = caught.value
+    assert isinstance(error, CommitFailedError)
+    assert is_spark_failure(error.__cause__), repr(error.__cause__)  # type: ignore[arg-type]
+    assert "Python worker exited unexpectedly" in error.reason, error.reason
+    txns = t.warehouse.show_transactions().to_pylist()
+    assert [(x["txn_id"], x["state"]) for x in txns if x["txn_id"] == error.txn_id] == \
+        [(error.txn_id, "aborted")]
+    assert f"transaction {error.txn_id} was aborted" in str(error)
+    assert error.table == t.name
+    assert not psutil.pid_exists(killed) or \
+        psutil.Process(killed).status() == psutil.STATUS_ZOMBIE
+    assert (table_files(t), arrow_rows(t.to_arrow(with_row_id=True))) == before
+    assert not (Path(t.location) / STAGING_DIR).exists()
+    assert spark_rows(_acid(spark, t).toDF(with_row_id=True)) == before[1]
+
+
+def _recovered(t: Table) -> None:
+    """After a later write: no staging area, and the cleaner leaves a table fsck finds
+    sound."""
+    assert not (Path(t.location) / STAGING_DIR).exists()
+    Cleaner(t.warehouse, retention_seconds=0).run()
+    assert t.warehouse.fsck().to_pylist() == []
+
+
+def _before(t: Table) -> tuple[list[str], list[Any]]:
+    return table_files(t), arrow_rows(t.to_arrow(with_row_id=True))
+
+
+def test_update_lost_to_a_killed_worker(spark: SparkSession, table: Table,
+                                        tmp_path: Path) -> None:
+    """A Column UPDATE: Spark evaluates the SET value (the holding UDF, at id 3) and two
+    tasks stage their files; the other task's are staged when the worker dies."""
+    at = _acid(spark, table)
+    before = _before(table)
+    killer = WorkerKiller(spark, tmp_path, ready=_staged(table))
+    killer.start()
+    with pytest.raises(SparkJobFailedError) as caught:
+        at.update(F.lit(True), {"amount": held(tmp_path, 30, F.col("amount")) + 1})
+    _lost(spark, table, caught, killer.finish(), before)
+
+    at.update("id = 3", {"amount": "amount + 1"})
+    assert table.to_arrow(filter="id = 3").column("amount").to_pylist() == [31]
+    _recovered(table)
+
+
+def test_merge_lost_to_a_killed_worker(spark: SparkSession, table: Table,
+                                       tmp_path: Path) -> None:
+    """A MERGE whose source Spark joins (larger than ``maxSourceBytes``): the source's rows
+    pass the holding UDF in the MERGE's first job, inside its transaction."""
+    at = _acid(spark, table)
+    before = _before(table)
+    rows = make_rows([1, 2, 50, 51], name="s")
+    source = to_spark(spark, rows).filter(held(tmp_path, 50, F.col("id")) >= 0)
+    killer = WorkerKiller(spark, tmp_path)
+    killer.start()
+    spark.conf.set("spark.acidstore.merge.maxSourceBytes", "0")
+    try:
+        with pytest.raises(SparkJobFailedError) as caught:
+            at.alias("t").merge(source.alias("s"), "t.id = s.id") \
+                .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+        _lost(spark, table, caught, killer.finish(), before)
+
+        at.alias("t").merge(to_spark(spark, rows).alias("s"), "t.id = s.id") \
+            .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+    finally:
+        spark.conf.unset("spark.acidstore.merge.maxSourceBytes")
+    assert sorted(table.to_arrow(filter="name LIKE 's%'").column("id").to_pylist()) == \
+        [1, 2, 50, 51]
+    _recovered(table)
+
+
+def test_df_write_lost_to_a_killed_worker(spark: SparkSession, table: Table,
+                                          tmp_path: Path) -> None:
+    """``df.write``: its transaction is the driver's (acidstore's save hook), which aborts
+    it and removes its staging area once the job's tasks have ended."""
+    before = _before(table)
+    rows = to_spark(spark, make_rows(range(100, 110))).repartition(2)
+    holding = rows.withColumn("amount", held(tmp_path, 1000, F.col("amount")))
+    killer = WorkerKiller(spark, tmp_path, ready=_staged(table))
+    killer.start()
+    with pytest.raises(SparkJobFailedError) as caught:
+        _write(holding, table)
+    _lost(spark, table, caught, killer.finish(), before)
+
+    _write(holding, table)  # released: the same DataFrame writes now
+    assert sorted(table.to_arrow(filter="id >= 100").column("id").to_pylist()) == \
+        list(range(100, 110))
+    _recovered(table)
+
+
+def test_errors_raised_in_tasks_arrive_as_their_type(spark: SparkSession,
+                                                     table: Table) -> None:
+    """A value ``df.write``'s task cannot cast, and a SET value that fails when the
+    statement core's task evaluates it, raise what the embedded engine raises; the writes
+    that fail and the one that succeeds leave no staging directory."""
+    before = _before(table)
+    bad = to_spark(spark, make_rows([100, 101])).withColumn("id", F.lit("x"))
+    with pytest.raises(SchemaMismatchError, match="column 'id'") as caught:
+        _write(bad, table)
+    assert is_spark_failure(caught.value.__cause__)  # type: ignore[arg-type]
+    assert table.warehouse.show_transactions().column("state").to_pylist()[-1] == "aborted"
+
+    at = _acid(spark, table)
+    value = "CAST(CASE WHEN id = 12 THEN name ELSE '1' END AS BIGINT)"
+    with pytest.raises(InvalidExpressionError) as embedded:
+        table.update("TRUE", {"amount": value})
+    with pytest.raises(InvalidExpressionError) as on_spark:
+        at.update("TRUE", {"amount": value})
+    assert type(on_spark.value) is InvalidExpressionError
+    assert str(on_spark.value) == str(embedded.value)
+    assert _before(table) == before
+    assert not (Path(table.location) / STAGING_DIR).exists()
+
+    at.insert(to_spark(spark, make_rows([100, 101])))
+    assert table.to_arrow(filter="id >= 100").num_rows == 2
+    assert not (Path(table.location) / STAGING_DIR).exists()
+
+
+def test_reads_are_typed_where_acidstore_runs_them(spark: SparkSession, table: Table) -> None:
+    """``load()`` raises acidstore's error; an action is Spark's and raises Spark's exception,
+    whose acidstore error ``typed_error`` rebuilds with its attributes."""
+    source = spark.read.format("acidstore").option("warehouse", str(table.warehouse.location))
+    with pytest.raises(TableNotFoundError):
+        source.load("db.nope")
+    df = source.load(table.name)
+    next(Path(table.location).rglob("bucket_*")).unlink()
+    with pytest.raises(Exception) as caught:  # Spark's own class
+        df.collect()
+    assert not isinstance(caught.value, AcidStoreError)
+    error = typed_error(caught.value)
+    assert type(error) is MissingDataError, caught.value
+    assert error.path is not None and error.path.startswith(table.location), error.path
+
+
+# --- no Spark job -------------------------------------------------------------------------
+
+
+def _worker_text(raise_it: Callable[[], None]) -> str:
+    """What a Python worker sends the driver when ``raise_it`` raises inside
+    ``reported_errors`` (PySpark formats the exception with ``TracebackException``)."""
+    try:
+        with reported_errors():
+            raise_it()
+    except Exception as exc:
+        return "An exception was thrown from the Python worker:\n" + "".join(
+            traceback.TracebackException(type(exc), exc, exc.__traceback__).format())
+    raise AssertionError("nothing raised")
+
+
+def test_typed_error_rebuilds_class_message_and_attributes(tmp_path: Path) -> None:
+    def full() -> None:
+        raise StorageFullError("cannot write an ORC file: [Errno 28] No space left on device",
+                               path="/wh/db.db/t/delta_1_1_0/bucket_00000", retry_safe=True,
+                               errno=28)
+
+    def conflict() -> None:
+        raise WriteConflictError("first committer wins", txn_id=7, other_txn_id=5,
+                                 table="db.t", partition="dt=a")
+
+    def disk() -> None:
+        open(tmp_path / "no" / "such" / "dir", "rb")  # noqa: SIM115  (raises)
+
+    text = _worker_text(full)
+    rebuilt = typed_error(Exception(text))
+    assert type(rebuilt) is StorageFullError
+    assert str(rebuilt) == "cannot write an ORC file: [Errno 28] No space left on device " \
+        "(path: /wh/db.db/t/delta_1_1_0/bucket_00000)"
+    assert (rebuilt.path, rebuilt.retry_safe, rebuilt.errno) == (
+        "/wh/db.db/t/delta_1_1_0/bucket_00000", True, 28)
+    other = typed_error(Exception(_worker_text(conflict)))
+    assert type(other) is WriteConflictError
+    assert (other.txn_id, other.other_txn_id, other.table, other.partition) == (
+        7, 5, "db.t", "dt=a")
+    # a missing file is the caller's to judge: not made a storage error in the task
+    assert typed_error(Exception(_worker_text(disk))) is None
+    # text of a worker that added no note: class and message from its last line
+    plain = typed_error(Exception("...\nacidstore.errors.StorageFullError: disk full\n"))
+    assert type(plain) is StorageFullError and str(plain) == "disk full"
+    assert (plain.path, plain.retry_safe, plain.errno) == (None, True, None)
