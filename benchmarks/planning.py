@@ -30,6 +30,7 @@ from pathlib import Path
 import pyarrow as pa
 
 import acidstore
+from acidstore.engine.handle import handle_of
 from acidstore.read.recorded import Recorded
 from acidstore.read.scan import Scan, table_partitions
 from benchmarks.s3_server import start as start_s3
@@ -100,15 +101,15 @@ def _median(repeat: int, step: Callable[[], object]) -> float:
 
 def measure(t: acidstore.Table, shape: Shape, store: str, repeat: int,
             requests: Callable[[], int] | None = None) -> Timing:
-    fs = t.filesystem
-    columns = t.info.partition_schema.names
-    txns, write_ids = t.read_snapshot()
-    recorded = t.recorded_writes()
+    fs = handle_of(t).filesystem
+    columns = handle_of(t).info.partition_schema.names
+    txns, write_ids = handle_of(t).read_snapshot()
+    recorded = handle_of(t).recorded_writes()
 
     def plan() -> Scan:
         found = table_partitions(fs, t.location, columns)
-        return Scan(fs, found, write_ids, txns, schema=t.info.schema,
-                    partition_schema=t.info.partition_schema, recorded=recorded)
+        return Scan(fs, found, write_ids, txns, schema=handle_of(t).info.schema,
+                    partition_schema=handle_of(t).info.partition_schema, recorded=recorded)
 
     before = requests() if requests is not None else 0
     planned = len(plan().splits)
@@ -118,17 +119,17 @@ def measure(t: acidstore.Table, shape: Shape, store: str, repeat: int,
     found = table_partitions(fs, t.location, columns)
 
     def select(record: Recorded) -> Scan:
-        return Scan(fs, found, write_ids, txns, schema=t.info.schema,
-                    partition_schema=t.info.partition_schema, recorded=record)
+        return Scan(fs, found, write_ids, txns, schema=handle_of(t).info.schema,
+                    partition_schema=handle_of(t).info.partition_schema, recorded=record)
 
     # the record loads lazily, per partition, as the scan selects directories: planning with
     # the (already loaded) record of the first plan is listing and selection alone, planning
     # with a new one adds the metastore reads
     warm = _median(repeat, lambda: select(recorded))
-    cold = _median(repeat, lambda: select(t.recorded_writes()))
+    cold = _median(repeat, lambda: select(handle_of(t).recorded_writes()))
     return Timing(
         shape, store,
-        snapshot=_median(repeat, t.read_snapshot),
+        snapshot=_median(repeat, handle_of(t).read_snapshot),
         partitions=_median(repeat, lambda: table_partitions(fs, t.location, columns)),
         recorded=max(cold - warm, 0.0), select=warm, requests=sent)
 

@@ -27,8 +27,9 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable, WriterProperties, write_deltalake
 
 import acidstore
+from acidstore.api.pairing import DEFAULT_METASTORE_FILE
 from acidstore.api.table import Table
-from acidstore.api.warehouse import DEFAULT_METASTORE_FILE, Warehouse
+from acidstore.api.warehouse import Warehouse
 from benchmarks import data
 
 TABLE = "bench.t"

@@ -30,13 +30,13 @@ from datetime import UTC, datetime, timedelta
 
 import pyarrow.fs as pafs
 
-from acidstore.api.table import Table
-from acidstore.api.warehouse import Warehouse
+from acidstore.engine.aborted_files import aborted_directories
+from acidstore.engine.core import HasCore, WarehouseCore, core_of
+from acidstore.engine.handle import TableHandle
 from acidstore.errors import AcidStoreError, TableNotFoundError
 from acidstore.format.directory import AcidState, acid_state
 from acidstore.format.layout import STAGING_DIR, ParsedBase, ParsedDelta, parse_directory
 from acidstore.format.writeids import ValidWriteIdList
-from acidstore.fsck.aborted import aborted_directories
 from acidstore.io import fs as afs
 from acidstore.io.fs import storage_boundary
 from acidstore.metastore import Metastore
@@ -139,18 +139,19 @@ def obsoleted_since(state: AcidState, times: _CommitTimes) -> datetime | None:
 class Cleaner:
     """One pass: ``Cleaner(wh).run()``; the scheduled job repeats it."""
 
-    def __init__(self, warehouse: Warehouse, *,
+    def __init__(self, warehouse: WarehouseCore | HasCore, *,
                  retention_seconds: float = DEFAULT_RETENTION_SECONDS,
                  tables: Iterable[str] | None = None) -> None:
         """``tables`` limits the pass to those tables (``Table.vacuum()``); the queue
         entries of other tables, and of dropped ones, are then left for a full pass."""
-        self._wh = warehouse
+        self._wh = core_of(warehouse)
         self._retention = timedelta(seconds=check_seconds(retention_seconds,
                                                           "retention_seconds", zero=True))
         #: opens that stayed in flight for a whole wait (dead, or blocked): not waited for
         #: again in this pass, and nothing obsolete is removed while they are in flight
         self._stuck: set[int] = set()
-        self._only = None if tables is None else {warehouse.table(t).name for t in tables}
+        self._only = None if tables is None else {
+            TableHandle.open(self._wh, t).name for t in tables}
 
     def run(self) -> CleanerReport:
         report = CleanerReport()
@@ -164,9 +165,9 @@ class Cleaner:
         # the listing, so a clean partition really holds nothing that compaction replaced
         ready = metastore.compactions_ready_for_cleaning()
         left: set[tuple[str, str]] = set()  # (table, partition) still holding obsolete dirs
-        for name in self._wh.tables() if self._only is None else sorted(self._only):
+        for name in self._wh.metastore.list_tables() if self._only is None else sorted(self._only):
             try:
-                table = self._wh.table(name)
+                table = TableHandle.open(self._wh, name)
             except TableNotFoundError:  # dropped meanwhile: its files went with it
                 continue
             self._clean_table(table, now, report, left)
@@ -180,7 +181,7 @@ class Cleaner:
                 report.cleaned.append(entry.compaction_id)
         return report
 
-    def _clean_table(self, table: Table, now: datetime, report: CleanerReport,
+    def _clean_table(self, table: TableHandle, now: datetime, report: CleanerReport,
                      left: set[tuple[str, str]]) -> None:
         fs = table.filesystem
         metastore = self._wh.metastore
@@ -206,7 +207,7 @@ class Cleaner:
                 if count:
                     report.forgotten[table.name] = count
 
-    def _clean_partition(self, table: Table, partition: str, directory: str, *,
+    def _clean_partition(self, table: TableHandle, partition: str, directory: str, *,
                          times: _CommitTimes, now: datetime, report: CleanerReport) -> bool:
         """Remove the aborted dirs, and the obsolete ones no live snapshot needs once the
         retention has passed; True when nothing obsolete is left."""
@@ -257,7 +258,7 @@ class Cleaner:
             self._stuck |= pending
         return not pending
 
-    def _clean_staging(self, table: Table, report: CleanerReport) -> None:
+    def _clean_staging(self, table: TableHandle, report: CleanerReport) -> None:
         """Spark writers' staging dirs (``txn_<id>``) of transactions no longer open, then
         the staging root if that is empty (removed only if empty at that very moment:
         a Spark write may be staging there right now)."""
@@ -275,7 +276,7 @@ class Cleaner:
                 report.removed.append(afs.join(root, entry.name))
         afs.remove_empty_directory(fs, root)
 
-    def _without_files(self, table: Table, dirs: list[tuple[str, str]],
+    def _without_files(self, table: TableHandle, dirs: list[tuple[str, str]],
                        aborted: list[int]) -> list[int]:
         """The aborted write ids no directory on disk can hold events of. A compactor's
         output dropped the events of every write id its own list marked aborted."""
@@ -313,7 +314,8 @@ def _held(parsed: ParsedBase | ParsedDelta, candidates: set[int],
     return held
 
 
-def _remove_emptied_partitions(table: Table, metastore: Metastore, removed: list[str]) -> None:
+def _remove_emptied_partitions(table: TableHandle, metastore: Metastore, removed: list[str]
+                               ) -> None:
     """Remove partition directories left empty by removing a dead write's directories (an
     insert into a new partition that never committed made ``dt=c/`` for nothing). Only
     where no open transaction has registered a write to the partition, and only with a

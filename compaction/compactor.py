@@ -20,7 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from acidstore.api.table import Table
+from acidstore.engine.handle import HasHandle, TableHandle, handle_of
+from acidstore.engine.transaction import TransactionCore
 from acidstore.engine.worker_gc import freeze_long_lived
 from acidstore.errors import AcidStoreError, InvalidInputError
 from acidstore.format.orc.acid_file import WrittenFile
@@ -73,7 +74,7 @@ class CompactionResult:
         return self.compacted or any(p.needs_cleaning for p in self.partitions)
 
 
-def partition_dirs(table: Table, partition: str | Mapping[str, str | None] | None = None
+def partition_dirs(table: TableHandle, partition: str | Mapping[str, str | None] | None = None
                    ) -> list[tuple[str, str]]:
     """(relative, absolute) directories of the table's partitions, or of the one named."""
     names = list(table.info.partition_schema.names)
@@ -100,7 +101,7 @@ def partition_dirs(table: Table, partition: str | Mapping[str, str | None] | Non
             partition = partition_path(names, [v for _, v in pairs])
         directory = afs.join(table.location, partition)
         if table.filesystem.get_file_info(directory).type.name != "Directory" and \
-                partition not in table.warehouse.metastore.list_partitions(table.name):
+                partition not in table.metastore.list_partitions(table.name):
             # (a partition commits wrote whose directory is gone is planned, and stops on
             # its missing data)
             raise InvalidInputError(f"{table.name} has no partition {partition!r}")
@@ -148,7 +149,7 @@ def _run_spark(work: Sequence[BucketWork], spark: SparkSession | None,
     return outputs
 
 
-def _remove_outputs(plans: Sequence[PartitionPlan], table: Table) -> None:
+def _remove_outputs(plans: Sequence[PartitionPlan], table: TableHandle) -> None:
     for plan in plans:
         for name in plan.outputs:
             path = afs.join(plan.directory, name)
@@ -157,7 +158,8 @@ def _remove_outputs(plans: Sequence[PartitionPlan], table: Table) -> None:
 
 
 @storage_guarded
-def compact(table: Table, kind: Kind, partition: str | Mapping[str, str | None] | None = None,
+def compact(table: TableHandle | HasHandle, kind: Kind,
+            partition: str | Mapping[str, str | None] | None = None,
             engine: Engine = "local", *, spark: SparkSession | None = None,
             progress: Progress | None = None,
             on_start: Callable[[int, ValidCompactorWriteIdList], None] | None = None,
@@ -173,15 +175,16 @@ def compact(table: Table, kind: Kind, partition: str | Mapping[str, str | None] 
     and moved to ready for cleaning after it (the Worker passes False: its claimed entry is
     the record).
     """
-    if not isinstance(table, Table):
+    if not isinstance(table, TableHandle) and not hasattr(table, "_handle"):
         raise InvalidInputError(f"compact takes a Table (wh.table(name)), not {table!r}")
+    table = handle_of(table)
     if kind not in ("minor", "major"):
         raise InvalidInputError(f"compaction kind must be 'minor' or 'major', not {kind!r}")
     if engine not in ("local", "spark"):
         raise InvalidInputError(f"engine must be 'local' or 'spark', not {engine!r}")
     targets = partition_dirs(table, partition)
-    wh = table.warehouse
-    txn = wh.transaction(kind="compaction")
+    wh = table.core
+    txn = TransactionCore.begin(wh, kind="compaction")
     plans: list[PartitionPlan] = []
     entries: list[CompactionInfo] = []
     worker = f"compact() {socket.gethostname()}-{os.getpid()}-{threading.get_ident()}"
@@ -226,7 +229,7 @@ def compact(table: Table, kind: Kind, partition: str | Mapping[str, str | None] 
     return CompactionResult(table.name, kind, txn.txn_id, _summaries(plans, work, outputs))
 
 
-def _records(table: Table, plans: Sequence[PartitionPlan], work: Sequence[BucketWork],
+def _records(table: TableHandle, plans: Sequence[PartitionPlan], work: Sequence[BucketWork],
              outputs: Sequence[BucketOutput]) -> list[CompactionOutput]:
     """What the commit records of each output directory: its non-empty bucket files, rows
     and bytes (``outputs[i]`` is what ``work[i]`` produced)."""

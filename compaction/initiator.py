@@ -17,8 +17,8 @@ from typing import Literal
 
 import pyarrow.fs as pafs
 
-from acidstore.api.table import Table
-from acidstore.api.warehouse import Warehouse
+from acidstore.engine.core import HasCore, WarehouseCore, core_of
+from acidstore.engine.handle import TableHandle
 from acidstore.errors import AcidStoreError, InvalidInputError
 from acidstore.format.directory import AcidState, acid_state
 from acidstore.io import fs as afs
@@ -126,10 +126,10 @@ def opted_out(properties: dict[str, str]) -> bool:
     return any(lowered.get(k, "").lower() == "true" for k in _OPT_OUT)
 
 
-def assess_table(table: Table, limits: Thresholds) -> list[Assessment]:
+def assess_table(table: TableHandle, limits: Thresholds) -> list[Assessment]:
     """Every partition of ``table`` with the initiator's decision, under the compactor's
     write-id list (never past the lowest open write id); nothing is queued."""
-    metastore = table.warehouse.metastore
+    metastore = table.metastore
     fs = table.filesystem
     txns = metastore.valid_txns()
     write_ids = metastore.valid_write_ids(table.name, txns).to_compactor()
@@ -155,21 +155,22 @@ def assess_table(table: Table, limits: Thresholds) -> list[Assessment]:
 class Initiator:
     """One pass over the warehouse: ``Initiator(wh).run()`` returns the queued entries."""
 
-    def __init__(self, warehouse: Warehouse, thresholds: Thresholds | None = None) -> None:
-        self._wh = warehouse
+    def __init__(self, warehouse: WarehouseCore | HasCore,
+                 thresholds: Thresholds | None = None) -> None:
+        self._wh = core_of(warehouse)
         self._thresholds = thresholds or Thresholds()
 
     def run(self) -> list[CompactionInfo]:
         queued: list[CompactionInfo] = []
-        for name in self._wh.tables():
-            table = self._wh.table(name)
+        for name in self._wh.metastore.list_tables():
+            table = TableHandle.open(self._wh, name)
             if opted_out(table.info.properties):
                 continue
             queued.extend(self._check_table(
                 table, self._thresholds.for_table(dict(table.info.properties))))
         return queued
 
-    def _check_table(self, table: Table, limits: Thresholds) -> list[CompactionInfo]:
+    def _check_table(self, table: TableHandle, limits: Thresholds) -> list[CompactionInfo]:
         metastore = self._wh.metastore
         out = []
         for found in assess_table(table, limits):

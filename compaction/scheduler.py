@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from acidstore.api.warehouse import Warehouse
+from acidstore.engine.core import HasCore, WarehouseCore, core_of
 from acidstore.errors import InvalidInputError
 from acidstore.metastore import CompactionInfo
 from compaction.cleaner import DEFAULT_RETENTION_SECONDS, Cleaner, CleanerReport
@@ -69,7 +69,7 @@ class PassSummary:
 Reporter = Callable[[str, int, int], None]
 
 
-def run_once(warehouse: Warehouse, *, engine: Engine = "local",
+def run_once(warehouse: WarehouseCore | HasCore, *, engine: Engine = "local",
              spark: SparkSession | None = None, thresholds: Thresholds | None = None,
              retention_seconds: float = DEFAULT_RETENTION_SECONDS,
              stale_seconds: float = 300.0, report: Reporter | None = None) -> PassSummary:
@@ -86,7 +86,7 @@ def run_once(warehouse: Warehouse, *, engine: Engine = "local",
     worker = Worker(warehouse, engine=engine, spark=spark, stale_seconds=stale_seconds,
                     progress=progress)
     while True:
-        entry = warehouse.metastore.claim_compaction(worker.name, stale_seconds)
+        entry = core_of(warehouse).metastore.claim_compaction(worker.name, stale_seconds)
         if entry is None:
             break
         current[0] = f"{entry.kind} {entry.table}" + (f"/{entry.partition}"

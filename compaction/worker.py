@@ -15,8 +15,8 @@ import socket
 import threading
 from typing import TYPE_CHECKING
 
-from acidstore.api.table import Table
-from acidstore.api.warehouse import Warehouse
+from acidstore.engine.core import HasCore, WarehouseCore, core_of
+from acidstore.engine.handle import TableHandle
 from acidstore.errors import AcidStoreError, TableNotFoundError, TransactionStateError
 from acidstore.format.writeids import ValidCompactorWriteIdList
 from acidstore.io import fs as afs
@@ -33,7 +33,7 @@ __all__ = ["Worker"]
 class _ClaimHeartbeat:
     """Heartbeats a queue claim from a thread while the compaction runs."""
 
-    def __init__(self, warehouse: Warehouse, entry: CompactionInfo, worker: str,
+    def __init__(self, warehouse: WarehouseCore, entry: CompactionInfo, worker: str,
                  interval: float) -> None:
         self._wh = warehouse
         self._entry = entry
@@ -61,10 +61,10 @@ class _ClaimHeartbeat:
 class Worker:
     """``Worker(wh).run()`` drains the queue once; the scheduled job repeats it."""
 
-    def __init__(self, warehouse: Warehouse, *, name: str | None = None,
+    def __init__(self, warehouse: WarehouseCore | HasCore, *, name: str | None = None,
                  engine: Engine = "local", spark: SparkSession | None = None,
                  stale_seconds: float = 300.0, progress: Progress | None = None) -> None:
-        self._wh = warehouse
+        self._wh = core_of(warehouse)
         self.name = name or f"{socket.gethostname()}-{os.getpid()}-{threading.get_ident()}"
         self._engine: Engine = engine
         self._spark = spark
@@ -81,7 +81,7 @@ class Worker:
             done.append(self.process(entry))
         return done
 
-    def _end_previous_attempt(self, entry: CompactionInfo, table: Table) -> bool:
+    def _end_previous_attempt(self, entry: CompactionInfo, table: TableHandle) -> bool:
         """Abort a dead worker's attempt and remove its output; True if it had committed."""
         if entry.txn_id is None:
             return False
@@ -102,7 +102,7 @@ class Worker:
         """Run one claimed entry to its next state."""
         metastore = self._wh.metastore
         try:
-            table = self._wh.table(entry.table)
+            table = TableHandle.open(self._wh, entry.table)
         except TableNotFoundError:
             metastore.finish_compaction(entry.compaction_id, "failed", "the table was dropped")
             return self._final(entry)

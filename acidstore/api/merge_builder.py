@@ -9,17 +9,15 @@ MATCHED clause whose condition holds; a target row matched by more than one sour
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import pyarrow as pa
 
+from acidstore.engine import writes
+from acidstore.engine.handle import TableHandle
 from acidstore.engine.merge_match import MergeClause, MergeSpec, clause_values, plain_reference
+from acidstore.engine.results import WriteResult
 from acidstore.errors import InvalidInputError
 from acidstore.io.fs import storage_boundary
 from acidstore.write.conform import refuse_zone_drop
-
-if TYPE_CHECKING:
-    from acidstore.api.table import Table, WriteResult
 
 __all__ = ["MergeBuilder"]
 
@@ -28,7 +26,7 @@ __all__ = ["MergeBuilder"]
 class MergeBuilder:
     """Collects WHEN clauses; ``execute()`` runs the MERGE and returns its metrics."""
 
-    def __init__(self, table: Table, source: pa.Table, condition: str, source_alias: str,
+    def __init__(self, table: TableHandle, source: pa.Table, condition: str, source_alias: str,
                  target_alias: str) -> None:
         self._table = table
         self._source = source
@@ -44,7 +42,8 @@ class MergeBuilder:
                             ) -> MergeBuilder:
         if not set:
             raise InvalidInputError("when_matched_update needs at least one column to set")
-        columns = {self._table.updatable_column(name): value for name, value in set.items()}
+        columns = {writes.updatable_column(self._table, name): value
+                   for name, value in set.items()}
         self._matched.append(MergeClause("update", condition, clause_values(columns)))
         return self
 
@@ -59,7 +58,7 @@ class MergeBuilder:
     def when_not_matched_insert(self, values: dict[str, str], condition: str | None = None
                                 ) -> MergeBuilder:
         self._not_matched.append(MergeClause("insert", condition, clause_values(
-            self._table.insertable_columns(values))))
+            writes.insertable_columns(self._table, values))))
         return self
 
     def when_not_matched_insert_all(self, condition: str | None = None) -> MergeBuilder:
@@ -74,7 +73,7 @@ class MergeBuilder:
         spec = MergeSpec.build(self._source, self._condition, source_alias=source_alias,
                                target_alias=target_alias, matched=self._matched,
                                not_matched=self._not_matched)
-        return self._table.execute_merge(spec)
+        return writes.execute_merge(self._table, spec)
 
     def _refuse_zone_drops(self, alias: str) -> None:
         """A zoned source timestamp a clause copies into a column without a zone is refused,

@@ -4,7 +4,7 @@ Delta and Iceberg users look for compaction and cleaning on the table. The compa
 the cleaner live in the ``compaction`` package, which builds on this library, so the library
 cannot import it without a cycle (docs/architecture.md, "Layers").
 The dependency is inverted instead: this module says what a maintenance provider offers, and
-``compaction`` registers one under the ``acidstore.api.optimize`` entry-point group of the
+``compaction`` registers one under the ``acidstore.maintenance`` entry-point group of the
 installed distribution. The provider is looked up when a method is called, never at import.
 """
 
@@ -12,18 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
+from acidstore.engine.handle import TableHandle
 from acidstore.errors import UnsupportedOperationError
-
-if TYPE_CHECKING:
-    from acidstore.api.table import Table
 
 __all__ = ["ENTRY_POINT_GROUP", "Maintenance", "OptimizeOutcome", "VacuumOutcome",
            "maintenance"]
 
 #: the entry-point group a maintenance provider registers under (pyproject.toml)
-ENTRY_POINT_GROUP = "acidstore.api.optimize"
+ENTRY_POINT_GROUP = "acidstore.maintenance"
 
 
 class OptimizeOutcome(Protocol):
@@ -55,11 +53,11 @@ class VacuumOutcome(Protocol):
 class Maintenance(Protocol):
     """A provider of compaction and cleaning for one table at a time."""
 
-    def optimize(self, table: Table, kind: Literal["minor", "major"],
+    def optimize(self, table: TableHandle, kind: Literal["minor", "major"],
                  partition: str | Mapping[str, str | None] | None, engine: str,
                  spark: Any) -> OptimizeOutcome: ...
 
-    def vacuum(self, table: Table, retention_seconds: float) -> VacuumOutcome: ...
+    def vacuum(self, table: TableHandle, retention_seconds: float) -> VacuumOutcome: ...
 
 
 def maintenance() -> Maintenance:

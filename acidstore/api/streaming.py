@@ -31,12 +31,15 @@ import socket
 import threading
 from collections.abc import Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
+from acidstore.engine import writes
+from acidstore.engine.core import WarehouseCore
+from acidstore.engine.handle import TableHandle
 from acidstore.engine.results import WriteResult
-from acidstore.engine.transaction import Transaction, current_user
+from acidstore.engine.transaction import TransactionCore, current_user
 from acidstore.errors import (
     AcidStoreError,
     InvalidInputError,
@@ -57,10 +60,6 @@ from acidstore.write.conform import (
     to_arrow_table,
 )
 
-if TYPE_CHECKING:
-    from acidstore.api.table import Table
-    from acidstore.api.warehouse import Warehouse
-
 __all__ = ["StreamingConnection"]
 
 
@@ -69,9 +68,9 @@ class StreamingConnection:
     """One writer's stream of small transactions into one table (``Warehouse.
     streaming_connection``); use it as a context manager, which closes it."""
 
-    def __init__(self, warehouse: Warehouse, table: str, *, app_id: str | None = None,
-                 batch_size: int = 10, partition: Mapping[str, str | None] | None = None,
-                 heartbeat_interval: float) -> None:
+    def __init__(self, warehouse: WarehouseCore, table: str, *, app_id: str | None = None,
+                 batch_size: int = 10, partition: Mapping[str, str | None] | None = None
+                 ) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not (
                 1 <= batch_size <= MAX_OPEN_BATCH):
             raise InvalidInputError(f"batch_size must be an int from 1 to {MAX_OPEN_BATCH} "
@@ -79,7 +78,7 @@ class StreamingConnection:
         if app_id is not None:
             app_id = check_app_version(app_id, 0)[0]
         self._warehouse = warehouse
-        self._table = warehouse.table(table)
+        self._table = TableHandle.open(warehouse, table)
         self.table: str = self._table.name
         self.app_id = app_id
         self.batch_size = batch_size
@@ -91,12 +90,13 @@ class StreamingConnection:
         self._writes = () if self._static is None else (
             PlannedWrite(self.table, (self._static,), "insert"),)
         self._unused: list[TxnInfo] = []
-        self._current: Transaction | None = None
+        self._current: TransactionCore | None = None
         self._pending: list[pa.Table] = []
         self._closed = False
         self._guard = threading.Lock()
         self._stop = threading.Event()
-        self._heartbeat = threading.Thread(target=self._beat, args=(heartbeat_interval,),
+        self._heartbeat = threading.Thread(target=self._beat,
+                                           args=(warehouse.heartbeat_interval,),
                                            name=f"acidstore-stream-{self.table}", daemon=True)
         self._heartbeat.start()
 
@@ -137,10 +137,10 @@ class StreamingConnection:
                 self._unused = opened
         # the schema this transaction's rows are checked against (``write``) and written
         # with: another client's add_columns since the last begin() is taken now
-        self._table.refresh()
+        self._table.check_exists()
         with self._guard:
             info = self._unused.pop(0)
-        self._current = Transaction.of_batch(self._warehouse, info, self._writes)
+        self._current = TransactionCore.of_batch(self._warehouse, info, self._writes)
         return info.txn_id
 
     def write(self, rows: Any) -> None:
@@ -182,9 +182,9 @@ class StreamingConnection:
             info = txn.commit()
             return WriteResult(txn.txn_id, info.write_ids.get(self.table), "insert",
                                committed=True)
-        target = txn.table(self.table)
+        target = TableHandle.open(self._warehouse, self.table, txn)
         self._refuse_changed_metadata(txn, target)
-        result = target.insert(rows, app_id=self.app_id, version=version)
+        result = writes.insert(target, rows, "insert", app_id=self.app_id, version=version)
         if result.skipped:
             txn.abort(f"version {version} of app_id {self.app_id!r} is already committed")
             return result
@@ -249,7 +249,7 @@ class StreamingConnection:
                 with contextlib.suppress(AcidStoreError):
                     self._warehouse.metastore.heartbeat_batch(ids)
 
-    def _refuse_changed_metadata(self, txn: Transaction, target: Table) -> None:
+    def _refuse_changed_metadata(self, txn: TransactionCore, target: TableHandle) -> None:
         """Abort ``txn`` when the table changed since its ``begin`` (``target``: the table as
         the commit finds it). Its rows were checked against the schema of its begin; the
         insert would check them against today's and fail on a column another client added
@@ -278,7 +278,7 @@ class StreamingConnection:
         if self._closed:
             raise TransactionStateError(f"the streaming connection to {self.table} is closed")
 
-    def _require_txn(self) -> Transaction:
+    def _require_txn(self) -> TransactionCore:
         self._check_usable()
         if self._current is None:
             raise TransactionStateError(

@@ -15,9 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs as pafs
 
-from acidstore.api.table import Table
-from acidstore.cli.common import add_warehouse_options, emit, format_rows, open_warehouse
+from acidstore.cli.common import (
+    add_warehouse_options,
+    emit,
+    format_rows,
+    handle,
+    open_warehouse,
+)
 from acidstore.cli.progress import ProgressBar
+from acidstore.engine.handle import TableHandle
 from acidstore.format.directory import AcidState
 from acidstore.format.orc.acid_file import OrcFile
 from acidstore.io import fs as afs
@@ -87,7 +93,7 @@ def _queue_note(entries: list[CompactionInfo]) -> tuple[str | None, str | None]:
     return waiting, last
 
 
-def _advice(found: Assessment, table: Table, off: bool, limits: Thresholds,
+def _advice(found: Assessment, table: TableHandle, off: bool, limits: Thresholds,
             entries: list[CompactionInfo]) -> dict[str, Any]:
     waiting, last = _queue_note(entries)
     row: dict[str, Any] = {"table": table.name, "partition": found.partition or "(table)"}
@@ -114,12 +120,12 @@ def _advice(found: Assessment, table: Table, off: bool, limits: Thresholds,
 def run_advise(args: argparse.Namespace) -> None:
     rows: list[dict[str, Any]] = []
     with open_warehouse(args) as wh:
-        names = [wh.table(args.table).name] if args.table else wh.tables()
+        names = [handle(wh, args.table).name] if args.table else wh.tables()
         queue = wh.metastore.show_compactions()
         bar = ProgressBar("tables")  # footers of every partition: long on a big warehouse
         for done, name in enumerate(names, start=1):
             bar("advise", done - 1, len(names))
-            table = wh.table(name)
+            table = handle(wh, name)
             limits = Thresholds().for_table(dict(table.info.properties))
             off = opted_out(dict(table.info.properties))
             for found in assess_table(table, limits):

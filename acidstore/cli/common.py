@@ -18,8 +18,11 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pyarrow as pa
 
+from acidstore.api.connect import connect
 from acidstore.api.pairing import METASTORE_ENV, WAREHOUSE_ENV, chosen_pair
-from acidstore.api.warehouse import Warehouse, connect
+from acidstore.api.warehouse import Warehouse
+from acidstore.engine.core import core_of
+from acidstore.engine.handle import TableHandle
 
 __all__ = ["METASTORE_HELP", "WAREHOUSE_HELP", "add_warehouse_options", "emit", "format_rows",
            "jsonable", "open_warehouse", "rows_of"]
@@ -108,3 +111,9 @@ def emit(args: argparse.Namespace, document: Any, text: Callable[[], str]) -> No
         sys.stdout.write("\n")
     else:
         print(text())
+
+
+def handle(wh: Warehouse, name: str) -> TableHandle:
+    """The engine's handle of table ``name``: what the operator commands inspect (its
+    partitions, snapshots and files), which the public ``Table`` does not show."""
+    return TableHandle.open(core_of(wh), name)

@@ -13,7 +13,13 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from acidstore.cli.common import add_warehouse_options, emit, jsonable, open_warehouse
+from acidstore.cli.common import (
+    add_warehouse_options,
+    emit,
+    handle,
+    jsonable,
+    open_warehouse,
+)
 from acidstore.cli.progress import ProgressBar
 from acidstore.errors import InvalidInputError
 from compaction import compact, run_every, run_once
@@ -91,7 +97,7 @@ def run_compact(args: argparse.Namespace) -> None:
     bar = ProgressBar()
     try:
         if args.table:
-            table = wh.table(args.table)
+            table = handle(wh, args.table)
             label = f"{args.kind} {table.name}" + (f"/{args.partition}" if args.partition
                                                    else "")
             result = compact(table, args.kind, args.partition, args.engine, spark=spark,

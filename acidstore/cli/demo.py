@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, TextIO
 
 import pyarrow as pa
 
+from acidstore.api.connect import connect
 from acidstore.api.table import WriteResult
-from acidstore.api.warehouse import connect
 from acidstore.errors import InvalidInputError
 
 if TYPE_CHECKING:

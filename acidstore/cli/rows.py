@@ -15,7 +15,11 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from acidstore.api.pairing import WAREHOUSE_ENV
-from acidstore.cli.common import METASTORE_HELP, emit
+from acidstore.cli.common import (
+    METASTORE_HELP,
+    emit,
+    handle,
+)
 from acidstore.cli.target import Located, locate, table_partition_dirs
 from acidstore.errors import InvalidInputError, TableNotFoundError
 from acidstore.format.directory import acid_state
@@ -25,8 +29,8 @@ from acidstore.read.hive_directory import scan_directory
 from acidstore.read.scan import PartitionDir, Scan, discover_partitions
 
 if TYPE_CHECKING:
-    from acidstore.api.table import Table
     from acidstore.cli.common import Subparsers
+    from acidstore.engine.handle import TableHandle
 
 __all__ = ["add_read_commands", "run_inspect", "run_read"]
 
@@ -90,7 +94,7 @@ def _given(args: argparse.Namespace) -> tuple[ValidWriteIdList | None, ValidTxnL
             ValidTxnList.parse(args.txns) if args.txns else None)
 
 
-def _given_for(table: Table, given: ValidWriteIdList | None) -> ValidWriteIdList | None:
+def _given_for(table: TableHandle, given: ValidWriteIdList | None) -> ValidWriteIdList | None:
     """``--write-ids`` for a warehouse table must be that table's: write ids are numbered per
     table, so another table's list names other writes (and reads the wrong rows)."""
     if given is not None and given.table_name and given.table_name.lower() != table.name:
@@ -110,7 +114,7 @@ def _partition_report(fs: pafs.FileSystem, part: PartitionDir, base: str,
 
 def _inspect_tables(found: Located, args: argparse.Namespace) -> list[dict[str, Any]]:
     wh = found.warehouse
-    tables = [found.table] if found.table else [wh.table(n) for n in wh.tables()]
+    tables = [found.table] if found.table else [handle(wh, n) for n in wh.tables()]
     given_ids, given_txns = _given(args)
     out = []
     for table in tables:

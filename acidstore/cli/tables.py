@@ -14,14 +14,16 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs as pafs
 
-from acidstore.api.table import Table
 from acidstore.cli.common import (
     add_warehouse_options,
     emit,
     format_rows,
+    handle,
     open_warehouse,
     rows_of,
 )
+from acidstore.engine.core import core_of
+from acidstore.engine.handle import TableHandle
 from acidstore.format.directory import acid_state
 from acidstore.io import fs as afs
 from acidstore.read.scan import table_partitions
@@ -67,7 +69,7 @@ def run_tables(args: argparse.Namespace) -> None:
     with open_warehouse(args) as wh:
         rows = []
         for name in wh.tables(args.database):
-            info = wh.table_info(name)
+            info = core_of(wh).table_info(name)
             rows.append({"table": name, "partition_by": info.partition_schema.names,
                          "bucket_by": list(info.bucket_by), "buckets": info.buckets,
                          "location": info.location})
@@ -76,7 +78,7 @@ def run_tables(args: argparse.Namespace) -> None:
         empty=f"no tables in {args.warehouse}"))
 
 
-def _partitions(table: Table) -> list[dict[str, Any]]:
+def _partitions(table: TableHandle) -> list[dict[str, Any]]:
     """Per partition, what a read at the current snapshot opens and what waits for the
     cleaner."""
     fs = table.filesystem
@@ -99,7 +101,7 @@ def _partitions(table: Table) -> list[dict[str, Any]]:
 
 def run_describe(args: argparse.Namespace) -> None:
     with open_warehouse(args) as wh:
-        table = wh.table(args.table)
+        table = handle(wh, args.table)
         info = table.info
         partitions = _partitions(table)
         apps = [{"app_id": a.app_id, "version": a.version, "txn_id": a.txn_id,
@@ -150,7 +152,7 @@ def _describe_text(doc: dict[str, Any]) -> str:
 
 def run_history(args: argparse.Namespace) -> None:
     with open_warehouse(args) as wh:
-        rows = rows_of(wh.table(args.table).history())
+        rows = rows_of(handle(wh, args.table).history())
     emit(args, rows, lambda: format_rows(
         rows, ["write_id", "txn_id", "commit_time", "operation", "rows_inserted",
                "rows_deleted", "files", "bytes", "partitions"],

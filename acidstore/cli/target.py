@@ -15,10 +15,15 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 
-from acidstore.api.pairing import MARKER_FILE, default_warehouse
-from acidstore.api.table import Table
-from acidstore.api.warehouse import DEFAULT_METASTORE_FILE, Warehouse, connect
-from acidstore.cli.common import open_warehouse
+from acidstore.api.connect import connect
+from acidstore.api.pairing import DEFAULT_METASTORE_FILE, MARKER_FILE, default_warehouse
+from acidstore.api.warehouse import Warehouse
+from acidstore.cli.common import (
+    handle,
+    open_warehouse,
+)
+from acidstore.engine.core import core_of
+from acidstore.engine.handle import TableHandle
 from acidstore.errors import InvalidInputError, TableNotFoundError
 from acidstore.io import fs as afs
 from acidstore.read.scan import PartitionDir
@@ -32,7 +37,7 @@ class Located:
     the partition under it ("" for the whole table)."""
 
     warehouse: Warehouse
-    table: Table | None
+    table: TableHandle | None
     partition: str = ""
 
 
@@ -59,9 +64,9 @@ def _names_a_table(args: argparse.Namespace) -> bool:
 
 def _table_at(wh: Warehouse, path: Path) -> Located:
     for name in wh.tables():
-        location = Path(wh.table_info(name).location).resolve()
+        location = Path(core_of(wh).table_info(name).location).resolve()
         if path == location or location in path.parents:
-            return Located(wh, wh.table(name), path.relative_to(location).as_posix()
+            return Located(wh, handle(wh, name), path.relative_to(location).as_posix()
                            if path != location else "")
     raise TableNotFoundError(
         f"{path} is inside the warehouse {wh.location} but is no table's directory; its "
@@ -76,7 +81,7 @@ def locate(args: argparse.Namespace) -> Located | None:
     if _names_a_table(args):
         wh = open_warehouse(args)
         try:
-            return Located(wh, wh.table(args.target), args.partition or "")
+            return Located(wh, handle(wh, args.target), args.partition or "")
         except BaseException:
             wh.close()
             raise
@@ -99,7 +104,7 @@ def locate(args: argparse.Namespace) -> Located | None:
         raise
 
 
-def table_partition_dirs(table: Table, partition: str) -> list[PartitionDir]:
+def table_partition_dirs(table: TableHandle, partition: str) -> list[PartitionDir]:
     """The table's partitions at or below ``partition`` (all of them for "")."""
     fs = table.filesystem
     every = table.partition_dirs()

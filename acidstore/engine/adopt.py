@@ -27,13 +27,15 @@ import os
 import posixpath
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.orc as po
 import pyarrow.parquet as pq
 
+from acidstore.engine import catalog
+from acidstore.engine.core import WarehouseCore
+from acidstore.engine.handle import TableHandle
 from acidstore.errors import (
     AcidStoreError,
     InvalidInputError,
@@ -47,10 +49,6 @@ from acidstore.io import fs as afs
 from acidstore.metastore import OriginalFile, SqliteMetastore
 from acidstore.write.conform import canonical_partition_values
 from acidstore.write.timestamps import check_timestamps, holds_timestamps
-
-if TYPE_CHECKING:
-    from acidstore.api.table import Table
-    from acidstore.api.warehouse import Warehouse
 
 __all__ = ["adopt_table"]
 
@@ -66,9 +64,9 @@ class _Found:
     values: tuple[str | None, ...]
 
 
-def adopt_table(wh: Warehouse, name: str, path: str, *, partition_by: Sequence[str] = (),
+def adopt_table(wh: WarehouseCore, name: str, path: str, *, partition_by: Sequence[str] = (),
                 schema: pa.Schema | None = None,
-                properties: Mapping[str, str] | None = None) -> Table:
+                properties: Mapping[str, str] | None = None) -> TableHandle:
     """Create table ``name`` holding the rows of the ORC/Parquet files below ``path``
     (Hive-style ``col=value`` directories for ``partition_by``), moving them into the table.
     ``schema`` (every column, partition ones too) is checked against the files; without it
@@ -93,8 +91,9 @@ def adopt_table(wh: Warehouse, name: str, path: str, *, partition_by: Sequence[s
     full = _schema(fs, found, list(partition_by), schema, name)
     found = _canonical(found, full, list(partition_by))
     _check_timestamps(fs, found, name)
-    table = wh.create_table(name, full, partition_by=list(partition_by),
-                            properties=properties)
+    table = TableHandle(wh, catalog.create_table(
+        wh, name, full, partition_by=list(partition_by), bucket_by=(), buckets=0,
+        properties=properties))
     moved: list[tuple[str, str, bool]] = []  # (source, target, rewritten)
     try:
         _move_all(fs, found, table, list(partition_by), moved)
@@ -107,7 +106,7 @@ def adopt_table(wh: Warehouse, name: str, path: str, *, partition_by: Sequence[s
                 else:
                     fs.move(target, source)
         with contextlib.suppress(AcidStoreError, OSError):
-            wh.drop_table(name)
+            catalog.drop_table(wh, name)
         raise
     for source, _, rewritten in moved:  # the Parquet sources, now that the table is whole
         if rewritten:
@@ -117,7 +116,7 @@ def adopt_table(wh: Warehouse, name: str, path: str, *, partition_by: Sequence[s
     return table
 
 
-def _refuse_overlap(wh: Warehouse, root: str, name: str) -> None:
+def _refuse_overlap(wh: WarehouseCore, root: str, name: str) -> None:
     """Adoption moves the files below ``root`` away and removes the directories it empties,
     so ``root`` must share no file with the warehouse (its tables, its metastore file), with
     any table placed outside it, or with the metastore file wherever that lives: adopting a
@@ -134,9 +133,9 @@ def _refuse_overlap(wh: Warehouse, root: str, name: str) -> None:
                 "it (copy the files to a directory outside the warehouse and adopt the copy)")
 
 
-def _guarded(wh: Warehouse) -> Iterator[tuple[str, str]]:
+def _guarded(wh: WarehouseCore) -> Iterator[tuple[str, str]]:
     """(what, path) of everything a source must not overlap."""
-    for table in wh.tables():
+    for table in wh.metastore.list_tables():
         with contextlib.suppress(TableNotFoundError):  # dropped meanwhile
             yield f"the location of table {table}", wh.table_info(table).location
     if isinstance(wh.metastore, SqliteMetastore):
@@ -297,7 +296,7 @@ def _read_column(reader: pq.ParquetFile | po.ORCFile, item: _Found, column: str)
         ) from exc
 
 
-def _originals(fs: pafs.FileSystem, table: Table, moved: list[tuple[str, str, bool]]
+def _originals(fs: pafs.FileSystem, table: TableHandle, moved: list[tuple[str, str, bool]]
                ) -> list[OriginalFile]:
     """The record of each placed file (partition, name, size): fsck accepts exactly these."""
     out: list[OriginalFile] = []
@@ -326,7 +325,7 @@ def _canonical(found: list[_Found], full: pa.Schema, partition_by: list[str]
     return [replace(item, values=canonical[item.values]) for item in found]
 
 
-def _move_all(fs: pafs.FileSystem, found: list[_Found], table: Table,
+def _move_all(fs: pafs.FileSystem, found: list[_Found], table: TableHandle,
               partition_by: list[str], moved: list[tuple[str, str, bool]]) -> None:
     """Each file into its partition under the next original name (``N_0``): ORC moved,
     Parquet rewritten as ORC."""

@@ -14,19 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from acidstore.engine.results import WriteResult
+from acidstore.engine.transaction import TransactionCore
 from acidstore.errors import InvalidInputError
 from acidstore.metastore import Metastore
 from acidstore.metastore.validate import check_app_version
 
-if TYPE_CHECKING:
-    from acidstore.engine.transaction import Transaction
-
 __all__ = ["AppWrite", "claim", "requested", "skipped", "write_once"]
 
-Write = Callable[["Transaction"], WriteResult]
+Write = Callable[[TransactionCore], WriteResult]
 
 
 @dataclass(frozen=True)
@@ -61,7 +58,7 @@ def skipped(metastore: Metastore, table: str, app: AppWrite | None, operation: s
     return None
 
 
-def claim(txn: Transaction, table: str, app: AppWrite | None) -> None:
+def claim(txn: TransactionCore, table: str, app: AppWrite | None) -> None:
     """Record ``app`` with ``txn`` before its files are written; its commit checks it."""
     if app is not None:
         txn.write_app_version(table, app.app_id, app.version)
@@ -75,7 +72,7 @@ def write_once(metastore: Metastore, table: str, app: AppWrite | None, operation
     if done is not None:
         return done
 
-    def body(txn: Transaction) -> WriteResult:
+    def body(txn: TransactionCore) -> WriteResult:
         claim(txn, table, app)
         return write(txn)
 

@@ -1,30 +1,28 @@
-"""Publishing a statement (layer L4): what its units did becomes the transaction's components.
+"""Publishing a statement: what its units did becomes the transaction's components.
 
-Both engines end a DELETE, UPDATE or MERGE here, after their units ran wherever the engine put
-them: per partition, one metastore component per kind of change (a MERGE's updates, deletes
-and inserts each show in history), the deleted ROW__IDs travelling with the first for the
-commit's conflict check, and under Serializable an empty component for every partition the
-statement read without changing it.
+Every write ends here, whichever engine ran its units: per partition, one metastore
+component per kind of change (a MERGE's updates, deletes and inserts each show in history),
+the deleted ROW__IDs travelling with the first for the commit's conflict check, and under
+Serializable an empty component for every partition a statement read without changing it.
+An INSERT OVERWRITE's partitions are published even where it wrote no row: its empty base
+still replaces what was there.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+from acidstore.engine.handle import TableHandle
 from acidstore.engine.results import WriteResult
 from acidstore.engine.statement import ChangeKind, ChangeUnit, UnitOutcome, by_partition
+from acidstore.engine.transaction import TransactionCore
 from acidstore.metastore import Operation, WriteComponent
 from acidstore.read.keys import KeyArrays
-
-if TYPE_CHECKING:
-    from acidstore.api.table import Table
-    from acidstore.engine.transaction import Transaction
 
 __all__ = ["operation_of", "publish_change"]
 
 
-def publish_change(table: Table, txn: Transaction, kind: ChangeKind,
+def publish_change(table: TableHandle, txn: TransactionCore, kind: ChangeKind,
                    units: Sequence[ChangeUnit], outcomes: Sequence[UnitOutcome], *,
                    source_rows: int = 0) -> WriteResult:
     """Register the units' outcomes with ``txn``: per partition, one component per kind
@@ -32,10 +30,11 @@ def publish_change(table: Table, txn: Transaction, kind: ChangeKind,
     ROW__IDs travelling with the first for the commit's conflict check."""
     # the write id the statement took (a committed no-op version when nothing matched)
     write_id = units[0].write_id if units else None
-    matched = by_partition([o for u, o in zip(units, outcomes, strict=True)
-                            if u.kind != "insert"])
-    inserted = by_partition([o for u, o in zip(units, outcomes, strict=True)
-                             if u.kind == "insert"])
+    pairs = list(zip(units, outcomes, strict=True))
+    matched = by_partition([o for u, o in pairs if u.kind not in ("insert", "overwrite")])
+    inserted = by_partition([o for u, o in pairs if u.kind == "insert"])
+    replaced = {o.partition: o for u, o in pairs if u.kind == "overwrite"}
+    reads = kind in ("delete", "update", "merge") and table.isolation_level == "Serializable"
     updated = deleted = 0
     for partition, done in matched.items():
         assert write_id is not None
@@ -46,45 +45,51 @@ def publish_change(table: Table, txn: Transaction, kind: ChangeKind,
         keys: KeyArrays | None = done.deleted
         if new_rows:
             txn.wrote(_changed(table, partition, "update", write_id, done.directories,
-                                    inserted=new_rows, deleted=new_rows, files_of=done),
+                               inserted=new_rows, deleted=new_rows, files_of=done, read=reads),
                       keys)
             keys = None
         if done.rows_deleted > new_rows:
             dirs = tuple(d for d in done.directories if "delete_delta_" in d)
             txn.wrote(_changed(table, partition, "delete", write_id, dirs, inserted=0,
-                                    deleted=done.rows_deleted - new_rows,
-                                    files_of=done if keys is not None else None), keys)
-    for partition, done in inserted.items():
-        assert write_id is not None
-        txn.wrote(_changed(table, partition, "insert", write_id, done.directories,
-                                inserted=done.rows_inserted, deleted=0, files_of=done))
-    if table.isolation_level == "Serializable" and write_id is not None:
+                               deleted=done.rows_deleted - new_rows,
+                               files_of=done if keys is not None else None, read=reads), keys)
+    written_by: tuple[tuple[Operation, dict[str, UnitOutcome]], ...] = (
+        ("insert", inserted), ("overwrite", replaced))
+    for operation, written in written_by:
+        for partition, done in written.items():
+            assert write_id is not None
+            txn.wrote(_changed(table, partition, operation, write_id, done.directories,
+                               inserted=done.rows_inserted, deleted=0, files_of=done,
+                               read=reads))
+    if reads and write_id is not None:
         # partitions the statement read but changed nothing in: under Serializable an
         # append there after its snapshot is a row its WHERE/ON might have matched
         for partition in sorted({u.partition for u in units} - {*matched, *inserted}):
             txn.wrote(_changed(table, partition, operation_of(kind), write_id, (), inserted=0,
-                                    deleted=0, files_of=None))
-    parts = tuple(sorted({*matched, *inserted}))
+                               deleted=0, files_of=None, read=True))
+    parts = tuple(sorted({*matched, *inserted, *replaced}))
+    added = sum(o.rows_inserted for o in [*inserted.values(), *replaced.values()])
+    if kind in ("insert", "overwrite"):
+        return WriteResult(txn.txn_id, write_id, kind, rows_inserted=added, partitions=parts)
     if kind != "merge":
         return WriteResult(txn.txn_id, write_id, kind, partitions=parts,
                            rows_deleted=deleted, rows_updated=updated)
-    added = sum(o.rows_inserted for o in inserted.values())
     metrics = {"num_source_rows": source_rows, "num_target_rows_updated": updated,
                "num_target_rows_deleted": deleted, "num_target_rows_inserted": added}
     return WriteResult(txn.txn_id, write_id, "merge", rows_inserted=added,
                        rows_updated=updated, rows_deleted=deleted, partitions=parts,
                        metrics=metrics)
 
-def _changed(table: Table, partition: str, operation: Operation, write_id: int,
+def _changed(table: TableHandle, partition: str, operation: Operation, write_id: int,
              directories: tuple[str, ...], *, inserted: int, deleted: int,
-             files_of: UnitOutcome | None) -> WriteComponent:
+             files_of: UnitOutcome | None, read: bool) -> WriteComponent:
     """A component; ``files_of`` None when another component of the same directories
-    already counts their files and bytes."""
+    already counts their files and bytes. ``read``: the statement read the partition (a
+    Serializable table's conflict scope)."""
     return WriteComponent(table.name, partition, operation, write_id, directories,
                           rows_inserted=inserted, rows_deleted=deleted,
                           files=files_of.files if files_of else 0,
-                          bytes=files_of.bytes if files_of else 0,
-                          read=table.isolation_level == "Serializable",
+                          bytes=files_of.bytes if files_of else 0, read=read,
                           metadata_version=table.info.metadata_version,
                           bucket_files=files_of.bucket_files if files_of else None)
 

@@ -19,17 +19,14 @@ instead; one schema per table keeps a DataFrame's schema independent of ``as_of`
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
-from acidstore.api.frames import schema_of
+from acidstore.engine.handle import TableHandle
 from acidstore.errors import InvalidInputError
 from acidstore.format.orc.schema import RESERVED_PREFIX, ROW_ID_COLUMN
-from acidstore.metastore import TableInfo
-
-if TYPE_CHECKING:
-    from acidstore.api.warehouse import Warehouse
+from acidstore.write.conform import schema_of
 
 __all__ = ["add_columns"]
 
@@ -43,11 +40,12 @@ def _columns(table: str, columns: Any) -> pa.Schema:
     return schema_of(columns, f"add_columns of {table}")
 
 
-def add_columns(warehouse: Warehouse, name: str, columns: Any, *,
-                in_transaction: bool = False) -> TableInfo:
+def add_columns(table: TableHandle, columns: Any) -> None:
     """Append ``columns`` (nullable; a ``pa.Schema``, ``pa.Field`` list, or data whose schema
-    to take) to table ``name``; returns its new catalog entry (location resolved)."""
-    if in_transaction:
+    to take) to ``table``, whose handle then holds the new catalog entry."""
+    table.check_exists()
+    name = table.name
+    if table.txn is not None:
         raise InvalidInputError(
             f"add_columns of {name} is a metastore transaction of its own; call it on "
             "wh.table(name), not on a table of wh.transaction()")
@@ -56,5 +54,5 @@ def add_columns(warehouse: Warehouse, name: str, columns: Any, *,
                 if n.lower() == ROW_ID_COLUMN or n.lower().startswith(RESERVED_PREFIX)]
     if reserved:
         raise InvalidInputError(f"column name(s) {reserved} of table {name} are reserved")
-    warehouse.metastore.add_columns(name, schema)
-    return warehouse.table_info(name)
+    table.metastore.add_columns(name, schema)
+    table.info = table.core.table_info(name)

@@ -38,7 +38,7 @@ from acidstore.engine.merge_match import (
     update_rows,
 )
 from acidstore.errors import InvalidInputError
-from acidstore.format.layout import delta_name
+from acidstore.format.layout import base_name, delta_name
 from acidstore.format.orc.schema import ROW_ID_COLUMN
 from acidstore.format.orc.types import cast_input
 from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
@@ -49,7 +49,7 @@ from acidstore.read.splits import Split
 from acidstore.sql.compiled import equality_literals
 from acidstore.sql.expressions import Predicate, SqlEvaluator
 from acidstore.write.bucketing import bucket_ids, buckets_of_values
-from acidstore.write.conform import conform, split_partitions
+from acidstore.write.conform import PartitionData, conform, split_partitions
 from acidstore.write.files import WrittenDirectory, write_deletes, write_inserts
 
 __all__ = ["ChangeKind", "ChangeUnit", "Changes", "Executor", "StatementTarget", "UnitOutcome",
@@ -57,7 +57,9 @@ __all__ = ["ChangeKind", "ChangeUnit", "Changes", "Executor", "StatementTarget",
            "planned_directories", "row_ids", "run_unit", "run_units",
            "scan_unit", "write_changes"]
 
-ChangeKind = Literal["delete", "update", "merge", "insert"]
+ChangeKind = Literal["delete", "update", "merge", "insert", "overwrite"]
+#: the kinds whose units write given rows (and read nothing)
+WRITING_KINDS = frozenset({"insert", "overwrite"})
 
 
 @dataclass(frozen=True)
@@ -80,9 +82,11 @@ class StatementTarget:
 
 @dataclass(frozen=True)
 class ChangeUnit:
-    """One task's share of a DELETE, UPDATE or MERGE: the splits of one partition (one bucket
-    of it when the table is bucketed), read at the statement's snapshot; or, kind "insert",
-    a MERGE's WHEN NOT MATCHED rows of one partition."""
+    """One task's share of a statement: for a DELETE, UPDATE or MERGE the splits of one
+    partition (one bucket of it when the table is bucketed), read at the statement's
+    snapshot; for kind "insert" the rows of one partition (an INSERT's, or a MERGE's WHEN
+    NOT MATCHED ones); for kind "overwrite" the rows that replace one partition (its
+    ``base_w``)."""
 
     target: StatementTarget
     kind: ChangeKind
@@ -99,7 +103,8 @@ class ChangeUnit:
     refuse: str | None = None
     #: a MERGE unit's statement (its source and clauses)
     merge: MergeSpec | None = None
-    #: an "insert" unit's rows (a MERGE's WHEN NOT MATCHED rows of this partition)
+    #: an "insert" or "overwrite" unit's rows (user columns; None: an engine's tasks bring
+    #: them)
     rows: pa.Table | None = None
 
     @property
@@ -107,7 +112,7 @@ class ChangeUnit:
         """The statement id of the unit's new rows: the one after its delete events' (Hive 4
         writes an UPDATE as delete events with statement s and new rows with s + 1); an
         "insert" unit has no delete events."""
-        return self.statement if self.kind == "insert" else self.statement + 1
+        return self.statement if self.kind in WRITING_KINDS else self.statement + 1
 
 
 @dataclass(frozen=True)
@@ -181,15 +186,22 @@ def _routed(target: StatementTarget, merge: MergeSpec | None, splits: Sequence[S
     return route_by_bucket(merge, target.schema, target.bucket_by, target.buckets)
 
 
-def plan_inserts(target: StatementTarget, rows: pa.Table, *, txns: ValidTxnList,
-                 write_ids: ValidWriteIdList, write_id: int, statement: int
-                 ) -> list[ChangeUnit]:
-    """One "insert" unit per partition of ``rows`` (every column, partition ones included):
-    a MERGE's WHEN NOT MATCHED rows, each partition's bucket files written by one task."""
-    conformed = conform(rows, target.full_schema, where=f"MERGE insert into {target.name}")
-    return [ChangeUnit(target, "insert", part.path, txns, write_ids, write_id, statement, None,
-                       (), (), rows=part.rows.select(target.schema.names))
-            for part in split_partitions(conformed, list(target.partition_schema.names))]
+def plan_inserts(target: StatementTarget, parts: Sequence[PartitionData], *,
+                 txns: ValidTxnList, write_ids: ValidWriteIdList, write_id: int,
+                 statement: int, kind: ChangeKind = "insert") -> list[ChangeUnit]:
+    """One "insert" (or "overwrite") unit per partition of ``parts`` (rows split by
+    ``write.conform.split_partitions`` after conforming them to the table): each partition's
+    bucket files written by one task, as Hive writes a partition's buckets."""
+    return [ChangeUnit(target, kind, part.path, txns, write_ids, write_id, statement, None,
+                       (), (), rows=part.rows.select(target.schema.names)) for part in parts]
+
+
+def conformed_parts(target: StatementTarget, rows: pa.Table, where: str
+                    ) -> list[PartitionData]:
+    """``rows`` (every column, partition ones included) conformed to the table and split
+    by partition: what ``plan_inserts`` takes."""
+    conformed = conform(rows, target.full_schema, where=where)
+    return split_partitions(conformed, list(target.partition_schema.names))
 
 
 def partition_inserts(target: StatementTarget, partitions: pa.Table, *, txns: ValidTxnList,
@@ -211,10 +223,13 @@ def planned_directories(units: Sequence[ChangeUnit]) -> dict[str, tuple[str, ...
     with the transaction before any file is written so that a crash leaves a record."""
     out: dict[str, tuple[str, ...]] = {}
     for unit in units:
-        names = [] if unit.kind == "insert" else [
-            delta_name(unit.write_id, unit.write_id, unit.statement, delete=True)]
-        if unit.kind != "delete":
-            names.append(delta_name(unit.write_id, unit.write_id, unit.insert_statement))
+        if unit.kind == "overwrite":
+            names = [base_name(unit.write_id)]
+        else:
+            names = [] if unit.kind == "insert" else [
+                delta_name(unit.write_id, unit.write_id, unit.statement, delete=True)]
+            if unit.kind != "delete":
+                names.append(delta_name(unit.write_id, unit.write_id, unit.insert_statement))
         paths = [f"{unit.partition}/{n}" if unit.partition else n for n in names]
         out[unit.partition] = tuple(dict.fromkeys([*out.get(unit.partition, ()), *paths]))
     return out
@@ -330,10 +345,9 @@ def _merge(unit: ChangeUnit, evaluator: SqlEvaluator) -> Changes | None:
 def _changes(unit: ChangeUnit, evaluator: SqlEvaluator) -> Changes | None:
     """What one unit deletes and inserts, before anything is written (a bad SET value or a
     cardinality violation writes nothing); None when no row of the unit is involved."""
-    if unit.kind == "insert":
+    if unit.kind in WRITING_KINDS:
         assert unit.rows is not None
-        none = np.zeros(0, np.int64)
-        return Changes(KeyArrays(none, np.zeros(0, np.int32), none), unit.rows)
+        return Changes(KeyArrays.empty(), unit.rows)
     if unit.kind == "update":
         return _update(unit, evaluator)
     if unit.kind == "merge":
@@ -366,10 +380,19 @@ def write_changes(unit: ChangeUnit, changes: Changes | None, *, threads: int = 1
         return _empty(unit.partition)
     touched = len(changes.deleted) or (changes.inserted is not None
                                        and changes.inserted.num_rows)
-    if touched and unit.refuse is not None:
+    if (touched or unit.kind == "overwrite") and unit.refuse is not None:
         raise InvalidInputError(unit.refuse)
     target, keys, new = unit.target, changes.deleted, changes.inserted
     written: list[WrittenDirectory | None] = []
+    if unit.kind == "overwrite":
+        # a base always exists once written: an empty one still hides what was there
+        assert new is not None
+        written.append(write_inserts(
+            target.filesystem, target.location, unit.partition, new.select(target.schema.names),
+            bucket_of_rows(target, new), write_id=unit.write_id, statement_id=0,
+            schema=target.schema, kind="base", compression=target.compression,
+            threads=threads))
+        return _outcome(unit, written, keys, new.num_rows, changes)
     if len(keys):
         written.append(write_deletes(
             target.filesystem, target.location, unit.partition,
@@ -381,9 +404,14 @@ def write_changes(unit: ChangeUnit, changes: Changes | None, *, threads: int = 1
             bucket_of_rows(target, new), write_id=unit.write_id,
             statement_id=unit.insert_statement, schema=target.schema,
             compression=target.compression, threads=threads))
+    return _outcome(unit, written, keys, new.num_rows if new is not None else 0, changes)
+
+
+def _outcome(unit: ChangeUnit, written: Sequence[WrittenDirectory | None], keys: KeyArrays,
+             inserted: int, changes: Changes) -> UnitOutcome:
+    """The one way a unit's writes become its outcome."""
     done = [w for w in written if w is not None]
-    return UnitOutcome(unit.partition, tuple(w.path for w in done), len(keys),
-                       new.num_rows if new is not None else 0,
+    return UnitOutcome(unit.partition, tuple(w.path for w in done), len(keys), inserted,
                        sum(len(w.files) for w in done), sum(w.bytes for w in done), keys,
                        changes.matched_source,
                        bucket_files=tuple(f for w in done for f in w.bucket_files))

@@ -1,16 +1,10 @@
-"""Transactions: one snapshot, many statements and tables, one commit.
+"""Transactions in the engine: one snapshot, many statements and tables, one commit.
 
 A transaction opens in the metastore (a global txn id and a fixed snapshot), allocates one write
-id per table it writes, numbers its statements per table, writes files, and publishes them all
-with one metastore commit. A clean ``with`` exit commits; an exception aborts and removes what
-the transaction wrote; a failed transaction refuses further use.
-
-Write-write conflicts are decided at commit, by row: the metastore hands over the committed
-update/delete writes that overlapped this transaction on the same partitions, and this module
-compares the ROW__IDs both deleted (an update deletes too). Different rows of one partition
-never conflict, which is finer than Hive's partition-level check. The delete deltas compared are
-read before the metastore's commit lock is taken, so that lock, which other commits and reader
-leases wait for, is never held across file IO.
+id per table it writes, numbers its statements per table, is told what its writers write, and
+publishes it all with one metastore commit, after the write-write check of
+``conflict_check``. A failed transaction refuses further use; an aborted one removes its files
+once the metastore has recorded the abort. The public ``acidstore.Transaction`` wraps one.
 """
 
 from __future__ import annotations
@@ -22,17 +16,17 @@ import threading
 from collections import defaultdict
 from collections.abc import Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import Literal
 
-import numpy as np
 import pyarrow.fs as pafs
 
+from acidstore.engine.conflict_check import ConflictCheck
+from acidstore.engine.core import WarehouseCore
 from acidstore.engine.heartbeat import Heartbeat
 from acidstore.errors import (
     AcidStoreError,
     CommitFailedError,
     CommitStateUnknownError,
-    ConcurrentAppendError,
     InvalidInputError,
     MetastoreError,
     NestedTransactionError,
@@ -46,34 +40,29 @@ from acidstore.io import fs as afs
 from acidstore.io.fs import storage_boundary
 from acidstore.metastore import (
     CommitInfo,
-    CommittedWrite,
     CompactionOutput,
-    Metastore,
     PlannedWrite,
     TxnInfo,
     TxnKind,
     WriteComponent,
 )
-from acidstore.metastore.conflicts import conflict_error
 from acidstore.read.keys import KeyArrays
-from acidstore.read.registry import directory_delete_keys, write_delete_keys
 
-if TYPE_CHECKING:
-    from acidstore.api.table import Table
-
-__all__ = ["Transaction", "current_user"]
+__all__ = ["State", "TransactionCore", "current_user"]
 
 # "unknown": the metastore could not say whether the commit landed; the files stay
 State = Literal["open", "committed", "aborted", "unknown"]
 
 
 @storage_boundary
-class Transaction:
-    """An open transaction; use it as a context manager."""
+class TransactionCore:
+    """An open transaction of ``warehouse``. Its heartbeat thread (every
+    ``heartbeat_interval`` seconds, None: none) starts once it is due."""
 
-    def __init__(self, warehouse: _WarehouseLike, *, heartbeat_interval: float | None,
+    def __init__(self, warehouse: WarehouseCore, *, heartbeat_interval: float | None,
                  attach: tuple[int, ValidTxnList] | None = None,
                  kind: TxnKind = "default", writes: Sequence[PlannedWrite] = ()) -> None:
+        self.core = warehouse
         self._warehouse = warehouse
         self._metastore = warehouse.metastore
         #: write ids and records the open already made (``writes``): not asked for again
@@ -108,8 +97,8 @@ class Transaction:
             if heartbeat_interval is not None else None
 
     @classmethod
-    def attach(cls, warehouse: _WarehouseLike, txn_id: int, snapshot: ValidTxnList
-               ) -> Transaction:
+    def attach(cls, warehouse: WarehouseCore, txn_id: int, snapshot: ValidTxnList
+               ) -> TransactionCore:
         """An open transaction begun by another process, to publish or abort its work there.
 
         Spark's Python data source plans a write in one driver-side worker process and
@@ -119,8 +108,8 @@ class Transaction:
         return cls(warehouse, heartbeat_interval=None, attach=(txn_id, snapshot))
 
     @classmethod
-    def of_batch(cls, warehouse: _WarehouseLike, opened: TxnInfo,
-                 writes: Sequence[PlannedWrite] = ()) -> Transaction:
+    def of_batch(cls, warehouse: WarehouseCore, opened: TxnInfo,
+                 writes: Sequence[PlannedWrite] = ()) -> TransactionCore:
         """A transaction of a streaming batch, opened with ``writes`` by
         ``Metastore.open_transaction_batch``: its write ids and recorded directories are
         known, and no heartbeat thread runs here (the batch heartbeats its open
@@ -130,16 +119,24 @@ class Transaction:
         txn._recorded = [c for w in writes for c in w.components(opened.write_ids[w.table])]
         return txn
 
-    # --- the public face -----------------------------------------------------------------------
+    @classmethod
+    def begin(cls, warehouse: WarehouseCore, *, kind: TxnKind = "default",
+              writes: Sequence[PlannedWrite] = ()) -> TransactionCore:
+        """A new transaction of ``warehouse`` (its heartbeat interval). ``writes``: the
+        INSERTs it starts with, when known up front (their write ids are allocated and
+        directories recorded as it opens, which saves two metastore round trips)."""
+        return cls(warehouse, heartbeat_interval=warehouse.heartbeat_interval, kind=kind,
+                   writes=writes)
+
+    # --- state, commit and abort ---------------------------------------------------------------
 
     @property
     def state(self) -> State:
         return self._state
 
-    def table(self, name: str) -> Table:
-        """The table ``name`` as seen and written by this transaction."""
+    def check_open(self) -> None:
+        """Refuse use of a transaction that is no longer open (``TransactionStateError``)."""
         self._check_open()
-        return self._warehouse.table(name, transaction=self)
 
     def commit(self) -> CommitInfo:
         """Publish every write of the transaction at once, or raise and publish nothing.
@@ -163,13 +160,11 @@ class Transaction:
             raise afs.storage_error(
                 exc, None, action=f"flush the files of transaction {self.txn_id} to disk (it "
                 "is aborted and nothing of it is visible)") from exc
-        keys = _DeleteKeys(self._warehouse.filesystem)
-        self._read_conflict_files(keys)
+        check = ConflictCheck(self._warehouse, self.txn_id, self._deleted)
+        check.prefetch(self._metastore, self._components)
         try:
-            info = self._metastore.commit(
-                self.txn_id, self._components,
-                check=lambda mine, overlapping: self._conflicts(mine, overlapping, keys),
-                outputs=self._outputs)
+            info = self._metastore.commit(self.txn_id, self._components, check=check,
+                                          outputs=self._outputs)
         except (CommitFailedError, StorageError):
             # a definite answer: the metastore aborted the transaction before refusing it,
             # or rolled its commit back (a storage failure under the metastore or of a file
@@ -212,7 +207,7 @@ class Transaction:
                 f"transaction {self.txn_id}: the metastore could not record the abort; its "
                 "files are kept until it times out and the cleaner removes them")
 
-    def __enter__(self) -> Transaction:
+    def __enter__(self) -> TransactionCore:
         if self.kind != "compaction":
             _refuse_nested(self._warehouse)
             _blocks()[id(self._warehouse)] = self
@@ -384,86 +379,18 @@ class Transaction:
                 durable.flush_written(self._warehouse.filesystem,
                                       self._warehouse.location_of(table), directories)
 
-    def _read_conflict_files(self, keys: _DeleteKeys) -> None:
-        """Read the delete deltas the conflict check will compare *before* the metastore's
-        commit lock is taken: other commits and reader leases wait for that lock, so it must
-        not be held across file IO. Best effort: whatever fails here (or commits in between)
-        is read under the lock, where an error aborts the commit as it always did."""
-        if not any(c.operation in ("update", "delete") for c in self._components):
-            return  # nothing of ours is compared by row
-        try:
-            overlapping = self._metastore.overlapping_writes(self.txn_id, self._components)
-        except AcidStoreError:
-            return
-        for other in overlapping:
-            ours = _ours_against(self._components, other)
-            if ours and _by_rows(ours, other):
-                for path in self._delete_paths(other.table, other.directories):
-                    keys.prefetch(path, other.write_id)
-                if not self._deleted.get((other.table, other.partition)):
-                    for path in self._delete_paths(
-                            other.table, [d for c in ours for d in c.directories]):
-                        keys.prefetch(path)
-
-    def _conflicts(self, mine: Sequence[WriteComponent], overlapping: Sequence[CommittedWrite],
-                   keys: _DeleteKeys) -> None:
-        """Raise a WriteConflictError when a committed overlapping write changed a row we
-        changed, replaced a partition we wrote (or we replace one it wrote), or wrote to a
-        partition a statement of ours read on a Serializable table. Runs under the commit
-        lock: files are read only for writes ``_read_conflict_files`` did not see."""
-        for other in overlapping:
-            ours = _ours_against(mine, other)
-            theirs = [keys.of_write(p, other.write_id)
-                      for p in self._delete_paths(other.table, other.directories)] if (
-                ours and _by_rows(ours, other)) else []
-            if ours and None in theirs:
-                raise conflict_error(
-                    self.txn_id, None, other.table, partition=other.partition,
-                    operation=ours[0].operation, other=other,
-                    detail=": a compaction folded its delete events into a base (and the "
-                    "cleaner removed its delete delta), so the rows it changed cannot be told")
-            if ours and (not _by_rows(ours, other) or _intersects(
-                    self._own_deletes(other.table, other.partition, ours, keys),
-                    [k for k in theirs if k is not None])):
-                raise conflict_error(self.txn_id, None, other.table,
-                                     partition=other.partition, operation=ours[0].operation,
-                                     other=other)
-            reading = [c for c in mine if c.table == other.table
-                       and c.partition == other.partition and c.read]
-            if reading:
-                raise conflict_error(
-                    self.txn_id, None, other.table, partition=other.partition,
-                    operation=reading[0].operation, other=other, kind=ConcurrentAppendError,
-                    detail=": the table is Serializable and a statement of this transaction "
-                    "read the partition before that write")
-
-    def _own_deletes(self, table: str, partition: str, ours: Sequence[WriteComponent],
-                     keys: _DeleteKeys) -> list[KeyArrays]:
-        """The ROW__IDs this transaction deleted in a partition: as registered, or read back
-        from its delete deltas when the writers ran in other processes."""
-        known = self._deleted.get((table, partition))
-        if known:
-            return known
-        return [keys.of(p) for p in self._delete_paths(
-            table, [d for c in ours for d in c.directories])]
-
-    def _delete_paths(self, table: str, directories: Sequence[str]) -> list[str]:
-        location = self._warehouse.location_of(table)
-        return [afs.join(location, d) for d in directories if _is_delete_dir(d)]
-
-
 #: per thread, the transaction of the ``with`` block it is in, by warehouse connection
 _active = threading.local()
 
 
-def _blocks() -> dict[int, Transaction]:
-    blocks: dict[int, Transaction] | None = getattr(_active, "blocks", None)
+def _blocks() -> dict[int, TransactionCore]:
+    blocks: dict[int, TransactionCore] | None = getattr(_active, "blocks", None)
     if blocks is None:
         blocks = _active.blocks = {}
     return blocks
 
 
-def _refuse_nested(warehouse: _WarehouseLike) -> None:
+def _refuse_nested(warehouse: WarehouseCore) -> None:
     """Refuse a transaction begun on a warehouse connection inside the ``with`` block of
     another one of the same connection, in the same thread: it would commit on its own, so
     an outer block that then failed would leave the inner work committed; writes meant for
@@ -475,95 +402,6 @@ def _refuse_nested(warehouse: _WarehouseLike) -> None:
             f"a transaction cannot begin inside the `with` block of transaction "
             f"{outer.txn_id}: it would commit on its own even if that block failed; write "
             "through the outer transaction instead (txn.table(name).insert(...))")
-
-
-class _DeleteKeys:
-    """The ROW__IDs of delete-delta directories, each read once per commit."""
-
-    def __init__(self, fs: pafs.FileSystem) -> None:
-        self._fs = fs
-        self._known: dict[str, KeyArrays] = {}
-        self._by_write: dict[str, KeyArrays | None] = {}
-
-    def of(self, path: str) -> KeyArrays:
-        keys = self._known.get(path)
-        if keys is None:
-            keys = self._known[path] = directory_delete_keys(self._fs, path)
-        return keys
-
-    def of_write(self, path: str, write_id: int) -> KeyArrays | None:
-        """The ROW__IDs a committed write deleted in its delete delta ``path``; once the
-        cleaner removed that directory (a compaction replaced it), from the compaction's
-        delete deltas, or None when a base holds them and they cannot be told apart."""
-        key = f"{path}@{write_id}"
-        if key in self._by_write:
-            return self._by_write[key]
-        if self._fs.get_file_info(path).type == pafs.FileType.Directory:
-            keys: KeyArrays | None = self.of(path)
-        else:
-            keys = write_delete_keys(self._fs, path.rsplit("/", 1)[0], write_id)
-        self._by_write[key] = keys
-        return keys
-
-    def prefetch(self, path: str, write_id: int | None = None) -> None:
-        """``of`` (``of_write`` given the write id) without its errors: they are raised
-        again when the check asks."""
-        with contextlib.suppress(AcidStoreError, OSError):
-            if write_id is None:
-                self.of(path)
-            else:
-                self.of_write(path, write_id)
-
-
-def _ours_against(mine: Sequence[WriteComponent], other: CommittedWrite
-                  ) -> list[WriteComponent]:
-    """Our components that changed rows (update, delete, overwrite) where ``other`` did too:
-    the pairs that can clash. Inserts never clash by themselves."""
-    if other.operation == "insert":
-        return []
-    return [c for c in mine if c.table == other.table and c.partition == other.partition
-            and c.operation != "insert"]
-
-
-def _by_rows(ours: Sequence[WriteComponent], other: CommittedWrite) -> bool:
-    """Whether a clash is decided by comparing ROW__IDs (an overwrite clashes outright)."""
-    return "overwrite" not in (ours[0].operation, other.operation)
-
-
-class _WarehouseLike(Protocol):
-    """What a transaction needs from its warehouse (see ``acidstore.api.warehouse.Warehouse``)."""
-
-    @property
-    def metastore(self) -> Metastore: ...
-
-    @property
-    def filesystem(self) -> pafs.FileSystem: ...
-
-    def table(self, name: str, *, transaction: Transaction | None = None) -> Table: ...
-
-    def location_of(self, table: str) -> str: ...
-
-
-def _is_delete_dir(relative: str) -> bool:
-    return relative.rsplit("/", 1)[-1].startswith("delete_delta_")
-
-
-def _intersects(ours: Sequence[KeyArrays], theirs: Sequence[KeyArrays]) -> bool:
-    if not ours or not theirs:
-        return False
-
-    def packed(parts: Sequence[KeyArrays]) -> np.ndarray:
-        keys = np.empty(sum(len(p) for p in parts),
-                        dtype=[("w", "<i8"), ("b", "<i4"), ("r", "<i8")])
-        start = 0
-        for p in parts:
-            end = start + len(p)
-            keys["w"][start:end], keys["b"][start:end], keys["r"][start:end] = (
-                p.write_id, p.bucket, p.row_id)
-            start = end
-        return keys
-
-    return bool(np.isin(packed(ours), packed(theirs)).any())
 
 
 def _remove_quietly(fs: pafs.FileSystem, path: str) -> None:

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from acidstore.errors import InvalidPartitionValueError
+from acidstore.io.fs import is_text
 
 __all__ = [
     "DEFAULT_PARTITION_NAME",
     "MAX_NAME_BYTES",
     "escape_path_name",
-    "is_text",
     "parse_partition_path",
     "partition_path",
     "unescape_path_name",
@@ -55,16 +55,6 @@ def unescape_path_name(text: str) -> str:
 
 def _is_hex(pair: str) -> bool:
     return len(pair) == 2 and all(c in "0123456789abcdefABCDEF" for c in pair)
-
-
-def is_text(text: str) -> bool:
-    """Whether ``text`` can be stored as UTF-8 (a lone surrogate, e.g. from a file name
-    decoded with ``surrogateescape``, cannot: no path, ORC schema or metastore holds it)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _component(column: str, value: str | None) -> str:

@@ -46,46 +46,44 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from acidstore.api.table import LEASE_TTL_SECONDS, Table
+from acidstore.engine.aborted_files import aborted_directories
+from acidstore.engine.core import WarehouseCore
+from acidstore.engine.handle import LEASE_TTL_SECONDS, TableHandle
 from acidstore.errors import AcidStoreError, StrayPathError, TableNotFoundError
 from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
-from acidstore.fsck.aborted import aborted_directories
 from acidstore.fsck.findings import CHECKS, FINDINGS_SCHEMA, Finding, findings_table
 from acidstore.fsck.partition import TableFacts, check_partition
 from acidstore.io import fs as afs
 from acidstore.read.recorded import RecordedWrites
 
-if TYPE_CHECKING:
-    from acidstore.api.warehouse import Warehouse
-
 __all__ = ["CHECKS", "FINDINGS_SCHEMA", "Finding", "check_table", "fsck"]
 
 
-def fsck(warehouse: Warehouse, table: str | None = None, *, repair: bool = False) -> pa.Table:
+def fsck(warehouse: WarehouseCore, table: str | None = None, *, repair: bool = False
+         ) -> pa.Table:
     """Findings of one table (``TableNotFoundError`` if there is none) or of every table."""
     if repair:  # removes files, and writes nothing a read-only store would refuse first
         warehouse.metastore.check_writable()
     if table is not None:
-        return findings_table(check_table(warehouse.table(table), repair=repair))
+        return findings_table(check_table(TableHandle.open(warehouse, table), repair=repair))
     findings: list[Finding] = []
-    for name in warehouse.tables():
+    for name in warehouse.metastore.list_tables():
         try:
-            found = warehouse.table(name)
+            found = TableHandle.open(warehouse, name)
         except TableNotFoundError:
             continue  # dropped meanwhile: its files went with it
         findings.extend(check_table(found, repair=repair))
     return findings_table(findings)
 
 
-def check_table(table: Table, *, repair: bool = False) -> list[Finding]:
+def check_table(table: TableHandle, *, repair: bool = False) -> list[Finding]:
     """Every finding of ``table``; with ``repair``, aborted leftovers are removed (and their
     findings say so)."""
-    metastore = table.warehouse.metastore
+    metastore = table.metastore
     if repair:
         metastore.check_writable()
     txns, write_ids, lease = table.leased_snapshot()
@@ -100,9 +98,9 @@ def check_table(table: Table, *, repair: bool = False) -> list[Finding]:
     return findings
 
 
-def _findings(table: Table, txns: ValidTxnList, write_ids: ValidWriteIdList, lease: int
+def _findings(table: TableHandle, txns: ValidTxnList, write_ids: ValidWriteIdList, lease: int
               ) -> Iterator[Finding]:
-    fs, metastore, name = table.filesystem, table.warehouse.metastore, table.name
+    fs, metastore, name = table.filesystem, table.metastore, table.name
     committed = metastore.committed_components(name)
     facts = TableFacts(
         name, table.location, metastore, txns, write_ids,
@@ -134,7 +132,7 @@ def _findings(table: Table, txns: ValidTxnList, write_ids: ValidWriteIdList, lea
                           "a directory an aborted write registered (no reader selects it)")
 
 
-def _relative(table: Table, path: str) -> str:
+def _relative(table: TableHandle, path: str) -> str:
     return afs.relative(table.location, path) if path != table.location else ""
 
 

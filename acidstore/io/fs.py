@@ -29,7 +29,6 @@ from acidstore.errors import (
     StorageFullError,
     StoragePermissionError,
 )
-from acidstore.format.partitions import is_text
 
 __all__ = [
     "Entry",
@@ -45,6 +44,7 @@ __all__ = [
     "remove_empty_directory",
     "resolve",
     "is_io_failure",
+    "is_text",
     "storage_boundary",
     "storage_error",
     "storage_errors",
@@ -69,6 +69,16 @@ _BUCKET_SCHEMES = frozenset({"s3", "s3a", "gs", "gcs"})
 #: the pyarrow filesystem type each URI scheme names
 _SCHEME_TYPES = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "file": "local",
                  "hdfs": "hdfs", "viewfs": "hdfs"}
+
+
+def is_text(text: str) -> bool:
+    """Whether ``text`` can be stored as UTF-8 (a lone surrogate, e.g. from a file name
+    decoded with ``surrogateescape``, cannot: no path, ORC schema or metastore holds it)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _unwrapped(fs: pafs.FileSystem, path: str) -> tuple[pafs.FileSystem, str]:

@@ -20,7 +20,8 @@ import pyarrow as pa
 from acidstore.errors import InvalidInputError, InvalidLayoutError, InvalidPartitionValueError
 from acidstore.format.layout import is_bucket_file, is_original_file, parse_directory
 from acidstore.format.orc.types import check_column_types, check_partition_types
-from acidstore.format.partitions import is_text, parse_partition_path, partition_path
+from acidstore.format.partitions import parse_partition_path, partition_path
+from acidstore.io.fs import is_text
 from acidstore.metastore.records import (
     CompactionOutput,
     NewTable,

@@ -40,20 +40,27 @@ import contextlib
 import dataclasses
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 
-from acidstore.errors import AcidStoreError, InvalidInputError, NotEnoughHistoryError
+from acidstore.errors import (
+    AcidStoreError,
+    InvalidInputError,
+    NotEnoughHistoryError,
+    StrayPathError,
+)
 from acidstore.format.directory import AcidState, acid_state
 from acidstore.format.layout import ParsedDelta
 from acidstore.format.orc.codec import BucketCodec
 from acidstore.format.orc.schema import ROW_ID_COLUMN, ROW_ID_TYPE
 from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
 from acidstore.io import fs as afs
-from acidstore.metastore import WriteComponent
+from acidstore.metastore import Metastore, TableInfo, WriteComponent
 from acidstore.read.keys import current_write_ids, key_arrays, valid_write_id_mask
 from acidstore.read.record_check import check_recorded, with_recorded_rows
 from acidstore.read.recorded import SnapshotRecord
@@ -61,10 +68,39 @@ from acidstore.read.registry import delete_event_batches
 from acidstore.read.scan import PartitionDir, Scan
 from acidstore.read.splits import Listed, Split, plan_partition
 
-if TYPE_CHECKING:
-    from acidstore.api.table import Table
+__all__ = ["CHANGE_TYPES", "FeedSource", "changes"]
 
-__all__ = ["CHANGE_TYPES", "changes"]
+class FeedSource(Protocol):
+    """What the change feed reads of a table (the engine's ``TableHandle`` is one)."""
+
+    info: TableInfo
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def schema(self) -> pa.Schema: ...
+
+    @property
+    def location(self) -> str: ...
+
+    @property
+    def filesystem(self) -> pafs.FileSystem: ...
+
+    @property
+    def metastore(self) -> Metastore: ...
+
+    def snapshot(self) -> tuple[ValidTxnList, ValidWriteIdList]: ...
+
+    def leased_snapshot(self, as_of: int | datetime | None = None, *,
+                        ttl_seconds: float = ...) -> tuple[ValidTxnList, ValidWriteIdList, int]:
+        ...
+
+    def recorded_writes(self) -> SnapshotRecord: ...
+
+    def partition_dirs(self, *, strays: list[StrayPathError] | None = None
+                       ) -> list[PartitionDir]: ...
+
 
 #: the values of ``_change_type``, in the order rows of one write id are returned
 CHANGE_TYPES = ("delete", "update_preimage", "update_postimage", "insert")
@@ -103,7 +139,7 @@ def _meanings(components: Sequence[WriteComponent], start: int, end: int
     return out
 
 
-def _check_range(table: Table, start: int, end: int, write_ids: ValidWriteIdList) -> None:
+def _check_range(table: FeedSource, start: int, end: int, write_ids: ValidWriteIdList) -> None:
     for value, what in ((start, "start"), (end, "end")):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InvalidInputError(f"changes of {table.name}: {what} must be a write id "
@@ -124,7 +160,7 @@ def _check_range(table: Table, start: int, end: int, write_ids: ValidWriteIdList
 class _Feed:
     """One change-feed read: the table, the range and the snapshot (as of ``end``)."""
 
-    table: Table
+    table: FeedSource
     start: int
     end: int
     txns: ValidTxnList
@@ -272,7 +308,7 @@ def _labelled(rows: pa.Table, kinds: list[str], write_ids: pa.ChunkedArray | pa.
             .append_column(ROW_ID_COLUMN, row_id))
 
 
-def output_schema(table: Table) -> pa.Schema:
+def output_schema(table: FeedSource) -> pa.Schema:
     """The feed's columns: the table's, then ``_change_type``, ``_write_id``,
     ``_commit_time`` and ``row__id`` (the ROW__ID the event is about)."""
     return pa.schema([*table.schema, pa.field("_change_type", pa.string()),
@@ -281,10 +317,10 @@ def output_schema(table: Table) -> pa.Schema:
                       pa.field(ROW_ID_COLUMN, ROW_ID_TYPE)])
 
 
-def changes(table: Table, start: int, end: int) -> pa.Table:
+def changes(table: FeedSource, start: int, end: int) -> pa.Table:
     """The change feed of write ids ``start..end`` of ``table`` (see the module docstring)."""
-    _check_range(table, start, end, table.snapshot())
-    metastore = table.warehouse.metastore
+    _check_range(table, start, end, table.snapshot()[1])
+    metastore = table.metastore
     txns, write_ids, lease = table.leased_snapshot(end)
     try:
         read = _Feed(table, start, end, txns, write_ids, _meanings(

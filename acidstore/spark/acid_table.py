@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -21,15 +22,19 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
 
 from acidstore.api.pairing import chosen_metastore
-from acidstore.api.table import Table, WriteResult
-from acidstore.engine import idempotent
+from acidstore.engine import idempotent, writes
+from acidstore.engine.core import core_of
+from acidstore.engine.handle import TableHandle
 from acidstore.engine.merge_match import MergeSpec
+from acidstore.engine.publish import publish_change
+from acidstore.engine.results import WriteResult
 from acidstore.engine.statement import ChangeKind
-from acidstore.engine.transaction import Transaction
+from acidstore.engine.transaction import TransactionCore
 from acidstore.errors import InvalidInputError, required_condition
 from acidstore.format.orc.schema import ROW_ID_COLUMN
 from acidstore.format.writeids import ValidWriteIdList
 from acidstore.metastore import Operation
+from acidstore.read.changes import changes as change_feed
 from acidstore.spark import leases, merge_shuffle
 from acidstore.spark.columns import column_sql
 from acidstore.spark.datasource import FORMAT, add_new_columns, check_columns
@@ -108,8 +113,12 @@ class AcidTable:
         self._spark = spark
         self._target = target
         self._alias = alias
-        with self._table() as table:  # fail now if there is no such table
-            self.name = table.name
+        # one connection for the table's life (closed when the AcidTable is collected):
+        # each call takes a fresh handle from it, so a drop or another client's
+        # add_columns is seen, without connecting again
+        self._wh, handle = open_target(target)  # TableNotFoundError now if there is none
+        self._close = weakref.finalize(self, self._wh.close)
+        self.name = handle.name
 
     @classmethod
     def forName(cls, spark: SparkSession, name: str, *, warehouse: str,  # noqa: N802
@@ -126,12 +135,9 @@ class AcidTable:
                                  table_path(str(path))))
 
     @contextmanager
-    def _table(self, transaction: Transaction | None = None) -> Iterator[Table]:
-        wh, table = open_target(self._target)
-        try:
-            yield table
-        finally:
-            wh.close()
+    def _table(self) -> Iterator[TableHandle]:
+        """The table's current handle on this AcidTable's connection."""
+        yield TableHandle.open(core_of(self._wh), self.name)
 
     def alias(self, alias: str) -> AcidTable:
         """This table under an alias, for the conditions of ``merge``."""
@@ -171,7 +177,7 @@ class AcidTable:
                                   with_row_id) or native_read(
                         self._spark, table, (txns, write_ids), columns, with_row_id)
             except BaseException:
-                table.warehouse.metastore.release_lease(lease)
+                table.metastore.release_lease(lease)
                 raise
             leases.hold(self._target, lease)  # released at spark.stop() or process exit
         if df is None:
@@ -189,7 +195,7 @@ class AcidTable:
     def snapshot(self) -> ValidWriteIdList:
         """The ValidWriteIdList a read would take now."""
         with self._table() as table:
-            return table.snapshot()
+            return table.snapshot()[1]
 
     def history(self) -> DataFrame:
         """One row per committed write id (as ``Table.history``)."""
@@ -201,12 +207,12 @@ class AcidTable:
         driver, from the event files of that range only, then handed to Spark: a feed is the
         rows a few writes changed, not the table."""
         with self._table() as table:
-            feed = table.changes(start_write_id, end_write_id)
+            feed = change_feed(table, start_write_id, end_write_id)
         return self._spark.createDataFrame(feed, schema=spark_schema(feed.schema))
 
     # --- writes --------------------------------------------------------------------------------
 
-    def _snapshot_rows(self, txn: Transaction, table: Table,
+    def _snapshot_rows(self, txn: TransactionCore, table: TableHandle,
                        columns: Sequence[str] | None = None) -> DataFrame:
         """The table at ``txn``'s snapshot with ROW__IDs: the rows a statement may change
         (only ``columns`` of them decoded, when given)."""
@@ -217,7 +223,7 @@ class AcidTable:
         return self._reader(options)
 
     def _statement(self, operation: str, clauses: tuple[Operation, ...],
-                   changes: Callable[[Transaction, Table, WriteJob], DataFrame],
+                   changes: Callable[[TransactionCore, TableHandle, WriteJob], DataFrame],
                    result: Callable[[Sequence[TaskOutput]], WriteResult],
                    app: idempotent.AppWrite | None = None, *, whole_table: bool = False
                    ) -> WriteResult:
@@ -226,30 +232,27 @@ class AcidTable:
         has committed or aborted (a task still running could otherwise write into it after
         the removal), and a failed job is typed once the abort is recorded."""
         what = f"{operation} of {self.name}"
-        wh, _ = open_target(self._target)
+        core = core_of(self._wh)
         job: WriteJob | None = None
-        try:
-            with spark_write(what, self.name) as attempt:
-                try:
-                    with wh.transaction() as txn:
-                        attempt.txn = txn
-                        table = txn.table(self.name)
-                        idempotent.claim(txn, table.name, app)
-                        job = write_job(table, txn, clauses)
-                        if whole_table:  # an overwrite empties the partitions it writes no
-                            job = dataclasses.replace(job, emptied=tuple(  # rows to
-                                wh.metastore.list_partitions(table.name)))
-                        with settled_jobs(self._spark, what), spark_errors(what):
-                            outputs = run_job(changes(txn, table, job), job)
-                        publish(txn, job, outputs)
-                        done = result(outputs)
-                finally:
-                    if job is not None:  # after the commit or the abort
-                        remove_staging(job)
-            return WriteResult(**{**done.__dict__, "txn_id": txn.txn_id,
-                                  "write_id": job.write_id, "committed": True})
-        finally:
-            wh.close()
+        with spark_write(what, self.name) as attempt:
+            try:
+                with TransactionCore.begin(core) as txn:
+                    attempt.txn = txn
+                    table = TableHandle.open(core, self.name, txn)
+                    idempotent.claim(txn, table.name, app)
+                    job = write_job(table, txn, clauses)
+                    if whole_table:  # an overwrite empties the partitions it writes no
+                        job = dataclasses.replace(job, emptied=tuple(  # rows to
+                            core.metastore.list_partitions(table.name)))
+                    with settled_jobs(self._spark, what), spark_errors(what):
+                        outputs = run_job(changes(txn, table, job), job)
+                    publish(txn, job, outputs)
+                    done = result(outputs)
+            finally:
+                if job is not None:  # after the commit or the abort
+                    remove_staging(job)
+        return WriteResult(**{**done.__dict__, "txn_id": txn.txn_id,
+                              "write_id": job.write_id, "committed": True})
 
     def insert(self, data: DataFrame, *, overwrite: bool = False, app_id: str | None = None,
                version: int | None = None, merge_schema: bool = False,
@@ -268,11 +271,11 @@ class AcidTable:
         operation: Operation = "overwrite" if overwrite else "insert"
         with self._table() as table:
             check_columns(table.schema, data.schema, table.name)
-            done = idempotent.skipped(table.warehouse.metastore, table.name, app, operation)
+            done = idempotent.skipped(table.metastore, table.name, app, operation)
         if done is not None:
             return done
 
-        def changes(txn: Transaction, table: Table, job: WriteJob) -> DataFrame:
+        def changes(txn: TransactionCore, table: TableHandle, job: WriteJob) -> DataFrame:
             if overwrite and job.bucket_by:
                 return group_buckets(data, job)
             return data
@@ -294,37 +297,34 @@ class AcidTable:
         directories, deleted ROW__IDs (and a MERGE's matched source rows) come back to
         commit. No table data enters the JVM."""
         return self._committed(f"{kind.upper()} of {self.name}", lambda txn, table: (
-            table.run_statement(txn, kind, predicate=condition, assignments=assignments,
+            writes.run_statement(table, txn, kind, predicate=condition, assignments=assignments,
                                 merge=merge, run=lambda units: run_units(self._spark, units))))
 
     def _shuffled_merge(self, spec: MergeSpec, source: DataFrame, on: Column) -> WriteResult:
         """A MERGE whose source is too large to broadcast: planned and published as
         ``_core_statement`` does, the join done by Spark (``merge_shuffle``)."""
-        def body(txn: Transaction, table: Table) -> WriteResult:
+        def body(txn: TransactionCore, table: TableHandle) -> WriteResult:
             count = source.count()
-            planned = table.plan_change(txn, "merge", None, merge=spec)
+            planned = writes.plan_change(table, txn, "merge", None, merge=spec)
             units, outcomes = merge_shuffle.shuffled_merge(
                 self._spark, txn, table, spec, source=source, on=on, units=planned)
-            return table.publish_change(txn, "merge", units, outcomes, source_rows=count)
+            return publish_change(table, txn, "merge", units, outcomes, source_rows=count)
 
         return self._committed(f"MERGE into {self.name}", body)
 
-    def _committed(self, what: str, body: Callable[[Transaction, Table], WriteResult]
+    def _committed(self, what: str, body: Callable[[TransactionCore, TableHandle], WriteResult]
                    ) -> WriteResult:
         """``body`` in a transaction of its own, committed when it returns: its Spark jobs
         end before a failure aborts the transaction (``settle``), Spark's errors typed (a
         failed job as ``SparkJobFailedError``, once the transaction is aborted)."""
-        wh, _ = open_target(self._target)
-        try:
-            # the transaction's block ends (aborting it) before spark_write types the error
-            with spark_write(what, self.name) as attempt, wh.transaction() as txn:
-                attempt.txn = txn
-                table = txn.table(self.name)
-                with settled_jobs(self._spark, what), spark_errors(what):
-                    result = body(txn, table)
-            return dataclasses.replace(result, committed=True)
-        finally:
-            wh.close()
+        core = core_of(self._wh)
+        # the transaction's block ends (aborting it) before spark_write types the error
+        with spark_write(what, self.name) as attempt, TransactionCore.begin(core) as txn:
+            attempt.txn = txn
+            table = TableHandle.open(core, self.name, txn)
+            with settled_jobs(self._spark, what), spark_errors(what):
+                result = body(txn, table)
+        return dataclasses.replace(result, committed=True)
 
     def delete(self, condition: Condition | None = None) -> WriteResult:
         """Delete the rows matching ``condition`` (``"true"`` for every row: a forgotten
@@ -339,7 +339,7 @@ class AcidTable:
         assert condition is not None
         predicate = condition_column(condition, where, {})
 
-        def changes(txn: Transaction, table: Table, job: WriteJob) -> DataFrame:
+        def changes(txn: TransactionCore, table: TableHandle, job: WriteJob) -> DataFrame:
             # a delete event needs the ROW__ID and partition: decode only what the condition
             # reads besides (Python data sources get no column pruning from Spark)
             parts = list(table.info.partition_schema.names)
@@ -365,7 +365,7 @@ class AcidTable:
         if not set:
             raise InvalidInputError("update needs at least one column to set")
         with self._table() as table:
-            given = {table.updatable_column(name): value for name, value in set.items()}
+            given = {writes.updatable_column(table, name): value for name, value in set.items()}
             scope = {"": table.schema}
         texts = {name: sql_text(value) for name, value in given.items()}
         predicate_text = sql_text(condition)
@@ -376,7 +376,7 @@ class AcidTable:
         values = {name: condition_column(value, where, scope) for name, value in given.items()}
         predicate = condition_column(condition, where, scope)
 
-        def changes(txn: Transaction, table: Table, job: WriteJob) -> DataFrame:
+        def changes(txn: TransactionCore, table: TableHandle, job: WriteJob) -> DataFrame:
             rows = self._snapshot_rows(txn, table)
             if predicate is not None:
                 rows = rows.filter(predicate)
@@ -398,9 +398,9 @@ class AcidTable:
     # --- used by the merge builder ---------------------------------------------------------------
 
     def _merge_statement(self, clauses: tuple[Operation, ...],
-                         changes: Callable[[DataFrame, Table], DataFrame],
+                         changes: Callable[[DataFrame, TableHandle], DataFrame],
                          result: Callable[[Sequence[TaskOutput]], WriteResult]) -> WriteResult:
-        def body(txn: Transaction, table: Table, job: WriteJob) -> DataFrame:
+        def body(txn: TransactionCore, table: TableHandle, job: WriteJob) -> DataFrame:
             target = self._snapshot_rows(txn, table)
             return changes(target.alias(self._alias) if self._alias else target, table)
 

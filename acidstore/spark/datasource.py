@@ -36,9 +36,11 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from acidstore.api.table import Table
 from acidstore.engine import idempotent
-from acidstore.engine.transaction import Transaction
+from acidstore.engine.core import core_of
+from acidstore.engine.handle import TableHandle
+from acidstore.engine.schema_change import add_columns
+from acidstore.engine.transaction import TransactionCore
 from acidstore.engine.worker_gc import freeze_long_lived
 from acidstore.errors import InvalidInputError, SchemaMismatchError, UnsupportedOperationError
 from acidstore.format.writeids import ValidTxnList
@@ -172,13 +174,13 @@ class AcidReader(DataSourceReader):
             yield from run_read(task)
 
 
-def _leased_tasks(target: Target, table: Table, options: ReadOptions, schema: StructType
+def _leased_tasks(target: Target, table: TableHandle, options: ReadOptions, schema: StructType
                   ) -> list[ReadTask]:
     """Plan a fresh snapshot's read tasks, each with a lease of its own that the task releases
     when it has read (``acidstore.spark.leases``). The snapshot is leased before anything is
     listed, so nothing planned can be cleaned away; that planning lease goes once the tasks'
     leases hold the snapshot."""
-    metastore = table.warehouse.metastore
+    metastore = table.metastore
     ttl = options.lease_seconds
     txns, write_ids, planning = table.leased_snapshot(options.as_of, ttl_seconds=ttl)
     taken: list[int] = []
@@ -219,14 +221,15 @@ def check_columns(table_schema: pa.Schema, schema: StructType, where: str) -> No
 
 def add_new_columns(target: Target, schema: StructType) -> list[str]:
     """``mergeSchema``: add the columns of ``schema`` that the table lacks (any case), nullable
-    and in the DataFrame's order, through ``Table.add_columns`` (so writers that planned
-    against the old schema fail with MetadataChangedError). Returns their names."""
+    and in the DataFrame's order, through ``engine.schema_change.add_columns`` (so writers
+    that planned against the old schema fail with MetadataChangedError). Returns their
+    names."""
     wh, table = open_target(target)
     try:
         have = {name.lower() for name in table.schema.names}
         new = [field for field in schema.fields if field.name.lower() not in have]
         if new:
-            table.add_columns(pa.schema([f.with_nullable(True) for f in arrow_schema(
+            add_columns(table, pa.schema([f.with_nullable(True) for f in arrow_schema(
                 StructType(new))]))
         return [field.name for field in new]
     finally:
@@ -248,8 +251,8 @@ def _open_writer(target: Target, schema: StructType, overwrite: bool,
         operation: Operation = "overwrite" if overwrite else "insert"
         if idempotent.skipped(wh.metastore, table.name, app, operation) is not None:
             return _SkippedWriter()
-        txn = Transaction.attach(wh, *owned) if owned is not None else \
-            Transaction(wh, heartbeat_interval=None)
+        txn = TransactionCore.attach(core_of(wh), *owned) if owned is not None else \
+            TransactionCore(core_of(wh), heartbeat_interval=None)
         try:
             idempotent.claim(txn, table.name, app)
             job = write_job(table, txn, (operation,))
@@ -281,10 +284,10 @@ class AcidWriter(DataSourceArrowWriter):
         with reported_errors():
             return _Message(run_write(self._job, batches, task, attempt))
 
-    def _attached(self) -> tuple[Any, Transaction]:
+    def _attached(self) -> tuple[Any, TransactionCore]:
         wh, _ = open_target(self._target)
-        return wh, Transaction.attach(wh, self._job.txn_id,
-                                      ValidTxnList.parse(self._snapshot))
+        return wh, TransactionCore.attach(core_of(wh), self._job.txn_id,
+                                          ValidTxnList.parse(self._snapshot))
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         with reported_errors():

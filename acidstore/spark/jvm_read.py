@@ -36,7 +36,7 @@ import pyarrow.fs as pafs
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import DecimalType
 
-from acidstore.api.table import Table
+from acidstore.engine.handle import TableHandle
 from acidstore.format.orc.schema import cast_to
 from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
 from acidstore.read.keys import KeyArrays
@@ -69,7 +69,7 @@ class _File:
     deleted: KeyArrays
 
 
-def _readable(scan: Scan, table: Table) -> bool:
+def _readable(scan: Scan, table: TableHandle) -> bool:
     if not isinstance(table.filesystem, pafs.LocalFileSystem):
         return False
     if not flat(spark_schema(table.info.schema)) \
@@ -159,7 +159,7 @@ def _names(names: Sequence[str]) -> bytes:
     return struct.pack(">i", len(data)) + b"".join(struct.pack(">i", len(d)) + d for d in data)
 
 
-def _plan_bytes(table: Table, tasks: list[list[_File]]) -> bytes:
+def _plan_bytes(table: TableHandle, tasks: list[list[_File]]) -> bytes:
     """The plan ``Plan.java`` reads (big-endian; its docstring has the layout)."""
     partitioning = table.info.partition_schema
     parts = [struct.pack(">i", _MAGIC), _names(table.info.schema.names),
@@ -186,7 +186,7 @@ def _plan_bytes(table: Table, tasks: list[list[_File]]) -> bytes:
     return b"".join(parts)
 
 
-def jvm_read(spark: SparkSession, table: Table,
+def jvm_read(spark: SparkSession, table: TableHandle,
              snapshot: tuple[ValidTxnList, ValidWriteIdList], columns: Sequence[str] | None,
              with_row_id: bool) -> DataFrame | None:
     """``table`` at ``snapshot`` (leased by the caller before this lists anything) through the

@@ -1,6 +1,6 @@
 """The shuffled MERGE on Spark: a source too large to hand whole to every unit.
 
-The driver plans the MERGE's units as for a broadcast MERGE (``Table.plan_change``). Spark then
+The driver plans the MERGE's units as for a broadcast MERGE (``writes.plan_change``). Spark then
 joins the source to the target's *join columns*: each unit decodes, in a Python worker, only
 the target columns the MERGE's SQL names plus the ROW__ID, so the table's other columns never
 enter the JVM. The matched pairs are shuffled by unit, and each unit applies the WHEN MATCHED
@@ -29,7 +29,8 @@ from pyspark.broadcast import Broadcast
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
 
-from acidstore.api.table import Table
+from acidstore.engine import writes
+from acidstore.engine.handle import TableHandle
 from acidstore.engine.merge_joined import run_joined_unit
 from acidstore.engine.merge_match import (
     SOURCE_INDEX,
@@ -47,14 +48,14 @@ from acidstore.engine.statement import (
     scan_unit,
     write_changes,
 )
-from acidstore.engine.transaction import Transaction
+from acidstore.engine.transaction import TransactionCore
 from acidstore.engine.worker_gc import freeze_long_lived
 from acidstore.errors import InvalidInputError
 from acidstore.read.keys import KeyArrays
 from acidstore.spark.schema_mapping import arrow_schema, spark_schema, to_spark_batch
 from acidstore.spark.typed_errors import reporting
 from acidstore.sql.expressions import SqlEvaluator
-from acidstore.write.conform import conform
+from acidstore.write.conform import conform, split_partitions
 
 __all__ = ["MAX_SEMI_JOIN_KEYS", "shuffled_merge"]
 
@@ -85,14 +86,15 @@ class _Shape:
         return source, target, keys
 
 
-def shuffled_merge(spark: SparkSession, txn: Transaction, table: Table, spec: MergeSpec, *,
+def shuffled_merge(spark: SparkSession, txn: TransactionCore, table: TableHandle,
+                   spec: MergeSpec, *,
                    source: DataFrame, on: Column, units: Sequence[ChangeUnit]
                    ) -> tuple[list[ChangeUnit], list[UnitOutcome]]:
     """Run a MERGE whose ``spec`` carries no source rows (only the source's columns): the rows
     come from ``source``, joined on ``on`` (the ON condition as a Spark Column over the
     aliased sides). Returns every unit (the matched ones and the "insert" ones) with its
-    outcome, for ``Table.publish_change``."""
-    target = table.statement_target()
+    outcome, for ``TableHandle.publish_change``."""
+    target = writes.statement_target(table)
     names = merge_columns(spec, target.full_schema.names)
     shape = _Shape(tuple(source.columns), tuple(names))
     keys = _target_keys(spark, units, names, target.full_schema,
@@ -226,14 +228,15 @@ def _apply_matched(spark: SparkSession, joined: DataFrame, units: Sequence[Chang
     return [done.get(i) or write_changes(unit, None) for i, unit in enumerate(plan)]
 
 
-def _insert_not_matched(txn: Transaction, table: Table, spec: MergeSpec, joined: DataFrame,
-                        shape: _Shape) -> tuple[list[ChangeUnit], list[UnitOutcome]]:
+def _insert_not_matched(txn: TransactionCore, table: TableHandle, spec: MergeSpec,
+                        joined: DataFrame, shape: _Shape
+                        ) -> tuple[list[ChangeUnit], list[UnitOutcome]]:
     """The WHEN NOT MATCHED rows: computed by the core in the workers, then written one task
     per partition (each partition's bucket files by one writer), after the driver registered
     the partitions' directories with the transaction."""
     if not spec.not_matched:
         return [], []
-    target = table.statement_target()
+    target = writes.statement_target(table)
     full = target.full_schema
     parts = list(target.partition_schema.names)
     where = f"MERGE insert into {target.name}"
@@ -267,9 +270,9 @@ def _insert_not_matched(txn: Transaction, table: Table, spec: MergeSpec, joined:
         rows.unpersist()
 
 
-def _write_inserts(txn: Transaction, table: Table, rows: DataFrame, parts: list[str]
+def _write_inserts(txn: TransactionCore, table: TableHandle, rows: DataFrame, parts: list[str]
                    ) -> tuple[list[ChangeUnit], list[UnitOutcome]]:
-    target = table.statement_target()
+    target = writes.statement_target(table)
     full = target.full_schema
     present = rows.select(*parts).distinct().toArrow() if parts else (
         pa.table({}) if rows.isEmpty() else pa.table({"__one": [1]}))
@@ -277,8 +280,10 @@ def _write_inserts(txn: Transaction, table: Table, rows: DataFrame, parts: list[
         return [], []
     # the partitions plan the units (their directories registered now, before any task
     # writes); the tasks plan the same units over their real rows
-    planned = {u.partition: u for u in table.plan_insert_units(
-        txn, present.select(parts), partitions_only=True)}
+    shape = conform(present.select(parts), target.partition_schema,
+                    where=f"MERGE insert into {target.name}")
+    planned = {u.partition: u for u in writes.plan_insert_units(
+        table, txn, split_partitions(shape, list(parts)), partitions_only=True)}
     first = next(iter(planned.values()))
 
     @reporting

@@ -19,8 +19,10 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from acidstore.api.table import Table, WriteResult
+from acidstore.engine import writes
+from acidstore.engine.handle import TableHandle
 from acidstore.engine.merge_match import MergeClause, MergeSpec, clause_values
+from acidstore.engine.results import WriteResult
 from acidstore.errors import InvalidInputError
 from acidstore.format.orc.schema import ROW_ID_COLUMN
 from acidstore.metastore import Operation
@@ -154,12 +156,12 @@ class AcidMergeBuilder:
             on = condition_column(self._condition, where, self._scope(table)) if shuffled \
                 else None
             matched = [MergeClause(c.kind, text(c.condition), clause_values(
-                None if c.values is None else {table.updatable_column(n): str(text(v))
+                None if c.values is None else {writes.updatable_column(table, n): str(text(v))
                                                for n, v in c.values.items()}))
                        for c in self._matched]
             inserts = [MergeClause("insert", text(c.condition), clause_values(
                 None if c.values is None else {n: str(text(v)) for n, v in
-                                               table.insertable_columns(c.values).items()}))
+                                               writes.insertable_columns(table, c.values).items()}))
                        for c in self._not_matched]
         if shuffled:
             source = arrow_schema(self._source.schema).empty_table()
@@ -180,7 +182,7 @@ class AcidMergeBuilder:
                 f"{self._source.columns})")
         return self._source[by_lower[name.lower()]]
 
-    def _values(self, clause: _Clause, table: Table, target: DataFrame, where: str,
+    def _values(self, clause: _Clause, table: TableHandle, target: DataFrame, where: str,
                 scope: Mapping[str, pa.Schema]) -> dict[str, Column]:
         """The new row of an UPDATE or INSERT clause, column by column."""
         user = [f.name for f in table.info.schema]
@@ -189,7 +191,7 @@ class AcidMergeBuilder:
             if clause.values is None:
                 chosen = {n: self._source_column(n) for n in user}
             else:
-                chosen = {table.updatable_column(n): condition_column(v, where, scope)
+                chosen = {writes.updatable_column(table, n): condition_column(v, where, scope)
                           for n, v in clause.values.items()}
             return {n: chosen.get(n, target[n]) for n in user + parts}
         known = {n.lower(): n for n in user + parts}
@@ -203,7 +205,7 @@ class AcidMergeBuilder:
                  for c, v in clause.values.items()}
         return {n: given.get(n, F.lit(None)) for n in user + parts}
 
-    def _scope(self, table: Table) -> dict[str, pa.Schema]:
+    def _scope(self, table: TableHandle) -> dict[str, pa.Schema]:
         """What the MERGE's SQL strings may name: the target and the source by alias (the
         sandbox check binds them over empty tables of these columns)."""
         try:
@@ -218,7 +220,7 @@ class AcidMergeBuilder:
             scope[alias] = pa.schema([*known, *(f for f in schema if f.name not in known.names)])
         return scope
 
-    def _changes(self, target: DataFrame, table: Table, where: str) -> DataFrame:
+    def _changes(self, target: DataFrame, table: TableHandle, where: str) -> DataFrame:
         scope = self._scope(table)
         joined = self._source.join(
             target, on=condition_column(self._condition, where, scope),

@@ -43,7 +43,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from acidstore.api.table import Table
+from acidstore.engine.handle import TableHandle
 from acidstore.format.orc.schema import ROW_ID_COLUMN
 from acidstore.format.writeids import RangeResponse, ValidTxnList, ValidWriteIdList
 from acidstore.read.scan import PartitionDir, Scan
@@ -202,7 +202,7 @@ def native_frame(spark: SparkSession, plan: Sequence[NativePartition], user_sche
     return reduce(DataFrame.unionAll, frames)
 
 
-def native_read(spark: SparkSession, table: Table,
+def native_read(spark: SparkSession, table: TableHandle,
                 snapshot: tuple[ValidTxnList, ValidWriteIdList], columns: Sequence[str] | None,
                 with_row_id: bool) -> DataFrame | None:
     """``table`` at ``snapshot`` (leased by the caller before this lists anything) on the

@@ -12,9 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from acidstore.api.pairing import MARKER_FILE, chosen_metastore
-from acidstore.api.table import Table
-from acidstore.api.warehouse import DEFAULT_METASTORE_FILE, Warehouse, connect
+from acidstore.api.connect import connect
+from acidstore.api.pairing import DEFAULT_METASTORE_FILE, MARKER_FILE, chosen_metastore
+from acidstore.api.warehouse import Warehouse
+from acidstore.engine.core import core_of
+from acidstore.engine.handle import TableHandle
 from acidstore.errors import (
     InvalidInputError,
     MetastoreError,
@@ -91,7 +93,7 @@ def _find_warehouse(path: Path) -> Path:
         "in it or its parents")
 
 
-def open_target(target: Target) -> tuple[Warehouse, Table]:
+def open_target(target: Target) -> tuple[Warehouse, TableHandle]:
     """Connect to the target's warehouse and look its table up (TableNotFoundError if none).
 
     Nothing is ever created: a table must exist, so a ``warehouse`` or ``metastore`` option
@@ -102,7 +104,7 @@ def open_target(target: Target) -> tuple[Warehouse, Table]:
         assert target.warehouse is not None
         wh = connect(target.warehouse, metastore=target.metastore, create=False)
         try:
-            return wh, wh.table(target.name)
+            return wh, TableHandle.open(core_of(wh), target.name)
         except BaseException:
             wh.close()
             raise
@@ -114,14 +116,14 @@ def open_target(target: Target) -> tuple[Warehouse, Table]:
     wh = connect(root, metastore=target.metastore, create=False)
     wanted = str(path.resolve())
     for name in wh.tables():
-        table = wh.table(name)
+        table = TableHandle.open(core_of(wh), name)
         if str(Path(table.location).resolve()) == wanted:
             return wh, table
     wh.close()
     raise TableNotFoundError(f"no acidstore table is located at {path} (warehouse {root})")
 
 
-def _open_remote(target: Target, uri: str) -> tuple[Warehouse, Table]:
+def _open_remote(target: Target, uri: str) -> tuple[Warehouse, TableHandle]:
     """The table at a URI (``s3://bucket/wh/db.db/t``): its warehouse cannot be found by
     walking up to a metastore file (object storage holds none), so it is named."""
     if target.warehouse is None or target.metastore is None:
@@ -135,7 +137,7 @@ def _open_remote(target: Target, uri: str) -> tuple[Warehouse, Table]:
         wh.close()
         raise
     for name in wh.tables():
-        table = wh.table(name)
+        table = TableHandle.open(core_of(wh), name)
         if table.location == wanted:
             return wh, table
     wh.close()

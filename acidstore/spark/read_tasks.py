@@ -20,8 +20,8 @@ import pyarrow.fs as pafs
 from pyspark.sql.datasource import CaseInsensitiveDict
 from pyspark.sql.types import StructType
 
-from acidstore.api.table import Table
 from acidstore.engine import idempotent
+from acidstore.engine.handle import TableHandle
 from acidstore.errors import InvalidInputError, SchemaMismatchError, UnknownOptionError
 from acidstore.format.orc.schema import ROW_ID_COLUMN, ROW_ID_TYPE
 from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
@@ -213,7 +213,7 @@ def read_options(options: Mapping[str, str]) -> ReadOptions:
     )
 
 
-def read_schema(table: Table, options: ReadOptions) -> StructType:
+def read_schema(table: TableHandle, options: ReadOptions) -> StructType:
     """The Spark schema a read returns: the chosen columns (all by default), then ``row__id``."""
     full = table.schema
     if options.columns is None:
@@ -253,7 +253,7 @@ class ReadTask:
     lease_seconds: float = DEFAULT_LEASE_SECONDS
 
 
-def _requested(table: Table, options: ReadOptions, requested: StructType) -> tuple[
+def _requested(table: TableHandle, options: ReadOptions, requested: StructType) -> tuple[
         tuple[str, ...], bool]:
     """Columns and row-id flag of the schema Spark asks for (a user-given ``.schema()``
     selects columns: Spark's Python data sources get no column pruning of their own)."""
@@ -278,7 +278,8 @@ def _requested(table: Table, options: ReadOptions, requested: StructType) -> tup
     return tuple(columns), with_row_id
 
 
-def read_snapshot(table: Table, options: ReadOptions) -> tuple[ValidTxnList, ValidWriteIdList]:
+def read_snapshot(table: TableHandle, options: ReadOptions
+                  ) -> tuple[ValidTxnList, ValidWriteIdList]:
     """The snapshot a read uses: the pinned one (DML), or a fresh one (``asOf`` applied)."""
     if options.snapshot is not None:
         return (ValidTxnList.parse(options.snapshot[0]),
@@ -286,7 +287,7 @@ def read_snapshot(table: Table, options: ReadOptions) -> tuple[ValidTxnList, Val
     return table.read_snapshot(options.as_of)
 
 
-def plan_read(table: Table, options: ReadOptions, requested: StructType,
+def plan_read(table: TableHandle, options: ReadOptions, requested: StructType,
               snapshot: tuple[ValidTxnList, ValidWriteIdList]) -> tuple[list[ReadTask], Scan]:
     """Pack the splits ``snapshot`` selects into read tasks (on the driver; see
     ``acidstore.spark.packing``)."""

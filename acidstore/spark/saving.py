@@ -33,8 +33,10 @@ from pyspark import SparkContext
 from pyspark.sql import DataFrame, DataFrameWriter
 from pyspark.sql.datasource import CaseInsensitiveDict
 
-from acidstore.api.warehouse import connect
+from acidstore.api.connect import connect
 from acidstore.engine import idempotent
+from acidstore.engine.core import core_of
+from acidstore.engine.transaction import TransactionCore
 from acidstore.errors import (
     AcidStoreError,
     InvalidInputError,
@@ -197,7 +199,7 @@ def _write_in_driver_transaction(df: DataFrame, fresh: DataFrameWriter, target: 
                               "overwrite" if overwrite else "insert") is not None:
             return  # the table holds this version of the application's write: no job
         with spark_write(what, table.name) as attempt:
-            txn = wh.transaction()
+            txn = TransactionCore.begin(core_of(wh))
             attempt.txn = txn
             owned = fresh.option(DRIVER_TXN_OPTIONS[0], str(txn.txn_id)) \
                 .option(DRIVER_TXN_OPTIONS[1], str(txn.snapshot))

@@ -29,7 +29,7 @@ from pyspark.errors import AnalysisException
 from pyspark.errors.exceptions.captured import CapturedException
 
 from acidstore import errors
-from acidstore.engine.transaction import Transaction
+from acidstore.engine.transaction import TransactionCore
 from acidstore.errors import AcidStoreError, InvalidExpressionError, SparkJobFailedError
 from acidstore.io.fs import storage_error
 
@@ -202,7 +202,7 @@ class WriteAttempt:
 
     what: str
     table: str | None
-    txn: Transaction | None = None
+    txn: TransactionCore | None = None
 
     def failed(self, exc: BaseException) -> SparkJobFailedError:
         """The typed error of a Spark failure ``exc`` that ended this write."""

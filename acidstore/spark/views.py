@@ -15,8 +15,10 @@ from datetime import datetime
 
 from pyspark.sql import SparkSession
 
+from acidstore.api.connect import connect
 from acidstore.api.pairing import chosen_metastore
-from acidstore.api.warehouse import connect
+from acidstore.engine.core import core_of
+from acidstore.engine.handle import TableHandle
 from acidstore.spark.datasource import FORMAT
 from acidstore.spark.session import register
 
@@ -40,7 +42,8 @@ def register_views(spark: SparkSession, warehouse: str, tables: Sequence[str] | 
     with connect(warehouse, metastore=metastore, create=False) as wh:
         names = list(tables) if tables is not None else wh.tables()
         for name in names:
-            wh.table(name)  # TableNotFoundError now, not at the view's first query
+            # TableNotFoundError now, not at the view's first query
+            TableHandle.open(core_of(wh), name)
     made = []
     for name in names:
         reader = spark.read.format(FORMAT).option("warehouse", str(warehouse))

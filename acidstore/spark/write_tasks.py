@@ -28,8 +28,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
-from acidstore.api.table import Table
-from acidstore.engine.transaction import Transaction
+from acidstore.engine.handle import TableHandle
+from acidstore.engine.transaction import TransactionCore
 from acidstore.errors import InvalidInputError, MergeCardinalityError
 from acidstore.format.layout import STAGING_DIR
 from acidstore.format.orc.codec import MAX_BUCKET_ID, MAX_STATEMENT_ID
@@ -85,7 +85,7 @@ class WriteJob:
         return pa.schema(list(self.schema) + list(self.partition_schema))
 
 
-def write_job(table: Table, txn: Transaction, clauses: tuple[Operation, ...]) -> WriteJob:
+def write_job(table: TableHandle, txn: TransactionCore, clauses: tuple[Operation, ...]) -> WriteJob:
     """The job of one statement of ``txn`` on ``table`` (allocates the write id)."""
     if "overwrite" in clauses and len(clauses) > 1:
         raise InvalidInputError("an overwrite is a statement of its own")
@@ -300,7 +300,7 @@ def _move_tree(fs: pafs.FileSystem, source: str, target: str) -> None:
         fs.move(afs.join(source, relative), afs.join(target, relative))
 
 
-def publish(txn: Transaction, job: WriteJob, outputs: Sequence[TaskOutput]
+def publish(txn: TransactionCore, job: WriteJob, outputs: Sequence[TaskOutput]
             ) -> list[WriteComponent]:
     """Move the successful attempts' files into the table and register them with ``txn``
     (on the driver). The caller commits; on any error it aborts, which removes them."""

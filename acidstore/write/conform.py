@@ -196,3 +196,29 @@ def split_partitions(data: pa.Table, partition_columns: list[str]) -> list[Parti
         out.append(PartitionData(partition_path(partition_columns, values), values,
                                  data.take(pa.array(rows))))
     return out
+
+
+def schema_of(schema_or_data: Any, where: str) -> pa.Schema:
+    """The schema a new table takes from ``schema_or_data``: a ``pa.Schema`` as given, or the
+    schema of a pyarrow Table / RecordBatch / RecordBatchReader or a pandas DataFrame (its
+    index left out, as inserts leave it out). Only the schema is used: the data is not
+    inserted. A column whose type the data cannot tell (all-None pandas column: Arrow type
+    ``null``) is refused, since ORC has no null type and the table could never be written."""
+    if isinstance(schema_or_data, pa.Schema):
+        return schema_or_data
+    if isinstance(schema_or_data, pa.Table | pa.RecordBatch | pa.RecordBatchReader):
+        schema = schema_or_data.schema
+    elif type(schema_or_data).__module__.startswith("pandas"):  # pandas is optional
+        schema = from_pandas(pa.Schema.from_pandas, schema_or_data, where)
+    elif hasattr(schema_or_data, "__arrow_c_schema__"):
+        schema = pa.schema(schema_or_data)
+    else:
+        raise InvalidInputError(
+            f"{where}: schema must be a pyarrow.Schema (or a pyarrow Table or pandas "
+            f"DataFrame to take it from), not {type(schema_or_data).__name__}")
+    untyped = [f.name for f in schema if pa.types.is_null(f.type)]
+    if untyped:
+        raise SchemaMismatchError(
+            f"{where}: cannot tell the type of column(s) {untyped} from the data (every value "
+            "is null); give a pyarrow Schema instead")
+    return schema.remove_metadata()

@@ -19,6 +19,7 @@ import pytest
 import acidstore
 from acidstore import Warehouse
 from acidstore.api.merge_builder import MergeBuilder
+from acidstore.engine.handle import handle_of
 from acidstore.errors import CorruptFileError, InvalidInputError, SchemaMismatchError
 from acidstore.format.orc.acid_file import write_event_file, write_orc_file
 from acidstore.format.orc.schema import event_schema
@@ -94,7 +95,7 @@ def test_add_columns_refuses_them_and_the_table_stays_writable(
         t.add_columns(pa.schema([("c", kind)]))
     assert f"column {where}" in str(info.value) and named in str(info.value)
     again = wh.table("db.t")
-    assert again.schema.names == ["id"] and again.info.metadata_version == 0
+    assert again.schema.names == ["id"] and handle_of(again).info.metadata_version == 0
     again.insert(pa.table({"id": [1, 2]}))
     again.update("id = 1", {"id": "3"})
     again.delete("id = 2")

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from acidstore import Warehouse
+from acidstore.engine.handle import handle_of
 from acidstore.errors import InvalidInputError, SchemaMismatchError
 
 SCHEMA = pa.schema([("id", pa.int64()), ("k", pa.string()), ("at", pa.timestamp("us"))])
@@ -47,11 +48,12 @@ def test_none_means_no_columns_and_an_iterator_is_read_once(wh: Warehouse,
     none; an iterator was read twice, so its columns vanished and the table was created
     unpartitioned without a word."""
     plain = wh.create_table("db.n", SCHEMA, partition_by=None, bucket_by=None, buckets=None)
-    assert (plain.info.partition_schema.names, plain.info.bucket_by, plain.info.buckets) == (
-        [], (), 0)
+    info = handle_of(plain).info
+    assert (info.partition_schema.names, info.bucket_by, info.buckets) == ([], (), 0)
     once = wh.create_table("db.i", SCHEMA, partition_by=iter(["k"]), bucket_by=iter(["id"]),
                            buckets=2)
-    assert (once.info.partition_schema.names, once.info.bucket_by) == (["k"], ("id",))
+    info = handle_of(once).info
+    assert (info.partition_schema.names, info.bucket_by) == (["k"], ("id",))
     source = tmp_path / "lake"
     source.mkdir()
     pq.write_table(pa.table({"id": [1]}), source / "part-0.parquet")

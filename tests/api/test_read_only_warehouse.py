@@ -31,7 +31,7 @@ import pytest
 from cli_support import ROOT, run
 
 import acidstore
-from acidstore.api.warehouse import DEFAULT_METASTORE_FILE
+from acidstore.api.pairing import DEFAULT_METASTORE_FILE
 from acidstore.errors import ReadOnlyWarehouseError
 
 TABLE = "db.t"
@@ -130,7 +130,7 @@ def test_cleaning_and_repair_of_a_read_only_copy_remove_nothing(
         t = wh.table(TABLE)
         compact(t, "major")  # replaced directories for the cleaner
         txn = wh.transaction()  # an aborted write whose files stayed (a writer that died)
-        wh.table(TABLE, transaction=txn).insert(pa.table({"id": [77], "dt": ["a"]}))
+        txn.table(TABLE).insert(pa.table({"id": [77], "dt": ["a"]}))
         wh.metastore.abort(txn.txn_id)
     copy = tmp_path / "archive"
     shutil.copytree(tmp_path / "source", copy)

@@ -30,6 +30,7 @@ from table_errors_support import (
 
 import acidstore
 from acidstore import Table, Warehouse
+from acidstore.engine.handle import TableHandle, handle_of
 from acidstore.errors import (
     AcidStoreError,
     InvalidExpressionError,
@@ -252,7 +253,8 @@ def test_table_object_after_drop(wh: Warehouse, table: Table, action: str,
     with pytest.raises(TableNotFoundError, match=re.escape("db.t")):
         if action == "in_transaction":
             with wh.transaction() as txn:
-                Table(wh, table.info, txn).insert(rows_table(FIRST))
+                Table(TableHandle(handle_of(table).core, handle_of(table).info,
+                                  txn._core)).insert(rows_table(FIRST))
         else:
             actions[action]()
     if newcomer is not None:

@@ -12,6 +12,7 @@ import pytest
 
 import acidstore
 from acidstore import Warehouse
+from acidstore.engine.handle import handle_of
 from acidstore.errors import SchemaMismatchError, TableExistsError
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("dt", pa.string())])
@@ -49,7 +50,7 @@ def test_if_not_exists_returns_the_existing_table_unchanged(wh: Warehouse) -> No
         wh.create_table("db.t", SCHEMA)
     # like CREATE TABLE IF NOT EXISTS: the existing table wins, its schema is not compared
     again = wh.create_table("DB.T", pa.schema([("other", pa.int32())]), if_not_exists=True)
-    assert again.info.table_id == t.info.table_id
+    assert handle_of(again).info.table_id == handle_of(t).info.table_id
     assert again.schema == SCHEMA and again.to_arrow().num_rows == 3
     fresh = wh.create_table("db.u", SCHEMA, if_not_exists=True)
     assert fresh.name == "db.u" and sorted(wh.tables()) == ["db.t", "db.u"]
@@ -61,7 +62,7 @@ def test_if_not_exists_from_racing_clients_gives_one_table(tmp_path: Path) -> No
 
     def create(_: int) -> int:
         with acidstore.connect(tmp_path / "wh") as wh:
-            return wh.create_table("db.t", SCHEMA, if_not_exists=True).info.table_id
+            return handle_of(wh.create_table("db.t", SCHEMA, if_not_exists=True)).info.table_id
 
     with ThreadPoolExecutor(max_workers=4) as pool:  # an error in a thread is raised here
         ids = list(pool.map(create, range(4)))

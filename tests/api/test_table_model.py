@@ -40,6 +40,7 @@ from hypothesis.stateful import (
 import acidstore
 from acidstore import Table, Transaction, Warehouse
 from acidstore.api.merge_builder import MergeBuilder
+from acidstore.engine.handle import handle_of
 from acidstore.errors import InvalidInputError, MergeCardinalityError
 from acidstore.format.writeids import ValidWriteIdList
 
@@ -551,7 +552,7 @@ class TableMachine(RuleBasedStateMachine):
         earlier = ValidWriteIdList(name, min(as_of, now.high_watermark), (),
                                    tuple(w for w in now.aborted_write_ids if w <= as_of))
         for reader in ("vectorized", "merge"):
-            got = acidstore.read_directory(t.location, t.info.schema, reader=reader,
+            got = acidstore.read_directory(t.location, handle_of(t).info.schema, reader=reader,
                                            write_ids=earlier)
             assert as_sorted(got.to_pylist(), columns_of(name)) == model_rows(expected, name)
         # as_of a commit time: every write id committed by then
@@ -574,8 +575,9 @@ class TableMachine(RuleBasedStateMachine):
             rows = with_ids(got, columns)
             snapshot = t.snapshot()
             for reader in ("vectorized", "merge"):
-                direct = acidstore.read_directory(t.location, t.info.schema, reader=reader,
-                                                  write_ids=snapshot, with_row_id=True)
+                direct = acidstore.read_directory(t.location, handle_of(t).info.schema,
+                                                  reader=reader, write_ids=snapshot,
+                                                  with_row_id=True)
                 assert with_ids(direct, columns) == rows, reader
             # history lists exactly the committed write ids that the model recorded
             assert t.history().column("write_id").to_pylist() == [

@@ -25,8 +25,7 @@ from process_support import run_spawned
 from table_workers import Place
 
 import acidstore
-from acidstore.api.pairing import MARKER_FILE, METASTORE_ENV, WAREHOUSE_ENV
-from acidstore.api.warehouse import DEFAULT_METASTORE_FILE
+from acidstore.api.pairing import DEFAULT_METASTORE_FILE, MARKER_FILE, METASTORE_ENV, WAREHOUSE_ENV
 from acidstore.errors import MetastoreMismatchError, ReadOnlyWarehouseError
 from acidstore.io.fs import location_uri
 from benchmarks.postgres_server import PostgresServer

@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 
 import acidstore
-from acidstore.api.warehouse import DEFAULT_METASTORE_FILE
+from acidstore.api.pairing import DEFAULT_METASTORE_FILE
 from compaction import Cleaner, compact
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("dt", pa.string())])

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(TESTS), str(TESTS.parent)]
+sys.path[:0] = [str(TESTS / "support"), str(TESTS.parent)]
 
 from chaos_support import Place, race  # noqa: E402  (after the path setup)
 

@@ -13,6 +13,7 @@ from cli_support import make_warehouse, run, run_json, run_process
 
 import acidstore
 from acidstore.cli.progress import ProgressBar
+from acidstore.engine.handle import handle_of
 from compaction import compact
 
 
@@ -25,7 +26,7 @@ def test_show_transactions_and_locks_show_an_open_writer(
         warehouse: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with acidstore.connect(warehouse) as wh:
         txn = wh.transaction()
-        wh.table("shop.orders", transaction=txn).insert(
+        txn.table("shop.orders").insert(
             pa.table({"id": [9], "status": ["x"], "dt": ["2026-11-24"]}))
         try:
             txns = run_json(["show", "transactions", "--warehouse", str(warehouse)], capsys)
@@ -60,7 +61,8 @@ def test_show_compactions_lists_the_queue(warehouse: Path,
 def _lease(warehouse: Path, hours: float = 1.0) -> int:
     """A Spark-like read lease of an hour on shop.orders, left behind by its reader."""
     with acidstore.connect(warehouse) as wh:
-        _, _, lease = wh.table("shop.orders").leased_snapshot(ttl_seconds=hours * 3600)
+        _, _, lease = handle_of(wh.table("shop.orders")).leased_snapshot(
+            ttl_seconds=hours * 3600)
     return lease
 
 

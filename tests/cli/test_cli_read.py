@@ -13,7 +13,7 @@ import pytest
 from cli_support import make_warehouse, run, run_json, run_process
 
 import acidstore
-from acidstore.engine.transaction import Transaction
+from acidstore.api.warehouse import Transaction
 
 
 @pytest.fixture
@@ -26,7 +26,7 @@ def open_txn(warehouse: Path) -> Iterator[Transaction]:
     """A writer that inserted id 99 into dt=2026-11-22 and has not committed."""
     with acidstore.connect(warehouse) as wh:
         txn = wh.transaction()
-        wh.table("shop.orders", transaction=txn).insert(
+        txn.table("shop.orders").insert(
             pa.table({"id": [99], "status": ["uncommitted"], "dt": ["2026-11-22"]}))
         try:
             yield txn
@@ -62,7 +62,7 @@ def test_read_hides_an_aborted_transactions_rows(
         warehouse: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with acidstore.connect(warehouse) as wh:
         txn = wh.transaction()
-        wh.table("events", transaction=txn).insert(pa.table({"n": [666]}))
+        txn.table("events").insert(pa.table({"n": [666]}))
         txn.abort()
     doc = run_json(["read", str(warehouse / "default.db" / "events")], capsys)
     assert sorted(r["n"] for r in doc["rows"]) == [1, 2]

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pytest
 
-from acidstore.api.warehouse import connect
+from acidstore.api.connect import connect
 from acidstore.cli.demo import DemoResult, run_demo
 
 if TYPE_CHECKING:

@@ -35,6 +35,7 @@ from compaction_support import (
 
 import acidstore
 from acidstore import Table, Warehouse
+from acidstore.engine.handle import handle_of
 from acidstore.errors import ConcurrentCompactionError, InvalidInputError, MissingDataError
 from acidstore.format.directory import acid_state
 from acidstore.format.layout import ACID_VERSION, ACID_VERSION_FILE, METADATA_FILE
@@ -176,7 +177,7 @@ def test_minor_drops_aborted_write_ids_and_keeps_delete_events(wh: Warehouse) ->
     t = wh.create_table("db.s", schema, bucket_by=["id"], buckets=1)
     for outcome in ("commit", "abort", "commit"):  # write ids 1, 2 (aborted), 3
         txn = wh.transaction()
-        txn.write_id(t.name)
+        txn._core.write_id(t.name)
         txn.commit() if outcome == "commit" else txn.abort()
     assert t.snapshot().aborted_write_ids == (2,)
     streamed = pa.concat_tables([
@@ -220,7 +221,7 @@ def test_output_is_invisible_until_the_commit(t: Table, wh: Warehouse) -> None:
         state = state_of(t)
         seen["dirs"] = [state.base, *state.deltas]
         seen["reader"] = t.to_batches(with_row_id=True)
-        seen["scan"] = t.scan(with_row_id=True)
+        seen["scan"] = handle_of(t).scan(with_row_id=True)
 
     result = compact(t, "major", progress=during)
     assert seen["rows"] == before

@@ -76,7 +76,7 @@ class CompactionMachine(RuleBasedStateMachine):
         self.root = tempfile.mkdtemp(prefix="acidstore-compaction-model-")
         self.wh = acidstore.connect(os.path.join(self.root, "wh"))
         self.t = new_table(self.wh, buckets=2)
-        self.names = [*self.t.info.schema.names, *self.t.info.partition_schema.names]
+        self.names = list(self.t.schema.names)
         self.model: dict[int, dict[str, Any]] = {}
         self.next_id = 0
         self.readers: list[tuple[pa.RecordBatchReader, list[Row]]] = []

@@ -32,7 +32,7 @@ from compaction_support import (
 
 import acidstore
 from acidstore import Table, Warehouse
-from acidstore.api.warehouse import DEFAULT_METASTORE_FILE
+from acidstore.api.pairing import DEFAULT_METASTORE_FILE
 from acidstore.errors import InvalidInputError
 from acidstore.format.layout import STAGING_DIR
 from compaction import Cleaner, Initiator, Thresholds, Worker, compact, run_once

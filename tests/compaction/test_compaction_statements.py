@@ -24,6 +24,7 @@ from acidfiles import bucket_property, delete_events, insert_events, read, rid, 
 
 import acidstore
 from acidstore import Table, Warehouse
+from acidstore.engine.handle import handle_of
 from acidstore.format.layout import delta_name
 from compaction import compact
 
@@ -42,7 +43,7 @@ def rows(t: Table) -> list[Row]:
     """The table's rows by id; ``to_arrow`` and both directory readers must agree."""
     got = sorted(t.to_arrow().to_pylist(), key=lambda r: (r["id"], r["k"]))
     for reader in ("vectorized", "merge"):
-        direct = acidstore.read_directory(t.location, t.info.schema, reader=reader)
+        direct = acidstore.read_directory(t.location, handle_of(t).info.schema, reader=reader)
         assert sorted(direct.to_pylist(), key=lambda r: (r["id"], r["k"])) == got, reader
     return got
 

@@ -28,6 +28,8 @@ import pytest
 from compaction_support import aborted_write, make_rows, new_table
 
 from acidstore import Table, Warehouse
+from acidstore.engine.handle import handle_of
+from acidstore.engine.transaction import TransactionCore
 from acidstore.errors import CorruptFileError, DataError
 from acidstore.format.orc.acid_file import (
     DELTA_STRIPE_SIZE,
@@ -224,11 +226,11 @@ def _in_memory_minor(work: BucketWork, delete: bool) -> pa.Table:
 
 
 def _plan(t: Table, kind: str) -> tuple[list[BucketWork], int]:
-    wh = t.warehouse
-    txn = wh.transaction(kind="compaction")
+    wh = handle_of(t).core
+    txn = TransactionCore.begin(wh, kind="compaction")
     write_ids = wh.metastore.valid_write_ids(t.name, txn.snapshot, txn.txn_id).to_compactor()
-    plan = plan_partition_compaction(t.filesystem, "", t.location, kind,  # type: ignore[arg-type]
-                                     schema=t.info.schema, write_ids=write_ids,
+    plan = plan_partition_compaction(handle_of(t).filesystem, "", t.location, kind,  # type: ignore[arg-type]
+                                     schema=handle_of(t).info.schema, write_ids=write_ids,
                                      txns=txn.snapshot, txn_id=txn.txn_id,
                                      compression=t.compression)
     txn.abort("test: only the plan and its units are wanted")
@@ -305,7 +307,7 @@ def _assert_base_holds(busy: Table, before: pa.Table, base: pa.Table) -> None:
         expected.column("row__id").combine_chunks().field("bucketid").to_pylist()
     assert base.column(CURRENT_TRANSACTION).equals(base.column(ORIGINAL_TRANSACTION))
     row = base.column("row").combine_chunks()
-    for name in busy.info.schema.names:
+    for name in handle_of(busy).info.schema.names:
         assert row.field(name).to_pylist() == expected.column(name).to_pylist(), name
     assert len(set(base.column(ORIGINAL_TRANSACTION).to_pylist())) > DELTAS
 

@@ -23,8 +23,7 @@ from table_workers import insert_or_overwrite_loop
 
 import acidstore
 from acidstore import Table, Warehouse
-from acidstore.api.pairing import MARKER_FILE
-from acidstore.api.warehouse import DEFAULT_METASTORE_FILE
+from acidstore.api.pairing import DEFAULT_METASTORE_FILE, MARKER_FILE
 from acidstore.errors import (
     CommitFailedError,
     CommitStateUnknownError,

@@ -14,6 +14,8 @@ import pytest
 from acidfiles import record_placed_originals, write_original
 
 from acidstore.api.warehouse import Warehouse
+from acidstore.engine import writes
+from acidstore.engine.handle import handle_of
 from acidstore.engine.merge_match import (
     SOURCE_INDEX,
     MergeClause,
@@ -94,8 +96,8 @@ def test_a_routed_merge_changes_what_an_unrouted_one_does(wh: Warehouse) -> None
     source = pa.table({"id": pa.array([*ids.tolist(), None], pa.int64()),
                        "k": [f"s{i}" for i in range(151)], "v": rng.random(151)})
     with wh.transaction() as txn:
-        units = txn.table("db.routed").plan_change(txn, "merge", None, merge=_spec(
-            source, "t.id = s.id"))
+        units = writes.plan_change(handle_of(txn.table("db.routed")), txn._core, "merge",
+                                   None, merge=_spec(source, "t.id = s.id"))
         assert sum(u.merge.source.num_rows for u in units if u.merge) == 150
         txn.abort()
     # parentheses: no equality term is judged, every unit gets the whole source

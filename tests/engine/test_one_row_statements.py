@@ -15,6 +15,7 @@ import pytest
 import acidstore
 from acidstore.api.table import Table
 from acidstore.api.warehouse import Warehouse
+from acidstore.engine import writes
 from acidstore.metastore.sqlite import SqliteMetastore
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.float64())])
@@ -82,7 +83,7 @@ def test_a_failed_statement_leaves_its_planned_directories_to_clean(
     def fail(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("dies after writing its files")
 
-    monkeypatch.setattr(Table, "publish_change", fail)
+    monkeypatch.setattr(writes, "publish_change", fail)
     with pytest.raises(RuntimeError, match="dies after"):
         table.update("id = 7", {"v": "v + 1"})
     assert [c.directories for c in wh.metastore.aborted_components("db.t")] == [

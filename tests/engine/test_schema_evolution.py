@@ -14,6 +14,7 @@ from spark_support import arrow_rows, spark_rows, to_spark
 
 import acidstore
 from acidstore import Table, Warehouse
+from acidstore.engine.handle import handle_of
 from acidstore.errors import (
     InvalidInputError,
     MetadataChangedError,
@@ -57,10 +58,11 @@ def by_id(table: pa.Table) -> dict[int, tuple[Any, ...]]:
 
 
 def merge_read(t: Table) -> pa.Table:
-    txns, write_ids = t.read_snapshot()
-    partitions = table_partitions(t.filesystem, t.location, ["dt"])
-    return Scan(t.filesystem, partitions, write_ids, txns, schema=t.info.schema,
-                partition_schema=t.info.partition_schema, reader="merge").to_table()
+    txns, write_ids = handle_of(t).read_snapshot()
+    partitions = table_partitions(handle_of(t).filesystem, t.location, ["dt"])
+    info = handle_of(t).info
+    return Scan(handle_of(t).filesystem, partitions, write_ids, txns, schema=info.schema,
+                partition_schema=info.partition_schema, reader="merge").to_table()
 
 
 def test_old_files_read_the_new_columns_as_nulls(wh: Warehouse) -> None:
@@ -104,10 +106,11 @@ def test_bad_new_columns_are_refused(wh: Warehouse) -> None:
     ]:
         with pytest.raises(error, match=message):
             t.add_columns(columns)
-    assert t.schema == SCHEMA and t.info.metadata_version == 0
+    assert t.schema == SCHEMA and handle_of(t).info.metadata_version == 0
     t.add_columns([pa.field("x", pa.int32())])  # a list of fields is a schema too
     t.add_columns(pa.table({"y": ["a"]}))       # as is data's
-    assert t.schema.names == ["id", "name", "x", "y", "dt"] and t.info.metadata_version == 2
+    assert t.schema.names == ["id", "name", "x", "y", "dt"]
+    assert handle_of(t).info.metadata_version == 2
     with wh.transaction() as txn, pytest.raises(InvalidInputError, match="of its own"):
         txn.table("db.t").add_columns(pa.schema([("z", pa.int8())]))
 

@@ -41,6 +41,7 @@ from table_workers import (
 
 import acidstore
 from acidstore import Table, Warehouse
+from acidstore.engine.handle import handle_of
 from acidstore.write.bucketing import bucket_ids
 from compaction import Cleaner
 
@@ -63,7 +64,7 @@ def visible(t: Table) -> list[tuple[Any, ...]]:
     got = rows(t.to_arrow())
     snapshot = t.snapshot()
     for reader in ("vectorized", "merge"):
-        direct = acidstore.read_directory(t.location, t.info.schema, reader=reader,
+        direct = acidstore.read_directory(t.location, handle_of(t).info.schema, reader=reader,
                                           write_ids=snapshot)
         assert rows(direct.select(SCHEMA.names)) == got, reader
     return got

@@ -14,6 +14,7 @@ import pytest
 
 import acidstore
 from acidstore import Table, Warehouse
+from acidstore.engine.handle import handle_of
 from acidstore.errors import (
     DataError,
     InvalidInputError,
@@ -22,6 +23,7 @@ from acidstore.errors import (
     SchemaMismatchError,
     StrayPathError,
 )
+from acidstore.fsck import fsck as check
 from compaction import compact
 from compaction.plan import Kind
 
@@ -176,7 +178,7 @@ def test_a_bucket_file_removed_after_planning_is_missing_not_corrupt(flat: Table
     """A file gone between a scan's planning and its reading (a racing ``rm``; a cleaner
     never removes what a planned reader needs) is MissingDataError naming it, as the Spark
     readers report it."""
-    scan = flat.scan()
+    scan = handle_of(flat).scan()
     gone = sorted(only(flat.location, prefix).glob("bucket_*"))[0]
     gone.unlink()
     with pytest.raises(MissingDataError) as caught:
@@ -195,7 +197,7 @@ def test_an_emptied_delete_delta_file_is_named(flat: Table) -> None:
 def every_consumer(table: Table) -> list[Callable[[], object]]:
     """Every way rows are read: scans, DML, both compactions, the change feed."""
     return [table.to_arrow, lambda: table.to_arrow(columns=["id"], filter="id = 1"),
-            lambda: list(table.scan().to_batches()), lambda: table.changes(1, 3),
+            lambda: list(handle_of(table).scan().to_batches()), lambda: table.changes(1, 3),
             lambda: table.delete("id = 5"), lambda: table.update("id = 6", {"v": "'z'"}),
             lambda: compact(table, "minor"), lambda: compact(table, "major")]
 
@@ -224,7 +226,7 @@ def test_a_renamed_delete_delta_file_is_missing_not_a_deleted_row_back(flat: Tab
                            f"dt=x/h=1/{directory.name}/{victim.name}.*{message}") as caught:
             action()
         assert caught.value.path == str(victim)
-    fsck = flat.warehouse.fsck()
+    fsck = check(handle_of(flat).core)
     wanted = {"missing_file", "foreign_file"} if how == "renamed" else {"missing_file"}
     assert wanted <= set(fsck.column("check").to_pylist())
 
@@ -332,7 +334,7 @@ def compacted(table: Table, kind: Kind, prefix: str) -> Path:
     from compaction import Cleaner
 
     assert compact(table, kind).compacted
-    Cleaner(table.warehouse, retention_seconds=0).run()
+    Cleaner(handle_of(table).core, retention_seconds=0).run()
     found = only(table.location, prefix)
     assert "_v" in found.name
     return found

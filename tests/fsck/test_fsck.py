@@ -23,7 +23,7 @@ from acidstore.fsck import FINDINGS_SCHEMA
 from compaction import Cleaner, compact
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("dt", pa.string())])
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def rows(ids: range, dt: str = "x") -> pa.Table:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import acidstore
 from acidstore import Table
+from acidstore.engine.handle import handle_of
 from compaction import Cleaner, compact
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("dt", pa.string())])
@@ -42,7 +43,7 @@ def run(table: Table, steps: list[tuple[str, int, str]]) -> None:
             table.update(f"id % 5 = {number % 5}", {"v": "v || '+'"})
         else:
             compact(table, "minor" if kind == "minor" else "major")
-            Cleaner(table.warehouse, retention_seconds=0).run()
+            Cleaner(handle_of(table).core, retention_seconds=0).run()
     # the last write: rows in every partition, in a directory a write made (not compacted)
     ids = list(range(1000, 1006))
     table.insert(pa.table({"id": ids, "v": ["z"] * 6, "dt": ["x", "x", "x", "y", "y", "y"]}))

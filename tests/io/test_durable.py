@@ -95,7 +95,7 @@ def run_and_check(location: Path, recorder: Recorder, action: Callable[[], objec
 def test_insert_update_delete_and_compaction_flush_what_they_publish_first(
         wh: Warehouse, recorded: Recorder) -> None:
     table = wh.create_table("t", SCHEMA, partition_by=["dt"])
-    location = Path(wh.location_of("t"))
+    location = Path(wh.table("t").location)
     rows = pa.table({"id": [1, 2, 3], "dt": ["a", "a", "b"]})
     run_and_check(location, recorded, lambda: table.insert(rows))
     run_and_check(location, recorded, lambda: table.update("id = 1", {"id": "11"}))
@@ -164,7 +164,7 @@ def test_only_local_filesystems_are_flushed(tmp_path: Path) -> None:
 def test_the_environment_turns_it_off_for_a_new_process() -> None:
     """``ACIDSTORE_FLUSH=0`` reaches every process started with it (unset, the other tests of
     this module see it on)."""
-    code = "from acidstore import durable; print(durable.flush_enabled())"
+    code = "from acidstore.io import durable; print(durable.flush_enabled())"
     env = {**os.environ, durable.FLUSH_ENV: "0"}
     out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
                          capture_output=True, text=True).stdout.strip()

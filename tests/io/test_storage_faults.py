@@ -192,7 +192,7 @@ def test_a_write_error_inside_the_orc_writer_does_not_end_the_process(tmp_path: 
     regression fails this test instead of ending the test run."""
     script = textwrap.dedent(f"""
         import sys
-        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        sys.path.insert(0, {str(Path(__file__).parents[1] / "support")!r})
         import numpy as np, pyarrow as pa, pyarrow.fs as pafs
         import acidstore
         from acidstore.errors import StorageFullError

@@ -16,7 +16,8 @@ from pathlib import Path
 import pyarrow as pa
 
 import acidstore
-from acidstore.api.warehouse import DEFAULT_METASTORE_FILE
+from acidstore.api.pairing import DEFAULT_METASTORE_FILE
+from acidstore.engine.handle import handle_of
 from acidstore.metastore.sqlite_leases import LEASE_FILE_SUFFIX
 from compaction import Cleaner, compact
 
@@ -39,7 +40,7 @@ def test_leases_take_a_file_of_their_own_numbered_after_the_metastore_files(
         assert wh.tables() == [TABLE] and t.snapshot().high_watermark == 1
         assert t.history().num_rows == 1
         assert not lease_file.exists()  # nothing leased yet
-        table_id = wh.table_info(TABLE).table_id
+        table_id = handle_of(wh.table(TABLE)).info.table_id
         txns = wh.metastore.valid_txns()
         write_ids = wh.metastore.valid_write_ids(TABLE, txns)
         with sqlite3.connect(metastore_file) as conn:  # as a client of schema 12 leases

@@ -33,7 +33,7 @@ from table_workers import TABLE, Place, connect, hold_then_commit
 from acidstore.errors import TransactionAbortedError, TransactionStateError
 from acidstore.metastore.sql_schema import DEFAULT_TIMEOUT, SCHEMA_VERSION, now_micros
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 
 def test_a_txn_is_reaped_by_its_own_timeout_not_the_callers(backend: Backend) -> None:

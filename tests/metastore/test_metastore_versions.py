@@ -28,7 +28,7 @@ from metastore_support import (
 )
 
 import acidstore
-from acidstore.api.warehouse import DEFAULT_METASTORE_FILE
+from acidstore.api.pairing import DEFAULT_METASTORE_FILE
 from acidstore.cli.main import main
 from acidstore.errors import InvalidInputError, MetastoreError, MetastoreVersionError
 from acidstore.metastore import CompactionOutput, OriginalFile, PostgresMetastore
@@ -380,7 +380,7 @@ def test_postgresql_urls_and_unreachable_servers_are_clear_errors(tmp_path: Path
 def test_the_readme_postgresql_example_runs_as_written(
         postgres_server: PostgresServer, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
     block = readme.split("<!-- postgresql-example -->")[1].split("<!-- /postgresql-example -->")[0]
     code = block.strip().removeprefix("```python").removesuffix("```")
     monkeypatch.setenv("ACIDSTORE_METASTORE", postgres_server.new_store())

@@ -11,6 +11,8 @@ import pyarrow.orc as po
 import pytest
 
 from acidstore.api.warehouse import Warehouse
+from acidstore.engine import writes
+from acidstore.engine.handle import handle_of
 from acidstore.format.directory import acid_state
 from acidstore.io import fs as afs
 from acidstore.read.splits import Listed, Split, plan_partition
@@ -110,7 +112,8 @@ def test_a_one_row_update_plans_one_unit(wh: Warehouse) -> None:
     plans = {}
     for text in ("id = 42", "id % 1000 = 42", "id IN (1, 2, 3, 4)", "id = 99999999999"):
         with pytest.raises(_PlanOnlyError), wh.transaction() as txn:
-            plans[text] = txn.table("db.t").plan_change(txn, "update", text, {"v": "v + 1"})
+            plans[text] = writes.plan_change(handle_of(txn.table("db.t")), txn._core, "update",
+                                             text, assignments={"v": "v + 1"})
             raise _PlanOnlyError
     expected = bucket_ids(_rows(1000), ["id"], 10)
     assert [u.planned[0][1].bucket_id for u in plans["id = 42"]] == [int(expected[42])]
@@ -127,7 +130,7 @@ def test_serializable_tables_read_every_bucket(wh: Warehouse) -> None:
                             properties={"acidstore.isolationLevel": "Serializable"})
     table.insert(_rows(1000))
     with pytest.raises(_PlanOnlyError), wh.transaction() as txn:
-        units = txn.table("db.s").plan_change(txn, "delete", "id = 42")
+        units = writes.plan_change(handle_of(txn.table("db.s")), txn._core, "delete", "id = 42")
         raise _PlanOnlyError
     assert len(units) == 10
 

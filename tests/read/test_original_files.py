@@ -19,7 +19,8 @@ import pytest
 
 import acidstore
 from acidstore import Table, Warehouse
-from acidstore.api.warehouse import DEFAULT_METASTORE_FILE
+from acidstore.api.pairing import DEFAULT_METASTORE_FILE
+from acidstore.engine.handle import handle_of
 from acidstore.errors import MissingDataError, StrayPathError
 from compaction import Cleaner, compact
 
@@ -39,7 +40,7 @@ def ids(t: Table) -> list[int]:
 def test_a_file_copied_into_a_partition_is_a_stray(wh: Warehouse) -> None:
     t = wh.create_table("db.t", SCHEMA, partition_by=["dt"])
     t.insert(pa.table({"id": [1, 2], "dt": ["a", "a"]}))
-    assert t.info.originals_recorded
+    assert handle_of(t).info.originals_recorded
     copied = Path(t.location) / "dt=a" / "000000_0"
     po.write_table(pa.table({"id": [99]}), str(copied))  # read as a row of the table before
     for action in actions(t):
@@ -100,5 +101,5 @@ def test_tables_from_before_the_record_read_their_originals_as_before(
         raw.execute("UPDATE tables SET originals_recorded = 0")
     with acidstore.connect(tmp_path / "wh") as wh:
         old = wh.table("db.old")
-        assert not old.info.originals_recorded
+        assert not handle_of(old).info.originals_recorded
         assert ids(old) == [1, 7]

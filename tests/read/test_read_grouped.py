@@ -28,6 +28,7 @@ from acidfiles import (
 import acidstore
 from acidstore.api.table import Table
 from acidstore.api.warehouse import Warehouse
+from acidstore.engine.handle import handle_of
 from acidstore.errors import DataError
 from acidstore.format.orc.schema import DELETE, INSERT
 from acidstore.format.writeids import ValidWriteIdList
@@ -69,10 +70,10 @@ def merge_twin(scan: Scan, schema: pa.Schema, partition_schema: pa.Schema,
 
 
 def assert_same_as_merge(table: Table, **kwargs: Any) -> pa.Table:
-    scan = table.scan(**kwargs)
+    scan = handle_of(table).scan(**kwargs)
     assert grouped_units(scan) > 0
     got = scan.to_table()
-    want = merge_twin(scan, table.info.schema, table.info.partition_schema,
+    want = merge_twin(scan, handle_of(table).info.schema, handle_of(table).info.partition_schema,
                       **kwargs).to_table()
     assert got.schema == want.schema
     assert got.to_pylist() == want.to_pylist()

@@ -21,6 +21,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from acidstore.engine.handle import handle_of
 from acidstore.errors import CorruptFileError, MissingDataError
 from acidstore.format.orc.footer import add_user_metadata
 from acidstore.read.heap_merge import surviving
@@ -373,8 +374,8 @@ def test_splits_of_a_bucket_share_one_registry(tmp_path: Path) -> None:
         for i in range(8):
             t.update(f"id = {i} OR id = {20 + i}", {"v": "v + 1"})
             t.delete(f"id = {40 + i}")
-        txns, write_ids = t.read_snapshot()
-        scan = t._scan(txns, write_ids, with_row_id=True)
+        txns, write_ids = handle_of(t).read_snapshot()
+        scan = handle_of(t).scan_at(txns, write_ids, with_row_id=True)
         splits = [split for _, split in scan.planned if split.deletes]
         assert len(splits) > 8
         cache = DeleteCache()
@@ -388,8 +389,8 @@ def test_splits_of_a_bucket_share_one_registry(tmp_path: Path) -> None:
                              np.full(60, 536870912, np.int32), np.arange(60, dtype=np.int64))
             assert (a.deleted(keys) == b.deleted(keys)).all()
         vectorized = t.to_arrow(with_row_id=True).sort_by("id")
-        merged = Scan(wh.filesystem, [], write_ids, txns, schema=t.info.schema,
-                      partition_schema=t.info.partition_schema, with_row_id=True,
+        merged = Scan(wh.filesystem, [], write_ids, txns, schema=handle_of(t).info.schema,
+                      partition_schema=handle_of(t).info.partition_schema, with_row_id=True,
                       planned=scan.planned, delete_event_limit=0).to_table().sort_by("id")
         assert vectorized.equals(merged)
         assert vectorized.num_rows == 42

@@ -18,7 +18,8 @@ from compaction_support import TABLE, children, make_rows, new_table
 
 import acidstore
 from acidstore import Table, Warehouse
-from acidstore.api.warehouse import DEFAULT_METASTORE_FILE
+from acidstore.api.pairing import DEFAULT_METASTORE_FILE
+from acidstore.engine.handle import handle_of
 from acidstore.errors import InvalidInputError, NotEnoughHistoryError
 from acidstore.metastore.sql_schema import SCHEMA_VERSION
 from compaction import Cleaner, compact
@@ -57,7 +58,7 @@ def test_as_of_reads_around_a_major_compaction_during_retention(wh: Warehouse) -
         w: history[w] for w in range(1, 6)}
     # the streaming reader and a planned scan take the same past snapshot
     assert rows(t.to_batches(as_of=3).read_all()) == history[3]
-    assert rows(t.scan(as_of=3).to_table()) == history[3]
+    assert rows(handle_of(t).scan(as_of=3).to_table()) == history[3]
     assert rows(t.to_arrow()) == history[5]
 
 
@@ -116,7 +117,7 @@ def test_only_compactions_after_the_point_are_read_around(wh: Warehouse) -> None
     Cleaner(wh, retention_seconds=3600).run()
     assert {w: rows(t.to_arrow(as_of=w)) for w in range(0, 8)} == history
     # the first compaction is before write id 6: that past reads its base
-    txns, _ = t.read_snapshot(as_of=6)
+    txns, _ = handle_of(t).read_snapshot(as_of=6)
     assert first.txn_id is not None and txns.is_txn_valid(first.txn_id)
 
 

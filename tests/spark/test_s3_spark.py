@@ -19,6 +19,7 @@ import pytest
 from s3_support import S3Place
 
 import acidstore
+from acidstore.engine.handle import handle_of
 from acidstore.spark import AcidTable, register
 from acidstore.spark.datasource import AcidDataSource
 from acidstore.spark.read_tasks import plan_read, read_options, read_schema
@@ -95,7 +96,8 @@ def test_no_credential_in_a_plan_or_a_pickled_task(s3_place: S3Place,
     def pickled_tasks(wh: acidstore.Warehouse) -> bytes:
         t = wh.table(TABLE)
         options = read_options({})
-        tasks, _ = plan_read(t, options, read_schema(t, options), t.read_snapshot())
+        tasks, _ = plan_read(handle_of(t), options, read_schema(handle_of(t), options),
+                         handle_of(t).read_snapshot())
         assert tasks and tasks[0].planned
         return pickle.dumps(tasks)
 

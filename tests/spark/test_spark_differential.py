@@ -62,6 +62,7 @@ from spark_support import (
 import acidstore
 from acidstore import Table
 from acidstore.api.table import WriteResult
+from acidstore.engine.handle import handle_of
 from acidstore.spark import AcidTable
 
 if TYPE_CHECKING:
@@ -222,7 +223,7 @@ def run_spark(spark: SparkSession, at: AcidTable, t: Table, statement: Statement
         df = spark.createDataFrame(statement.rows)
         df = df.coalesce(1) if statement.one_task else df.repartition(2)
         if statement.through_write:
-            df.write.format("acidstore").option("warehouse", str(t.warehouse.location)) \
+            df.write.format("acidstore").option("warehouse", str(handle_of(t).core.location)) \
                 .mode("append").save(t.name)
             return None
         return at.insert(df, overwrite=statement.overwrite)

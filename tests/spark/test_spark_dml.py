@@ -32,7 +32,7 @@ from spark_support import (
 )
 
 import acidstore
-from acidstore import Table
+from acidstore import Table, Warehouse
 from acidstore.api.table import WriteResult
 from acidstore.errors import (
     InvalidExpressionError,
@@ -55,6 +55,8 @@ class Pair:
     spark: Table
     embedded: Table
     session: SparkSession
+    #: the warehouse of ``spark``
+    wh: Warehouse
 
     def check_same(self) -> list[tuple[Any, ...]]:
         expected = arrow_rows(self.embedded.to_arrow())
@@ -80,7 +82,8 @@ def make_pair(spark: SparkSession, tmp_path: Path, *, partitioned: bool = True
         s, e = new_table(s_wh, partitioned=partitioned), new_table(e_wh, partitioned=partitioned)
         s.insert(rows)
         e.insert(rows)
-        yield Pair(AcidTable.forName(spark, TABLE, warehouse=str(s_wh.location)), s, e, spark)
+        yield Pair(AcidTable.forName(spark, TABLE, warehouse=str(s_wh.location)), s, e, spark,
+                   s_wh)
 
 
 @pytest.fixture
@@ -183,7 +186,7 @@ def test_unknown_column_raises_invalid_expression(pair: Pair) -> None:
     assert pair.spark.history().num_rows == 1
     pair.check_same()
     # every failed statement aborted its transaction
-    states = pair.spark.warehouse.show_transactions().column("state").to_pylist()
+    states = pair.wh.show_transactions().column("state").to_pylist()
     assert states.count("committed") == 1 and set(states) == {"committed", "aborted"}
 
 
@@ -277,7 +280,7 @@ def test_merge_matched_only_and_insert_only(pair: Pair) -> None:
 
 
 def test_concurrent_update_of_the_same_row_conflicts(pair: Pair) -> None:
-    wh = pair.spark.warehouse
+    wh = pair.wh
     txn = wh.transaction()
     txn.table(TABLE).update("id = 4", {"amount": "-1"})  # not committed yet
     other = wh.transaction()
@@ -296,9 +299,9 @@ def test_statements_read_at_their_transaction_snapshot(pair: Pair) -> None:
     """DML reads the rows it changes through the data source at its transaction's snapshot
     (options snapshotTxns/snapshotWriteIds, as AcidTable passes them): a commit after the
     transaction began is not seen, whatever the case of the option names."""
-    wh = pair.spark.warehouse
+    wh = pair.wh
     with wh.transaction() as txn, acidstore.connect(wh.location) as other:
-        txns, write_ids = str(txn.snapshot), str(txn.write_ids(TABLE))
+        txns, write_ids = str(txn.snapshot), str(txn._core.write_ids(TABLE))
         other.table(TABLE).insert(make_rows([500]))  # another client commits meanwhile
         pinned = pair.session.read.format("acidstore").option("warehouse", str(wh.location)) \
             .option("snapshotTxns", txns).option("snapshotWriteIds", write_ids) \
@@ -315,7 +318,8 @@ def test_unpartitioned_unbucketed_table(spark: SparkSession, tmp_path: Path) -> 
         e = new_table(e_wh, partitioned=False, buckets=0)
         s.insert(start)
         e.insert(start)
-        pair = Pair(AcidTable.forName(spark, TABLE, warehouse=str(s_wh.location)), s, e, spark)
+        pair = Pair(AcidTable.forName(spark, TABLE, warehouse=str(s_wh.location)), s, e, spark,
+                    s_wh)
         pair.at.insert(pair.source(make_rows(range(20, 26), partitioned=False)).repartition(2))
         e.insert(make_rows(range(20, 26), partitioned=False))
         pair.at.update("id % 3 = 0", {"amount": "-amount", "id": "id + 100"})

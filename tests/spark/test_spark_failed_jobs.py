@@ -37,6 +37,7 @@ from spark_support import (
 
 import acidstore
 from acidstore import Table
+from acidstore.engine.handle import handle_of
 from acidstore.errors import AcidStoreError, MergeCardinalityError
 from acidstore.format.layout import STAGING_DIR
 from acidstore.spark import AcidTable
@@ -71,9 +72,9 @@ class Before:
         assert spark_rows(at.toDF(with_row_id=True)) == self.rows
         assert [f for f in table_files(t) if not f.startswith(STAGING_DIR)] == self.files
         assert t.history().num_rows == self.history
-        txns = t.warehouse.show_transactions().sort_by("txn_id")
-        assert txns.column("state").to_pylist()[-1] == "aborted"
-        Cleaner(t.warehouse, retention_seconds=0).run()
+        txns = sorted(handle_of(t).metastore.show_transactions(), key=lambda x: x.txn_id)
+        assert txns[-1].state == "aborted"
+        Cleaner(handle_of(t).core, retention_seconds=0).run()
         assert table_files(t) == self.files
         assert arrow_rows(t.to_arrow(with_row_id=True)) == self.rows
 
@@ -129,7 +130,7 @@ def merge_spark_only(at: AcidTable, source: Any) -> object:
 def test_merge_matching_a_row_twice_changes_nothing(spark: SparkSession, table: Table,
                                                     merge: Callable[[AcidTable, Any], object]
                                                     ) -> None:
-    at = AcidTable.forName(spark, table.name, warehouse=str(table.warehouse.location))
+    at = AcidTable.forName(spark, table.name, warehouse=str(handle_of(table).core.location))
     before = Before.of(table)
     with pytest.raises(MergeCardinalityError):
         merge(at, to_spark(spark, SOURCE))
@@ -150,7 +151,7 @@ def test_statement_core_task_failing_at_run_time_leaves_nothing(spark: SparkSess
     directories, two Spark tasks over contiguous shares of the units. A value DuckDB cannot
     cast (the sandbox binds it over empty tables, so only running it finds out) fails the
     NULL partition's unit holding id 12 while the other task writes dt=a's and dt=b's."""
-    at = AcidTable.forName(spark, table.name, warehouse=str(table.warehouse.location))
+    at = AcidTable.forName(spark, table.name, warehouse=str(handle_of(table).core.location))
     before = Before.of(table)
     with pytest.raises(AcidStoreError):
         at.update("TRUE", {"amount": "CAST(CASE WHEN id = 12 THEN name ELSE '1' END AS BIGINT)"})
@@ -169,7 +170,7 @@ def test_column_update_failing_in_one_task_leaves_nothing(spark: SparkSession,
     with warnings.catch_warnings():  # "cannot infer the eval type from type hints"
         warnings.simplefilter("ignore", UserWarning)
         udf = F.udf(checked, "bigint")
-    at = AcidTable.forName(spark, table.name, warehouse=str(table.warehouse.location))
+    at = AcidTable.forName(spark, table.name, warehouse=str(handle_of(table).core.location))
     assert at.toDF().rdd.getNumPartitions() == 2  # two tasks
     before = Before.of(table)
     with pytest.raises(Exception, match="row 13 is bad"):

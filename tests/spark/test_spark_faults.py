@@ -31,6 +31,7 @@ from spark_support import arrow_rows, make_rows, new_table, spark_rows, table_fi
 
 import acidstore
 from acidstore import Table
+from acidstore.engine.handle import handle_of
 from acidstore.errors import (
     AcidStoreError,
     CommitFailedError,
@@ -43,6 +44,7 @@ from acidstore.errors import (
     WriteConflictError,
 )
 from acidstore.format.layout import STAGING_DIR
+from acidstore.fsck import fsck
 from acidstore.spark import AcidTable, typed_error
 from acidstore.spark.typed_errors import is_spark_failure, reported_errors
 from compaction import Cleaner
@@ -142,7 +144,7 @@ def table(tmp_path: Path) -> Iterator[Table]:
 
 
 def _acid(spark: SparkSession, t: Table) -> AcidTable:
-    return AcidTable.forName(spark, t.name, warehouse=str(t.warehouse.location))
+    return AcidTable.forName(spark, t.name, warehouse=str(handle_of(t).core.location))
 
 
 def _staged(t: Table) -> Callable[[], bool]:
@@ -152,7 +154,7 @@ def _staged(t: Table) -> Callable[[], bool]:
 
 
 def _write(df: DataFrame, t: Table) -> None:
-    df.write.format("acidstore").option("warehouse", str(t.warehouse.location)) \
+    df.write.format("acidstore").option("warehouse", str(handle_of(t).core.location)) \
         .mode("append").save(t.name)
 
 
@@ -165,8 +167,8 @@ def _lost(spark: SparkSession, t: Table, caught: pytest.ExceptionInfo[SparkJobFa
     assert isinstance(error, CommitFailedError)
     assert is_spark_failure(error.__cause__), repr(error.__cause__)  # type: ignore[arg-type]
     assert "Python worker exited unexpectedly" in error.reason, error.reason
-    txns = t.warehouse.show_transactions().to_pylist()
-    assert [(x["txn_id"], x["state"]) for x in txns if x["txn_id"] == error.txn_id] == \
+    txns = handle_of(t).metastore.show_transactions()
+    assert [(x.txn_id, x.state) for x in txns if x.txn_id == error.txn_id] == \
         [(error.txn_id, "aborted")]
     assert f"transaction {error.txn_id} was aborted" in str(error)
     assert error.table == t.name
@@ -181,8 +183,8 @@ def _recovered(t: Table) -> None:
     """After a later write: no staging area, and the cleaner leaves a table fsck finds
     sound."""
     assert not (Path(t.location) / STAGING_DIR).exists()
-    Cleaner(t.warehouse, retention_seconds=0).run()
-    assert t.warehouse.fsck().to_pylist() == []
+    Cleaner(handle_of(t).core, retention_seconds=0).run()
+    assert fsck(handle_of(t).core).to_pylist() == []
 
 
 def _before(t: Table) -> tuple[list[str], list[Any]]:
@@ -261,7 +263,7 @@ def test_errors_raised_in_tasks_arrive_as_their_type(spark: SparkSession,
     with pytest.raises(SchemaMismatchError, match="column 'id'") as caught:
         _write(bad, table)
     assert is_spark_failure(caught.value.__cause__)  # type: ignore[arg-type]
-    assert table.warehouse.show_transactions().column("state").to_pylist()[-1] == "aborted"
+    assert handle_of(table).metastore.show_transactions()[-1].state == "aborted"
 
     at = _acid(spark, table)
     value = "CAST(CASE WHEN id = 12 THEN name ELSE '1' END AS BIGINT)"
@@ -282,7 +284,7 @@ def test_errors_raised_in_tasks_arrive_as_their_type(spark: SparkSession,
 def test_reads_are_typed_where_acidstore_runs_them(spark: SparkSession, table: Table) -> None:
     """``load()`` raises acidstore's error; an action is Spark's and raises Spark's exception,
     whose acidstore error ``typed_error`` rebuilds with its attributes."""
-    source = spark.read.format("acidstore").option("warehouse", str(table.warehouse.location))
+    source = spark.read.format("acidstore").option("warehouse", str(handle_of(table).core.location))
     with pytest.raises(TableNotFoundError):
         source.load("db.nope")
     df = source.load(table.name)

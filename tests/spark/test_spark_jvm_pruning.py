@@ -30,6 +30,7 @@ from spark_support import arrow_rows, forget_recorded_sizes, reads_on_jvm, spark
 
 import acidstore
 from acidstore import Table
+from acidstore.engine.handle import handle_of
 from acidstore.format.orc import footer
 from acidstore.spark import AcidTable
 from acidstore.write import files as write_files
@@ -46,7 +47,7 @@ TYPED = pa.schema([("id", pa.int64()), ("d", pa.date32()), ("b", pa.bool_()),
 
 
 def _at(spark: SparkSession, t: Table) -> AcidTable:
-    return AcidTable.forName(spark, t.name, warehouse=str(t.warehouse.location))
+    return AcidTable.forName(spark, t.name, warehouse=str(handle_of(t).core.location))
 
 
 def _scanned(df: DataFrame) -> tuple[list[tuple[object, ...]], int]:

@@ -44,6 +44,7 @@ from spark_support import (
 
 import acidstore
 from acidstore import Table
+from acidstore.engine.handle import handle_of
 from acidstore.errors import AcidStoreError, CorruptFileError, DataError, MissingDataError
 from acidstore.spark import AcidTable, jvm_jar, typed_error
 from acidstore.spark.jvm_read import JVM_READ_CONF
@@ -76,7 +77,7 @@ def _rows(ids: range, tag: str) -> pa.Table:
 
 
 def _at(spark: SparkSession, t: Table) -> AcidTable:
-    return AcidTable.forName(spark, t.name, warehouse=str(t.warehouse.location))
+    return AcidTable.forName(spark, t.name, warehouse=str(handle_of(t).core.location))
 
 
 @pytest.fixture(scope="module")

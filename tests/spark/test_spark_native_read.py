@@ -25,6 +25,7 @@ from spark_support import arrow_rows, reads_natively, reads_on_jvm, spark_rows
 
 import acidstore
 from acidstore import Table
+from acidstore.engine.handle import handle_of
 from acidstore.errors import MissingDataError
 from acidstore.spark import AcidTable
 from acidstore.spark.jvm_read import JVM_READ_CONF
@@ -73,7 +74,7 @@ def table(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Table]:
 
 
 def _at(spark: SparkSession, t: Table) -> AcidTable:
-    return AcidTable.forName(spark, t.name, warehouse=str(t.warehouse.location))
+    return AcidTable.forName(spark, t.name, warehouse=str(handle_of(t).core.location))
 
 
 def test_every_column_alone_reads_its_own_values(spark: SparkSession, table: Table) -> None:

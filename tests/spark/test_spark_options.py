@@ -20,8 +20,7 @@ from spark_support import (
 
 import acidstore
 from acidstore import Warehouse
-from acidstore.api.pairing import METASTORE_ENV
-from acidstore.api.warehouse import DEFAULT_METASTORE_FILE
+from acidstore.api.pairing import DEFAULT_METASTORE_FILE, METASTORE_ENV
 from acidstore.errors import InvalidInputError, MetastoreMismatchError, UnknownOptionError
 from acidstore.spark import AcidTable, register
 from acidstore.spark.read_tasks import READ_OPTIONS, read_options

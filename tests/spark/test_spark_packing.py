@@ -21,6 +21,7 @@ from spark_support import TABLE, arrow_rows, new_table, spark_rows
 
 import acidstore
 from acidstore import Table, Warehouse
+from acidstore.engine.handle import handle_of
 from acidstore.read.grouped import groupable
 from acidstore.spark import AcidTable
 from acidstore.spark.packing import (
@@ -67,7 +68,8 @@ def s1_shaped(wh: Warehouse) -> Table:
 
 def planned(t: Table, options: dict[str, str]) -> list[ReadTask]:
     opts = read_options(options)
-    tasks, _ = plan_read(t, opts, read_schema(t, opts), t.read_snapshot())
+    tasks, _ = plan_read(handle_of(t), opts, read_schema(handle_of(t), opts),
+                         handle_of(t).read_snapshot())
     return tasks
 
 

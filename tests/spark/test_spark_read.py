@@ -27,6 +27,7 @@ from spark_support import (
 
 import acidstore
 from acidstore import Table, Warehouse
+from acidstore.engine.handle import handle_of
 from acidstore.errors import (
     InvalidInputError,
     SchemaMismatchError,
@@ -116,7 +117,8 @@ def test_filter_option_reads_fewer_rows_and_files(spark: SparkSession, wh: Wareh
     # the files planned (the driver's plan, in-process): none of dt=b
     def planned(options: dict[str, str]) -> list[str]:
         opts = read_options(options)
-        tasks, _ = plan_read(t, opts, read_schema(t, opts), t.read_snapshot())
+        tasks, _ = plan_read(handle_of(t), opts, read_schema(handle_of(t), opts),
+                         handle_of(t).read_snapshot())
         return split_paths(tasks)
 
     all_files, a_files = planned({}), planned({"filter": "dt = 'a'"})
@@ -133,7 +135,8 @@ def test_small_tables_are_split_across_cores_as_spark_splits_files(wh: Warehouse
 
     def tasks(options: dict[str, str]) -> list[int]:
         opts = read_options(options)
-        planned, _ = plan_read(t, opts, read_schema(t, opts), t.read_snapshot())
+        planned, _ = plan_read(handle_of(t), opts, read_schema(handle_of(t), opts),
+                         handle_of(t).read_snapshot())
         return [len(task.planned) for task in planned]
 
     files = sum(tasks({"minPartitions": "1"}))

@@ -35,6 +35,7 @@ from spark_support import (
 
 import acidstore
 from acidstore import Table
+from acidstore.engine.handle import handle_of
 from acidstore.spark import AcidTable
 from acidstore.spark.jvm_read import JVM_READ_CONF
 from acidstore.spark.native import NATIVE_READ_CONF
@@ -69,9 +70,9 @@ def table(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
 def frame(spark: SparkSession, t: Table, how: str, as_of: int | None = None) -> DataFrame:
     """The table (with ``row__id``) as the user asks for it."""
     if how == "toDF":
-        at = AcidTable.forName(spark, t.name, warehouse=str(t.warehouse.location))
+        at = AcidTable.forName(spark, t.name, warehouse=str(handle_of(t).core.location))
         return at.toDF(as_of=as_of, with_row_id=True)
-    reader = spark.read.format("acidstore").option("warehouse", str(t.warehouse.location)) \
+    reader = spark.read.format("acidstore").option("warehouse", str(handle_of(t).core.location)) \
         .option("withRowId", "true")
     if as_of is not None:
         reader = reader.option("asOf", str(as_of))
@@ -183,7 +184,7 @@ def test_counts_and_projections_of_nothing_but_partitions(spark: SparkSession,
     """``count()`` reads no column and ``select("dt")`` only the partition column: Spark
     prunes nothing in a Python data source, but these are the shapes a pruning reader breaks
     on, at every snapshot and through every way of asking for the table."""
-    at = AcidTable.forName(spark, table.name, warehouse=str(table.warehouse.location))
+    at = AcidTable.forName(spark, table.name, warehouse=str(handle_of(table).core.location))
     for as_of in (None, 1, 2, 3):
         expected = table.to_arrow(columns=["dt"], as_of=as_of)
         for df in (frame(spark, table, "format", as_of=as_of),

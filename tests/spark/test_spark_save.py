@@ -13,6 +13,7 @@ import pytest
 from spark_support import TABLE, arrow_rows, make_rows, new_table, spark_rows, to_spark
 
 from acidstore import Warehouse
+from acidstore.engine.handle import handle_of
 from acidstore.errors import (
     InvalidInputError,
     SchemaMismatchError,
@@ -37,7 +38,7 @@ def test_a_first_write_without_mode_creates_the_table(spark: SparkSession,
     rows = make_rows(range(8))
     writer(to_spark(spark, rows), wh).partitionBy("dt").bucketBy(3, "id").save(TABLE)
     t = wh.table(TABLE)
-    info = t.info
+    info = handle_of(t).info
     assert (info.partition_schema.names, info.bucket_by, info.buckets) == (["dt"], ("id",), 3)
     assert all(f.nullable for f in t.schema)
     assert arrow_rows(t.to_arrow()) == arrow_rows(rows)
@@ -54,7 +55,7 @@ def test_a_first_write_without_mode_creates_the_table(spark: SparkSession,
     assert sorted(t.to_arrow(filter="id >= 100").column("id").to_pylist()) == [101]
     # an unpartitioned first write; append creates a table as well
     writer(to_spark(spark, make_rows([1], partitioned=False)), wh).mode("append").save("db.u")
-    assert wh.table("db.u").info.partition_schema.names == []
+    assert handle_of(wh.table("db.u")).info.partition_schema.names == []
 
 
 def test_a_layout_that_is_not_the_table_s_is_refused(spark: SparkSession, wh: Warehouse

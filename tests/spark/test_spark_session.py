@@ -21,7 +21,7 @@ import pytest
 
 import acidstore
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 #: seconds a child may take (a JVM start plus two small jobs take 10-20 s here)
 CHILD_TIMEOUT = 240
 

@@ -23,6 +23,7 @@ from spark_support import SCHEMA, new_table, table_files, to_spark
 
 import acidstore
 from acidstore import Table
+from acidstore.engine.handle import handle_of
 from acidstore.errors import StorageError, StorageFullError
 from acidstore.format.layout import STAGING_DIR
 from acidstore.spark import AcidTable
@@ -87,7 +88,7 @@ def _failed_full(caught: pytest.ExceptionInfo[StorageFullError], t: Table,
     assert "cannot write an ORC file" in str(error), error  # the streaming writer's
     assert error.path is not None and error.path.startswith(under), error.path
     assert (error.retry_safe, error.errno) == (True, errno.ENOSPC)
-    assert t.warehouse.show_transactions().column("state").to_pylist()[-1] == "aborted"
+    assert handle_of(t).metastore.show_transactions()[-1].state == "aborted"
     assert _state(t) == before
     assert not (Path(t.location) / STAGING_DIR).exists()
 

@@ -16,8 +16,10 @@ from spark_support import make_rows, new_table, table_files
 
 import acidstore
 from acidstore import Table
+from acidstore.engine import writes
+from acidstore.engine.handle import handle_of
 from acidstore.engine.statement import ChangeUnit
-from acidstore.engine.transaction import Transaction
+from acidstore.engine.transaction import TransactionCore
 from acidstore.read.keys import writer_ids
 from acidstore.spark import AcidTable
 from acidstore.spark.conf import temporary_conf
@@ -35,10 +37,10 @@ class _AbortError(Exception):
 
 
 @contextmanager
-def aborted_transaction(table: Table) -> Iterator[Transaction]:
+def aborted_transaction(table: Table) -> Iterator[TransactionCore]:
     """A transaction of ``table``'s warehouse that aborts when the block ends."""
     try:
-        with table.warehouse.transaction() as txn:
+        with TransactionCore.begin(handle_of(table).core) as txn:
             yield txn
             raise _AbortError
     except _AbortError:
@@ -57,7 +59,7 @@ def skewed_table(root: Path) -> Table:
 
 def planned_units(table: Table) -> list[ChangeUnit]:
     with aborted_transaction(table) as txn:
-        return table.plan_change(txn, "delete", "id >= 0")
+        return writes.plan_change(handle_of(table), txn, "delete", "id >= 0")
 
 
 def test_units_are_shared_by_bytes(tmp_path: Path) -> None:
@@ -80,7 +82,7 @@ def test_units_are_shared_by_bytes(tmp_path: Path) -> None:
 def test_outcomes_come_back_in_unit_order(spark: SparkSession, tmp_path: Path) -> None:
     table = skewed_table(tmp_path / "wh")
     with aborted_transaction(table) as txn, temporary_conf(spark, IN_DRIVER_ON_LOCAL, "false"):
-        units = table.plan_change(txn, "delete", "id % 3 = 0")
+        units = writes.plan_change(handle_of(table), txn, "delete", "id % 3 = 0")
         assert unit_shares(units, 2)[0] != list(range(len(units) // 2))  # reordered
         outcomes = run_units(spark, units)
     assert table.to_arrow().num_rows == LARGE + SMALL  # aborted: every row is still there

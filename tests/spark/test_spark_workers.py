@@ -17,6 +17,7 @@ import pyarrow as pa
 from spark_support import make_rows, new_table, to_spark
 
 import acidstore
+from acidstore.engine.handle import handle_of
 from acidstore.engine.worker_gc import freeze_long_lived, thaw
 from acidstore.spark import AcidTable
 from compaction import compact
@@ -107,7 +108,7 @@ def _two_tables(spark: SparkSession, tmp_path: Path) -> tuple[Table, Table, Acid
         tables.append(table)
     embedded, on_spark = tables
     return embedded, on_spark, AcidTable.forName(
-        spark, on_spark.name, warehouse=str(on_spark.warehouse.location))
+        spark, on_spark.name, warehouse=str(handle_of(on_spark).core.location))
 
 
 def test_units_task_freezes_its_worker_and_writes_what_embedded_does(

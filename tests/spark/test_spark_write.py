@@ -34,6 +34,7 @@ from spark_support import (
 
 import acidstore
 from acidstore import Table, Warehouse
+from acidstore.engine.handle import TableHandle, handle_of
 from acidstore.errors import InvalidInputError, SchemaMismatchError
 from acidstore.format.orc.codec import decode
 from acidstore.spark import AcidTable
@@ -51,7 +52,7 @@ def wh(tmp_path: Path) -> Iterator[Warehouse]:
 
 
 def spark_table(spark: SparkSession, t: Table) -> AcidTable:
-    return AcidTable.forName(spark, t.name, warehouse=str(t.warehouse.location))
+    return AcidTable.forName(spark, t.name, warehouse=str(handle_of(t).core.location))
 
 
 def original_save(writer: DataFrameWriter, path: str) -> None:
@@ -60,7 +61,7 @@ def original_save(writer: DataFrameWriter, path: str) -> None:
 
 
 def save(df: DataFrame, t: Table, mode: str) -> None:
-    df.write.format("acidstore").option("warehouse", str(t.warehouse.location)) \
+    df.write.format("acidstore").option("warehouse", str(handle_of(t).core.location)) \
         .mode(mode).save(t.name)
 
 
@@ -241,8 +242,9 @@ def test_failing_job_writes_nothing(spark: SparkSession, wh: Warehouse, how: str
 def test_retried_task_attempt_never_duplicates_rows(wh: Warehouse) -> None:
     t = new_table(wh)
     rows = make_rows(range(20))
-    with wh.transaction() as txn:
-        table = txn.table(TABLE)
+    with wh.transaction() as public:
+        txn = public._core
+        table = TableHandle.open(txn.core, TABLE, txn)
         job = write_job(table, txn, ("insert",))
         # attempt 1 of task 0 fails after writing its files; Spark retries as attempt 2
         lost = run_write(job, rows.to_batches(max_chunksize=7), 0, 1)

@@ -16,6 +16,7 @@ import pyarrow.orc as po
 
 import acidstore
 from acidstore import Table
+from acidstore.engine.handle import handle_of
 from acidstore.format.layout import ACID_VERSION, ACID_VERSION_FILE, bucket_file_name
 from acidstore.format.orc.acid_file import (
     ACID_VERSION_KEY,
@@ -162,13 +163,13 @@ def record_placed_originals(table: Table) -> None:
     ``table``, as ``adopt_table`` records what it places: the table then holds them as a
     Hive table converted to ACID does (a file it has no record of is refused as a stray)."""
     files: list[OriginalFile] = []
-    for partition in table.partition_dirs():
+    for partition in handle_of(table).partition_dirs():
         relative = str(Path(partition.path).relative_to(table.location)) \
             if partition.path != table.location else ""
         files.extend(OriginalFile(relative, path.name, path.stat().st_size)
                      for path in sorted(Path(partition.path).iterdir())
                      if path.is_file() and not path.name.startswith(("_", ".")))
-    table.warehouse.metastore.record_originals(table.name, files)
+    handle_of(table).core.metastore.record_originals(table.name, files)
 
 
 # --- files as Hive's own (C++/Java ORC) writer lays them out, via pyorc ------------------------

@@ -36,6 +36,7 @@ import pyarrow as pa
 
 import acidstore
 from acidstore import Table, Warehouse
+from acidstore.engine.handle import handle_of
 from acidstore.errors import (
     AcidStoreError,
     CommitFailedError,
@@ -529,7 +530,7 @@ def orphans(t: Table) -> list[str]:
     """Everything under the table's location that its current snapshot does not need: ACID
     directories it does not read, and anything else that is no partition on the way to one
     it reads (hidden files of the ACID directories themselves are not looked at)."""
-    metastore = t.warehouse.metastore
+    metastore = handle_of(t).core.metastore
     txns = metastore.valid_txns()
     write_ids = metastore.valid_write_ids(t.name, txns)
     out: list[str] = []
@@ -538,7 +539,7 @@ def orphans(t: Table) -> list[str]:
     def walk(directory: Path, depth: int) -> bool:
         """True when ``directory`` (a partition level) leads to something read."""
         needed = False
-        if depth == len(t.info.partition_schema.names):
+        if depth == len(handle_of(t).info.partition_schema.names):
             state = acid_state(str(directory), write_ids, txns)
             read = {*state.deltas, *([state.base] if state.base else [])}
             for child in sorted(directory.iterdir()):

@@ -17,7 +17,7 @@ from compaction_support import TABLE, make_rows
 import acidstore
 import compaction.cleaner
 import compaction.worker
-from acidstore.engine.transaction import Transaction
+from acidstore.engine.transaction import TransactionCore
 from acidstore.metastore import SqliteMetastore
 from compaction import Cleaner, Worker, compact
 
@@ -58,16 +58,16 @@ def die_at(location: str, point: str, txn_timeout: float, stale_seconds: float) 
     The dead process's txns time out after its own ``txn_timeout``, and a queue entry it
     claimed goes stale after its own ``stale_seconds`` (whoever looks at them later)."""
     if point == "compact: recorded, not committed":  # the entry names an open txn
-        _rebind(Transaction, "commit", lambda real: _die)
+        _rebind(TransactionCore, "commit", lambda real: _die)
     elif point == "compact: committed, queue entry not moved on":
         _rebind(SqliteMetastore, "compaction_compacted", lambda real: _die)
     elif point in ("compact without a queue record: committed",
                    "overwrite: committed"):  # dies right after the commit returned
-        _rebind(Transaction, "commit", _then_die)
+        _rebind(TransactionCore, "commit", _then_die)
     elif point == "worker: committed, queue entry not moved on":
         _rebind(compaction.worker, "compact", _then_die)
     elif point == "update: files written, not committed":
-        _rebind(Transaction, "commit", lambda real: _die)
+        _rebind(TransactionCore, "commit", lambda real: _die)
     elif point == "cleaner: marked the partition, removed nothing":
         _rebind(SqliteMetastore, "begin_cleaning", _then_die)
     elif point == "cleaner: removed one directory":

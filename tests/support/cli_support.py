@@ -17,7 +17,7 @@ import pytest
 import acidstore
 from acidstore.cli.main import main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ORDERS = pa.schema([("id", pa.int64()), ("status", pa.string()), ("dt", pa.string())])
 
 

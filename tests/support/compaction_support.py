@@ -12,6 +12,7 @@ import pyarrow as pa
 
 import acidstore
 from acidstore import Table, Warehouse
+from acidstore.engine.handle import handle_of
 from acidstore.format.directory import AcidState, acid_state
 from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
 from acidstore.metastore import SqliteMetastore
@@ -49,13 +50,13 @@ def _tuples(table: pa.Table, names: list[str]) -> list[Row]:
 def read_exact(t: Table) -> list[Row]:
     """The table's rows with ROW__IDs, ordered by id: ``to_arrow`` and both directory readers
     at the current snapshot must agree exactly."""
-    names = list(t.info.schema.names) + list(t.info.partition_schema.names)
+    names = list(handle_of(t).info.schema.names) + list(handle_of(t).info.partition_schema.names)
     got = _tuples(t.to_arrow(with_row_id=True), names)
-    metastore = t.warehouse.metastore
+    metastore = handle_of(t).core.metastore
     txns = metastore.valid_txns()
     write_ids = metastore.valid_write_ids(t.name, txns)
     for reader in ("vectorized", "merge"):
-        direct = acidstore.read_directory(t.location, t.info.schema, write_ids, txns,
+        direct = acidstore.read_directory(t.location, handle_of(t).info.schema, write_ids, txns,
                                           with_row_id=True, reader=reader)
         assert _tuples(direct, names) == got, reader
     return got
@@ -75,7 +76,7 @@ def children(directory: str | Path) -> list[str]:
 
 def state_of(t: Table, partition: str = "dt=a") -> AcidState:
     """The partition's directory selection at the current snapshot."""
-    metastore = t.warehouse.metastore
+    metastore = handle_of(t).core.metastore
     txns = metastore.valid_txns()
     return acid_state(os.path.join(t.location, partition),
                       metastore.valid_write_ids(t.name, txns), txns)
@@ -89,7 +90,7 @@ def aborted_write(wh: Warehouse, name: str, data: pa.Table | None = None,
     bound = txn.table(name)
     result = bound.insert(data) if data is not None else bound.delete(delete or "TRUE")
     wh.metastore.abort(txn.txn_id, "test: aborted, files left behind")
-    txn._stop_heartbeat()  # the test's own handle: no more heartbeats of a dead txn
+    txn._core._stop_heartbeat()  # the test's own handle: no more heartbeats of a dead txn
     return result.write_id
 
 

@@ -17,6 +17,9 @@ import pyarrow.fs as pafs
 import pyarrow.orc as po
 
 from acidstore import Table
+from acidstore.engine import writes
+from acidstore.engine.handle import TableHandle, handle_of
+from acidstore.engine.transaction import TransactionCore
 from acidstore.format.directory import AcidState, acid_state
 from acidstore.format.layout import bucket_file_name
 from acidstore.format.orc.acid_file import KEY_INDEX_KEY, OrcFile, write_event_file
@@ -29,13 +32,13 @@ Expected = tuple[str, str]
 
 
 def state_of(table: Table, partition: Path) -> AcidState:
-    txns, write_ids = table.read_snapshot()
+    txns, write_ids = handle_of(table).read_snapshot()
     return acid_state(partition, write_ids, txns)
 
 
 def partitions(table: Table) -> list[Path]:
     root = Path(table.location)
-    names = table.info.partition_schema.names
+    names = handle_of(table).info.partition_schema.names
     if not names:
         return [root]
     return sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith(f"{names[0]}="))
@@ -140,7 +143,7 @@ def dangling_delete(table: Table) -> Expected:
     """A delete event for a row id no write made: appended to a delete file the snapshot
     reads, or (when there is none) in a delete delta of its own."""
     files = [f for d in selected(table, delete=True) for f in bucket_files(d)]
-    schema = pa.schema(list(table.info.schema))
+    schema = pa.schema(list(handle_of(table).info.schema))
     if files:
         victim = files[0]
         events = _events(victim)
@@ -191,7 +194,7 @@ def foreign_file(table: Table) -> Expected:
 
 
 def stray_directory(table: Table) -> Expected:
-    names = table.info.partition_schema.names
+    names = handle_of(table).info.partition_schema.names
     victim = Path(table.location) / ("other=1" if names else "misc")
     victim.mkdir()
     return "stray_directory", str(victim)
@@ -200,9 +203,9 @@ def stray_directory(table: Table) -> Expected:
 def aborted_leftover(table: Table) -> Expected:
     """An aborted write whose files a crash left behind (its abort is recorded)."""
     rows = table.to_arrow().slice(0, 1)
-    wh = table.warehouse
-    txn = wh.transaction()
-    result = txn.table(table.name).insert(rows)
+    wh = handle_of(table).core
+    txn = TransactionCore.begin(wh)
+    result = writes.insert(TableHandle.open(wh, table.name, txn), rows, "insert")
     parent = Path(table.location)
     written = [p for p in parent.rglob(f"delta_{result.write_id:07d}_*")]
     saved = parent.parent / "_saved"

@@ -30,7 +30,7 @@ TARGETS: dict[str, tuple[str, str]] = {
     "directory made": ("acidstore.write.files", "prepare_directory"),
     "bucket file": ("acidstore.write.files", "write_event_file"),
     "metastore commit": ("acidstore.metastore:SqliteMetastore", "commit"),
-    "commit returned": ("acidstore.engine.transaction:Transaction", "commit"),
+    "commit returned": ("acidstore.engine.transaction:TransactionCore", "commit"),
     "compaction planned": ("compaction.compactor", "plan_partition_compaction"),
     "output directories made": ("compaction.compactor", "prepare_outputs"),
     "compacted bucket file": ("compaction.execute", "_write"),

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from table_workers import Place
 
-from acidstore.api.warehouse import DEFAULT_METASTORE_FILE
+from acidstore.api.pairing import DEFAULT_METASTORE_FILE
 from acidstore.metastore.sql_base import LOCK_ORDER
 
 #: how long a holder would hold if nobody killed it: far past any busy timeout (30 s)

@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 from table_workers import TABLE, Place, connect
 
-import acidstore.engine.transaction
+import acidstore.engine.conflict_check
 from acidstore import Table
 from acidstore.read.keys import KeyArrays
 
@@ -62,7 +62,7 @@ def pause_in_commit_check(place: Place, wrote: Any, others_committed: Any, pause
     delta), then commit, pausing inside the check's first file read until ``go``.
 
     The pause wraps the real reader of delete deltas; nothing else is replaced."""
-    real = acidstore.engine.transaction.directory_delete_keys  # type: ignore[attr-defined]
+    real = acidstore.engine.conflict_check.directory_delete_keys  # type: ignore[attr-defined]
 
     def paused_read(fs: Any, directory: str) -> KeyArrays:
         if not paused.is_set():
@@ -70,6 +70,6 @@ def pause_in_commit_check(place: Place, wrote: Any, others_committed: Any, pause
             go.wait(HOLD_SECONDS)
         return real(fs, directory)
 
-    acidstore.engine.transaction.directory_delete_keys = paused_read  # type: ignore[attr-defined]
+    acidstore.engine.conflict_check.directory_delete_keys = paused_read  # type: ignore[attr-defined]
     _write_then_commit(place, lambda t: t.delete("id = 1"), wrote, others_committed, queue,
                        on_error=(paused,))

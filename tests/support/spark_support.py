@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from acidfiles import record_placed_originals, write_original
 
 from acidstore import Table, Warehouse
-from acidstore.api.warehouse import DEFAULT_METASTORE_FILE
+from acidstore.api.pairing import DEFAULT_METASTORE_FILE
 from acidstore.format.layout import STAGING_DIR
 from acidstore.write.bucketing import bucket_ids
 

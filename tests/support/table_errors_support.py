@@ -13,6 +13,7 @@ import pyarrow as pa
 
 import acidstore
 from acidstore import Table, Warehouse
+from acidstore.engine.handle import handle_of
 
 SCHEMA = pa.schema([
     pa.field("id", pa.int64(), nullable=False),
@@ -47,7 +48,7 @@ def visible(table: Table) -> list[dict[str, Any]]:
     rows = sorted_rows(table.to_arrow())
     snapshot = table.snapshot()
     for reader in ("vectorized", "merge"):
-        got = acidstore.read_directory(table.location, table.info.schema, reader=reader,
+        got = acidstore.read_directory(table.location, handle_of(table).info.schema, reader=reader,
                                        write_ids=snapshot)
         assert sorted_rows(got.select(table.schema.names)) == rows, reader
     return rows

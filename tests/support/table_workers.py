@@ -17,6 +17,9 @@ from typing import Any
 import pyarrow as pa
 
 import acidstore
+from acidstore.engine.core import core_of
+from acidstore.engine.handle import TableHandle
+from acidstore.engine.transaction import TransactionCore
 from acidstore.errors import WriteConflictError
 
 TABLE = "db.t"
@@ -171,7 +174,6 @@ def die_before_single_insert_commits(location: Place, txn_timeout: float, queue:
     """``t.insert`` outside an explicit transaction (its open allocates and records the write),
     dying when the commit starts, after every file is written; reports the txn id, write id
     and how many separate allocate/record calls the insert made (the open makes both)."""
-    from acidstore.engine.transaction import Transaction
     from acidstore.metastore.sql_store import SqlMetastore
 
     calls = {"allocate_write_id": 0, "record_write": 0}
@@ -184,7 +186,7 @@ def die_before_single_insert_commits(location: Place, txn_timeout: float, queue:
 
         setattr(SqlMetastore, name, counted)
 
-    def die(txn: Transaction) -> None:
+    def die(txn: TransactionCore) -> None:
         write_id = txn.write_id(TABLE)
         queue.put(("ok", 0, (txn.txn_id, write_id, dict(calls))))
         time.sleep(0.2)  # let the queue's feeder thread flush the report
@@ -192,7 +194,7 @@ def die_before_single_insert_commits(location: Place, txn_timeout: float, queue:
 
     try:
         wh = connect(location, txn_timeout=txn_timeout)
-        Transaction.commit = die  # type: ignore[method-assign,assignment]
+        TransactionCore.commit = die  # type: ignore[method-assign,assignment]
         wh.table(TABLE).insert(pa.table({"id": pa.array([900, 901], pa.int64()),
                                          "name": ["ghost", "ghost"],
                                          "salary": pa.array([1, 2], pa.int64()),
@@ -231,9 +233,11 @@ def open_then_read(location: Place, queue: Any) -> None:
     try:
         wh = connect(location)
         queue.put(("ok", 0, "opening"))
-        txn = wh.transaction(writes=[PlannedWrite(TABLE, ("",), "insert")])
+        txn = TransactionCore.begin(core_of(wh),
+                                    writes=[PlannedWrite(TABLE, ("",), "insert")])
         try:
-            read = txn.table(TABLE).to_arrow(columns=["id"]).column("id").to_pylist()
+            read = TableHandle.open(core_of(wh), TABLE, txn).read_table(
+                columns=["id"]).column("id").to_pylist()
             queue.put(("ok", 0, sorted(read)))
         finally:
             txn.abort()

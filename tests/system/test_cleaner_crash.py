@@ -32,7 +32,8 @@ from process_support import CONTEXT
 
 import acidstore
 from acidstore import Table, Warehouse
-from acidstore.api.warehouse import DEFAULT_METASTORE_FILE
+from acidstore.api.pairing import DEFAULT_METASTORE_FILE
+from acidstore.engine.handle import handle_of
 from acidstore.format.directory import acid_state
 from compaction import Cleaner, Worker, compact
 
@@ -55,7 +56,7 @@ def warehouse(tmp_path: Path) -> Iterator[tuple[str, Warehouse, Table]]:
 
 def unread(t: Table) -> dict[str, list[str]]:
     """Per partition, the directories the current snapshot does not read (should be none)."""
-    metastore = t.warehouse.metastore
+    metastore = handle_of(t).core.metastore
     txns = metastore.valid_txns()
     write_ids = metastore.valid_write_ids(t.name, txns)
     out = {}

@@ -31,7 +31,7 @@ from lock_holders import writer_locks_held
 from table_workers import TABLE, Place, connect
 
 import acidstore
-from acidstore.api.warehouse import DEFAULT_METASTORE_FILE
+from acidstore.api.pairing import DEFAULT_METASTORE_FILE
 from acidstore.errors import MetastoreError
 from acidstore.metastore import PostgresMetastore, SqliteMetastore
 

@@ -31,7 +31,7 @@ from table_workers import TABLE, Place, connect
 
 import acidstore
 from acidstore import Warehouse
-from acidstore.api.warehouse import DEFAULT_METASTORE_FILE
+from acidstore.api.pairing import DEFAULT_METASTORE_FILE
 from acidstore.metastore.sql_base import LOCK_ORDER
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string()),

@@ -29,6 +29,7 @@ from s3_workers import DIED, die_after_first_bucket_file
 
 import acidstore
 from acidstore.api.pairing import MARKER_FILE
+from acidstore.engine.handle import handle_of
 from acidstore.errors import (
     InvalidInputError,
     MetastoreMismatchError,
@@ -40,7 +41,7 @@ from acidstore.errors import (
 from compaction import Cleaner, compact
 
 CONTEXT = multiprocessing.get_context("spawn")
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TABLE = "shop.orders"
 SCHEMA = pa.schema([("id", pa.int64()), ("amount", pa.float64()), ("status", pa.string()),
                     ("dt", pa.string())])
@@ -291,7 +292,7 @@ def test_integrity_checks_see_s3_listings(wh: acidstore.Warehouse, s3_place: S3P
     assert wh.fsck().num_rows == 0
 
     # a file removed between a scan's planning and its reading
-    scan = t.scan()
+    scan = handle_of(t).scan()
     fs.delete_file(bucket_file)
     with pytest.raises(MissingDataError) as caught:
         list(scan.to_batches())

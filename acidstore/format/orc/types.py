@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from acidstore.errors import InvalidInputError, SchemaMismatchError
 from acidstore.format.orc.schema import cast_to
-from acidstore.format.partitions import is_text
+from acidstore.io.fs import is_text
 
 __all__ = ["cast_input", "check_column_types", "check_partition_types", "hive_type"]
 
