@@ -1,9 +1,10 @@
 """The documentation's code blocks run as written.
 
-Every ```python block of README.md and docs/*.md is executed through the public API, and
-every ```bash block through the installed ``acidstore`` command, each in a fresh temporary
-directory, so a user who copies a block gets what it shows. Two markers, HTML comments on the
-lines just above a block (visible in the Markdown source, invisible when rendered), change that:
+Every ```python block of README.md and of every page under docs/ (docs/dev/ included) is
+executed through the public API, and every ```bash block through the installed ``acidstore``
+command, each in a fresh temporary directory, so a user who copies a block gets what it shows.
+Two markers, HTML comments on the lines just above a block (visible in the Markdown source,
+invisible when rendered), change that:
 
 - ``<!-- not-run: REASON -->``: the block is not run (the install and test command itself, the
   long demo, a service that runs until stopped); the test is skipped with the reason.
@@ -32,7 +33,7 @@ import pytest
 from acidstore import Warehouse
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 _FENCE = re.compile(r"^```(\w*)\s*$")
 _MARKER = re.compile(r"^<!--\s*(not-run|continues-previous-block)\s*(?::\s*(.*?))?\s*-->$")
 _RUNNABLE = {"python", "bash"}
