@@ -20,9 +20,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from acidstore.engine.executors import spark_session, spark_tasks
 from acidstore.engine.handle import HasHandle, TableHandle, handle_of
 from acidstore.engine.transaction import TransactionCore
-from acidstore.engine.worker_gc import freeze_long_lived
 from acidstore.errors import AcidStoreError, InvalidInputError
 from acidstore.format.orc.acid_file import WrittenFile
 from acidstore.format.partitions import parse_partition_path, partition_path
@@ -123,28 +123,17 @@ def _run_local(work: Sequence[BucketWork], progress: Progress | None) -> list[Bu
     return out
 
 
-def _bucket_task(work: BucketWork) -> BucketOutput:
-    """One bucket's compaction as a Spark task, in a Python worker: the worker's long-lived
-    objects are frozen first, as every acidstore task does (``acidstore.engine.worker_gc``), so that
-    PySpark's collection after the task does not traverse them."""
-    freeze_long_lived()
-    return run_bucket(work)
+def _run_buckets(share: Sequence[BucketWork]) -> list[BucketOutput]:
+    return [run_bucket(work) for work in share]
 
 
 def _run_spark(work: Sequence[BucketWork], spark: SparkSession | None,
                progress: Progress | None) -> list[BucketOutput]:
-    """One Spark task per bucket; executors need only the filesystem, never the metastore."""
-    if spark is None:
-        from pyspark.sql import SparkSession
-
-        spark = SparkSession.getActiveSession()
-        if spark is None:
-            raise InvalidInputError("engine='spark' needs a SparkSession (pass spark=...)")
-    if not work:
-        return []
-    outputs: list[BucketOutput] = spark.sparkContext.parallelize(
-        list(work), len(work)).map(_bucket_task).collect()
-    if progress is not None:
+    """One Spark task per bucket (``engine.executors.spark_tasks``, the runner of DML units
+    too); executors need only the filesystem, never the metastore."""
+    session = spark_session(spark)
+    outputs = spark_tasks(session, work, _run_buckets, slots=len(work))
+    if progress is not None and work:
         progress(len(outputs), len(work))
     return outputs
 

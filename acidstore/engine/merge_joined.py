@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from acidstore.engine.merge_match import (
     SOURCE_INDEX,
+    check_cardinality,
     match,
     merged_rows,
     needs_old_rows,
@@ -32,7 +33,6 @@ from acidstore.engine.statement import (
     scan_unit,
     write_changes,
 )
-from acidstore.errors import MergeCardinalityError
 from acidstore.format.orc.schema import ROW_ID_COLUMN
 from acidstore.read.keys import KeyArrays
 from acidstore.sql.expressions import SqlEvaluator
@@ -53,10 +53,8 @@ def run_joined_unit(unit: ChangeUnit, source: pa.Table, target: pa.Table, keys: 
     where = f"MERGE into {unit.target.name}"
     if not len(keys):
         return write_changes(unit, None)
-    if spec.matched and _repeats(keys):
-        raise MergeCardinalityError(
-            f"{where}: a target row matched more than one source row (cardinality violation); "
-            "nothing was written")
+    if spec.matched:
+        check_cardinality([keys.write_id, keys.bucket, keys.row_id], where)
     paired = dataclasses.replace(
         spec, source=source.append_column(SOURCE_INDEX, pa.array(
             np.arange(source.num_rows, dtype=np.int64))),
@@ -70,12 +68,6 @@ def run_joined_unit(unit: ChangeUnit, source: pa.Table, target: pa.Table, keys: 
                if needs_old_rows(spec, unit.target.schema.names) else None)
         new = merged_rows(spec, found, old, unit.target.schema, where)
     return write_changes(unit, Changes(chosen, new))
-
-
-def _repeats(keys: KeyArrays) -> bool:
-    """Whether a ROW__ID occurs twice (one target row matched by two source rows)."""
-    stacked = np.stack([keys.write_id, keys.bucket.astype(np.int64), keys.row_id], axis=1)
-    return len(np.unique(stacked, axis=0)) != len(keys)
 
 
 def _old_rows(unit: ChangeUnit, wanted: KeyArrays, where: str) -> pa.Table:

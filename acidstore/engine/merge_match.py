@@ -22,7 +22,7 @@ import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -34,7 +34,8 @@ from acidstore.format.orc.types import cast_input
 from acidstore.sql.expressions import SqlEvaluator, check_expression, quote, referenced_columns
 from acidstore.write.bucketing import bucket_ids
 
-__all__ = ["MergeClause", "MergeMatch", "MergeSpec", "SOURCE_INDEX", "clause_values",
+__all__ = ["MergeClause", "MergeMatch", "MergeSpec", "SOURCE_INDEX", "check_cardinality",
+           "clause_values",
            "equality_key", "equality_keys", "match", "merge_columns", "merged_rows",
            "needs_old_rows", "not_matched_rows", "plain_reference", "route_by_bucket",
            "update_rows"]
@@ -142,6 +143,27 @@ class MergeMatch:
     matched_source: npt.NDArray[np.int64]
 
 
+def check_cardinality(keys: Sequence[npt.NDArray[Any] | pa.Array | pa.ChunkedArray],
+                      where: str) -> None:
+    """Hive's cardinality check, the one every MERGE runs whichever engine found its
+    matches: a target row matched by more than one source row raises
+    ``MergeCardinalityError`` before anything is written. ``keys`` are equal-length columns
+    that name a target row once per match (its position in a unit's scan; its ROW__ID's
+    fields; its partition and ROW__ID)."""
+    if not keys or len(keys[0]) < 2:
+        return
+    if len(keys) == 1 and isinstance(keys[0], np.ndarray):
+        repeated = len(np.unique(keys[0])) != len(keys[0])
+    else:
+        table = pa.table({f"k{i}": k for i, k in enumerate(keys)})
+        counts = table.group_by(table.column_names).aggregate([([], "count_all")])
+        repeated = counts.num_rows != table.num_rows
+    if repeated:
+        raise MergeCardinalityError(
+            f"{where}: a target row matched more than one source row (cardinality "
+            "violation); nothing was written")
+
+
 def match(spec: MergeSpec, target: pa.Table, user: Sequence[str], where: str,
           evaluator: SqlEvaluator) -> MergeMatch:
     """Join ``target`` (one unit's rows, the columns it decoded, in scan order) to the source
@@ -174,10 +196,8 @@ def _duckdb_match(spec: MergeSpec, target: pa.Table, user: Sequence[str], where:
         f"SELECT {', '.join(pieces)} FROM __acid_source AS {s} "
         f"JOIN __acid_target AS {t} ON ({spec.condition})", shown=f"MERGE ON {spec.condition!r}")
     positions = np.asarray(joined.column("__acid_pos").to_numpy(zero_copy_only=False), np.int64)
-    if spec.matched and len(np.unique(positions)) != len(positions):
-        raise MergeCardinalityError(
-            f"{where}: a target row matched more than one source row (cardinality violation); "
-            "nothing was written")
+    if spec.matched:
+        check_cardinality([positions], where)
     clause_of = np.asarray(joined.column(_CLAUSE).to_numpy(zero_copy_only=False), np.int32)
     chosen = clause_of >= 0
     order = np.argsort(positions[chosen], kind="stable")  # file order: rows stay sorted
@@ -354,11 +374,9 @@ def _key_match(spec: MergeSpec, target: pa.Table, user: Sequence[str], where: st
     hit = pc.is_in(source_keys, value_set=target_keys.filter(found.is_valid()),
                    skip_nulls=True)
     matched = np.flatnonzero(hit.to_numpy(zero_copy_only=False))
-    if clause is not None and len(matched) > len(
-            np.unique(source_keys.take(pa.array(matched)).to_numpy(zero_copy_only=False))):
-        raise MergeCardinalityError(
-            f"{where}: a target row matched more than one source row (cardinality violation); "
-            "nothing was written")
+    if clause is not None:
+        check_cardinality([source_keys.take(pa.array(matched)).to_numpy(zero_copy_only=False)],
+                          where)
     rows = pa.array(found.take(pa.array(positions)).to_numpy(zero_copy_only=False)
                     .astype(np.int64))
     values = pa.table({alias: spec.source.column(column).take(rows)

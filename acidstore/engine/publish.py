@@ -24,16 +24,20 @@ __all__ = ["operation_of", "publish_change"]
 
 def publish_change(table: TableHandle, txn: TransactionCore, kind: ChangeKind,
                    units: Sequence[ChangeUnit], outcomes: Sequence[UnitOutcome], *,
-                   source_rows: int = 0) -> WriteResult:
+                   source_rows: int = 0, metadata_version: int | None = None) -> WriteResult:
     """Register the units' outcomes with ``txn``: per partition, one component per kind
     of change (a MERGE's updates, deletes and inserts each show in history), the deleted
-    ROW__IDs travelling with the first for the commit's conflict check."""
+    ROW__IDs travelling with the first for the commit's conflict check.
+    ``metadata_version``: the table's version the statement planned against (default: the
+    handle's), which the commit checks."""
+    version = table.info.metadata_version if metadata_version is None else metadata_version
     # the write id the statement took (a committed no-op version when nothing matched)
     write_id = units[0].write_id if units else None
     pairs = list(zip(units, outcomes, strict=True))
     matched = by_partition([o for u, o in pairs if u.kind not in ("insert", "overwrite")])
     inserted = by_partition([o for u, o in pairs if u.kind == "insert"])
-    replaced = {o.partition: o for u, o in pairs if u.kind == "overwrite"}
+    # an INSERT OVERWRITE's partitions count even where no row was written
+    replaced = by_partition([o for u, o in pairs if u.kind == "overwrite"], keep_empty=True)
     reads = kind in ("delete", "update", "merge") and table.isolation_level == "Serializable"
     updated = deleted = 0
     for partition, done in matched.items():
@@ -45,14 +49,15 @@ def publish_change(table: TableHandle, txn: TransactionCore, kind: ChangeKind,
         keys: KeyArrays | None = done.deleted
         if new_rows:
             txn.wrote(_changed(table, partition, "update", write_id, done.directories,
-                               inserted=new_rows, deleted=new_rows, files_of=done, read=reads),
-                      keys)
+                               inserted=new_rows, deleted=new_rows, files_of=done, read=reads,
+                               version=version), keys)
             keys = None
         if done.rows_deleted > new_rows:
             dirs = tuple(d for d in done.directories if "delete_delta_" in d)
             txn.wrote(_changed(table, partition, "delete", write_id, dirs, inserted=0,
                                deleted=done.rows_deleted - new_rows,
-                               files_of=done if keys is not None else None, read=reads), keys)
+                               files_of=done if keys is not None else None, read=reads,
+                               version=version), keys)
     written_by: tuple[tuple[Operation, dict[str, UnitOutcome]], ...] = (
         ("insert", inserted), ("overwrite", replaced))
     for operation, written in written_by:
@@ -60,13 +65,13 @@ def publish_change(table: TableHandle, txn: TransactionCore, kind: ChangeKind,
             assert write_id is not None
             txn.wrote(_changed(table, partition, operation, write_id, done.directories,
                                inserted=done.rows_inserted, deleted=0, files_of=done,
-                               read=reads))
+                               read=reads, version=version))
     if reads and write_id is not None:
         # partitions the statement read but changed nothing in: under Serializable an
         # append there after its snapshot is a row its WHERE/ON might have matched
         for partition in sorted({u.partition for u in units} - {*matched, *inserted}):
             txn.wrote(_changed(table, partition, operation_of(kind), write_id, (), inserted=0,
-                               deleted=0, files_of=None, read=True))
+                               deleted=0, files_of=None, read=True, version=version))
     parts = tuple(sorted({*matched, *inserted, *replaced}))
     added = sum(o.rows_inserted for o in [*inserted.values(), *replaced.values()])
     if kind in ("insert", "overwrite"):
@@ -82,7 +87,7 @@ def publish_change(table: TableHandle, txn: TransactionCore, kind: ChangeKind,
 
 def _changed(table: TableHandle, partition: str, operation: Operation, write_id: int,
              directories: tuple[str, ...], *, inserted: int, deleted: int,
-             files_of: UnitOutcome | None, read: bool) -> WriteComponent:
+             files_of: UnitOutcome | None, read: bool, version: int) -> WriteComponent:
     """A component; ``files_of`` None when another component of the same directories
     already counts their files and bytes. ``read``: the statement read the partition (a
     Serializable table's conflict scope)."""
@@ -90,7 +95,7 @@ def _changed(table: TableHandle, partition: str, operation: Operation, write_id:
                           rows_inserted=inserted, rows_deleted=deleted,
                           files=files_of.files if files_of else 0,
                           bytes=files_of.bytes if files_of else 0, read=read,
-                          metadata_version=table.info.metadata_version,
+                          metadata_version=version,
                           bucket_files=files_of.bucket_files if files_of else None)
 
 

@@ -106,6 +106,9 @@ class ChangeUnit:
     #: an "insert" or "overwrite" unit's rows (user columns; None: an engine's tasks bring
     #: them)
     rows: pa.Table | None = None
+    #: the bucket id of the new rows of an unbucketed table: Hive's writer id (0, or a Spark
+    #: task's number where several tasks write one INSERT OVERWRITE's base)
+    writer: int = 0
 
     @property
     def insert_statement(self) -> int:
@@ -271,11 +274,13 @@ def updated_rows(old: pa.Table, assignments: Mapping[str, str], target: Statemen
     return conform(new, target.full_schema, where=f"table {target.name}")
 
 
-def bucket_of_rows(target: StatementTarget, rows: pa.Table) -> npt.NDArray[np.int32]:
-    """Hive's bucket of each new row; writer id 0 for every row of an unbucketed table."""
+def bucket_of_rows(target: StatementTarget, rows: pa.Table, writer: int = 0
+                   ) -> npt.NDArray[np.int32]:
+    """Hive's bucket of each new row; the writer id (0 unless several writers share a
+    directory) for every row of an unbucketed table."""
     if target.bucket_by and target.buckets > 0:
         return bucket_ids(rows, list(target.bucket_by), target.buckets)
-    return np.zeros(rows.num_rows, dtype=np.int32)
+    return np.full(rows.num_rows, writer, dtype=np.int32)
 
 
 def _empty(partition: str) -> UnitOutcome:
@@ -389,7 +394,7 @@ def write_changes(unit: ChangeUnit, changes: Changes | None, *, threads: int = 1
         assert new is not None
         written.append(write_inserts(
             target.filesystem, target.location, unit.partition, new.select(target.schema.names),
-            bucket_of_rows(target, new), write_id=unit.write_id, statement_id=0,
+            bucket_of_rows(target, new, unit.writer), write_id=unit.write_id, statement_id=0,
             schema=target.schema, kind="base", compression=target.compression,
             threads=threads))
         return _outcome(unit, written, keys, new.num_rows, changes)
@@ -401,7 +406,7 @@ def write_changes(unit: ChangeUnit, changes: Changes | None, *, threads: int = 1
     if new is not None and new.num_rows:
         written.append(write_inserts(
             target.filesystem, target.location, unit.partition, new.select(target.schema.names),
-            bucket_of_rows(target, new), write_id=unit.write_id,
+            bucket_of_rows(target, new, unit.writer), write_id=unit.write_id,
             statement_id=unit.insert_statement, schema=target.schema,
             compression=target.compression, threads=threads))
     return _outcome(unit, written, keys, new.num_rows if new is not None else 0, changes)
@@ -439,12 +444,13 @@ def run_units(units: Sequence[ChangeUnit], threads: int | None = None) -> list[U
         evaluator.close()
 
 
-def by_partition(outcomes: Sequence[UnitOutcome]) -> dict[str, UnitOutcome]:
+def by_partition(outcomes: Sequence[UnitOutcome], *, keep_empty: bool = False
+                 ) -> dict[str, UnitOutcome]:
     """The outcomes of one statement summed per partition (its component), partitions where
-    nothing matched left out."""
+    nothing matched left out unless ``keep_empty``."""
     grouped: dict[str, list[UnitOutcome]] = defaultdict(list)
     for outcome in outcomes:
-        if outcome.rows_deleted or outcome.rows_inserted:
+        if keep_empty or outcome.rows_deleted or outcome.rows_inserted:
             grouped[outcome.partition].append(outcome)
     out = {}
     for partition, items in grouped.items():

@@ -29,6 +29,14 @@ from acidstore.engine.merge_match import MergeSpec
 from acidstore.engine.publish import publish_change
 from acidstore.engine.results import WriteResult
 from acidstore.engine.statement import ChangeKind
+from acidstore.engine.task_writes import (
+    DELETE_COLUMN,
+    INSERT_COLUMN,
+    TaskPlan,
+    publish_tasks,
+    remove_staging_of,
+    task_plan,
+)
 from acidstore.engine.transaction import TransactionCore
 from acidstore.errors import InvalidInputError, required_condition
 from acidstore.format.orc.schema import ROW_ID_COLUMN
@@ -47,15 +55,6 @@ from acidstore.spark.schema_mapping import spark_schema
 from acidstore.spark.session import register
 from acidstore.spark.settle import settled_jobs
 from acidstore.spark.typed_errors import spark_errors, spark_write
-from acidstore.spark.write_tasks import (
-    DELETE_COLUMN,
-    INSERT_COLUMN,
-    TaskOutput,
-    WriteJob,
-    publish,
-    remove_staging,
-    write_job,
-)
 from acidstore.sql.expressions import check_sandboxed
 
 if TYPE_CHECKING:
@@ -222,37 +221,35 @@ class AcidTable:
             options["columns"] = ",".join(columns)
         return self._reader(options)
 
-    def _statement(self, operation: str, clauses: tuple[Operation, ...],
-                   changes: Callable[[TransactionCore, TableHandle, WriteJob], DataFrame],
-                   result: Callable[[Sequence[TaskOutput]], WriteResult],
-                   app: idempotent.AppWrite | None = None, *, whole_table: bool = False
-                   ) -> WriteResult:
-        """One statement that Spark tasks write into staging (``writing``) and this driver
-        publishes in a transaction of its own. The staging area goes once the transaction
-        has committed or aborted (a task still running could otherwise write into it after
-        the removal), and a failed job is typed once the abort is recorded."""
-        what = f"{operation} of {self.name}"
+    def _statement(self, kind: ChangeKind,
+                   changes: Callable[[TransactionCore, TableHandle, TaskPlan], DataFrame],
+                   app: idempotent.AppWrite | None = None, *, whole_table: bool = False,
+                   source_rows: int = 0) -> WriteResult:
+        """One statement whose rows Spark computes: its tasks write their units into
+        staging (``engine.task_writes``) and this driver publishes them in a transaction of
+        its own. The staging area goes once the transaction has committed or aborted (a task
+        still running could otherwise write into it after the removal), and a failed job is
+        typed once the abort is recorded."""
+        what = f"{kind} of {self.name}"
         core = core_of(self._wh)
-        job: WriteJob | None = None
+        plan: TaskPlan | None = None
         with spark_write(what, self.name) as attempt:
             try:
                 with TransactionCore.begin(core) as txn:
                     attempt.txn = txn
                     table = TableHandle.open(core, self.name, txn)
                     idempotent.claim(txn, table.name, app)
-                    job = write_job(table, txn, clauses)
-                    if whole_table:  # an overwrite empties the partitions it writes no
-                        job = dataclasses.replace(job, emptied=tuple(  # rows to
-                            core.metastore.list_partitions(table.name)))
+                    # an overwrite of the whole table empties the partitions it writes no
+                    # rows to
+                    plan = task_plan(table, txn, kind, emptied=core.metastore.list_partitions(
+                        table.name) if whole_table else ())
                     with settled_jobs(self._spark, what), spark_errors(what):
-                        outputs = run_job(changes(txn, table, job), job)
-                    publish(txn, job, outputs)
-                    done = result(outputs)
+                        results = run_job(changes(txn, table, plan), plan)
+                    done = publish_tasks(table, txn, plan, results, source_rows=source_rows)
             finally:
-                if job is not None:  # after the commit or the abort
-                    remove_staging(job)
-        return WriteResult(**{**done.__dict__, "txn_id": txn.txn_id,
-                              "write_id": job.write_id, "committed": True})
+                if plan is not None:  # after the commit or the abort
+                    remove_staging_of(core.filesystem, plan.target.location, plan.txn_id)
+        return dataclasses.replace(done, committed=True)
 
     def insert(self, data: DataFrame, *, overwrite: bool = False, app_id: str | None = None,
                version: int | None = None, merge_schema: bool = False,
@@ -275,18 +272,16 @@ class AcidTable:
         if done is not None:
             return done
 
-        def changes(txn: TransactionCore, table: TableHandle, job: WriteJob) -> DataFrame:
-            if overwrite and job.bucket_by:
-                return group_buckets(data, job)
+        def changes(txn: TransactionCore, table: TableHandle, plan: TaskPlan) -> DataFrame:
+            if overwrite and plan.target.bucket_by:
+                return group_buckets(data, plan)
             return data
 
         if partition_overwrite_mode not in ("dynamic", "static"):
             raise InvalidInputError(f"partition_overwrite_mode={partition_overwrite_mode!r}: "
                                     "use 'dynamic' or 'static'")
-        return self._statement(operation, (operation,), changes, lambda outputs: WriteResult(
-            0, None, operation, rows_inserted=_count(outputs, "rows_inserted"),
-            partitions=_partitions(outputs)), app,
-            whole_table=overwrite and partition_overwrite_mode == "static")
+        return self._statement(operation, changes, app,
+                               whole_table=overwrite and partition_overwrite_mode == "static")
 
     def _core_statement(self, kind: ChangeKind, condition: str | None = None,
                         assignments: Mapping[str, str] | None = None,
@@ -339,7 +334,7 @@ class AcidTable:
         assert condition is not None
         predicate = condition_column(condition, where, {})
 
-        def changes(txn: TransactionCore, table: TableHandle, job: WriteJob) -> DataFrame:
+        def changes(txn: TransactionCore, table: TableHandle, plan: TaskPlan) -> DataFrame:
             # a delete event needs the ROW__ID and partition: decode only what the condition
             # reads besides (Python data sources get no column pruning from Spark)
             parts = list(table.info.partition_schema.names)
@@ -352,9 +347,7 @@ class AcidTable:
             return rows.select(*[F.col(p) for p in parts],
                                F.col(ROW_ID_COLUMN).alias(DELETE_COLUMN))
 
-        return self._statement("delete", ("delete",), changes, lambda outputs: WriteResult(
-            0, None, "delete", rows_deleted=_count(outputs, "rows_deleted"),
-            partitions=_partitions(outputs)))
+        return self._statement("delete", changes)
 
     def update(self, condition: Condition | None = None,
                set: Mapping[str, Condition] | None = None) -> WriteResult:
@@ -376,7 +369,7 @@ class AcidTable:
         values = {name: condition_column(value, where, scope) for name, value in given.items()}
         predicate = condition_column(condition, where, scope)
 
-        def changes(txn: TransactionCore, table: TableHandle, job: WriteJob) -> DataFrame:
+        def changes(txn: TransactionCore, table: TableHandle, plan: TaskPlan) -> DataFrame:
             rows = self._snapshot_rows(txn, table)
             if predicate is not None:
                 rows = rows.filter(predicate)
@@ -385,9 +378,7 @@ class AcidTable:
                                F.col(ROW_ID_COLUMN).alias(DELETE_COLUMN),
                                F.lit(True).alias(INSERT_COLUMN))
 
-        return self._statement("update", ("update",), changes, lambda outputs: WriteResult(
-            0, None, "update", rows_updated=_count(outputs, "rows_inserted"),
-            partitions=_partitions(outputs)))
+        return self._statement("update", changes)
 
     def merge(self, source: DataFrame, condition: Condition) -> AcidMergeBuilder:
         """Start a MERGE of ``source`` into this table (alias both for the condition)."""
@@ -397,23 +388,13 @@ class AcidTable:
 
     # --- used by the merge builder ---------------------------------------------------------------
 
-    def _merge_statement(self, clauses: tuple[Operation, ...],
-                         changes: Callable[[DataFrame, TableHandle], DataFrame],
-                         result: Callable[[Sequence[TaskOutput]], WriteResult]) -> WriteResult:
-        def body(txn: TransactionCore, table: TableHandle, job: WriteJob) -> DataFrame:
+    def _merge_statement(self, changes: Callable[[DataFrame, TableHandle], DataFrame],
+                         source_rows: int) -> WriteResult:
+        def body(txn: TransactionCore, table: TableHandle, plan: TaskPlan) -> DataFrame:
             target = self._snapshot_rows(txn, table)
             return changes(target.alias(self._alias) if self._alias else target, table)
 
-        return self._statement("merge", clauses, body, result)
+        return self._statement("merge", body, source_rows=source_rows)
 
     def __repr__(self) -> str:
         return f"AcidTable({self.name!r})"
-
-
-def _count(outputs: Sequence[TaskOutput], field: str, operation: str | None = None) -> int:
-    return sum(getattr(p, field) for o in outputs for p in o.partitions
-               if operation is None or p.operation == operation)
-
-
-def _partitions(outputs: Sequence[TaskOutput]) -> tuple[str, ...]:
-    return tuple(sorted({p.partition for o in outputs for p in o.partitions}))

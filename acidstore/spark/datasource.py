@@ -40,6 +40,14 @@ from acidstore.engine import idempotent
 from acidstore.engine.core import core_of
 from acidstore.engine.handle import TableHandle
 from acidstore.engine.schema_change import add_columns
+from acidstore.engine.task_writes import (
+    TaskPlan,
+    TaskResult,
+    publish_tasks,
+    remove_staging_of,
+    task_plan,
+    write_task,
+)
 from acidstore.engine.transaction import TransactionCore
 from acidstore.engine.worker_gc import freeze_long_lived
 from acidstore.errors import InvalidInputError, SchemaMismatchError, UnsupportedOperationError
@@ -61,14 +69,6 @@ from acidstore.spark.read_tasks import (
 )
 from acidstore.spark.schema_mapping import arrow_schema
 from acidstore.spark.typed_errors import reported_errors
-from acidstore.spark.write_tasks import (
-    TaskOutput,
-    WriteJob,
-    publish,
-    remove_staging,
-    run_write,
-    write_job,
-)
 
 __all__ = ["FORMAT", "SQL_ACCESS", "AcidDataSource", "add_new_columns", "check_columns",
            "refuse_catalog_table"]
@@ -200,7 +200,7 @@ def _leased_tasks(target: Target, table: TableHandle, options: ReadOptions, sche
 
 
 class _Message(WriterCommitMessage):
-    def __init__(self, output: TaskOutput) -> None:
+    def __init__(self, output: TaskResult) -> None:
         self.output = output
 
 
@@ -255,14 +255,12 @@ def _open_writer(target: Target, schema: StructType, overwrite: bool,
             TransactionCore(core_of(wh), heartbeat_interval=None)
         try:
             idempotent.claim(txn, table.name, app)
-            job = write_job(table, txn, (operation,))
-            if whole_table:
-                job = dataclasses.replace(job, emptied=tuple(
-                    wh.metastore.list_partitions(table.name)))
+            plan = task_plan(table, txn, operation, emptied=wh.metastore.list_partitions(
+                table.name) if whole_table else ())
         except BaseException:
             txn.abort("planning the Spark write failed")
             raise
-        return AcidWriter(target, job, str(txn.snapshot))
+        return AcidWriter(target, plan, str(txn.snapshot))
     finally:
         wh.close()
 
@@ -270,9 +268,9 @@ def _open_writer(target: Target, schema: StructType, overwrite: bool,
 class AcidWriter(DataSourceArrowWriter):
     """Executors write into staging; the driver-side commit worker publishes and commits."""
 
-    def __init__(self, target: Target, job: WriteJob, snapshot: str) -> None:
+    def __init__(self, target: Target, plan: TaskPlan, snapshot: str) -> None:
         self._target = target
-        self._job = job
+        self._plan = plan
         self._snapshot = snapshot
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
@@ -280,42 +278,47 @@ class AcidWriter(DataSourceArrowWriter):
         context = TaskContext.get()
         task = context.partitionId() if context is not None else 0
         attempt = context.taskAttemptId() if context is not None else os.getpid()
-        batches = _kept_alive(iterator, lambda: heartbeat(self._target, self._job.txn_id))
+        batches = _kept_alive(iterator, lambda: heartbeat(self._target, self._plan.txn_id))
         with reported_errors():
-            return _Message(run_write(self._job, batches, task, attempt))
+            return _Message(write_task(self._plan, batches, task, attempt))
 
-    def _attached(self) -> tuple[Any, TransactionCore]:
-        wh, _ = open_target(self._target)
-        return wh, TransactionCore.attach(core_of(wh), self._job.txn_id,
-                                          ValidTxnList.parse(self._snapshot))
+    def _attached(self) -> tuple[Any, TableHandle, TransactionCore]:
+        wh, table = open_target(self._target)
+        txn = TransactionCore.attach(core_of(wh), self._plan.txn_id,
+                                     ValidTxnList.parse(self._snapshot))
+        return wh, TableHandle(table.core, table.info, txn), txn
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         with reported_errors():
             self._commit(messages)
 
     def _commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        wh, txn = self._attached()
+        wh, table, txn = self._attached()
         try:
-            outputs = [m.output for m in messages if isinstance(m, _Message)]
+            results = [m.output for m in messages if isinstance(m, _Message)]
             try:
-                publish(txn, self._job, outputs)
+                publish_tasks(table, txn, self._plan, results)
                 txn.commit()
             except BaseException as exc:
                 if txn.state == "open":
                     txn.abort(f"Spark commit failed: {type(exc).__name__}: {exc}")
-                remove_staging(self._job)
+                self._remove_staging()
                 raise
         finally:
             wh.close()
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         with reported_errors():
-            wh, txn = self._attached()
+            wh, _, txn = self._attached()
             try:
                 txn.abort("the Spark job failed")
             finally:
-                remove_staging(self._job)
+                self._remove_staging()
                 wh.close()
+
+    def _remove_staging(self) -> None:
+        target = self._plan.target
+        remove_staging_of(target.filesystem, target.location, self._plan.txn_id)
 
 
 class _SkippedWriter(DataSourceArrowWriter):

@@ -18,13 +18,14 @@ from pyspark import TaskContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import IntegerType, StructField, StructType
 
+from acidstore.engine.executors import pack, spark_tasks
 from acidstore.engine.statement import ChangeUnit, UnitOutcome
 from acidstore.engine.statement import run_units as run_core_units
+from acidstore.engine.task_writes import BUCKET_COLUMN, TaskPlan, TaskResult, write_task
 from acidstore.engine.worker_gc import freeze_long_lived
 from acidstore.errors import InvalidInputError
-from acidstore.spark.packing import SMALL_OPEN_COST_BYTES, pack
+from acidstore.spark.packing import SMALL_OPEN_COST_BYTES
 from acidstore.spark.typed_errors import reported_errors
-from acidstore.spark.write_tasks import BUCKET_COLUMN, TaskOutput, WriteJob, run_write
 from acidstore.write.bucketing import bucket_ids
 from acidstore.write.conform import conform
 
@@ -38,41 +39,43 @@ _OUTPUT = "output"
 IN_DRIVER_ON_LOCAL = "spark.acidstore.dml.inDriverOnLocal"
 
 
-def _task(job: WriteJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def _task(plan: TaskPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     freeze_long_lived()
     context = TaskContext.get()
     assert context is not None, "runs inside a Spark task"
     with reported_errors():
-        output = run_write(job, batches, context.partitionId(), context.taskAttemptId())
-    yield pa.RecordBatch.from_pydict({_OUTPUT: [pickle.dumps(output)]},
+        result = write_task(plan, batches, context.partitionId(), context.taskAttemptId())
+    yield pa.RecordBatch.from_pydict({_OUTPUT: [pickle.dumps(result)]},
                                      schema=pa.schema([pa.field(_OUTPUT, pa.binary())]))
 
 
-def run_job(changes: DataFrame, job: WriteJob) -> list[TaskOutput]:
-    """Write ``changes`` (one task per partition) and return each task's output."""
-    rows = changes.mapInArrow(lambda batches: _task(job, batches), f"{_OUTPUT} binary").collect()
-    outputs: list[TaskOutput] = [pickle.loads(row[_OUTPUT]) for row in rows]
-    return outputs
+def run_job(changes: DataFrame, plan: TaskPlan) -> list[TaskResult]:
+    """Write ``changes`` (one task per partition: ``engine.task_writes.write_task``) and
+    return each task's result: Spark returns one successful attempt per task."""
+    rows = changes.mapInArrow(lambda batches: _task(plan, batches), f"{_OUTPUT} binary"
+                              ).collect()
+    return [pickle.loads(row[_OUTPUT]) for row in rows]
 
 
-def _with_buckets(job: WriteJob, batches: Iterator[pa.RecordBatch]
+def _with_buckets(plan: TaskPlan, batches: Iterator[pa.RecordBatch]
                   ) -> Iterator[pa.RecordBatch]:
     freeze_long_lived()
+    target = plan.target
     for batch in batches:
         with reported_errors():
-            rows = conform(pa.Table.from_batches([batch]), job.full_schema,
-                           where=f"table {job.table}")
-            buckets = bucket_ids(rows, list(job.bucket_by), job.buckets)
+            rows = conform(pa.Table.from_batches([batch]), target.full_schema,
+                           where=f"table {target.name}")
+            buckets = bucket_ids(rows, list(target.bucket_by), target.buckets)
         yield batch.append_column(BUCKET_COLUMN, pa.array(np.asarray(buckets, np.int32)))
 
 
-def group_buckets(data: DataFrame, job: WriteJob) -> DataFrame:
+def group_buckets(data: DataFrame, plan: TaskPlan) -> DataFrame:
     """``data`` shuffled so that each (partition, bucket) is in one task: a ``base_w`` has
     no statement ids, so only one task may write each of its bucket files."""
     schema = StructType([*data.schema.fields, StructField(BUCKET_COLUMN, IntegerType(), False)])
-    tagged = data.mapInArrow(lambda batches: _with_buckets(job, batches), schema)
-    keys = [*job.partition_schema.names, BUCKET_COLUMN]
-    return tagged.repartition(max(job.buckets, 1), *keys)
+    tagged = data.mapInArrow(lambda batches: _with_buckets(plan, batches), schema)
+    keys = [*plan.target.partition_schema.names, BUCKET_COLUMN]
+    return tagged.repartition(max(plan.target.buckets, 1), *keys)
 
 
 def local_cores(master: str) -> int | None:
@@ -109,18 +112,15 @@ def units_in_driver(spark: SparkSession) -> int | None:
 
 
 def _run_share(share: Sequence[ChangeUnit]) -> list[UnitOutcome]:
-    """One Spark task's share of a statement's units, in its Python worker (one thread: Spark
-    runs a task per core)."""
-    freeze_long_lived()
-    with reported_errors():
-        return run_core_units(share, threads=1)
+    """One Spark task's share of a statement's units, sharing one SQL evaluator."""
+    return run_core_units(share, threads=1)
 
 
 def run_units(spark: SparkSession, units: Sequence[ChangeUnit]) -> list[UnitOutcome]:
     """Run a statement core's units in the executors' Python workers, in as many Spark tasks
-    as the session has cores (a task costs more to schedule than a small unit takes to run);
-    what comes back is each unit's small outcome, in unit order. A local-mode session runs
-    them in the driver instead (``units_in_driver``)."""
+    as the session has cores, shares of about equal bytes (``unit_bytes``); what comes back
+    is each unit's small outcome, in unit order. A local-mode session runs them in the
+    driver instead (``units_in_driver``)."""
     if not units:
         return []
     if all(u.kind == "insert" for u in units):
@@ -131,19 +131,12 @@ def run_units(spark: SparkSession, units: Sequence[ChangeUnit]) -> list[UnitOutc
     threads = units_in_driver(spark)
     if threads is not None:
         return run_core_units(units, threads=threads)
-    slots = max(1, min(len(units), spark.sparkContext.defaultParallelism))
-    shares = unit_shares(units, slots)
-    done: list[list[UnitOutcome]] = spark.sparkContext.parallelize(
-        [[units[i] for i in share] for share in shares], len(shares)).map(_run_share).collect()
-    outcomes: dict[int, UnitOutcome] = {}
-    for share, results in zip(shares, done, strict=True):
-        outcomes.update(zip(share, results, strict=True))
-    return [outcomes[i] for i in range(len(units))]
+    return spark_tasks(spark, units, _run_share, costs=[unit_bytes(u) for u in units])
 
 
 def unit_shares(units: Sequence[ChangeUnit], slots: int) -> list[list[int]]:
     """The indexes of ``units`` in at most ``slots`` tasks of about equal bytes
-    (``unit_bytes``), each task's in unit order."""
+    (``unit_bytes``), each task's in unit order: as ``run_units`` shares them."""
     return pack(list(range(len(units))), [unit_bytes(u) for u in units], slots)
 
 

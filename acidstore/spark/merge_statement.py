@@ -23,13 +23,12 @@ from acidstore.engine import writes
 from acidstore.engine.handle import TableHandle
 from acidstore.engine.merge_match import MergeClause, MergeSpec, clause_values
 from acidstore.engine.results import WriteResult
+from acidstore.engine.task_writes import CLAUSE_COLUMN, DELETE_COLUMN, INSERT_COLUMN
 from acidstore.errors import InvalidInputError
 from acidstore.format.orc.schema import ROW_ID_COLUMN
-from acidstore.metastore import Operation
 from acidstore.spark.acid_table import AcidTable, Condition, condition_column, sql_text
 from acidstore.spark.schema_mapping import arrow_schema
 from acidstore.spark.typed_errors import spark_errors, spark_write
-from acidstore.spark.write_tasks import CLAUSE_COLUMN, DELETE_COLUMN, INSERT_COLUMN, TaskOutput
 
 __all__ = ["AcidMergeBuilder"]
 
@@ -99,28 +98,11 @@ class AcidMergeBuilder:
             if on is not None:
                 return self._table._shuffled_merge(spec, self._source, on)
             return self._table._core_statement("merge", merge=spec)
-        clauses = self._matched + self._not_matched
-        operations: tuple[Operation, ...] = tuple(c.kind for c in clauses)
         where = f"MERGE into {self._table.name}"
         with spark_errors(where):
             source_rows = self._source.count()
-
-        def result(outputs: list[TaskOutput] | tuple[TaskOutput, ...]) -> WriteResult:
-            counts = {"num_source_rows": source_rows,
-                      "num_target_rows_updated": _rows(outputs, "update", "rows_inserted"),
-                      "num_target_rows_deleted": _rows(outputs, "delete", "rows_deleted"),
-                      "num_target_rows_inserted": _rows(outputs, "insert", "rows_inserted")}
-            return WriteResult(0, None, "merge",
-                               rows_inserted=counts["num_target_rows_inserted"],
-                               rows_updated=counts["num_target_rows_updated"],
-                               rows_deleted=counts["num_target_rows_deleted"],
-                               partitions=tuple(sorted({p.partition for o in outputs
-                                                        for p in o.partitions})),
-                               metrics=counts)
-
         return self._table._merge_statement(
-            operations, lambda target, table: self._changes(target, table, where),
-            result)  # type: ignore[arg-type]
+            lambda target, table: self._changes(target, table, where), source_rows)
 
     # --- through the statement core ------------------------------------------------------------
 
@@ -261,7 +243,7 @@ class AcidMergeBuilder:
             F.col(CLAUSE_COLUMN).cast("int").alias(CLAUSE_COLUMN))
         if not self._matched:
             return changes
-        # the cardinality check runs in the writing tasks (``writing.run_write``): all pairs
+        # the cardinality check runs in the writing tasks (``task_writes.write_task``): all pairs
         # of a target row go to one task, other rows spread by their values
         key = F.when(F.col(DELETE_COLUMN).isNotNull(),
                      F.hash(*[F.col(p) for p in parts], F.col(DELETE_COLUMN))) \
@@ -301,7 +283,3 @@ def _estimated_bytes(frame: DataFrame, limit: int) -> int:
     return rows * width
 
 
-def _rows(outputs: list[TaskOutput] | tuple[TaskOutput, ...], operation: str, field: str
-          ) -> int:
-    return sum(getattr(p, field) for o in outputs for p in o.partitions
-               if p.operation == operation)

@@ -17,9 +17,9 @@ multiple of the cores, so no wave leaves a core idle.
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Hashable, Sequence
-from typing import TypeVar
+from collections.abc import Sequence
+
+from acidstore.engine.executors import bundles, pack
 
 __all__ = ["OPEN_COST_BYTES", "SMALL_OPEN_COST_BYTES", "bundles", "pack", "split_bytes",
            "task_count"]
@@ -29,7 +29,6 @@ OPEN_COST_BYTES = 4 << 20
 #: what a small bucket file read in its directory's group costs beyond its bytes (measured on
 #: the S1 table: ~0.1 ms a file, about what 64 KiB of a large file takes to decode)
 SMALL_OPEN_COST_BYTES = 64 << 10
-T = TypeVar("T")
 
 
 def split_bytes(partition_bytes: int, min_partitions: int, costs: Sequence[int]) -> int:
@@ -49,43 +48,3 @@ def task_count(costs: Sequence[int], limit: int, cores: int, items: int) -> int:
     if count > 1 and cores > 1:
         count = -(-count // cores) * cores
     return max(1, min(count, items))
-
-
-def bundles(keys: Sequence[Hashable], costs: Sequence[int], limit: int) -> list[list[int]]:
-    """Indexes of items with equal ``keys`` (a partition's bucket) together, in item order,
-    a bundle cut before an item that would take it over ``limit``."""
-    open_bundle: dict[Hashable, int] = {}
-    loads: list[int] = []
-    out: list[list[int]] = []
-    for index, (key, cost) in enumerate(zip(keys, costs, strict=True)):
-        at = open_bundle.get(key)
-        if at is None or loads[at] + cost > limit:
-            at = len(out)
-            open_bundle[key] = at
-            out.append([])
-            loads.append(0)
-        out[at].append(index)
-        loads[at] += cost
-    return out
-
-
-def pack(items: Sequence[T], costs: Sequence[int], count: int,
-         keys: Sequence[Hashable] | None = None, bundle_limit: int = 0) -> list[list[T]]:
-    """``items`` in at most ``count`` groups, balanced: bundles (``keys``, see ``bundles``;
-    every item alone without them) costliest first, each into the group with the least so
-    far; each group in item order. Greedy next-fit packing (Spark's) can leave a last task
-    with one small file, so that half of two cores idles through a table of ten equal
-    buckets."""
-    parts = bundles(keys, costs, bundle_limit) if keys is not None else \
-        [[i] for i in range(len(items))]
-    count = min(count, len(parts))
-    if count <= 1:
-        return [list(items)]  # an empty snapshot still gets one (empty) task
-    weights = [sum(costs[i] for i in part) for part in parts]
-    loads = [(0, g) for g in range(count)]
-    members: list[list[int]] = [[] for _ in range(count)]
-    for b in sorted(range(len(parts)), key=lambda b: -weights[b]):
-        load, group = heapq.heappop(loads)
-        members[group].extend(parts[b])
-        heapq.heappush(loads, (load + weights[b], group))
-    return [[items[i] for i in sorted(m)] for m in members if m]

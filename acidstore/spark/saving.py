@@ -36,6 +36,7 @@ from pyspark.sql.datasource import CaseInsensitiveDict
 from acidstore.api.connect import connect
 from acidstore.engine import idempotent
 from acidstore.engine.core import core_of
+from acidstore.engine.task_writes import remove_staging_of
 from acidstore.engine.transaction import TransactionCore
 from acidstore.errors import (
     AcidStoreError,
@@ -53,7 +54,6 @@ from acidstore.spark.read_tasks import (
 from acidstore.spark.schema_mapping import arrow_schema
 from acidstore.spark.settle import settled_jobs
 from acidstore.spark.typed_errors import spark_write
-from acidstore.spark.write_tasks import remove_staging_of
 
 __all__ = ["Layout", "hook_save", "prepare_table"]
 

@@ -29,9 +29,9 @@ from pyspark.errors import AnalysisException
 from pyspark.errors.exceptions.captured import CapturedException
 
 from acidstore import errors
+from acidstore.engine.executors import NOTE, reported_errors
 from acidstore.engine.transaction import TransactionCore
 from acidstore.errors import AcidStoreError, InvalidExpressionError, SparkJobFailedError
-from acidstore.io.fs import storage_error
 
 __all__ = ["WriteAttempt", "failure_reason", "is_spark_failure", "reported_errors",
            "reporting", "spark_errors", "spark_write", "typed_error"]
@@ -40,8 +40,6 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 _RAISED = re.compile(r"acidstore\.errors\.(\w+): (.*)")
-#: the start of the note line ``reported_errors`` adds (JSON follows on the same line)
-NOTE = "acidstore error as JSON: "
 _NOTED = re.compile("^" + re.escape(NOTE) + r"(\{.*\})\s*$", re.MULTILINE)
 #: how much of Spark's text a SparkJobFailedError's ``reason`` keeps
 _REASON_CHARS = 400
@@ -97,39 +95,6 @@ def _rebuilt(name: str, message: str, attributes: dict[str, Any]) -> AcidStoreEr
     for key, value in attributes.items():
         setattr(error, key, value)
     return error
-
-
-def _note(exc: AcidStoreError) -> None:
-    """Add the note ``typed_error`` reads (once: a re-raised error keeps its first)."""
-    if any(str(n).startswith(NOTE) for n in getattr(exc, "__notes__", ())):
-        return
-    # an OSError's errno is a slot, not in its __dict__ (StorageError is one)
-    found = {**vars(exc), **({"errno": exc.errno} if isinstance(exc, OSError) else {})}
-    attributes = {key: value for key, value in found.items()
-                  if not key.startswith("_") and (value is None or isinstance(
-                      value, str | int | float | bool))}
-    exc.add_note(NOTE + json.dumps({"class": type(exc).__name__, "message": str(exc),
-                                    "attributes": attributes}))
-
-
-@contextmanager
-def reported_errors() -> Iterator[None]:
-    """Around code Spark runs in a Python worker (a task, or the driver-side worker that
-    plans or commits a data source's work): an acidstore error raised there gets the note
-    from which ``typed_error`` rebuilds it on the driver, and a failure of the storage (an
-    ``OSError`` the code did not type) becomes a ``StorageError`` first. Anything else goes
-    through as it is."""
-    try:
-        yield
-    except AcidStoreError as exc:
-        _note(exc)
-        raise
-    except OSError as exc:
-        if isinstance(exc, FileNotFoundError):
-            raise  # for the caller to judge (often a MissingDataError)
-        typed = storage_error(exc, None, action="write or read in a Spark task")
-        _note(typed)
-        raise typed from exc
 
 
 def reporting(function: Callable[P, Iterator[T]]) -> Callable[P, Iterator[T]]:

@@ -16,8 +16,8 @@ import pyarrow.fs as pafs
 from spark_support import new_table
 
 import acidstore
+from acidstore.engine.task_writes import remove_staging_of
 from acidstore.format.layout import STAGING_DIR
-from acidstore.spark.write_tasks import remove_staging_of
 from compaction import Cleaner
 
 

@@ -35,11 +35,16 @@ from spark_support import (
 import acidstore
 from acidstore import Table, Warehouse
 from acidstore.engine.handle import TableHandle, handle_of
+from acidstore.engine.task_writes import (
+    publish_tasks,
+    remove_staging_of,
+    task_plan,
+    write_task,
+)
 from acidstore.errors import InvalidInputError, SchemaMismatchError
 from acidstore.format.orc.codec import decode
 from acidstore.spark import AcidTable
 from acidstore.spark.typed_errors import typed_error
-from acidstore.spark.write_tasks import publish, run_write, write_job
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -245,14 +250,15 @@ def test_retried_task_attempt_never_duplicates_rows(wh: Warehouse) -> None:
     with wh.transaction() as public:
         txn = public._core
         table = TableHandle.open(txn.core, TABLE, txn)
-        job = write_job(table, txn, ("insert",))
+        plan = task_plan(table, txn, "insert")
         # attempt 1 of task 0 fails after writing its files; Spark retries as attempt 2
-        lost = run_write(job, rows.to_batches(max_chunksize=7), 0, 1)
-        assert lost.partitions
+        lost = write_task(plan, rows.to_batches(max_chunksize=7), 0, 1)
+        assert lost.outcomes
         assert staging_files(t)
-        kept = run_write(job, rows.to_batches(max_chunksize=7), 0, 2)
+        kept = write_task(plan, rows.to_batches(max_chunksize=7), 0, 2)
         assert kept.root != lost.root
-        publish(txn, job, [kept])
+        publish_tasks(table, txn, plan, [kept])
+        remove_staging_of(table.filesystem, table.location, txn.txn_id)
         assert staging_files(t) == []
     assert arrow_rows(t.to_arrow()) == arrow_rows(rows)
     assert t.history().column("rows_inserted").to_pylist() == [20]
