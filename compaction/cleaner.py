@@ -39,7 +39,7 @@ from acidstore.format.writeids import ValidWriteIdList
 from acidstore.fsck.aborted import aborted_directories
 from acidstore.io import fs as afs
 from acidstore.io.fs import storage_boundary
-from acidstore.metastore import Metastore
+from acidstore.metastore import History, Transactions
 from acidstore.metastore.validate import check_seconds
 from compaction.compactor import partition_dirs
 
@@ -89,7 +89,7 @@ class _CommitTimes:
     ``_v<T>`` output at the commit of T, other directories at the commit of their newest
     write id."""
 
-    def __init__(self, metastore: Metastore, table: str) -> None:
+    def __init__(self, metastore: History, table: str) -> None:
         self._metastore = metastore
         self._table = table
         self._txns: dict[int, datetime] = {}
@@ -313,7 +313,8 @@ def _held(parsed: ParsedBase | ParsedDelta, candidates: set[int],
     return held
 
 
-def _remove_emptied_partitions(table: Table, metastore: Metastore, removed: list[str]) -> None:
+def _remove_emptied_partitions(table: Table, metastore: Transactions, removed: list[str]
+                               ) -> None:
     """Remove partition directories left empty by removing a dead write's directories (an
     insert into a new partition that never committed made ``dt=c/`` for nothing). Only
     where no open transaction has registered a write to the partition, and only with a
