@@ -8,7 +8,7 @@ server database (many machines) are interchangeable and are held to one contract
 (``acidstore.metastore.testing``, which a new backend's tests subclass).
 
 The roles, one module each (a method belongs to exactly one):
-- ``Catalog`` (``catalog``): tables, partitions, original files, the warehouse binding;
+- ``Catalog`` (``table_catalog``): tables, partitions, original files, the warehouse binding;
 - ``Transactions`` (``transactions``): open, heartbeat, abort, write ids, snapshots,
   recorded writes and commits, application versions, locks;
 - ``Leases`` (``snapshot_leases``): reader leases, and the live snapshots a cleaner keeps;
@@ -26,10 +26,10 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from acidstore.metastore.catalog import Catalog
 from acidstore.metastore.compaction_queue import CompactionQueue
 from acidstore.metastore.history import CommitLog, History
 from acidstore.metastore.snapshot_leases import Leases
+from acidstore.metastore.table_catalog import Catalog
 from acidstore.metastore.transactions import Transactions
 
 __all__ = ["Catalog", "CommitLog", "CompactionQueue", "History", "Leases", "Metastore",
