@@ -39,7 +39,7 @@ from acidstore.format.layout import STAGING_DIR, ParsedBase, ParsedDelta, parse_
 from acidstore.format.writeids import ValidWriteIdList
 from acidstore.io import fs as afs
 from acidstore.io.fs import storage_boundary
-from acidstore.metastore import Metastore
+from acidstore.metastore import History, Transactions
 from acidstore.metastore.validate import check_seconds
 from compaction.compactor import partition_dirs
 
@@ -89,7 +89,7 @@ class _CommitTimes:
     ``_v<T>`` output at the commit of T, other directories at the commit of their newest
     write id."""
 
-    def __init__(self, metastore: Metastore, table: str) -> None:
+    def __init__(self, metastore: History, table: str) -> None:
         self._metastore = metastore
         self._table = table
         self._txns: dict[int, datetime] = {}
@@ -314,7 +314,7 @@ def _held(parsed: ParsedBase | ParsedDelta, candidates: set[int],
     return held
 
 
-def _remove_emptied_partitions(table: TableHandle, metastore: Metastore, removed: list[str]
+def _remove_emptied_partitions(table: TableHandle, metastore: Transactions, removed: list[str]
                                ) -> None:
     """Remove partition directories left empty by removing a dead write's directories (an
     insert into a new partition that never committed made ``dt=c/`` for nothing). Only

@@ -12,12 +12,12 @@ from __future__ import annotations
 import pyarrow.fs as pafs
 
 from acidstore.io import fs as afs
-from acidstore.metastore import Metastore
+from acidstore.metastore import History
 
 __all__ = ["aborted_directories"]
 
 
-def aborted_directories(fs: pafs.FileSystem, metastore: Metastore, table: str,
+def aborted_directories(fs: pafs.FileSystem, metastore: History, table: str,
                         location: str) -> list[tuple[str, str]]:
     """(partition, absolute path) of every directory that an aborted write of ``table``
     registered and that is still on disk."""

@@ -41,7 +41,7 @@ from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
 from acidstore.fsck.events import DeleteTargets, Span, scan_file
 from acidstore.fsck.findings import Check, Finding, Severity
 from acidstore.io import fs as afs
-from acidstore.metastore import Metastore
+from acidstore.metastore import History
 from acidstore.read.record_check import find_file_problems, find_missing
 from acidstore.read.recorded import RecordedWrites
 from acidstore.read.splits import Listed
@@ -55,7 +55,8 @@ class TableFacts:
 
     name: str
     location: str
-    metastore: Metastore
+    #: asked only when a ``_v`` directory became visible (its compaction's commit)
+    metastore: History
     txns: ValidTxnList
     write_ids: ValidWriteIdList
     recorded: RecordedWrites

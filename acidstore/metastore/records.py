@@ -1,7 +1,7 @@
 """The metastore's value objects: what its calls take and return (layer L2).
 
-Frozen, so that a snapshot or record handed out can never change under a reader; the
-``Metastore`` protocol that passes them is in ``protocol``, which re-exports them.
+Frozen, so that a snapshot or record handed out can never change under a reader; the role
+protocols that pass them are named in ``protocol``.
 """
 
 from __future__ import annotations

@@ -150,7 +150,7 @@ class SqlBase(ABC):
         name it by."""
 
     def current_time(self) -> datetime:
-        """The store's clock now (see ``Metastore.current_time``): ``_clock``, which reads
+        """The store's clock now (see ``History.current_time``): ``_clock``, which reads
         the server's on PostgreSQL and this machine's on SQLite."""
         return from_micros(self._read(self._clock))
 

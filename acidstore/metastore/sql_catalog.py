@@ -31,8 +31,8 @@ __all__ = ["SqlCatalog"]
 
 
 class SqlCatalog(SqlBase):
-    """The catalogue calls of ``Metastore`` and the warehouse binding, over ``_write`` /
-    ``_read``."""
+    """The ``Catalog`` role's calls (the catalogue and the warehouse binding), over
+    ``_write`` / ``_read``."""
 
     #: the binding this client paired the store with, and the warehouse root it stands for
     #: (``bind_warehouse``); None until then

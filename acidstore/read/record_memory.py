@@ -8,7 +8,7 @@ only a commit or two is new. So a process keeps, per metastore object and table,
 loaded and the commit sequence number it was loaded at, and asks the metastore only for the
 commits numbered after it (``CommitLog.committed_log``).
 
-It answers exactly what ``Metastore.committed_components(table, min_write_id=floor)`` would:
+It answers exactly what ``History.committed_components(table, min_write_id=floor)`` would:
 - a committed component never changes (a commit writes its final components in the
   transaction that marks it committed) and is never removed (only an aborted write's are);
 - an aborted or still open write has no committed component, and one that commits later is
@@ -28,8 +28,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar, cast
 
-from acidstore.metastore import Metastore, WriteComponent
-from acidstore.metastore.protocol import CommitLog
+from acidstore.metastore import History, WriteComponent
+from acidstore.metastore.history import CommitLog
 from acidstore.metastore.records import ComponentLog, LoggedComponent
 
 __all__ = ["MAX_REMEMBERED", "committed_components", "derived"]
@@ -80,14 +80,14 @@ def _loaded(log: ComponentLog, floor: int) -> _Remembered:
     return remembered
 
 
-def committed_components(metastore: Metastore, table: str, floor: int
+def committed_components(metastore: History, table: str, floor: int
                          ) -> list[WriteComponent]:
     """``metastore.committed_components(table, min_write_id=floor or None)``, from what this
     process loaded before plus the commits since (see the module docstring)."""
     return list(derived(metastore, table, floor, tuple))
 
 
-def derived(metastore: Metastore, table: str, floor: int,
+def derived(metastore: History, table: str, floor: int,
             derive: Callable[[Sequence[WriteComponent]], T]) -> T:
     """``derive`` of the components ``committed_components`` answers, computed once while no
     commit of the table is new (per floor and ``derive``): a reader that turns the record

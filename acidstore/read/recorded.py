@@ -20,7 +20,7 @@ from typing import Protocol
 from acidstore.format.directory import AcidState
 from acidstore.format.layout import is_acid_directory_name
 from acidstore.io import fs as afs
-from acidstore.metastore import CompactionOutput, Metastore, WriteComponent
+from acidstore.metastore import CompactionOutput, TableRecord, WriteComponent
 from acidstore.read import record_memory
 
 __all__ = ["PartitionRecord", "Recorded", "RecordedOutput", "RecordedWrite", "RecordedWrites",
@@ -150,7 +150,7 @@ class RecordedWrites:
     pending: frozenset[int] = frozenset()
 
     @classmethod
-    def of(cls, metastore: Metastore, table: str, location: str, *,
+    def of(cls, metastore: TableRecord, table: str, location: str, *,
            pending: frozenset[int] = frozenset(),
            components: Sequence[WriteComponent] | None = None) -> RecordedWrites:
         """Read both records of ``table`` from the metastore (``pending``: the reading
@@ -245,7 +245,7 @@ class SnapshotRecord:
     history, however compacted. What is loaded is kept: the partitions of one scan share
     the load of the writes above the lowest base seen so far."""
 
-    def __init__(self, metastore: Metastore, table: str, location: str, *,
+    def __init__(self, metastore: TableRecord, table: str, location: str, *,
                  pending: frozenset[int] = frozenset(), originals: bool = False) -> None:
         self._metastore = metastore
         self._table = table

@@ -21,7 +21,7 @@ from datetime import datetime
 
 from acidstore.errors import AcidStoreError, InvalidInputError
 from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
-from acidstore.metastore import Metastore
+from acidstore.metastore import History, Leases, SnapshotLeasing, TableRecord
 
 __all__ = ["AsOf", "hidden_compactions", "lease_snapshot", "past_snapshot", "past_write_ids",
            "release_lease"]
@@ -46,7 +46,7 @@ def _point(as_of: AsOf) -> AsOf:
     raise InvalidInputError(f"as_of must be a write id or a datetime, not {as_of!r}")
 
 
-def past_write_ids(metastore: Metastore, table: str, as_of: AsOf,
+def past_write_ids(metastore: TableRecord, table: str, as_of: AsOf,
                    current: ValidWriteIdList) -> ValidWriteIdList:
     """The write ids valid at ``as_of``: committed by then (a moment), or up to it (a write
     id) and valid now; aborted ones stay aborted, the rest are open as of then."""
@@ -77,7 +77,7 @@ def past_write_ids(metastore: Metastore, table: str, as_of: AsOf,
     return ValidWriteIdList(table, high, opened, aborted)
 
 
-def hidden_compactions(metastore: Metastore, table: str, as_of: AsOf) -> frozenset[int]:
+def hidden_compactions(metastore: History, table: str, as_of: AsOf) -> frozenset[int]:
     """Transactions of compactions committed after ``as_of`` whose replaced directories are
     all still there (the cleaner has not begun on any partition they compacted)."""
     later = metastore.compactions_committed_after(table, _point(as_of))
@@ -85,7 +85,7 @@ def hidden_compactions(metastore: Metastore, table: str, as_of: AsOf) -> frozens
     return frozenset(c.txn_id for c in later if c.txn_id not in cleaning)
 
 
-def past_snapshot(metastore: Metastore, table: str, as_of: AsOf, txns: ValidTxnList,
+def past_snapshot(metastore: TableRecord, table: str, as_of: AsOf, txns: ValidTxnList,
                   write_ids: ValidWriteIdList
                   ) -> tuple[ValidTxnList, ValidWriteIdList, frozenset[int]]:
     """(txns, write ids) of ``table`` at ``as_of``, from a current snapshot, plus the
@@ -99,7 +99,7 @@ def past_snapshot(metastore: Metastore, table: str, as_of: AsOf, txns: ValidTxnL
                         txns.aborted_txn_ids), past, hidden
 
 
-def lease_snapshot(metastore: Metastore, table: str,
+def lease_snapshot(metastore: SnapshotLeasing, table: str,
                    take: Callable[[], tuple[ValidTxnList, ValidWriteIdList, frozenset[int]]],
                    *, as_of: AsOf | None, own_transaction: bool, ttl_seconds: float
                    ) -> tuple[ValidTxnList, ValidWriteIdList, int]:
@@ -128,7 +128,7 @@ def lease_snapshot(metastore: Metastore, table: str,
         release_lease(metastore, lease)
 
 
-def release_lease(metastore: Metastore, lease: int) -> None:
+def release_lease(metastore: Leases, lease: int) -> None:
     """Best effort: a reader collected after its warehouse closed has nothing to release to,
     and a lease that is never released still expires."""
     with contextlib.suppress(AcidStoreError):

@@ -6,7 +6,8 @@ version. The version is recorded in the metastore in the same transaction as the
 two runs racing with one version cannot both land: one commits, the other gets
 ``ConcurrentTransactionError`` and its files are removed once the metastore aborted it.
 Everything runs on real metastores (SQLite files and the test PostgreSQL server) and, for the
-races, in real processes.
+races, in real processes. The metastore's own promise about application versions is part of
+its contract suite (``acidstore.metastore.testing.CommitsContract``).
 """
 
 from __future__ import annotations
@@ -20,13 +21,8 @@ import pyarrow as pa
 import pytest
 from idempotent_workers import APP, TABLE, job_rows, run_job, write_then_commit
 from metastore_support import (
-    backend_fixture,  # noqa: F401  (the `backend` fixture, parametrised over backends)
-    begin,
-    metastore_fixture,  # noqa: F401  (the `metastore` fixture)
-    new_table,
     place_fixture,  # noqa: F401  (the `place` fixture, parametrised over backends)
     states,
-    write,
 )
 from process_support import run_spawned
 from table_workers import Place, connect
@@ -36,11 +32,8 @@ from acidstore.errors import (
     ConcurrentTransactionError,
     InvalidInputError,
     MetadataChangedError,
-    TableNotFoundError,
-    TransactionAbortedError,
     WriteConflictError,
 )
-from acidstore.metastore import Metastore
 from compaction import Cleaner
 
 SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string())])
@@ -241,54 +234,3 @@ def test_attempts_of_one_run_in_many_processes_write_its_rows_once(
     [(_, _, report)] = run_spawned(run_job, [(place, 0, 4)], deadline_seconds=90)
     assert report[0] == "committed"
     assert [a.version for a in wh.metastore.app_versions(TABLE)] == [4]
-
-
-# --- the metastore contract ------------------------------------------------------------------
-
-
-def test_metastore_commits_the_version_with_the_transaction(metastore: Metastore) -> None:
-    metastore.create_table(new_table("t"))
-    assert metastore.app_versions("t") == []
-    first, second = begin(metastore), begin(metastore)
-    for txn in (first, second):
-        metastore.record_app_version(txn, "t", "job", 3)
-        metastore.record_app_version(txn, "t", "job", 3)  # the same again: nothing new
-    ours = [write(metastore, txn, "insert") for txn in (first, second)]
-    assert metastore.app_versions("t") == []  # recorded, not committed
-    info = metastore.commit(first, [ours[0]])
-    [done] = metastore.app_versions("DEFAULT.T", "job")
-    assert (done.table, done.app_id, done.version, done.txn_id, done.commit_time) == (
-        "default.t", "job", 3, first, info.commit_time)
-    with pytest.raises(ConcurrentTransactionError) as raced:
-        metastore.commit(second, [ours[1]])
-    error = raced.value
-    assert (error.txn_id, error.other_txn_id, error.table, error.app_id) == (
-        second, first, "default.t", "job")
-    assert states(metastore)[second] == "aborted"
-    assert [h.txn_id for h in metastore.history("t")] == [first]
-    assert [c.directories for c in metastore.aborted_components("t")] == [ours[1].directories]
-    with pytest.raises(TransactionAbortedError):
-        metastore.record_app_version(second, "t", "job", 4)
-    assert metastore.app_versions("t", "other") == []
-    # a later version by a later transaction replaces it
-    third = begin(metastore)
-    metastore.record_app_version(third, "t", "job", 4)
-    metastore.commit(third, [])
-    assert [(a.version, a.txn_id) for a in metastore.app_versions("t")] == [(4, third)]
-
-
-def test_metastore_refuses_bad_records(metastore: Metastore) -> None:
-    metastore.create_table(new_table("t"))
-    txn = begin(metastore)
-    with pytest.raises(TableNotFoundError):
-        metastore.record_app_version(txn, "nope", "job", 1)
-    with pytest.raises(InvalidInputError):
-        metastore.record_app_version(txn, "t", "job", -5)
-    metastore.record_app_version(txn, "t", "job", 1)
-    with pytest.raises(InvalidInputError, match="already writes version 1"):
-        metastore.record_app_version(txn, "t", "job", 2)
-    metastore.commit(txn, [])
-    assert [a.version for a in metastore.app_versions("t")] == [1]
-    metastore.drop_table("t")
-    metastore.create_table(new_table("t"))
-    assert metastore.app_versions("t") == []  # a new table of the name starts afresh

@@ -1,14 +1,15 @@
-"""The metastore contract, part 3: real concurrency and a stateful model.
+"""The metastore's promises under real concurrency, and a stateful model, beside the contract
+suite (``acidstore.metastore.testing``, which has the threads sharing one handle).
 
-Threads share one handle; ``spawn`` processes each open their own (as separate programs would)
-and race on one table; a hypothesis state machine compares every snapshot with a plain-dict
-model after each step. See ``test_metastore_contract.py`` for how backends are plugged in.
+``spawn`` processes each open their own store (as separate programs would) and race on one
+table; a hypothesis state machine compares every snapshot with a plain-dict model after each
+step. Backends are plugged in through ``metastore_support``, whose spec a spawned process
+opens the store with.
 """
 
 from __future__ import annotations
 
 import shutil
-import threading
 
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -24,50 +25,19 @@ from metastore_support import (
     MAX,
     Backend,
     backend_fixture,  # noqa: F401  (the `backend` fixture, parametrised over backends)
-    begin,
     component,
     metastore_fixture,  # noqa: F401  (the `metastore` fixture)
     new_table,
     states,
-    write,
 )
 from metastore_workers import allocate_and_commit, open_and_create, race_deletes
 from process_support import run_spawned
 
 from acidstore.errors import WriteConflictError
 from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
-from acidstore.metastore import Metastore
+from acidstore.metastore import Metastore, Operation
 
 # --- real concurrency -------------------------------------------------------------------------
-
-
-def test_threads_sharing_one_handle_allocate_without_gaps(metastore: Metastore) -> None:
-    metastore.create_table(new_table())
-    results: list[int] = []
-    errors: list[BaseException] = []
-    guard = threading.Lock()
-    start = threading.Barrier(6)
-
-    def work() -> None:
-        try:
-            start.wait()
-            for _ in range(15):
-                txn = begin(metastore)
-                written = write(metastore, txn, "insert")
-                metastore.commit(txn, [written])
-                with guard:
-                    results.append(written.write_id)
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=work) for _ in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
-    assert sorted(results) == list(range(1, 91))
-    assert [e.write_id for e in metastore.history("t")] == list(range(1, 91))
 
 
 def test_processes_opening_a_new_store_together(backend: Backend) -> None:
@@ -145,7 +115,8 @@ class VisibilityModel(RuleBasedStateMachine):
         self.aborted_before: dict[int, set[int]] = {}  # txn -> txns aborted when it opened
         self.commit_seq: dict[int, int] = {}
         self.seen_seq: dict[int, int] = {}  # txn -> commits visible when it opened
-        self.writes: dict[tuple[int, str], tuple[int, str]] = {}  # (txn, table) -> (wid, op)
+        # (txn, table) -> (wid, op)
+        self.writes: dict[tuple[int, str], tuple[int, Operation]] = {}
         self.next_wid = dict.fromkeys(self.TABLES, 1)
 
     def teardown(self) -> None:
@@ -174,7 +145,7 @@ class VisibilityModel(RuleBasedStateMachine):
     @precondition(lambda self: bool(self._open()))
     @rule(data=st.data(), table=st.sampled_from(TABLES + TABLES[:1]),  # favour conflicts
           operation=st.sampled_from(["insert", "update", "delete", "overwrite"]))
-    def allocate(self, data: st.DataObject, table: str, operation: str) -> None:
+    def allocate(self, data: st.DataObject, table: str, operation: Operation) -> None:
         txn = data.draw(st.sampled_from(self._open()))
         expected = self.writes.get((txn, table), (self.next_wid[table], operation))[0]
         assert self.store.allocate_write_id(txn, table) == expected

@@ -31,7 +31,7 @@ import acidstore
 from acidstore.api.pairing import DEFAULT_METASTORE_FILE
 from acidstore.cli.main import main
 from acidstore.errors import InvalidInputError, MetastoreError, MetastoreVersionError
-from acidstore.metastore import CompactionOutput, OriginalFile, PostgresMetastore
+from acidstore.metastore import CompactionOutput, Operation, OriginalFile, PostgresMetastore
 from acidstore.metastore.postgres_calls import CatalogEntry, commit_arguments
 from acidstore.metastore.sql_schema import SCHEMA_VERSION
 from benchmarks.postgres_server import PostgresServer
@@ -201,7 +201,8 @@ def test_a_version_10_store_records_bucket_files(backend: Backend) -> None:
     try:
         assert version(backend) == str(SCHEMA_VERSION) == "14"
         files = (("delta_0000002_0000002_0000/bucket_00001", 880),)
-        for operation, write_id in (("insert", 2), ("delete", 3)):
+        writes: tuple[tuple[Operation, int], ...] = (("insert", 2), ("delete", 3))
+        for operation, write_id in writes:
             txn = begin(again)
             planned = write(again, txn, operation)
             assert planned.write_id == write_id

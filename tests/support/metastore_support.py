@@ -1,10 +1,13 @@
-"""Shared pieces of the metastore contract tests: the backend plug-in point and helpers.
+"""Shared pieces of the metastore tests beside the contract suite: the backend plug-in point
+and helpers.
 
-A backend is plugged in here (SQLite files, and databases on the throwaway PostgreSQL server
-of ``postgres_server``): add its name to ``BACKENDS`` and a branch to
-``metastore_workers.open_metastore`` (which spawned worker processes use as well), and every
-test of ``test_metastore_*.py`` runs against it unchanged. Test modules import
-``backend_fixture`` and ``metastore_fixture``, which pytest knows as ``backend`` and
+The contract every backend passes is ``acidstore.metastore.testing`` (its subclasses for
+SQLite and PostgreSQL: ``test_metastore_contract.py``). The tests here need more than a client
+of a store (spawned processes, migrations, a backend's own facts), so a backend is plugged in
+here as well (SQLite files, and databases on the throwaway PostgreSQL server of
+``postgres_server``): add its name to ``BACKENDS`` and a branch to
+``metastore_workers.open_metastore`` (which spawned worker processes use as well). Test modules
+import ``backend_fixture`` and ``metastore_fixture``, which pytest knows as ``backend`` and
 ``metastore`` (the import names differ so that test parameters do not shadow them).
 """
 
@@ -12,20 +15,30 @@ from __future__ import annotations
 
 import sqlite3
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from metastore_workers import BackendSpec, open_metastore
 
-from acidstore.format.writeids import LONG_MAX
-from acidstore.metastore import Metastore, NewTable, WriteComponent
+from acidstore.metastore import Metastore
+from acidstore.metastore.testing.harness import (
+    MAX,
+    SCHEMA,
+    begin,
+    component,
+    new_table,
+    states,
+    write,
+)
 from benchmarks.postgres_server import PostgresServer
 
-MAX = str(LONG_MAX)
+# the contract suite's helpers, which the tests beside it use too
+__all__ = ["BACKENDS", "MAX", "SCHEMA", "Backend", "backend_fixture", "begin", "component",
+           "metastore_fixture", "new_table", "place_fixture", "sqlite_steps", "states",
+           "write"]
 
 # --- backends ---------------------------------------------------------------------------------
 
@@ -87,39 +100,6 @@ def metastore_fixture(backend: Backend) -> Iterator[Metastore]:
 
 
 # --- helpers ----------------------------------------------------------------------------------
-
-SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
-
-
-def new_table(name: str = "t", database: str = "default", *, partition_by: Sequence[str] = (),
-              **changes: Any) -> NewTable:
-    info = NewTable(database, name, SCHEMA, pa.schema([(c, pa.string()) for c in partition_by]),
-                    (), 0, {}, f"/warehouse/{database}.db/{name}")
-    return replace(info, **changes) if changes else info
-
-
-def begin(store: Metastore) -> int:
-    return store.open_transaction(user="tester", host="localhost").txn_id
-
-
-def component(write_id: int, operation: Any = "insert", *, table: str = "default.t",
-              partition: str = "", **counts: Any) -> WriteComponent:
-    prefix = "delta" if operation in ("insert", "overwrite") else "delete_delta"
-    return WriteComponent(table, partition, operation, write_id,
-                          (f"{prefix}_{write_id:07d}_{write_id:07d}_0000",), **counts)
-
-
-def write(store: Metastore, txn_id: int, operation: Any, *, table: str = "default.t",
-          partition: str = "") -> WriteComponent:
-    """Allocate, record, and return the component, as a writer would before committing."""
-    write_id = store.allocate_write_id(txn_id, table)
-    written = component(write_id, operation, table=table, partition=partition)
-    store.record_write(txn_id, written)
-    return written
-
-
-def states(store: Metastore) -> dict[int, str]:
-    return {txn.txn_id: txn.state for txn in store.show_transactions()}
 
 
 def sqlite_steps(conn: sqlite3.Connection, action: Callable[[], object]) -> int:

@@ -6,7 +6,7 @@ for unsigned integers, half floats, times of day, durations, intervals, ``null``
 views, run-end encoding or decimals other than ``decimal128``; it would accept a union or
 ``date64`` but Hive reads neither back as declared (a ``date64`` is stored as a timestamp).
 A table that declared one could never be written again, so the schema is refused where it is
-set (``Metastore.create_table`` / ``add_columns``, which every path goes through).
+set (``Catalog.create_table`` / ``add_columns``, which every path goes through).
 """
 
 from __future__ import annotations
