@@ -40,7 +40,7 @@ LAYERS: dict[str, float] = {
 }
 #: edges and cycles the redesign still has to remove (emptied before it is done)
 TRANSITIONAL_EDGES: set[tuple[str, str]] = set()
-TRANSITIONAL_CYCLES = 4
+TRANSITIONAL_CYCLES = 1
 TRANSITIONAL_LONG = {"acidstore/api/table.py", "acidstore/engine/transaction.py",
                      "acidstore/format/orc/acid_file.py", "acidstore/format/writeids.py",
                      "acidstore/sql/compiled.py"}

@@ -13,11 +13,10 @@ import pyarrow as pa
 
 from acidstore.engine import writes
 from acidstore.engine.handle import TableHandle
-from acidstore.engine.merge_match import MergeClause, MergeSpec, clause_values, plain_reference
+from acidstore.engine.merge_match import MergeClause, MergeSpec, clause_values
 from acidstore.engine.results import WriteResult
 from acidstore.errors import InvalidInputError
 from acidstore.io.fs import storage_boundary
-from acidstore.write.conform import refuse_zone_drop
 
 __all__ = ["MergeBuilder"]
 
@@ -69,30 +68,9 @@ class MergeBuilder:
         """Run the MERGE in the table's transaction (or its own); returns counts in
         ``metrics``: source rows, target rows updated, deleted and inserted."""
         source_alias, target_alias = self._aliases
-        self._refuse_zone_drops(source_alias)
+        writes.check_merge(self._table, self._source.schema, source_alias,
+                           self._matched + self._not_matched)
         spec = MergeSpec.build(self._source, self._condition, source_alias=source_alias,
                                target_alias=target_alias, matched=self._matched,
                                not_matched=self._not_matched)
         return writes.execute_merge(self._table, spec)
-
-    def _refuse_zone_drops(self, alias: str) -> None:
-        """A zoned source timestamp a clause copies into a column without a zone is refused,
-        as ``insert`` refuses it (``refuse_zone_drop``): the cast would keep the UTC wall
-        clock and drop the zone. Copies are SET * / INSERT * (same names) and values that
-        are just a source column (``s.ts``); an expression over one is the user's SQL."""
-        names = {n.lower(): n for n in self._source.column_names}
-        copied: dict[str, str] = {}  # target column -> source column
-        for clause in self._matched + self._not_matched:
-            if clause.kind == "delete":
-                continue
-            if clause.values is None:
-                copied.update((n, names[n.lower()]) for n in self._table.schema.names
-                              if n.lower() in names)
-                continue
-            for column, text in clause.values:
-                source = plain_reference(text, alias, self._source.column_names)
-                if source is not None:
-                    copied[column] = source
-        if copied:
-            refuse_zone_drop(pa.table({t: self._source.column(s) for t, s in copied.items()}),
-                             self._table.schema, where=f"table {self._table.name} (MERGE)")

@@ -9,8 +9,13 @@ same writer every engine ends in) and returns their outcomes; the driver publish
 first go:
 
 - rows arrive as a task's share of a DataFrame, so a task's units are known only once it
-  runs; each task takes a block of statement ids of its own (``TaskPlan.statement``: task 0
-  takes the ids the embedded engine gives the same statement), so tasks never write the
+  runs. A DELETE, UPDATE or MERGE routes its rows by unit (partition, and bucket of the
+  target row for a bucketed table; a MERGE's inserts by partition), so every task writes
+  with the statement's own ids, sorted as the statement core sorts (delete events and
+  updated rows by ROW__ID, a MERGE's inserts in source order, ``ORDER_COLUMN``): the files
+  and ROW__IDs are the embedded engine's. An INSERT of a DataFrame writes each task's rows
+  as they come, so each task takes a block of statement ids of its own
+  (``TaskPlan.statement``; task 0 takes the embedded engine's), and tasks never write the
   same file;
 - a task attempt writes below ``<table>/_acidstore_staging/txn_<id>/attempt_<n>/`` (hidden
   from readers), and only the driver moves files into place, for the attempts Spark reports
@@ -57,7 +62,8 @@ from acidstore.io import fs as afs
 from acidstore.read.keys import KeyArrays
 from acidstore.write.conform import conform, split_partitions
 
-__all__ = ["BUCKET_COLUMN", "CLAUSE_COLUMN", "DELETE_COLUMN", "INSERT_COLUMN", "TaskPlan",
+__all__ = ["BUCKET_COLUMN", "CLAUSE_COLUMN", "DELETE_COLUMN", "INSERT_COLUMN", "ORDER_COLUMN",
+           "ROUTED_KINDS", "TaskPlan",
            "TaskResult", "make_staging_dir", "publish_tasks", "remove_staging_of",
            "staging_of", "task_plan", "write_task"]
 
@@ -66,7 +72,11 @@ __all__ = ["BUCKET_COLUMN", "CLAUSE_COLUMN", "DELETE_COLUMN", "INSERT_COLUMN", "
 CLAUSE_COLUMN, DELETE_COLUMN, INSERT_COLUMN = "__acid_clause", "__acid_delete", "__acid_insert"
 #: the Hive bucket of a row, added where rows are shuffled so that one task holds a bucket
 BUCKET_COLUMN = "__acid_bucket"
-_EVENT_COLUMNS = (CLAUSE_COLUMN, DELETE_COLUMN, INSERT_COLUMN, BUCKET_COLUMN)
+#: a MERGE source row's place in the source: its inserts are written in that order
+ORDER_COLUMN = "__acid_order"
+_EVENT_COLUMNS = (CLAUSE_COLUMN, DELETE_COLUMN, INSERT_COLUMN, BUCKET_COLUMN, ORDER_COLUMN)
+#: the kinds whose rows are routed by unit, so that every task writes the statement's ids
+ROUTED_KINDS = frozenset({"delete", "update", "merge"})
 #: statement ids a task takes per kind: delete events, an update's new rows, a MERGE's inserts
 _SPAN: dict[str, int] = {"insert": 1, "overwrite": 1, "delete": 1, "update": 2, "merge": 3}
 
@@ -93,7 +103,10 @@ class TaskPlan:
         return staging_of(self.target.location, self.txn_id)
 
     def statement(self, task: int) -> int:
-        """The first statement id of ``task``'s block."""
+        """The first statement id ``task`` writes with: the statement's own for a routed
+        kind, else the first of ``task``'s block."""
+        if self.kind in ROUTED_KINDS:
+            return self.first_statement
         statement = self.first_statement + task * _SPAN[self.kind]
         if statement + _SPAN[self.kind] - 1 > MAX_STATEMENT_ID:
             raise InvalidInputError(
@@ -210,6 +223,7 @@ def _new_rows(plan: TaskPlan, rows: pa.Table
         inserting = rows
     if not inserting.num_rows:
         return {}, {}
+    inserting = _in_core_order(inserting)
     extra = [c for c in _EVENT_COLUMNS if c in inserting.column_names]
     replacing = pc.is_valid(inserting.column(DELETE_COLUMN)) \
         if DELETE_COLUMN in inserting.column_names else None
@@ -225,6 +239,25 @@ def _new_rows(plan: TaskPlan, rows: pa.Table
             else {},
             {p.path: p.rows for p in split_partitions(added, names)} if added.num_rows
             else {})
+
+
+def _in_core_order(rows: pa.Table) -> pa.Table:
+    """New rows in the order the statement core writes them: those that replace a row by
+    the ROW__ID they replace (scan order), a MERGE's inserts by their place in the source."""
+    keys: list[tuple[str, str]] = []
+    if DELETE_COLUMN in rows.column_names:
+        ids = rows.column(DELETE_COLUMN).combine_chunks()
+        rows = rows.append_column("__k_present", pc.is_valid(ids))
+        for i, name in enumerate(("__k_w", "__k_b", "__k_r")):
+            rows = rows.append_column(name, ids.field(i))
+        keys += [("__k_present", "descending"), ("__k_w", "ascending"),
+                 ("__k_b", "ascending"), ("__k_r", "ascending")]
+    if ORDER_COLUMN in rows.column_names:
+        keys.append((ORDER_COLUMN, "ascending"))
+    if not keys:
+        return rows
+    ordered = rows.take(pc.sort_indices(rows, sort_keys=keys))
+    return ordered.drop_columns([c for c in ordered.column_names if c.startswith("__k_")])
 
 
 def publish_tasks(table: TableHandle, txn: TransactionCore, plan: TaskPlan,

@@ -21,7 +21,12 @@ import pyarrow as pa
 
 from acidstore.engine import idempotent
 from acidstore.engine.handle import TableHandle
-from acidstore.engine.merge_match import MergeSpec, not_matched_rows
+from acidstore.engine.merge_match import (
+    MergeClause,
+    MergeSpec,
+    not_matched_rows,
+    plain_reference,
+)
 from acidstore.engine.publish import operation_of, publish_change
 from acidstore.engine.results import WriteResult
 from acidstore.engine.statement import (
@@ -50,7 +55,7 @@ from acidstore.write.conform import (
     to_arrow_table,
 )
 
-__all__ = ["delete", "execute_merge", "insert", "insertable_columns", "plan_change",
+__all__ = ["check_merge", "delete", "execute_merge", "insert", "insertable_columns", "plan_change",
            "plan_insert_units", "plan_merge_inserts", "register", "run_statement",
            "statement_target", "updatable_column", "update"]
 
@@ -166,6 +171,41 @@ def check_assignments(table: TableHandle, assignments: Mapping[str, str]) -> dic
             raise InvalidInputError(f"the value for {name!r} must be a SQL expression string")
         out[column] = expression
     return out
+
+
+def check_merge(table: TableHandle, source: pa.Schema, source_alias: str,
+                clauses: Sequence[MergeClause]) -> None:
+    """The checks of a MERGE's clauses that every front end (the embedded builder, Spark's
+    in each of its ways to run) makes before anything is planned: what an UPDATE sets may be
+    updated and what an INSERT names is a column (``updatable_column``,
+    ``insertable_columns``), and a zoned source timestamp a clause copies into a column
+    without a zone is refused, as ``insert`` refuses it (``refuse_zone_drop``: the cast
+    would keep the UTC wall clock and drop the zone). Copies are SET * / INSERT * (same
+    names) and values that are just a source column (``s.ts``); an expression over one is
+    the user's SQL."""
+    names = {n.lower(): n for n in source.names}
+    copied: dict[str, str] = {}  # target column -> source column
+    for clause in clauses:
+        if clause.kind == "delete":
+            continue
+        if clause.values is None:
+            copied.update((n, names[n.lower()]) for n in table.schema.names
+                          if n.lower() in names)
+            continue
+        given = dict(clause.values)
+        if clause.kind == "update":
+            for column in given:
+                updatable_column(table, column)
+        else:
+            insertable_columns(table, given)
+        for column, text in given.items():
+            found = plain_reference(text, source_alias, source.names)
+            if found is not None:
+                copied[column] = found
+    if copied:
+        refuse_zone_drop(pa.schema([pa.field(t, source.field(s).type)
+                                    for t, s in copied.items()]).empty_table(),
+                         table.schema, where=f"table {table.name} (MERGE)")
 
 
 # --- plan -> execute -> publish -----------------------------------------------------------------

@@ -16,6 +16,7 @@ import pyarrow as pa
 from acidstore.format.layout import base_name, delta_name
 from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
 from acidstore.io.fs import join
+from acidstore.metastore.names import split_table_name
 
 __all__ = [
     "MAX_OPEN_BATCH",
@@ -147,8 +148,6 @@ class PlannedWrite:
     operation: Literal["insert", "overwrite", "update", "delete"]
 
     def __post_init__(self) -> None:
-        from acidstore.metastore.validate import split_table_name  # it imports this module
-
         object.__setattr__(self, "table", ".".join(split_table_name(self.table)))
         object.__setattr__(self, "partitions", tuple(self.partitions))
 

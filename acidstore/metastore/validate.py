@@ -22,6 +22,7 @@ from acidstore.format.layout import is_bucket_file, is_original_file, parse_dire
 from acidstore.format.orc.types import check_column_types, check_partition_types
 from acidstore.format.partitions import parse_partition_path, partition_path
 from acidstore.io.fs import is_text
+from acidstore.metastore.names import DEFAULT_DATABASE, split_table_name
 from acidstore.metastore.records import (
     CompactionOutput,
     NewTable,
@@ -51,13 +52,8 @@ __all__ = [
     "widened_schema",
 ]
 
-DEFAULT_DATABASE = "default"
 #: Hive's identifier rule (``MetaStoreUtils.validateName``: ``[\w_]+`` with Java's ASCII ``\w``).
 _IDENTIFIER = re.compile(r"[a-z0-9_]+")
-#: a database or table name (``split_table_name``)
-_TABLE_NAME = re.compile(r"[a-z_][a-z0-9_]*")
-#: the longest database or table name, as Hive's metastore limits identifiers
-MAX_NAME_LENGTH = 128
 #: Only these conflict, and only with each other (§12.2: inserts never conflict; newest Hive
 #: counts D/D too, and an overwrite rewrites every row, so it behaves like a delete of all).
 CONFLICTING_OPERATIONS: frozenset[str] = frozenset({"update", "delete", "overwrite"})
@@ -99,27 +95,6 @@ def column_names(value: object, what: str, table: str) -> list[str]:
         raise InvalidInputError(f"table {table}: {what} must name columns by non-empty "
                                 f"strings, got {bad[0]!r} in {columns}")
     return columns
-
-
-def split_table_name(name: str) -> tuple[str, str]:
-    """``"db.t"`` -> ``("db", "t")``; ``"t"`` -> ``("default", "t")``; lower-cased. The one
-    rule for table names, the warehouse's and every metastore call's: a name becomes a
-    directory (``db.db/t``), so it holds no separator, dot or anything a path could read
-    otherwise, and it starts with a letter or '_' as SQL's plain identifiers do."""
-    if not isinstance(name, str):
-        raise InvalidInputError(f"a table name is a string, got {name!r}")
-    parts = name.lower().split(".")
-    if len(parts) == 1:
-        parts = [DEFAULT_DATABASE, parts[0]]
-    if len(parts) != 2 or not all(_TABLE_NAME.fullmatch(p) for p in parts):
-        raise InvalidInputError(
-            f"table name {name!r} must be 'table' or 'database.table', each a letter or '_' "
-            "followed by letters, digits and '_'")
-    if any(len(p) > MAX_NAME_LENGTH for p in parts):
-        raise InvalidInputError(
-            f"table name {name!r} is too long: a database or table name has at most "
-            f"{MAX_NAME_LENGTH} characters (each becomes a directory name)")
-    return parts[0], parts[1]
 
 
 def check_kind(kind: str) -> None:

@@ -10,18 +10,17 @@ with the same row-level conflict rules as the embedded tables.
 from __future__ import annotations
 
 import dataclasses
-import re
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
-import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
 
 from acidstore.api.pairing import chosen_metastore
+from acidstore.api.warehouse import Warehouse
 from acidstore.engine import idempotent, writes
 from acidstore.engine.core import core_of
 from acidstore.engine.handle import TableHandle
@@ -33,20 +32,16 @@ from acidstore.engine.task_writes import (
     DELETE_COLUMN,
     INSERT_COLUMN,
     TaskPlan,
-    publish_tasks,
-    remove_staging_of,
-    task_plan,
 )
 from acidstore.engine.transaction import TransactionCore
 from acidstore.errors import InvalidInputError, required_condition
 from acidstore.format.orc.schema import ROW_ID_COLUMN
 from acidstore.format.writeids import ValidWriteIdList
-from acidstore.metastore import Operation
 from acidstore.read.changes import changes as change_feed
 from acidstore.spark import leases, merge_shuffle
-from acidstore.spark.columns import column_sql
-from acidstore.spark.datasource import FORMAT, add_new_columns, check_columns
-from acidstore.spark.jobs import group_buckets, run_job, run_units
+from acidstore.spark.conditions import Condition, condition_column, referenced_columns, sql_text
+from acidstore.spark.datasource import FORMAT
+from acidstore.spark.jobs import run_units
 from acidstore.spark.jvm_read import jvm_read
 from acidstore.spark.native import native_read
 from acidstore.spark.options import Target, open_target, table_path
@@ -54,54 +49,21 @@ from acidstore.spark.read_tasks import DEFAULT_LEASE_SECONDS
 from acidstore.spark.schema_mapping import spark_schema
 from acidstore.spark.session import register
 from acidstore.spark.settle import settled_jobs
+from acidstore.spark.statements import insert_frame, task_statement
 from acidstore.spark.typed_errors import spark_errors, spark_write
-from acidstore.sql.expressions import check_sandboxed
 
 if TYPE_CHECKING:
     from acidstore.spark.merge_statement import AcidMergeBuilder
 
-__all__ = ["AcidTable", "Condition", "sql_text"]
+__all__ = ["AcidTable"]
 
-Condition = str | Column
+class _Held:
+    """The warehouse connection of an ``AcidTable`` and its aliases (``alias`` copies the
+    table, not the connection), closed once none of them is left."""
 
-
-def sql_text(condition: Condition | None) -> str | None:
-    """A condition or value as the SQL text the statement core runs: a string as given, a
-    Column when it translates (``acidstore.spark.columns``); None otherwise."""
-    if isinstance(condition, str):
-        return condition
-    if isinstance(condition, Column):
-        return column_sql(condition)
-    return None
-
-
-def condition_column(condition: Condition, where: str, scope: Mapping[str, pa.Schema]
-                     ) -> Column:
-    """A Spark Column for a SQL string or a Column (anything else is an InvalidInputError).
-    A string must first pass the embedded engine's sandbox over ``scope`` (alias -> the
-    columns it names): the same text is refused on both engines (no file reads,
-    ``java_method``, ``reflect`` ...)."""
-    if isinstance(condition, Column):
-        return condition
-    if isinstance(condition, str):
-        check_sandboxed(condition, scope)
-        with spark_errors(where):
-            return F.expr(condition)
-    raise InvalidInputError(f"{where}: a condition is a SQL string or a Column, "
-                            f"not {type(condition).__name__}")
-
-
-_IDENTIFIER = re.compile(r"`([^`]+)`|([A-Za-z_][A-Za-z0-9_]*)")
-
-
-def referenced_columns(condition: Condition | None, names: Sequence[str]) -> list[str] | None:
-    """The columns of ``names`` a SQL condition can refer to (every identifier in it that
-    names one, case-insensitively), so a statement decodes only those; None (all columns)
-    for a Column object or a ``*``, whose references a string cannot tell."""
-    if not isinstance(condition, str) or "*" in condition:
-        return None
-    said = {(quoted or plain).lower() for quoted, plain in _IDENTIFIER.findall(condition)}
-    return [n for n in names if n.lower() in said]
+    def __init__(self, wh: Warehouse) -> None:
+        self.wh = wh
+        weakref.finalize(self, wh.close)
 
 
 class AcidTable:
@@ -112,12 +74,16 @@ class AcidTable:
         self._spark = spark
         self._target = target
         self._alias = alias
-        # one connection for the table's life (closed when the AcidTable is collected):
-        # each call takes a fresh handle from it, so a drop or another client's
-        # add_columns is seen, without connecting again
-        self._wh, handle = open_target(target)  # TableNotFoundError now if there is none
-        self._close = weakref.finalize(self, self._wh.close)
+        # one connection for the table's life, shared with its aliases and closed when the
+        # last of them is collected: each call takes a fresh handle from it, so a drop or
+        # another client's add_columns is seen, without connecting again
+        wh, handle = open_target(target)  # TableNotFoundError now if there is none
+        self._held = _Held(wh)
         self.name = handle.name
+
+    @property
+    def _wh(self) -> Warehouse:
+        return self._held.wh
 
     @classmethod
     def forName(cls, spark: SparkSession, name: str, *, warehouse: str,  # noqa: N802
@@ -223,33 +189,10 @@ class AcidTable:
 
     def _statement(self, kind: ChangeKind,
                    changes: Callable[[TransactionCore, TableHandle, TaskPlan], DataFrame],
-                   app: idempotent.AppWrite | None = None, *, whole_table: bool = False,
-                   source_rows: int = 0) -> WriteResult:
-        """One statement whose rows Spark computes: its tasks write their units into
-        staging (``engine.task_writes``) and this driver publishes them in a transaction of
-        its own. The staging area goes once the transaction has committed or aborted (a task
-        still running could otherwise write into it after the removal), and a failed job is
-        typed once the abort is recorded."""
-        what = f"{kind} of {self.name}"
-        core = core_of(self._wh)
-        plan: TaskPlan | None = None
-        with spark_write(what, self.name) as attempt:
-            try:
-                with TransactionCore.begin(core) as txn:
-                    attempt.txn = txn
-                    table = TableHandle.open(core, self.name, txn)
-                    idempotent.claim(txn, table.name, app)
-                    # an overwrite of the whole table empties the partitions it writes no
-                    # rows to
-                    plan = task_plan(table, txn, kind, emptied=core.metastore.list_partitions(
-                        table.name) if whole_table else ())
-                    with settled_jobs(self._spark, what), spark_errors(what):
-                        results = run_job(changes(txn, table, plan), plan)
-                    done = publish_tasks(table, txn, plan, results, source_rows=source_rows)
-            finally:
-                if plan is not None:  # after the commit or the abort
-                    remove_staging_of(core.filesystem, plan.target.location, plan.txn_id)
-        return dataclasses.replace(done, committed=True)
+                   *, source_rows: int = 0) -> WriteResult:
+        """One statement whose rows Spark computes (``statements.task_statement``)."""
+        return task_statement(self._spark, self._wh, self.name, kind, changes,
+                              source_rows=source_rows)
 
     def insert(self, data: DataFrame, *, overwrite: bool = False, app_id: str | None = None,
                version: int | None = None, merge_schema: bool = False,
@@ -257,31 +200,16 @@ class AcidTable:
                ) -> WriteResult:
         """Append ``data`` (or, with ``overwrite``, replace the partitions it holds, the whole
         table if unpartitioned or with ``partition_overwrite_mode="static"``), written by
-        Spark's executors in one transaction. With
-        ``app_id`` and ``version``, idempotent as ``Table.insert``: a version the table holds
-        (or a lower one) runs no Spark job and returns a result that says ``skipped``. With
-        ``merge_schema`` (Delta's ``mergeSchema``), columns of ``data`` the table lacks are
-        added to it first (``Table.add_columns``: rows written before read them as NULL)."""
-        app = idempotent.requested(app_id, version)
-        if merge_schema:
-            add_new_columns(self._target, data.schema)
-        operation: Operation = "overwrite" if overwrite else "insert"
-        with self._table() as table:
-            check_columns(table.schema, data.schema, table.name)
-            done = idempotent.skipped(table.metastore, table.name, app, operation)
-        if done is not None:
-            return done
-
-        def changes(txn: TransactionCore, table: TableHandle, plan: TaskPlan) -> DataFrame:
-            if overwrite and plan.target.bucket_by:
-                return group_buckets(data, plan)
-            return data
-
-        if partition_overwrite_mode not in ("dynamic", "static"):
-            raise InvalidInputError(f"partition_overwrite_mode={partition_overwrite_mode!r}: "
-                                    "use 'dynamic' or 'static'")
-        return self._statement(operation, changes, app,
-                               whole_table=overwrite and partition_overwrite_mode == "static")
+        Spark's executors in one transaction. With ``app_id`` and ``version``, idempotent as
+        ``Table.insert``: a version the table holds (or a lower one) runs no Spark job and
+        returns a result that says ``skipped``. With ``merge_schema`` (Delta's
+        ``mergeSchema``), columns of ``data`` the table lacks are added to it first
+        (``Table.add_columns``: rows written before read them as NULL)."""
+        return insert_frame(self._spark, self._wh, self._target, self.name, data,
+                            overwrite=overwrite,
+                            app=idempotent.requested(app_id, version),
+                            merge_schema=merge_schema,
+                            partition_overwrite_mode=partition_overwrite_mode)
 
     def _core_statement(self, kind: ChangeKind, condition: str | None = None,
                         assignments: Mapping[str, str] | None = None,

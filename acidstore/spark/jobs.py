@@ -16,12 +16,19 @@ import numpy as np
 import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
 from pyspark.sql.types import IntegerType, StructField, StructType
 
 from acidstore.engine.executors import pack, spark_tasks
 from acidstore.engine.statement import ChangeUnit, UnitOutcome
 from acidstore.engine.statement import run_units as run_core_units
-from acidstore.engine.task_writes import BUCKET_COLUMN, TaskPlan, TaskResult, write_task
+from acidstore.engine.task_writes import (
+    BUCKET_COLUMN,
+    DELETE_COLUMN,
+    TaskPlan,
+    TaskResult,
+    write_task,
+)
 from acidstore.engine.worker_gc import freeze_long_lived
 from acidstore.errors import InvalidInputError
 from acidstore.spark.packing import SMALL_OPEN_COST_BYTES
@@ -29,7 +36,7 @@ from acidstore.spark.typed_errors import reported_errors
 from acidstore.write.bucketing import bucket_ids
 from acidstore.write.conform import conform
 
-__all__ = ["IN_DRIVER_ON_LOCAL", "group_buckets", "local_cores", "run_job", "run_units",
+__all__ = ["IN_DRIVER_ON_LOCAL", "group_buckets", "local_cores", "routed", "run_job", "run_units",
            "unit_bytes", "unit_shares", "units_in_driver"]
 
 _OUTPUT = "output"
@@ -55,6 +62,21 @@ def run_job(changes: DataFrame, plan: TaskPlan) -> list[TaskResult]:
     rows = changes.mapInArrow(lambda batches: _task(plan, batches), f"{_OUTPUT} binary"
                               ).collect()
     return [pickle.loads(row[_OUTPUT]) for row in rows]
+
+
+def routed(changes: DataFrame, plan: TaskPlan) -> DataFrame:
+    """The rows of a DELETE, UPDATE or MERGE routed by the unit the statement core would give
+    them (partition, and the bucket of the target row of a bucketed table; a MERGE's inserts
+    by partition), so that every task writes the statement's own ids and no two tasks write
+    one file (``engine.task_writes``). All rows of one target row land in one task, where
+    the cardinality check sees them."""
+    target = plan.target
+    parts = [F.col(p) for p in target.partition_schema.names]
+    bucketed = bool(target.bucket_by) and target.buckets > 0
+    deleting = F.col(DELETE_COLUMN)
+    bucket = F.when(deleting.isNull(), F.lit(-1)).otherwise(
+        F.shiftright(deleting["bucketid"], 16).bitwiseAND(0xFFF) if bucketed else F.lit(0))
+    return changes.repartition(*parts, bucket)
 
 
 def _with_buckets(plan: TaskPlan, batches: Iterator[pa.RecordBatch]

@@ -10,9 +10,10 @@ written.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame
@@ -23,10 +24,16 @@ from acidstore.engine import writes
 from acidstore.engine.handle import TableHandle
 from acidstore.engine.merge_match import MergeClause, MergeSpec, clause_values
 from acidstore.engine.results import WriteResult
-from acidstore.engine.task_writes import CLAUSE_COLUMN, DELETE_COLUMN, INSERT_COLUMN
+from acidstore.engine.statement import ChangeKind
+from acidstore.engine.task_writes import (
+    CLAUSE_COLUMN,
+    DELETE_COLUMN,
+    INSERT_COLUMN,
+    ORDER_COLUMN,
+)
 from acidstore.errors import InvalidInputError
 from acidstore.format.orc.schema import ROW_ID_COLUMN
-from acidstore.spark.acid_table import AcidTable, Condition, condition_column, sql_text
+from acidstore.spark.conditions import Condition, condition_column, sql_text
 from acidstore.spark.schema_mapping import arrow_schema
 from acidstore.spark.typed_errors import spark_errors, spark_write
 
@@ -44,10 +51,30 @@ class _Clause:
     values: Mapping[str, Condition] | None
 
 
+class MergeTarget(Protocol):
+    """What the builder needs of the table it merges into (``AcidTable``): its name and
+    alias, its current handle, and the three ways a MERGE runs."""
+
+    name: str
+    _alias: str | None
+
+    def _table(self) -> AbstractContextManager[TableHandle]: ...
+
+    def _core_statement(self, kind: ChangeKind, condition: str | None = None,
+                        assignments: Mapping[str, str] | None = None,
+                        merge: MergeSpec | None = None) -> WriteResult: ...
+
+    def _shuffled_merge(self, spec: MergeSpec, source: DataFrame, on: Column
+                        ) -> WriteResult: ...
+
+    def _merge_statement(self, changes: Callable[[DataFrame, TableHandle], DataFrame],
+                         source_rows: int) -> WriteResult: ...
+
+
 class AcidMergeBuilder:
     """Collects WHEN clauses (delta-spark's names); ``execute()`` runs the MERGE."""
 
-    def __init__(self, table: AcidTable, source: DataFrame, condition: Condition) -> None:
+    def __init__(self, table: MergeTarget, source: DataFrame, condition: Condition) -> None:
         self._table = table
         self._source = source
         self._condition = condition
@@ -92,6 +119,7 @@ class AcidMergeBuilder:
             return self._execute()
 
     def _execute(self) -> WriteResult:
+        self._check()
         planned = self._core_spec()
         if planned is not None:
             spec, on = planned
@@ -103,6 +131,17 @@ class AcidMergeBuilder:
             source_rows = self._source.count()
         return self._table._merge_statement(
             lambda target, table: self._changes(target, table, where), source_rows)
+
+    def _check(self) -> None:
+        """The clause checks every MERGE front end makes (``writes.check_merge``), whichever
+        way this one then runs: a value given as a Column that has no SQL text is checked
+        for its column only."""
+        clauses = [MergeClause(c.kind, None, None if c.values is None else tuple(
+            (name, sql_text(value) or "NULL") for name, value in c.values.items()))
+            for c in self._matched + self._not_matched]
+        with self._table._table() as table:
+            writes.check_merge(table, arrow_schema(self._source.schema),
+                               _alias(self._source) or UNALIASED_SOURCE, clauses)
 
     # --- through the statement core ------------------------------------------------------------
 
@@ -204,7 +243,11 @@ class AcidMergeBuilder:
 
     def _changes(self, target: DataFrame, table: TableHandle, where: str) -> DataFrame:
         scope = self._scope(table)
-        joined = self._source.join(
+        # the source's order: its inserted rows are written in it, as the statement core does
+        source = self._source.withColumn(ORDER_COLUMN, F.monotonically_increasing_id())
+        alias = _alias(self._source)
+        source = source.alias(alias) if alias else source
+        joined = source.join(
             target, on=condition_column(self._condition, where, scope),
             how="left" if self._not_matched else "inner")
         matched = target[ROW_ID_COLUMN].isNotNull()
@@ -240,15 +283,8 @@ class AcidMergeBuilder:
             # every WHEN MATCHED clause deletes its target row (an UPDATE writes it anew)
             F.when(matched, target[ROW_ID_COLUMN]).alias(DELETE_COLUMN),
             F.col(CLAUSE_COLUMN).isin(inserting).alias(INSERT_COLUMN),
-            F.col(CLAUSE_COLUMN).cast("int").alias(CLAUSE_COLUMN))
-        if not self._matched:
-            return changes
-        # the cardinality check runs in the writing tasks (``task_writes.write_task``): all pairs
-        # of a target row go to one task, other rows spread by their values
-        key = F.when(F.col(DELETE_COLUMN).isNotNull(),
-                     F.hash(*[F.col(p) for p in parts], F.col(DELETE_COLUMN))) \
-            .otherwise(F.hash(*[F.col(n) for n in names]))
-        return changes.repartition(key)
+            F.col(CLAUSE_COLUMN).cast("int").alias(CLAUSE_COLUMN), F.col(ORDER_COLUMN))
+        return changes
 
 
 def _alias(frame: DataFrame) -> str | None:

@@ -226,14 +226,16 @@ def _write_in_driver_transaction(df: DataFrame, fresh: DataFrameWriter, target: 
 def _overwrite_bucketed(df: DataFrame, target: Target, options: Mapping[str, str]) -> None:
     """An overwrite of a bucketed table, which Spark's writer cannot route (one task must write
     each bucket of a ``base_w``): ``AcidTable.insert`` shuffles the rows by bucket first."""
-    from acidstore.spark.acid_table import AcidTable
+    from acidstore.spark.statements import insert_frame
 
-    app = write_app(options)
-    static = replaces_whole_table(options)
-    AcidTable(df.sparkSession, target).insert(
-        df, overwrite=True, app_id=app.app_id if app else None,
-        version=app.version if app else None, merge_schema=merge_schema(options),
-        partition_overwrite_mode="static" if static else "dynamic")
+    wh, table = open_target(target)
+    try:
+        insert_frame(df.sparkSession, wh, target, table.name, df, overwrite=True,
+                     app=write_app(options), merge_schema=merge_schema(options),
+                     partition_overwrite_mode="static" if replaces_whole_table(options)
+                     else "dynamic")
+    finally:
+        wh.close()
 
 
 def hook_save() -> None:
