@@ -41,7 +41,7 @@ from acidstore.errors import (
     WriteConflictError,
 )
 from acidstore.spark import AcidTable
-from acidstore.spark.acid_table import referenced_columns
+from acidstore.spark.conditions import referenced_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -6,6 +6,7 @@ Spark's DataFrames for a Column value), and an unknown column too."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -29,13 +30,14 @@ def test_spark_merge_refuses_what_the_embedded_merge_refuses(spark: SparkSession
         zoned = spark.createDataFrame([(1, dt.datetime(2024, 1, 1, 5, tzinfo=dt.UTC)),
                                        (2, dt.datetime(2024, 1, 1, 6, tzinfo=dt.UTC))],
                                       "id bigint, ts timestamp").alias("s")
-        for run in (
-                lambda: at.merge(zoned, "t.id = s.id").whenNotMatchedInsertAll().execute(),
-                lambda: at.merge(zoned, "t.id = s.id")
-                .whenMatchedUpdate(set={"ts": "s.ts"}).execute(),
-                # a Column condition with no SQL text: Spark's DataFrames run it
-                lambda: at.merge(zoned, F.col("t.id") == F.col("s.id") + F.lit(0))
-                .whenMatchedUpdateAll().execute()):
+        runs: list[Callable[[], object]] = [
+            lambda: at.merge(zoned, "t.id = s.id").whenNotMatchedInsertAll().execute(),
+            lambda: at.merge(zoned, "t.id = s.id")
+            .whenMatchedUpdate(set={"ts": "s.ts"}).execute(),
+            # a Column condition with no SQL text: Spark's DataFrames run it
+            lambda: at.merge(zoned, F.col("t.id") == F.col("s.id") + F.lit(0))
+            .whenMatchedUpdateAll().execute()]
+        for run in runs:
             with pytest.raises(SchemaMismatchError, match=r"'ts' of table db\.z.*zone"):
                 run()
         with pytest.raises(InvalidInputError, match="unknown column"):
