@@ -14,8 +14,8 @@ import pyarrow.fs as pafs
 import pyarrow.orc as po
 
 from acidstore.format.layout import ACID_VERSION, ACID_VERSION_FILE, bucket_file_name, delta_name
-from acidstore.format.orc.acid_file import DEFAULT_COMPRESSION, write_event_file
 from acidstore.format.orc.codec import BucketCodec
+from acidstore.format.orc.file_writer import DEFAULT_COMPRESSION, write_event_file
 from acidstore.format.orc.schema import DELETE, INSERT, event_schema
 
 BUCKETS = 10

@@ -25,7 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
 from pyspark.sql.types import StructType
 
-from acidstore.format.orc.acid_file import DEFAULT_COMPRESSION
+from acidstore.format.orc.file_writer import DEFAULT_COMPRESSION
 from acidstore.format.orc.schema import ACID_FIELDS, ROW
 from acidstore.spark import AcidTable
 from acidstore.spark.native import _KEY, NATIVE_READ_CONF, _event_schema, _wall_clock

@@ -29,7 +29,7 @@ import pyarrow.orc as po
 from deltalake import DeltaTable
 
 import acidstore
-from acidstore.format.orc.acid_file import DEFAULT_COMPRESSION
+from acidstore.format.orc.file_writer import DEFAULT_COMPRESSION
 from benchmarks.tasks_write import TABLE, Task, delta_writer, digest, fresh
 from compaction import compact
 

@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow.orc as po
 
 import acidstore
-from acidstore.format.orc.acid_file import DEFAULT_COMPRESSION
+from acidstore.format.orc.file_writer import DEFAULT_COMPRESSION
 from benchmarks import data
 from benchmarks.harness import Bench
 from benchmarks.report import Row

@@ -42,7 +42,6 @@ LAYERS: dict[str, float] = {
 TRANSITIONAL_EDGES: set[tuple[str, str]] = set()
 TRANSITIONAL_CYCLES = 4
 TRANSITIONAL_LONG = {"acidstore/api/table.py", "acidstore/engine/transaction.py",
-                     "acidstore/format/orc/acid_file.py",
                      "acidstore/sql/compiled.py"}
 #: the highest acidstore layer compaction may use
 COMPACTION_REACH = LAYERS["acidstore.engine"]

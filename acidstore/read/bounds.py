@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from acidstore.format.orc.acid_file import OrcFile
+from acidstore.format.orc.file_reader import OrcFile
 from acidstore.format.orc.stats import IntegerStats
 from acidstore.sql.compiled import Range, integer_ranges
 

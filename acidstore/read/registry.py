@@ -28,7 +28,8 @@ from acidstore.format.layout import (
     is_bucket_file,
     parse_directory,
 )
-from acidstore.format.orc.acid_file import OrcFile, RowKey
+from acidstore.format.orc.acid_metadata import RowKey
+from acidstore.format.orc.file_reader import OrcFile
 from acidstore.format.orc.schema import BUCKET, CURRENT_TRANSACTION, ORIGINAL_TRANSACTION, ROW_ID
 from acidstore.format.writeids import RangeResponse, ValidWriteIdList
 from acidstore.io import fs as afs

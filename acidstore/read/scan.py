@@ -23,7 +23,7 @@ import pyarrow.fs as pafs
 from acidstore.errors import InvalidInputError, StrayPathError
 from acidstore.format.directory import acid_state
 from acidstore.format.layout import is_acid_directory_name, is_hidden
-from acidstore.format.orc.acid_file import OrcFile
+from acidstore.format.orc.file_reader import OrcFile
 from acidstore.format.orc.schema import ROW_ID_COLUMN, ROW_ID_TYPE, cast_to
 from acidstore.format.partitions import parse_partition_path
 from acidstore.format.writeids import ValidTxnList, ValidWriteIdList

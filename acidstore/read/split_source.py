@@ -19,7 +19,8 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from acidstore.errors import CorruptFileError, DataError, InvalidExpressionError
-from acidstore.format.orc.acid_file import OrcFile, RowKey
+from acidstore.format.orc.acid_metadata import RowKey
+from acidstore.format.orc.file_reader import OrcFile
 from acidstore.format.orc.schema import (
     BUCKET,
     CURRENT_TRANSACTION,

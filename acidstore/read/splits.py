@@ -23,8 +23,8 @@ from acidstore.format.layout import (
     is_bucket_file,
     is_original_file,
 )
-from acidstore.format.orc.acid_file import OrcFile, read_flush_length
 from acidstore.format.orc.codec import BucketCodec
+from acidstore.format.orc.file_reader import OrcFile, read_flush_length
 from acidstore.format.writeids import RangeResponse, ValidWriteIdList
 from acidstore.io import fs as afs
 from acidstore.io.immutable import cache_bytes, list_dirs

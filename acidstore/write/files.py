@@ -27,7 +27,8 @@ from acidstore.format.layout import (
     bucket_file_name,
     delta_name,
 )
-from acidstore.format.orc.acid_file import (
+from acidstore.format.orc.codec import BucketCodec
+from acidstore.format.orc.file_writer import (
     BASE_STRIPE_SIZE,
     DEFAULT_COMPRESSION,
     DELTA_STRIPE_SIZE,
@@ -35,7 +36,6 @@ from acidstore.format.orc.acid_file import (
     WrittenFile,
     write_event_file,
 )
-from acidstore.format.orc.codec import BucketCodec
 from acidstore.format.orc.schema import DELETE, INSERT, event_schema, row_struct
 from acidstore.format.orc.stream import EventFileWriter
 from acidstore.io import fs as afs

@@ -21,7 +21,8 @@ import acidstore
 from acidstore.api.warehouse import Warehouse
 from acidstore.errors import MissingDataError
 from acidstore.format.orc import cache
-from acidstore.format.orc.acid_file import OrcFile, write_event_file
+from acidstore.format.orc.file_reader import OrcFile
+from acidstore.format.orc.file_writer import write_event_file
 from acidstore.io import fs as afs
 from acidstore.io import immutable
 from acidstore.write.files import delete_events

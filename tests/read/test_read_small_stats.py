@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 import pytest
 
 from acidstore import Warehouse
-from acidstore.format.orc.acid_file import OrcFile
+from acidstore.format.orc.file_reader import OrcFile
 from acidstore.io import immutable
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.int64())])

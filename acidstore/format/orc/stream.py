@@ -27,15 +27,13 @@ import pyarrow.fs as pafs
 import pyarrow.orc as po
 
 from acidstore.errors import CorruptFileError
-from acidstore.format.orc.acid_file import (
+from acidstore.format.orc.acid_metadata import AcidStats, RowKey, acid_metadata
+from acidstore.format.orc.file_reader import OrcFile
+from acidstore.format.orc.file_writer import (
     DEFAULT_COMPRESSION,
     DELTA_STRIPE_SIZE,
     ORC_BATCH_ROWS,
-    AcidStats,
-    OrcFile,
-    RowKey,
     WrittenFile,
-    acid_metadata,
     check_event_schema,
     encode_error,
     operation_counts,
