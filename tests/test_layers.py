@@ -41,8 +41,7 @@ LAYERS: dict[str, float] = {
 #: edges and cycles the redesign still has to remove (emptied before it is done)
 TRANSITIONAL_EDGES: set[tuple[str, str]] = set()
 TRANSITIONAL_CYCLES = 4
-TRANSITIONAL_LONG = {"acidstore/api/table.py", "acidstore/engine/transaction.py",
-                     "acidstore/sql/compiled.py"}
+TRANSITIONAL_LONG: set[str] = set()
 #: the highest acidstore layer compaction may use
 COMPACTION_REACH = LAYERS["acidstore.engine"]
 #: modules allowed at the root of acidstore

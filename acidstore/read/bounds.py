@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from acidstore.format.orc.file_reader import OrcFile
 from acidstore.format.orc.stats import IntegerStats
-from acidstore.sql.compiled import Range, integer_ranges
+from acidstore.sql.predicate_terms import Range, integer_ranges
 
 if TYPE_CHECKING:
     from acidstore.read.split_source import Probe

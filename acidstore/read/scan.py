@@ -39,8 +39,8 @@ from acidstore.read.registry import DEFAULT_DELETE_EVENT_LIMIT, DeleteCache, loa
 from acidstore.read.split_source import Probe, SplitBatch
 from acidstore.read.splits import Listed, Split, plan_partition
 from acidstore.read.vectorized import read_split
-from acidstore.sql.compiled import TEXTS_KEPT
 from acidstore.sql.expressions import Predicate, SqlEvaluator, check_expression, referenced_columns
+from acidstore.sql.tokens import TEXTS_KEPT
 
 __all__ = ["PartitionDir", "Reader", "Scan", "discover_partitions", "table_partitions"]
 

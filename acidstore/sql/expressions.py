@@ -18,13 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from acidstore.errors import InvalidExpressionError
-from acidstore.sql.compiled import (
-    TEXTS_KEPT,
-    Compiled,
-    NeedsDuckDBError,
-    compile_predicate,
-    integer_literals_only,
-)
+from acidstore.sql.compiled import Compiled, NeedsDuckDBError, compile_predicate
+from acidstore.sql.tokens import TEXTS_KEPT, integer_literals_only
 
 __all__ = ["Predicate", "SqlEvaluator", "check_expression", "check_sandboxed", "quote",
            "referenced_columns"]

@@ -37,7 +37,7 @@ from acidstore.format.orc.schema import INSERT
 from acidstore.format.orc.stats import IntegerStats
 from acidstore.format.writeids import ValidWriteIdList
 from acidstore.read.bounds import StripeBounds, stripe_bounds
-from acidstore.sql.compiled import integer_ranges
+from acidstore.sql.predicate_terms import integer_ranges
 
 
 def _plain(table: pa.Table, predicate: str) -> list[dict[str, Any]]:
