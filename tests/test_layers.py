@@ -40,7 +40,7 @@ LAYERS: dict[str, float] = {
 }
 #: edges and cycles the redesign still has to remove (emptied before it is done)
 TRANSITIONAL_EDGES: set[tuple[str, str]] = set()
-TRANSITIONAL_CYCLES = 4
+TRANSITIONAL_CYCLES = 3
 TRANSITIONAL_LONG: set[str] = set()
 #: the highest acidstore layer compaction may use
 COMPACTION_REACH = LAYERS["acidstore.engine"]
