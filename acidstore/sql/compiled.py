@@ -22,7 +22,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from acidstore.sql.tokens import TEXTS_KEPT, Tok, UnsupportedError, read_literal, tokens_of
+from acidstore.config import PREDICATE_TEXTS_KEPT
+from acidstore.sql.tokens import Tok, UnsupportedError, read_literal, tokens_of
 
 __all__ = ["Compiled", "NeedsDuckDBError", "compile_predicate"]
 
@@ -243,7 +244,7 @@ def compile_predicate(text: str, column_names: Sequence[str]) -> Compiled | None
     return _compiled(text, tuple(column_names))
 
 
-@functools.lru_cache(maxsize=TEXTS_KEPT)
+@functools.lru_cache(maxsize=PREDICATE_TEXTS_KEPT)
 def _compiled(text: str, column_names: tuple[str, ...]) -> Compiled | None:
     columns = {n.lower(): n for n in column_names}
     try:

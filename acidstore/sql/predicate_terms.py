@@ -11,8 +11,8 @@ from typing import TypeAlias
 
 import pyarrow as pa
 
+from acidstore.config import PREDICATE_TEXTS_KEPT
 from acidstore.sql.tokens import (
-    TEXTS_KEPT,
     Tok,
     UnsupportedError,
     read_literal,
@@ -122,13 +122,13 @@ def exact_integer_ranges(text: str, column_names: list[str]) -> dict[str, list[R
 
 def _ranges(text: str, column_names: list[str], *, exact: bool
             ) -> dict[str, list[Range]] | None:
-    """``_scan_ranges``, kept per text and column list (``TEXTS_KEPT``); a new dict of new
+    """``_scan_ranges``, kept per text and column list (``PREDICATE_TEXTS_KEPT``); a new dict of new
     lists for each caller."""
     kept = _kept_ranges(text, tuple(column_names), exact)
     return None if kept is None else {name: list(ranges) for name, ranges in kept}
 
 
-@functools.lru_cache(maxsize=TEXTS_KEPT)
+@functools.lru_cache(maxsize=PREDICATE_TEXTS_KEPT)
 def _kept_ranges(text: str, column_names: tuple[str, ...], exact: bool
                  ) -> tuple[tuple[str, tuple[Range, ...]], ...] | None:
     found = _scan_ranges(text, column_names, exact=exact)

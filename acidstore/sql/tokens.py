@@ -14,7 +14,9 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-__all__ = ["TEXTS_KEPT", "Tok", "UnsupportedError", "integer_literals_only", "read_literal",
+from acidstore.config import PREDICATE_TEXTS_KEPT
+
+__all__ = ["Tok", "UnsupportedError", "integer_literals_only", "read_literal",
            "scan_tokens", "split_conjuncts", "tokens_of"]
 
 _TOKEN = re.compile(r"""
@@ -39,18 +41,12 @@ class Tok:
     text: str
 
 
-#: texts whose tokens and compiled form a process keeps: a one-row statement's predicate
-#: is taken apart by the statement's planning scan, its unit's scan, the bucket pruning and
-#: the stripe bounds, each once (about 0.3 ms of a 13 ms UPDATE, for the same text)
-TEXTS_KEPT = 256
-
-
 def tokens_of(text: str) -> list[Tok]:
     """The tokens of ``text`` (a new list: a parser may consume it)."""
     return list(_kept_tokens(text))
 
 
-@functools.lru_cache(maxsize=TEXTS_KEPT)
+@functools.lru_cache(maxsize=PREDICATE_TEXTS_KEPT)
 def _kept_tokens(text: str) -> tuple[Tok, ...]:
     return tuple(scan_tokens(text))
 

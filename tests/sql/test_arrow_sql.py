@@ -178,7 +178,7 @@ def _values(compiled: object) -> object:
 @settings(max_examples=100)
 @given(predicates())
 def test_a_kept_text_answers_as_one_taken_apart_afresh(text: str) -> None:
-    """A process keeps each text's tokens and compiled form (``tokens.TEXTS_KEPT``): asked
+    """A process keeps each text's tokens and compiled form (``config.PREDICATE_TEXTS_KEPT``): asked
     again, or by another module, it must answer what parsing it anew answers."""
     from acidstore.sql import compiled, expressions, predicate_terms, tokens
 

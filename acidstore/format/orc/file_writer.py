@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.orc as po
 
+from acidstore.config import ORC_COMPRESS_PROPERTY, ORC_COMPRESSION
 from acidstore.errors import InvalidInputError, SchemaMismatchError
 from acidstore.format.orc.acid_metadata import AcidStats, RowKey, acid_metadata
 from acidstore.format.orc.footer import POSTSCRIPT_TAIL, add_user_metadata, metadata_tail
@@ -34,7 +35,6 @@ from acidstore.io.fs import write_bytes
 
 __all__ = [
     "BASE_STRIPE_SIZE",
-    "DEFAULT_COMPRESSION",
     "DELTA_STRIPE_SIZE",
     "ORC_BATCH_ROWS",
     "WrittenFile",
@@ -47,8 +47,6 @@ __all__ = [
     "write_orc_file",
 ]
 
-#: Default ORC options. Hive writes deltas with stripes 1/8 of the base's (spec §3.2).
-DEFAULT_COMPRESSION = "zstd"
 #: Hive's ``orc.compress`` values that pyarrow spells differently
 _CODEC_NAMES = {"none": "uncompressed"}
 #: the codecs pyarrow's ORC writer has (Hive's NONE, ZLIB, SNAPPY, LZ4, ZSTD)
@@ -59,14 +57,14 @@ def check_compression(orc_compress: str | None, table: str) -> None:
     """Refuse an ``orc.compress`` no writer can use, at create (every insert would fail)."""
     if compression_codec(orc_compress) not in _CODECS:
         raise InvalidInputError(
-            f"table {table}: orc.compress={orc_compress!r} is not one of NONE, ZLIB, SNAPPY, "
-            "LZ4, ZSTD")
+            f"table {table}: {ORC_COMPRESS_PROPERTY}={orc_compress!r} is not one of NONE, ZLIB, "
+            "SNAPPY, LZ4, ZSTD")
 
 
 def compression_codec(orc_compress: str | None) -> str:
     """The pyarrow codec for a table's ``orc.compress`` property (Hive's NONE is pyarrow's
     "uncompressed"); the default when the property is not set."""
-    name = (orc_compress or DEFAULT_COMPRESSION).lower()
+    name = (orc_compress or ORC_COMPRESSION).lower()
     return _CODEC_NAMES.get(name, name)
 
 
@@ -75,6 +73,7 @@ def compression_codec(orc_compress: str | None) -> str:
 #: stripe ends, the same for ``write_event_file`` and the streaming ``EventFileWriter``: both
 #: write the same bytes for the same events
 ORC_BATCH_ROWS = 8192
+#: Hive writes deltas with stripes 1/8 of the base's (spec §3.2)
 BASE_STRIPE_SIZE = 64 * 1024 * 1024
 DELTA_STRIPE_SIZE = BASE_STRIPE_SIZE // 8
 
@@ -99,7 +98,7 @@ def encode_error(exc: Exception, path: str) -> SchemaMismatchError:
 
 def write_orc_file(fs: pafs.FileSystem, path: str, table: pa.Table, *,
                    user_metadata: Mapping[str, bytes] | None = None,
-                   compression: str = DEFAULT_COMPRESSION,
+                   compression: str = ORC_COMPRESSION,
                    stripe_size: int = BASE_STRIPE_SIZE) -> int:
     """Write ``table`` as one ORC file with user metadata; returns the file size in bytes.
 
@@ -147,7 +146,7 @@ def check_event_schema(schema: pa.Schema) -> None:
 
 
 def write_event_file(fs: pafs.FileSystem, path: str, events: pa.Table, *,
-                     compression: str = DEFAULT_COMPRESSION,
+                     compression: str = ORC_COMPRESSION,
                      stripe_size: int = DELTA_STRIPE_SIZE) -> WrittenFile:
     """Write ACID events (already in key order) with Hive's ACID user metadata.
 
