@@ -13,9 +13,10 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.orc as po
 
+from acidstore.config import ORC_COMPRESSION
 from acidstore.format.layout import ACID_VERSION, ACID_VERSION_FILE, bucket_file_name, delta_name
-from acidstore.format.orc.acid_file import DEFAULT_COMPRESSION, write_event_file
 from acidstore.format.orc.codec import BucketCodec
+from acidstore.format.orc.file_writer import write_event_file
 from acidstore.format.orc.schema import DELETE, INSERT, event_schema
 
 BUCKETS = 10
@@ -59,7 +60,7 @@ def write_limit(table: pa.Table, directory: Path, *, stripe_size: int) -> list[P
     for b in range(BUCKETS):
         path = directory / f"part-{b:05d}.orc"
         po.write_table(table.filter(pa.array(buckets == b)), str(path),
-                       compression=DEFAULT_COMPRESSION, stripe_size=stripe_size)
+                       compression=ORC_COMPRESSION, stripe_size=stripe_size)
         paths.append(path)
     return paths
 

@@ -25,7 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
 from pyspark.sql.types import StructType
 
-from acidstore.format.orc.acid_file import DEFAULT_COMPRESSION
+from acidstore.config import ORC_COMPRESSION
 from acidstore.format.orc.schema import ACID_FIELDS, ROW
 from acidstore.spark import AcidTable
 from acidstore.spark.native import _KEY, NATIVE_READ_CONF, _event_schema, _wall_clock
@@ -63,7 +63,7 @@ def _write_variants(root: Path) -> dict[str, Path]:
                            **options)
         plans[name] = write
 
-    flat("flat_dict", compression=DEFAULT_COMPRESSION, stripe_size=64 << 20,
+    flat("flat_dict", compression=ORC_COMPRESSION, stripe_size=64 << 20,
          dictionary_key_size_threshold=1.0)
     flat("flat_lz4_big_blocks", compression="lz4", stripe_size=64 << 20,
          compression_block_size=256 << 10)
@@ -75,7 +75,7 @@ def _write_variants(root: Path) -> dict[str, Path]:
         table = po.read_table(events[i])
         table = table.rename_columns([f"x_{n}" if n != ROW else n for n in table.column_names])
         po.write_table(table, str(out / "events_renamed" / f"{i}.orc"),
-                       compression=DEFAULT_COMPRESSION, stripe_size=64 << 20)
+                       compression=ORC_COMPRESSION, stripe_size=64 << 20)
 
     def flattened(i: int) -> None:
         # the same twelve values as flat columns
@@ -84,7 +84,7 @@ def _write_variants(root: Path) -> dict[str, Path]:
         cols = {n: table.column(n) for n in ACID_FIELDS[:-1]}
         cols.update({row.type.field(j).name: row.field(j) for j in range(row.type.num_fields)})
         po.write_table(pa.table(cols), str(out / "events_flat12" / f"{i}.orc"),
-                       compression=DEFAULT_COMPRESSION, stripe_size=64 << 20)
+                       compression=ORC_COMPRESSION, stripe_size=64 << 20)
 
     plans["events_renamed"] = renamed
     plans["events_flat12"] = flattened

@@ -29,7 +29,7 @@ import pyarrow.orc as po
 from deltalake import DeltaTable
 
 import acidstore
-from acidstore.format.orc.acid_file import DEFAULT_COMPRESSION
+from acidstore.config import ORC_COMPRESSION
 from benchmarks.tasks_write import TABLE, Task, delta_writer, digest, fresh
 from compaction import compact
 
@@ -95,7 +95,7 @@ def limit_rewrite(args: dict[str, Any]) -> dict[str, Any]:
         start = time.perf_counter()
         for path in sorted(Path(args["limit_after"]).glob("*.orc")):
             table = po.ORCFile(str(path)).read()
-            po.write_table(table, str(out / path.name), compression=DEFAULT_COMPRESSION,
+            po.write_table(table, str(out / path.name), compression=ORC_COMPRESSION,
                            stripe_size=int(args["stripe_size"]))
         seconds = time.perf_counter() - start
         after = pa.concat_tables(po.ORCFile(str(p)).read(columns=_columns(args))

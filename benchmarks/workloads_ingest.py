@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow.orc as po
 
 import acidstore
-from acidstore.format.orc.acid_file import DEFAULT_COMPRESSION
+from acidstore.config import ORC_COMPRESSION
 from benchmarks import data
 from benchmarks.harness import Bench
 from benchmarks.report import Row
@@ -55,7 +55,7 @@ def prepare_ingest(root: Path, txns: int, stripe_size: int) -> dict[str, Any]:
         data.write_limit(rows, root / "limit", stripe_size=stripe_size)
         (root / "limit_one").mkdir()
         po.write_table(rows, str(root / "limit_one" / "part-00000.orc"),
-                       compression=DEFAULT_COMPRESSION, stripe_size=stripe_size)
+                       compression=ORC_COMPRESSION, stripe_size=stripe_size)
         acid_ingest(root / "acid_ingested", slices(rows, ROWS_PER_TXN))
         copy_state(root / "acid_ingested", root / "acid_ingest_compacted", warehouse=True)
         with acidstore.connect(root / "acid_ingest_compacted") as wh:

@@ -30,6 +30,7 @@ from datetime import UTC, datetime, timedelta
 
 import pyarrow.fs as pafs
 
+from acidstore.config import CLEANER_IN_FLIGHT_WAIT_SECONDS, RETENTION_SECONDS
 from acidstore.engine.aborted_files import aborted_directories
 from acidstore.engine.core import HasCore, WarehouseCore, core_of
 from acidstore.engine.handle import TableHandle
@@ -45,14 +46,13 @@ from compaction.compactor import partition_dirs
 
 __all__ = ["DEFAULT_RETENTION_SECONDS", "Cleaner", "CleanerReport"]
 
-#: how long what a compaction replaced stays readable (time travel, readers still planning)
-DEFAULT_RETENTION_SECONDS = 300.0
+#: ``config.RETENTION_SECONDS``, under the name the command line and the scheduler import
+DEFAULT_RETENTION_SECONDS = RETENTION_SECONDS
 _LONG_MIN = -(2**63)
 #: a commit the metastore has no time for (a Hive-written directory): no time travel reaches it
 _LONG_AGO = datetime(1970, 1, 1, tzinfo=UTC)
-#: how long a pass waits for the opens in flight (PostgreSQL) before it keeps what is obsolete
-#: for the next pass, and how often it looks meanwhile
-_IN_FLIGHT_WAIT = 2.0
+#: how often a pass looks at the opens in flight (PostgreSQL) while it waits for them
+#: (``config.CLEANER_IN_FLIGHT_WAIT_SECONDS``)
 _IN_FLIGHT_POLL = 0.02
 
 
@@ -140,7 +140,7 @@ class Cleaner:
     """One pass: ``Cleaner(wh).run()``; the scheduled job repeats it."""
 
     def __init__(self, warehouse: WarehouseCore | HasCore, *,
-                 retention_seconds: float = DEFAULT_RETENTION_SECONDS,
+                 retention_seconds: float = RETENTION_SECONDS,
                  tables: Iterable[str] | None = None) -> None:
         """``tables`` limits the pass to those tables (``Table.vacuum()``); the queue
         entries of other tables, and of dropped ones, are then left for a full pass."""
@@ -246,12 +246,13 @@ class Cleaner:
 
     def _opens_settled(self) -> bool:
         """Whether every open in flight now has become visible (an open is one statement:
-        they are waited for up to ``_IN_FLIGHT_WAIT``), so that ``live_snapshots`` read
-        afterwards lists every snapshot that may predate what was found obsolete."""
+        they are waited for up to ``CLEANER_IN_FLIGHT_WAIT_SECONDS``), so that
+        ``live_snapshots`` read afterwards lists every snapshot that may predate what was found
+        obsolete."""
         metastore = self._wh.metastore
         pending = set(metastore.opens_in_flight())
         if pending and not pending <= self._stuck:
-            deadline = time.monotonic() + _IN_FLIGHT_WAIT
+            deadline = time.monotonic() + CLEANER_IN_FLIGHT_WAIT_SECONDS
             while pending and time.monotonic() < deadline:
                 time.sleep(_IN_FLIGHT_POLL)
                 pending &= set(metastore.opens_in_flight())

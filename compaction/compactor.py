@@ -24,7 +24,7 @@ from acidstore.engine.executors import spark_session, spark_tasks
 from acidstore.engine.handle import HasHandle, TableHandle, handle_of
 from acidstore.engine.transaction import TransactionCore
 from acidstore.errors import AcidStoreError, InvalidInputError
-from acidstore.format.orc.acid_file import WrittenFile
+from acidstore.format.orc.file_writer import WrittenFile
 from acidstore.format.partitions import parse_partition_path, partition_path
 from acidstore.format.writeids import ValidCompactorWriteIdList
 from acidstore.io import fs as afs

@@ -25,7 +25,8 @@ import numpy as np
 import pyarrow as pa
 
 from acidstore.format.layout import METADATA_FILE, MetadataAcid, bucket_file_name
-from acidstore.format.orc.acid_file import DELTA_STRIPE_SIZE, OrcFile, WrittenFile
+from acidstore.format.orc.file_reader import OrcFile
+from acidstore.format.orc.file_writer import DELTA_STRIPE_SIZE, WrittenFile
 from acidstore.format.orc.schema import (
     ACID_FIELDS,
     BUCKET,

@@ -17,6 +17,18 @@ from typing import Literal
 
 import pyarrow.fs as pafs
 
+from acidstore.config import (
+    ABORTED_AGE_THRESHOLD_PROPERTY,
+    ABORTED_AGE_THRESHOLD_SECONDS,
+    ABORTED_NUM_THRESHOLD,
+    ABORTED_NUM_THRESHOLD_PROPERTY,
+    COMPACTOR_THRESHOLD_PREFIX,
+    DELTA_NUM_THRESHOLD,
+    DELTA_NUM_THRESHOLD_PROPERTY,
+    DELTA_PCT_THRESHOLD,
+    DELTA_PCT_THRESHOLD_PROPERTY,
+    NO_AUTO_COMPACTION_PROPERTIES,
+)
 from acidstore.engine.core import HasCore, WarehouseCore, core_of
 from acidstore.engine.handle import TableHandle
 from acidstore.errors import AcidStoreError, InvalidInputError
@@ -28,24 +40,21 @@ from compaction.compactor import partition_dirs
 
 __all__ = ["Assessment", "Initiator", "Thresholds", "assess_table", "decide", "opted_out"]
 
-_PREFIX = "compactorthreshold."
-_OPT_OUT = ("no_auto_compaction", "no_auto_compact")
-
 
 @dataclass(frozen=True)
 class Thresholds:
     """Hive's defaults (spec §16)."""
 
-    delta_num: int = 10
-    delta_pct: float = 0.1
-    aborted_num: int = 1000
-    aborted_age_seconds: float = 12 * 3600.0
+    delta_num: int = DELTA_NUM_THRESHOLD
+    delta_pct: float = DELTA_PCT_THRESHOLD
+    aborted_num: int = ABORTED_NUM_THRESHOLD
+    aborted_age_seconds: float = ABORTED_AGE_THRESHOLD_SECONDS
 
     _KEYS = {  # noqa: RUF012  (a class constant, not a field)
-        "hive.compactor.delta.num.threshold": "delta_num",
-        "hive.compactor.delta.pct.threshold": "delta_pct",
-        "hive.compactor.abortedtxn.threshold": "aborted_num",
-        "hive.compactor.aborted.txn.time.threshold": "aborted_age_seconds",
+        DELTA_NUM_THRESHOLD_PROPERTY: "delta_num",
+        DELTA_PCT_THRESHOLD_PROPERTY: "delta_pct",
+        ABORTED_NUM_THRESHOLD_PROPERTY: "aborted_num",
+        ABORTED_AGE_THRESHOLD_PROPERTY: "aborted_age_seconds",
     }
 
     def for_table(self, properties: dict[str, str]) -> Thresholds:
@@ -53,8 +62,8 @@ class Thresholds:
         found: dict[str, float] = {}
         for key, value in properties.items():
             lowered = key.lower()
-            name = self._KEYS.get(lowered.removeprefix(_PREFIX)) \
-                if lowered.startswith(_PREFIX) else None
+            name = self._KEYS.get(lowered.removeprefix(COMPACTOR_THRESHOLD_PREFIX)) \
+                if lowered.startswith(COMPACTOR_THRESHOLD_PREFIX) else None
             if name is None:
                 continue
             try:
@@ -123,7 +132,7 @@ class Assessment:
 def opted_out(properties: dict[str, str]) -> bool:
     """``NO_AUTO_COMPACTION=true`` (any case, either of Hive's spellings)."""
     lowered = {k.lower(): v for k, v in properties.items()}
-    return any(lowered.get(k, "").lower() == "true" for k in _OPT_OUT)
+    return any(lowered.get(k, "").lower() == "true" for k in NO_AUTO_COMPACTION_PROPERTIES)
 
 
 def assess_table(table: TableHandle, limits: Thresholds) -> list[Assessment]:

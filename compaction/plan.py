@@ -28,7 +28,7 @@ from acidstore.format.layout import (
     delta_name,
     is_bucket_file,
 )
-from acidstore.format.orc.acid_file import read_flush_length
+from acidstore.format.orc.file_reader import read_flush_length
 from acidstore.format.writeids import ValidCompactorWriteIdList, ValidTxnList
 from acidstore.io import fs as afs
 from acidstore.read.record_check import check_listed

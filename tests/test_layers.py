@@ -38,12 +38,6 @@ LAYERS: dict[str, float] = {
     "acidstore.__main__": 11,
     "compaction": 8,
 }
-#: edges and cycles the redesign still has to remove (emptied before it is done)
-TRANSITIONAL_EDGES: set[tuple[str, str]] = set()
-TRANSITIONAL_CYCLES = 1
-TRANSITIONAL_LONG = {"acidstore/api/table.py", "acidstore/engine/transaction.py",
-                     "acidstore/format/orc/acid_file.py", "acidstore/format/writeids.py",
-                     "acidstore/sql/compiled.py"}
 #: the highest acidstore layer compaction may use
 COMPACTION_REACH = LAYERS["acidstore.engine"]
 #: modules allowed at the root of acidstore
@@ -137,8 +131,6 @@ def test_imports_point_down(module: str) -> None:
         if target == "acidstore":
             raise AssertionError(f"{where} imports the facade acidstore; import the "
                                  "defining module instead")
-        if (module, target) in TRANSITIONAL_EDGES:
-            continue
         if target.startswith("compaction"):
             assert own == layer_of("acidstore.cli"), (
                 f"{where}: only the command line imports compaction ({target})")
@@ -189,15 +181,14 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_no_import_cycles() -> None:
-    assert len(_cycles(GRAPH)) <= TRANSITIONAL_CYCLES, _cycles(GRAPH)
+    assert _cycles(GRAPH) == []
 
 
 def test_few_modules_at_the_root_and_none_too_long() -> None:
     root = {p.stem for p in (ROOT / "acidstore").glob("*.py")}
     assert root <= ROOT_MODULES, sorted(root - ROOT_MODULES)
     long = {str(p.relative_to(ROOT)): n for p in project_files()
-            if (n := len(p.read_text().splitlines())) > MAX_LINES
-            and str(p.relative_to(ROOT)) not in TRANSITIONAL_LONG}
+            if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert long == {}
 
 

@@ -25,7 +25,7 @@ from acidstore.cli.common import (
 from acidstore.cli.progress import ProgressBar
 from acidstore.engine.handle import TableHandle
 from acidstore.format.directory import AcidState
-from acidstore.format.orc.acid_file import OrcFile
+from acidstore.format.orc.file_reader import OrcFile
 from acidstore.io import fs as afs
 from acidstore.metastore import CompactionInfo
 from acidstore.metastore.queue import ACTIVE_STATES

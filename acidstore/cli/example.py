@@ -24,8 +24,8 @@ from acidstore.format.layout import (
     bucket_file_name,
     delta_name,
 )
-from acidstore.format.orc.acid_file import write_event_file
 from acidstore.format.orc.codec import BucketCodec
+from acidstore.format.orc.file_writer import write_event_file
 from acidstore.format.orc.schema import DELETE, INSERT, event_schema
 
 if TYPE_CHECKING:

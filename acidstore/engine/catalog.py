@@ -16,7 +16,7 @@ import pyarrow.fs as pafs
 
 from acidstore.engine.core import WarehouseCore
 from acidstore.errors import AcidStoreError, InvalidInputError, LocationNotEmptyError
-from acidstore.format.orc.acid_file import check_compression
+from acidstore.format.orc.file_writer import check_compression
 from acidstore.format.orc.schema import RESERVED_PREFIX, ROW_ID_COLUMN
 from acidstore.io import fs as afs
 from acidstore.metastore import NewTable, TableInfo

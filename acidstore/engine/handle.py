@@ -24,7 +24,7 @@ from acidstore.engine.core import WarehouseCore
 from acidstore.engine.results import WriteResult
 from acidstore.engine.transaction import TransactionCore
 from acidstore.errors import StrayPathError, TableNotFoundError, UnsupportedOperationError
-from acidstore.format.orc.acid_file import compression_codec
+from acidstore.format.orc.file_writer import compression_codec
 from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
 from acidstore.metastore import HistoryEntry, Metastore, PlannedWrite, TableInfo
 from acidstore.metastore.conflicts import IsolationLevel, isolation_level

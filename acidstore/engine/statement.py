@@ -46,8 +46,8 @@ from acidstore.io import fs as afs
 from acidstore.read.keys import KeyArrays
 from acidstore.read.scan import PartitionDir, Scan
 from acidstore.read.splits import Split
-from acidstore.sql.compiled import equality_literals
 from acidstore.sql.expressions import Predicate, SqlEvaluator
+from acidstore.sql.predicate_terms import equality_literals
 from acidstore.write.bucketing import bucket_ids, buckets_of_values
 from acidstore.write.conform import PartitionData, conform, split_partitions
 from acidstore.write.files import WrittenDirectory, write_deletes, write_inserts

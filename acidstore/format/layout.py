@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from acidstore.config import PARSED_NAMES_KEPT
 from acidstore.errors import InvalidLayoutError
 
 __all__ = [
@@ -79,11 +80,6 @@ _ORIGINAL_PATTERN = re.compile(r"([0-9]+)_([0-9]+)")
 _ORIGINAL_PATTERN_COPY = re.compile(r"([0-9]+)_([0-9]+)_copy_([0-9]+)")
 _METADATA_VERSION = "0"
 _METADATA_FORMATS = ("compacted", "truncated")
-#: parsed names remembered per process. Parsing is a pure function of the name and its
-#: results are frozen, so a remembered one is always right; a statement on a table with
-#: N directories parses each name several times (selection, planning, the recorded-writes
-#: check), which cost a one-row DELETE among 80 deltas about a fifth of its CPU
-_NAME_CACHE = 16384
 
 
 def _java_number(text: str, what: str, name: str, *, bits: int = 64) -> int:
@@ -213,9 +209,11 @@ class ParsedDelta:
         return cls(low, high, statement, visibility, delete)
 
 
-# remembered parses (errors are raised again each time: lru_cache keeps only results)
-_parse_base = lru_cache(maxsize=_NAME_CACHE)(ParsedBase._read)
-_parse_delta = lru_cache(maxsize=_NAME_CACHE)(ParsedDelta._read)
+# remembered parses: parsing is a pure function of the name and its results are frozen, so a
+# remembered one is always right (errors are raised again each time: lru_cache keeps only
+# results)
+_parse_base = lru_cache(maxsize=PARSED_NAMES_KEPT)(ParsedBase._read)
+_parse_delta = lru_cache(maxsize=PARSED_NAMES_KEPT)(ParsedDelta._read)
 
 
 def parse_directory(name: str) -> ParsedBase | ParsedDelta:
@@ -297,7 +295,7 @@ class ParsedBucketFile:
                    else _java_number(attempt[1:], "attempt id", name, bits=32))
 
 
-_parse_bucket_file = lru_cache(maxsize=_NAME_CACHE)(ParsedBucketFile._read)
+_parse_bucket_file = lru_cache(maxsize=PARSED_NAMES_KEPT)(ParsedBucketFile._read)
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,9 +50,10 @@ from collections.abc import Iterator
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from acidstore.config import LEASE_TTL_SECONDS
 from acidstore.engine.aborted_files import aborted_directories
 from acidstore.engine.core import WarehouseCore
-from acidstore.engine.handle import LEASE_TTL_SECONDS, TableHandle
+from acidstore.engine.handle import TableHandle
 from acidstore.errors import AcidStoreError, StrayPathError, TableNotFoundError
 from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
 from acidstore.fsck.findings import CHECKS, FINDINGS_SCHEMA, Finding, findings_table

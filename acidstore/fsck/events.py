@@ -22,7 +22,8 @@ import pyarrow.fs as pafs
 
 from acidstore.errors import CorruptFileError, DataError, MissingDataError
 from acidstore.format.layout import FLUSH_LENGTH_SUFFIX
-from acidstore.format.orc.acid_file import OrcFile, RowKey, read_flush_length
+from acidstore.format.orc.acid_metadata import RowKey
+from acidstore.format.orc.file_reader import OrcFile, read_flush_length
 from acidstore.format.orc.schema import BUCKET, CURRENT_TRANSACTION, ORIGINAL_TRANSACTION, ROW_ID
 from acidstore.format.writeids import ValidWriteIdList
 from acidstore.fsck.findings import Check

@@ -35,8 +35,8 @@ from acidstore.format.layout import (
     is_original_file,
     parse_directory,
 )
-from acidstore.format.orc.acid_file import OrcFile
 from acidstore.format.orc.codec import BucketCodec
+from acidstore.format.orc.file_reader import OrcFile
 from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
 from acidstore.fsck.events import DeleteTargets, Span, scan_file
 from acidstore.fsck.findings import Check, Finding, Severity

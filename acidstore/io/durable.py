@@ -32,16 +32,13 @@ from concurrent.futures import ThreadPoolExecutor, wait
 
 import pyarrow.fs as pafs
 
+from acidstore.config import FLUSH_COMMITS, FLUSH_THREADS
 from acidstore.io import fs as afs
 
-__all__ = ["FLUSH_ENV", "flush_enabled", "flush_written", "set_flush"]
-
-#: the environment's default for every process that imports acidstore (a test run sets it for
-#: the processes it starts): "0" turns flushing off, anything else or unset leaves it on
-FLUSH_ENV = "ACIDSTORE_FLUSH"
+__all__ = ["flush_enabled", "flush_written", "set_flush"]
 
 _enabled = threading.Event()
-if os.environ.get(FLUSH_ENV, "1").strip() != "0":
+if FLUSH_COMMITS:
     _enabled.set()
 
 
@@ -65,11 +62,6 @@ def _flush(path: str) -> None:
         os.fsync(descriptor)
     finally:
         os.close(descriptor)
-
-
-#: flushes of one commit in flight at once (a one-row statement has 4-7; a commit of many
-#: directories queues the rest)
-FLUSH_THREADS = 8
 
 
 class _Pool:

@@ -11,7 +11,7 @@ decoded files are remembered between statements, keyed by what a replacement mus
   entry changes it), the sizes of its files always taken fresh (``list_dirs``), so a file
   truncated in place is seen as it is now (hidden files, never read as rows, excepted).
 
-A key is trusted only once *settled*: its modification time lies more than ``SETTLE_NS``
+A key is trusted only once *settled*: its modification time lies more than ``config.SETTLE_NS``
 before the ``stat`` that read it. Filesystem timestamps tick coarsely (a jiffy, up to 10 ms),
 so a change within the tick of the remembered one could keep the same time; a change after a
 settled ``stat`` cannot. Nothing unsettled is remembered, and anything that does not stat as
@@ -36,11 +36,10 @@ from typing import Any, Generic, TypeVar
 
 import pyarrow.fs as pafs
 
+from acidstore.config import FILE_CACHE_BYTES, SETTLE_NS
 from acidstore.io.fs import Entry, list_dir
 
 __all__ = [
-    "DEFAULT_CACHE_BYTES",
-    "SETTLE_NS",
     "FileKey",
     "LruCache",
     "cache_bytes",
@@ -49,11 +48,6 @@ __all__ = [
     "set_cache_bytes",
 ]
 
-#: how long after its last change a file or directory is trusted not to change unseen (far
-#: more than any filesystem timestamp tick)
-SETTLE_NS = 100_000_000
-#: the bytes all caches of this module may hold together (listings, files, decoded stripes)
-DEFAULT_CACHE_BYTES = 64 << 20
 #: what one remembered listing entry costs, roughly (for the byte bound)
 _ENTRY_BYTES = 200
 
@@ -152,7 +146,7 @@ class LruCache(Generic[_K, _V]):
 
 
 _ALL: list[LruCache[Any, Any]] = []
-_limit = DEFAULT_CACHE_BYTES
+_limit = FILE_CACHE_BYTES
 
 
 def _share() -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
+from acidstore.config import ISOLATION_LEVEL, ISOLATION_LEVEL_PROPERTY
 from acidstore.errors import (
     ConcurrentAppendError,
     ConcurrentDeleteDeleteError,
@@ -21,11 +22,8 @@ from acidstore.errors import (
 from acidstore.metastore.records import CommittedWrite, Operation
 from acidstore.metastore.validate import OPERATION_LETTERS
 
-__all__ = ["ISOLATION_LEVEL", "IsolationLevel", "conflict_error", "conflict_message",
-           "isolation_level"]
+__all__ = ["IsolationLevel", "conflict_error", "conflict_message", "isolation_level"]
 
-#: the table property choosing how strictly a read-modify-write statement is isolated
-ISOLATION_LEVEL = "acidstore.isolationLevel"
 IsolationLevel = Literal["WriteSerializable", "Serializable"]
 _LEVELS: dict[str, IsolationLevel] = {"writeserializable": "WriteSerializable",
                                       "serializable": "Serializable"}
@@ -33,17 +31,18 @@ _LEVELS: dict[str, IsolationLevel] = {"writeserializable": "WriteSerializable",
 
 def isolation_level(properties: Mapping[str, str], table: str = "the table"
                     ) -> IsolationLevel:
-    """A table's isolation level (``WriteSerializable`` unless its properties say otherwise;
-    any other value is refused, not ignored)."""
-    given = properties.get(ISOLATION_LEVEL)
+    """A table's isolation level (``config.ISOLATION_LEVEL`` unless its properties say
+    otherwise; any other value is refused, not ignored)."""
+    given = properties.get(ISOLATION_LEVEL_PROPERTY)
     if given is None:
-        return "WriteSerializable"
+        return ISOLATION_LEVEL
     level = _LEVELS.get(str(given).strip().lower())
     if level is None:
         raise InvalidInputError(
-            f"{ISOLATION_LEVEL}={given!r} of {table}: use 'WriteSerializable' (the default: "
-            "only statements that change the same rows conflict) or 'Serializable' (a DELETE, "
-            "UPDATE or MERGE also conflicts with any write committed to a partition it wrote)")
+            f"{ISOLATION_LEVEL_PROPERTY}={given!r} of {table}: use 'WriteSerializable' (the "
+            "default: only statements that change the same rows conflict) or 'Serializable' (a "
+            "DELETE, UPDATE or MERGE also conflicts with any write committed to a partition it "
+            "wrote)")
     return level
 
 

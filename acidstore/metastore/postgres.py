@@ -39,6 +39,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn, TypeVar
 
+from acidstore.config import BUSY_TIMEOUT_SECONDS, CONNECT_TIMEOUT_SECONDS, TXN_TIMEOUT_SECONDS
 from acidstore.errors import InvalidInputError, MetastoreError
 from acidstore.format.writeids import ValidTxnList
 from acidstore.metastore import postgres_functions as functions
@@ -157,8 +158,9 @@ class PostgresMetastore(SqlMetastore):
     how long a call waits for a lock another client holds.
     """
 
-    def __init__(self, url: str, *, timeout_seconds: float = 300,
-                 busy_timeout_seconds: float = 30, connect_timeout_seconds: float = 10) -> None:
+    def __init__(self, url: str, *, timeout_seconds: float = TXN_TIMEOUT_SECONDS,
+                 busy_timeout_seconds: float = BUSY_TIMEOUT_SECONDS,
+                 connect_timeout_seconds: float = CONNECT_TIMEOUT_SECONDS) -> None:
         if not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://")):
             raise InvalidInputError(
                 f"a PostgreSQL metastore URL looks like postgresql://user@host:5432/dbname, "

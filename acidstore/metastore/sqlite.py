@@ -32,6 +32,7 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from acidstore.config import BUSY_TIMEOUT_SECONDS, TXN_TIMEOUT_SECONDS
 from acidstore.errors import (
     InvalidInputError,
     MetastoreError,
@@ -83,8 +84,10 @@ class SqliteMetastore(SqlMetastore):
 
     _leases_apart = True
 
-    def __init__(self, path: str | os.PathLike[str], *, timeout_seconds: float = 300,
-                 busy_timeout_seconds: float = 30, read_only: bool | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], *,
+                 timeout_seconds: float = TXN_TIMEOUT_SECONDS,
+                 busy_timeout_seconds: float = BUSY_TIMEOUT_SECONDS,
+                 read_only: bool | None = None) -> None:
         self._path = os.fspath(path)
         if not self._path or self._path == ":memory:" or self._path.startswith("file:"):
             # Every thread opens its own connection: an in-memory database would be a different

@@ -15,16 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from acidstore.format.orc.acid_file import OrcFile
+from acidstore.format.orc.file_reader import OrcFile
 from acidstore.format.orc.stats import IntegerStats
-from acidstore.sql.compiled import Range, integer_ranges
-
-if TYPE_CHECKING:
-    from acidstore.read.split_source import Probe
+from acidstore.sql.predicate_terms import Range, integer_ranges
 
 __all__ = ["StripeBounds", "stripe_bounds", "stripes_without_match"]
 
@@ -65,18 +61,19 @@ def stripe_bounds(predicate: str, schema: pa.Schema) -> StripeBounds | None:
     return StripeBounds(found) if found else None
 
 
-def stripes_without_match(orc: OrcFile, probe: Probe | None, width: int) -> frozenset[int]:
-    """The stripes of ``orc`` whose statistics prove no row passes ``probe``'s filter."""
-    if probe is None or probe.bounds is None:
+def stripes_without_match(orc: OrcFile, bounds: StripeBounds | None, width: int
+                          ) -> frozenset[int]:
+    """The stripes of ``orc`` whose statistics prove no row is within ``bounds``; ``width``:
+    the table positions the file has (columns added later are not in it)."""
+    if bounds is None:
         return frozenset()
     row_type = orc.row_type
-    positions: Sequence[int] = [p for p, _ in probe.bounds.ranges
+    positions: Sequence[int] = [p for p, _ in bounds.ranges
                                 if p < width and pa.types.is_integer(row_type.field(p).type)]
     if not positions:
         return frozenset()
     stats = orc.stripe_statistics(positions)
     if stats is None:
         return frozenset()
-    usable = {p: r for p, r in probe.bounds.ranges if p in positions}
-    bounds = StripeBounds(tuple(usable.items()))
-    return frozenset(i for i, stripe in enumerate(stats) if bounds.excludes(stripe))
+    usable = StripeBounds(tuple({p: r for p, r in bounds.ranges if p in positions}.items()))
+    return frozenset(i for i, stripe in enumerate(stats) if usable.excludes(stripe))

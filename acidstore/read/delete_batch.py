@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from acidstore.errors import CorruptFileError
-from acidstore.format.orc.acid_file import OrcFile
+from acidstore.format.orc.file_reader import OrcFile
 from acidstore.format.orc.schema import BUCKET, CURRENT_TRANSACTION, ORIGINAL_TRANSACTION, ROW_ID
 from acidstore.format.writeids import RangeResponse, ValidWriteIdList
 from acidstore.read.keys import (

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from acidstore.errors import CorruptFileError, DataError
-from acidstore.format.orc.acid_file import OrcFile
+from acidstore.format.orc.file_reader import OrcFile
 from acidstore.format.orc.schema import (
     BUCKET,
     CURRENT_TRANSACTION,

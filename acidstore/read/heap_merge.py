@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow.fs as pafs
 
-from acidstore.format.orc.acid_file import RowKey
+from acidstore.format.orc.acid_metadata import RowKey
 from acidstore.format.writeids import ValidWriteIdList
 from acidstore.read.keys import KeyArrays, key_le
 from acidstore.read.registry import delete_events, in_write_id_range

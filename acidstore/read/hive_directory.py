@@ -12,12 +12,12 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from acidstore.config import DELETE_EVENT_LIMIT
 from acidstore.errors import InvalidLayoutError, TableNotFoundError
 from acidstore.format.layout import parse_directory
 from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
 from acidstore.io import fs as afs
 from acidstore.io.fs import storage_guarded
-from acidstore.read.registry import DEFAULT_DELETE_EVENT_LIMIT
 from acidstore.read.scan import Reader, Scan, discover_partitions
 from acidstore.sql.expressions import Predicate
 
@@ -56,7 +56,7 @@ def scan_directory(path: str | os.PathLike[str], schema: pa.Schema | None = None
                    filesystem: pafs.FileSystem | None = None,
                    columns: Sequence[str] | None = None, filter: Predicate | None = None,
                    with_row_id: bool = False, reader: Reader = "vectorized",
-                   delete_event_limit: int = DEFAULT_DELETE_EVENT_LIMIT) -> Scan:
+                   delete_event_limit: int = DELETE_EVENT_LIMIT) -> Scan:
     """Plan a read of a directory; see ``read_directory``. The ``Scan`` can stream batches."""
     fs, root = afs.resolve(path, filesystem)
     if fs.get_file_info(root).type != pafs.FileType.Directory:
@@ -75,7 +75,7 @@ def read_directory(path: str | os.PathLike[str], schema: pa.Schema | None = None
                    filesystem: pafs.FileSystem | None = None,
                    columns: Sequence[str] | None = None, filter: Predicate | None = None,
                    with_row_id: bool = False, reader: Reader = "vectorized",
-                   delete_event_limit: int = DEFAULT_DELETE_EVENT_LIMIT) -> pa.Table:
+                   delete_event_limit: int = DELETE_EVENT_LIMIT) -> pa.Table:
     """Read a Hive-layout table or partition directory as of a snapshot.
 
     ``schema`` names the user columns and maps the files' row fields to them by position (Hive

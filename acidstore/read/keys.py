@@ -15,7 +15,8 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from acidstore.errors import DataError
-from acidstore.format.orc.acid_file import OrcFile, RowKey
+from acidstore.format.orc.acid_metadata import RowKey
+from acidstore.format.orc.file_reader import OrcFile
 from acidstore.format.orc.schema import BUCKET, CURRENT_TRANSACTION, ORIGINAL_TRANSACTION, ROW_ID
 from acidstore.format.orc.stats import IntegerStats
 from acidstore.format.writeids import ValidWriteIdList

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from acidstore.sql.compiled import Range, exact_integer_ranges
+from acidstore.sql.predicate_terms import Range, exact_integer_ranges
 
 __all__ = ["RangeMask", "range_mask"]
 

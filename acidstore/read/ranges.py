@@ -24,7 +24,7 @@ from typing import TypeVar
 import pyarrow.fs as pafs
 
 from acidstore.errors import CorruptFileError, InvalidInputError
-from acidstore.format.orc.acid_file import OrcFile
+from acidstore.format.orc.file_reader import OrcFile
 from acidstore.read.splits import Split
 
 __all__ = ["MIN_RANGE_BYTES", "divide", "ranged_units", "stripe_range", "stripe_ranges"]

@@ -34,6 +34,7 @@ from functools import lru_cache
 
 import pyarrow.fs as pafs
 
+from acidstore.config import WRITE_NAMES_KEPT
 from acidstore.errors import MissingDataError, NotEnoughHistoryError, StrayPathError
 from acidstore.format.directory import AcidState
 from acidstore.format.layout import ParsedBase, ParsedDelta, is_bucket_file, parse_directory
@@ -145,7 +146,7 @@ def find_missing(location: str, state: AcidState, write_ids: ValidWriteIdList,
                           "empty)", False)
 
 
-@lru_cache(maxsize=1 << 16)
+@lru_cache(maxsize=WRITE_NAMES_KEPT)
 def _files_by_directory(bucket_files: tuple[tuple[str, int], ...]
                         ) -> dict[str, tuple[tuple[str, int], ...]]:
     """A write's recorded bucket files as {directory name: ((file name, bytes), ...)} in

@@ -28,16 +28,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar, cast
 
+from acidstore.config import RECORD_COMPONENTS_KEPT, RECORD_DERIVED_KEPT
 from acidstore.metastore import History, WriteComponent
 from acidstore.metastore.history import CommitLog
 from acidstore.metastore.records import ComponentLog, LoggedComponent
 
-__all__ = ["MAX_REMEMBERED", "committed_components", "derived"]
-
-#: components remembered per table at most; a table with more is loaded for every read
-MAX_REMEMBERED = 200_000
-#: derived values kept per table (a scan's partitions may ask at a few floors)
-_DERIVED_KEPT = 8
+__all__ = ["committed_components", "derived"]
 
 T = TypeVar("T")
 
@@ -99,7 +95,7 @@ def derived(metastore: History, table: str, floor: int,
     with _lock:
         key = (floor, derive)
         if key not in held.derived:
-            if len(held.derived) >= _DERIVED_KEPT:
+            if len(held.derived) >= RECORD_DERIVED_KEPT:
                 held.derived.clear()
             held.derived[key] = derive(held.at_or_above(floor))
         return cast(T, held.derived[key])
@@ -121,11 +117,11 @@ def _current(metastore: CommitLog, key: str, table: str, floor: int) -> _Remembe
                 if log.seq > held.seq:
                     held.add(log.components)
                     held.seq = log.seq
-                if len(held.components) > MAX_REMEMBERED:
+                if len(held.components) > RECORD_COMPONENTS_KEPT:
                     tables.pop(key, None)
             return held
     fresh = _loaded(metastore.committed_log(table, min_write_id=floor), floor)
     with _lock:
-        if len(fresh.components) <= MAX_REMEMBERED:
+        if len(fresh.components) <= RECORD_COMPONENTS_KEPT:
             tables[key] = fresh
     return fresh

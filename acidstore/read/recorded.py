@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Protocol
 
+from acidstore.config import WRITE_NAMES_KEPT
 from acidstore.format.directory import AcidState
 from acidstore.format.layout import is_acid_directory_name
 from acidstore.io import fs as afs
@@ -49,7 +50,7 @@ class RecordedWrite:
         return _names(self.directories)[1]
 
 
-@lru_cache(maxsize=1 << 16)
+@lru_cache(maxsize=WRITE_NAMES_KEPT)
 def _names(directories: tuple[str, ...]) -> tuple[tuple[str, ...], bool]:
     """The names of ``directories`` and whether all are ACID names: every statement checks
     its partition's whole record, the same writes each time but the newest, so each

@@ -21,6 +21,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from acidstore.config import DELETE_EVENT_LIMIT
 from acidstore.errors import CorruptFileError
 from acidstore.format.layout import (
     ParsedBase,
@@ -28,7 +29,8 @@ from acidstore.format.layout import (
     is_bucket_file,
     parse_directory,
 )
-from acidstore.format.orc.acid_file import OrcFile, RowKey
+from acidstore.format.orc.acid_metadata import RowKey
+from acidstore.format.orc.file_reader import OrcFile
 from acidstore.format.orc.schema import BUCKET, CURRENT_TRANSACTION, ORIGINAL_TRANSACTION, ROW_ID
 from acidstore.format.writeids import RangeResponse, ValidWriteIdList
 from acidstore.io import fs as afs
@@ -44,7 +46,6 @@ from acidstore.read.keys import (
 from acidstore.read.splits import DeleteSource, Split
 
 __all__ = [
-    "DEFAULT_DELETE_EVENT_LIMIT",
     "DeleteCache",
     "DeleteRegistry",
     "delete_events",
@@ -55,7 +56,6 @@ __all__ = [
     "write_delete_keys",
 ]
 
-DEFAULT_DELETE_EVENT_LIMIT = 10_000_000
 _MAX_EVENTS = 2**31 - 1  # run offsets are int32, which is what keeps an event at 24 bytes
 _BATCH_BYTES = 16 * 1024 * 1024  # small delete files decoded together, at most this much
 
@@ -359,7 +359,7 @@ class DeleteCache:
 
 
 def load_registry(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList, *,
-                  limit: int = DEFAULT_DELETE_EVENT_LIMIT, cache: DeleteCache | None = None
+                  limit: int = DELETE_EVENT_LIMIT, cache: DeleteCache | None = None
                   ) -> DeleteRegistry | None:
     """Load a split's delete events; ``None`` when they exceed ``limit`` (use the merge).
     A ``cache`` (one per scan and snapshot) shares decoded delete files between splits."""

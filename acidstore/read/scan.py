@@ -9,7 +9,6 @@ column, and running splits in parallel. Both readers plug in through one functio
 from __future__ import annotations
 
 import functools
-import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -20,10 +19,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
+from acidstore.config import DELETE_EVENT_LIMIT, LOCAL_THREADS, PREDICATE_TEXTS_KEPT
 from acidstore.errors import InvalidInputError, StrayPathError
 from acidstore.format.directory import acid_state
 from acidstore.format.layout import is_acid_directory_name, is_hidden
-from acidstore.format.orc.acid_file import OrcFile
+from acidstore.format.orc.file_reader import OrcFile
 from acidstore.format.orc.schema import ROW_ID_COLUMN, ROW_ID_TYPE, cast_to
 from acidstore.format.partitions import parse_partition_path
 from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
@@ -35,11 +35,10 @@ from acidstore.read.range_mask import range_mask
 from acidstore.read.ranges import ranged_units
 from acidstore.read.record_check import check_recorded, with_recorded_rows
 from acidstore.read.recorded import Recorded
-from acidstore.read.registry import DEFAULT_DELETE_EVENT_LIMIT, DeleteCache, load_registry
+from acidstore.read.registry import DeleteCache, load_registry
 from acidstore.read.split_source import Probe, SplitBatch
 from acidstore.read.splits import Listed, Split, plan_partition
 from acidstore.read.vectorized import read_split
-from acidstore.sql.compiled import TEXTS_KEPT
 from acidstore.sql.expressions import Predicate, SqlEvaluator, check_expression, referenced_columns
 
 __all__ = ["PartitionDir", "Reader", "Scan", "discover_partitions", "table_partitions"]
@@ -148,7 +147,7 @@ class Scan:
                  schema: pa.Schema | None = None, partition_schema: pa.Schema | None = None,
                  columns: Sequence[str] | None = None, filter: Predicate | None = None,
                  with_row_id: bool = False, reader: Reader = "vectorized",
-                 delete_event_limit: int = DEFAULT_DELETE_EVENT_LIMIT,
+                 delete_event_limit: int = DELETE_EVENT_LIMIT,
                  threads: int | None = None,
                  planned: Sequence[tuple[PartitionDir, Split]] | None = None,
                  recorded: Recorded | None = None,
@@ -171,7 +170,7 @@ class Scan:
         self._reader = reader
         self._limit = delete_event_limit
         self._delete_cache = DeleteCache()
-        self._threads = threads if threads is not None else min(4, os.cpu_count() or 1)
+        self._threads = threads if threads is not None else LOCAL_THREADS
         self._filter = filter
         self._recorded = recorded
         #: plan only these buckets' splits (``read.plan.plan_partition``); None: all
@@ -274,7 +273,7 @@ class Scan:
         self._mask(empty)
         if key is not None:
             with _CHECKED_LOCK:
-                if len(_CHECKED) >= TEXTS_KEPT:
+                if len(_CHECKED) >= PREDICATE_TEXTS_KEPT:
                     _CHECKED.pop(next(iter(_CHECKED)))
                 _CHECKED[key] = None
 

@@ -19,7 +19,8 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from acidstore.errors import CorruptFileError, DataError, InvalidExpressionError
-from acidstore.format.orc.acid_file import OrcFile, RowKey
+from acidstore.format.orc.acid_metadata import RowKey
+from acidstore.format.orc.file_reader import OrcFile
 from acidstore.format.orc.schema import (
     BUCKET,
     CURRENT_TRANSACTION,
@@ -181,7 +182,7 @@ def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
     # statistics cost a read of the file's metadata section: worth it for a large file, and
     # for a small one the process keeps (read once, then kept with it): a one-row statement
     # reads its bucket's one-row deltas, and skips every one its predicate cannot match
-    skipped = stripes_without_match(orc, probe, width) \
+    skipped = stripes_without_match(orc, probe.bounds, width) \
         if probe is not None and (orc.nrows >= PROBE_MIN_ROWS or orc.held) else frozenset()
     rest = [p for p in wanted if p not in probed]
     rest_columns = orc.physical_columns(acid, rest)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import pyarrow.fs as pafs
 
+from acidstore.config import DIRECTORY_FACTS_KEPT
 from acidstore.errors import InvalidLayoutError
 from acidstore.format.directory import AcidState
 from acidstore.format.layout import (
@@ -23,8 +24,8 @@ from acidstore.format.layout import (
     is_bucket_file,
     is_original_file,
 )
-from acidstore.format.orc.acid_file import OrcFile, read_flush_length
 from acidstore.format.orc.codec import BucketCodec
+from acidstore.format.orc.file_reader import OrcFile, read_flush_length
 from acidstore.format.writeids import RangeResponse, ValidWriteIdList
 from acidstore.io import fs as afs
 from acidstore.io.immutable import cache_bytes, list_dirs
@@ -102,9 +103,6 @@ class _DirFacts:
 #: its directory is unchanged, so a statement among hundreds of deltas derives only the new
 #: directories' facts
 _FACTS: dict[str, tuple[list[afs.Entry], _DirFacts]] = {}
-#: directories whose facts are kept (all are dropped at once beyond it): a few MB at most,
-#: the listings themselves being mostly the remembered ones
-_FACTS_KEPT = 4096
 
 
 def _facts(directory: str, entries: list[afs.Entry]) -> _DirFacts:
@@ -124,7 +122,7 @@ def _facts(directory: str, entries: list[afs.Entry]) -> _DirFacts:
                       tuple((e.name, e.size) for e in entries
                             if not e.is_dir and is_original_file(e.name)))
     keep = cache_bytes() > 0
-    if len(_FACTS) >= _FACTS_KEPT or not keep:
+    if len(_FACTS) >= DIRECTORY_FACTS_KEPT or not keep:
         _FACTS.clear()
     if keep:
         _FACTS[directory] = (entries, facts)

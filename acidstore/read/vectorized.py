@@ -12,9 +12,10 @@ from collections.abc import Iterator, Sequence
 
 import pyarrow.fs as pafs
 
+from acidstore.config import DELETE_EVENT_LIMIT
 from acidstore.format.writeids import ValidWriteIdList
 from acidstore.read.heap_merge import merge_split
-from acidstore.read.registry import DEFAULT_DELETE_EVENT_LIMIT, DeleteCache, load_registry
+from acidstore.read.registry import DeleteCache, load_registry
 from acidstore.read.split_source import Probe, SplitBatch, split_batches
 from acidstore.read.splits import Split
 
@@ -23,7 +24,7 @@ __all__ = ["read_split"]
 
 def read_split(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList,
                positions: Sequence[int] | None, *, with_row_id: bool,
-               delete_event_limit: int = DEFAULT_DELETE_EVENT_LIMIT,
+               delete_event_limit: int = DELETE_EVENT_LIMIT,
                cache: DeleteCache | None = None, probe: Probe | None = None,
                batch_rows: int | None = None) -> Iterator[SplitBatch]:
     """Visible rows of ``split`` in file order, as decoded batches (``probe``: stripes whose

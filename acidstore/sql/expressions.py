@@ -17,14 +17,10 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from acidstore.config import PREDICATE_TEXTS_KEPT
 from acidstore.errors import InvalidExpressionError
-from acidstore.sql.compiled import (
-    TEXTS_KEPT,
-    Compiled,
-    NeedsDuckDBError,
-    compile_predicate,
-    integer_literals_only,
-)
+from acidstore.sql.compiled import Compiled, NeedsDuckDBError, compile_predicate
+from acidstore.sql.tokens import integer_literals_only
 
 __all__ = ["Predicate", "SqlEvaluator", "check_expression", "check_sandboxed", "quote",
            "referenced_columns"]
@@ -35,7 +31,7 @@ Predicate: TypeAlias = str | pc.Expression
 _TABLE = "__acidstore_batch"
 
 
-@functools.lru_cache(maxsize=TEXTS_KEPT)
+@functools.lru_cache(maxsize=PREDICATE_TEXTS_KEPT)
 def _tokens(text: str) -> tuple[tuple[str, str], ...]:
     """(token text, token type name) of a SQL expression, kept per text in a process (one
     statement checks its predicate in each scan it makes)."""

@@ -9,7 +9,6 @@ so a crash leaves only files that no snapshot selects.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from acidstore.config import ORC_COMPRESSION
 from acidstore.format.layout import (
     ACID_VERSION,
     ACID_VERSION_FILE,
@@ -27,29 +27,24 @@ from acidstore.format.layout import (
     bucket_file_name,
     delta_name,
 )
-from acidstore.format.orc.acid_file import (
+from acidstore.format.orc.codec import BucketCodec
+from acidstore.format.orc.file_writer import (
     BASE_STRIPE_SIZE,
-    DEFAULT_COMPRESSION,
     DELTA_STRIPE_SIZE,
     ORC_BATCH_ROWS,
     WrittenFile,
     write_event_file,
 )
-from acidstore.format.orc.codec import BucketCodec
 from acidstore.format.orc.schema import DELETE, INSERT, event_schema, row_struct
 from acidstore.format.orc.stream import EventFileWriter
 from acidstore.io import fs as afs
 from acidstore.write.timestamps import check_timestamps
 
-__all__ = ["INSERT_THREADS", "SMALL_FILE_ROWS", "STREAM_ROWS", "ChunkedRows",
+__all__ = ["SMALL_FILE_ROWS", "STREAM_ROWS", "ChunkedRows",
            "WrittenDirectory", "codec_for", "delete_events", "insert_events",
            "prepare_directory", "write_deletes", "write_inserts"]
 
 Kind = Literal["delta", "base"]
-
-#: threads a bulk insert encodes its bucket files on (one per core, at most 4, as the
-#: statement core's units)
-INSERT_THREADS = min(4, os.cpu_count() or 1)
 
 #: bucket files of at most this many events are written uncompressed (``codec_for``)
 SMALL_FILE_ROWS = 16
@@ -141,7 +136,7 @@ def prepare_directory(fs: pafs.FileSystem, location: str, relative: str) -> str:
 
 def write_inserts(fs: pafs.FileSystem, location: str, partition: str, rows: pa.Table,
                   buckets: npt.NDArray[np.int32], *, write_id: int, statement_id: int,
-                  schema: pa.Schema, kind: Kind = "delta", compression: str = DEFAULT_COMPRESSION,
+                  schema: pa.Schema, kind: Kind = "delta", compression: str = ORC_COMPRESSION,
                   stripe_size: int | None = None, threads: int = 1) -> WrittenDirectory | None:
     """Write ``rows`` (bucket of each row in ``buckets``) as ``delta_w_w_s`` or ``base_w``.
 
@@ -199,7 +194,7 @@ def write_deletes(fs: pafs.FileSystem, location: str, partition: str,
                   keys: tuple[npt.NDArray[np.int64], npt.NDArray[np.int32],
                               npt.NDArray[np.int64]],
                   *, write_id: int, statement_id: int, schema: pa.Schema,
-                  compression: str = DEFAULT_COMPRESSION) -> WrittenDirectory | None:
+                  compression: str = ORC_COMPRESSION) -> WrittenDirectory | None:
     """Write delete events for ROW__IDs ``keys`` as ``delete_delta_w_w_s``.
 
     Each event goes to the ``bucket_N`` of the writer id in its bucket property, which is what

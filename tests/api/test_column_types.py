@@ -21,7 +21,7 @@ from acidstore import Warehouse
 from acidstore.api.merge_builder import MergeBuilder
 from acidstore.engine.handle import handle_of
 from acidstore.errors import CorruptFileError, InvalidInputError, SchemaMismatchError
-from acidstore.format.orc.acid_file import write_event_file, write_orc_file
+from acidstore.format.orc.file_writer import write_event_file, write_orc_file
 from acidstore.format.orc.schema import event_schema
 from acidstore.format.orc.stream import EventFileWriter
 from compaction import compact

@@ -44,7 +44,7 @@ from acidstore.errors import (
     TransactionAbortedError,
     TransactionStateError,
 )
-from acidstore.format.orc.acid_file import write_event_file
+from acidstore.format.orc.file_writer import write_event_file
 
 
 @pytest.fixture

@@ -31,12 +31,9 @@ from acidstore import Table, Warehouse
 from acidstore.engine.handle import handle_of
 from acidstore.engine.transaction import TransactionCore
 from acidstore.errors import CorruptFileError, DataError
-from acidstore.format.orc.acid_file import (
-    DELTA_STRIPE_SIZE,
-    OrcFile,
-    parse_acid_stats,
-    write_event_file,
-)
+from acidstore.format.orc.acid_metadata import parse_acid_stats
+from acidstore.format.orc.file_reader import OrcFile
+from acidstore.format.orc.file_writer import DELTA_STRIPE_SIZE, write_event_file
 from acidstore.format.orc.schema import (
     ACID_FIELDS,
     BUCKET,

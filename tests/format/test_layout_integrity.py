@@ -465,7 +465,7 @@ def test_an_event_copied_inside_a_compacted_base_is_refused(flat: Table,
     import pyarrow.fs as pafs
     import pyarrow.orc as po
 
-    from acidstore.format.orc.acid_file import write_event_file
+    from acidstore.format.orc.file_writer import write_event_file
 
     victim = sorted(compacted(flat, "major", "base_").glob("bucket_*"))[-1]
     events = po.ORCFile(str(victim)).read()

@@ -17,7 +17,7 @@ import pytest
 import acidstore
 import acidstore.write.files as write_files
 from acidstore import Table
-from acidstore.format.orc.acid_file import OrcFile
+from acidstore.format.orc.file_reader import OrcFile
 
 SCHEMA = pa.schema([("id", pa.int64()), ("grp", pa.int32()), ("note", pa.string()),
                     ("dt", pa.string())])

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pytest
 
-from acidstore import Warehouse
+from acidstore import Warehouse, config
 from acidstore.errors import StorageError
 from acidstore.io import durable
 from acidstore.io import fs as afs
@@ -108,7 +108,7 @@ def test_a_forked_child_flushes_with_a_pool_of_its_own(tmp_path: Path) -> None:
     """The flushes run on a process-wide pool; a child forked after the parent used it has
     none of its threads, and must start its own rather than wait on a queue nobody serves."""
     # the parent's flush has more paths than the pool has threads, so all of them start
-    for name, files in (("parent", 2 * durable.FLUSH_THREADS), ("child", 3)):
+    for name, files in (("parent", 2 * config.FLUSH_THREADS), ("child", 3)):
         (tmp_path / "t" / f"delta_{name}").mkdir(parents=True)
         for i in range(files):
             (tmp_path / "t" / f"delta_{name}" / f"bucket_{i:05d}").write_bytes(b"x")
@@ -165,7 +165,7 @@ def test_the_environment_turns_it_off_for_a_new_process() -> None:
     """``ACIDSTORE_FLUSH=0`` reaches every process started with it (unset, the other tests of
     this module see it on)."""
     code = "from acidstore.io import durable; print(durable.flush_enabled())"
-    env = {**os.environ, durable.FLUSH_ENV: "0"}
+    env = {**os.environ, config.FLUSH_ENV: "0"}
     out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
                          capture_output=True, text=True).stdout.strip()
     assert out == "False"

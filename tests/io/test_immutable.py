@@ -18,10 +18,12 @@ import pyarrow.fs as pafs
 import pytest
 
 import acidstore
+from acidstore import config
 from acidstore.api.warehouse import Warehouse
 from acidstore.errors import MissingDataError
 from acidstore.format.orc import cache
-from acidstore.format.orc.acid_file import OrcFile, write_event_file
+from acidstore.format.orc.file_reader import OrcFile
+from acidstore.format.orc.file_writer import write_event_file
 from acidstore.io import fs as afs
 from acidstore.io import immutable
 from acidstore.write.files import delete_events
@@ -36,7 +38,7 @@ T = TypeVar("T")
 def fresh_cache() -> Iterator[None]:
     """Each test starts with nothing remembered and the default bound."""
     previous = immutable.set_cache_bytes(0)
-    immutable.set_cache_bytes(immutable.DEFAULT_CACHE_BYTES)
+    immutable.set_cache_bytes(config.FILE_CACHE_BYTES)
     yield
     immutable.set_cache_bytes(previous)
 

@@ -16,7 +16,7 @@ from acidstore.engine.handle import handle_of
 from acidstore.format.directory import acid_state
 from acidstore.io import fs as afs
 from acidstore.read.splits import Listed, Split, plan_partition
-from acidstore.sql.compiled import equality_literals
+from acidstore.sql.predicate_terms import equality_literals
 from acidstore.write.bucketing import bucket_ids, buckets_of_values
 
 SCHEMA = pa.schema([("id", pa.int32()), ("s", pa.string()), ("v", pa.float64())])

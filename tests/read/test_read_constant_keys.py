@@ -26,7 +26,7 @@ from acidfiles import (
 import acidstore
 from acidstore.errors import DataError
 from acidstore.format.layout import ACID_VERSION, ACID_VERSION_FILE
-from acidstore.format.orc.acid_file import OrcFile
+from acidstore.format.orc.file_reader import OrcFile
 from acidstore.read.keys import stripe_key_constants
 from acidstore.read.split_source import PROBE_MIN_ROWS
 

@@ -38,7 +38,7 @@ import acidstore
 from acidstore.errors import CorruptFileError, DataError, NotEnoughHistoryError
 from acidstore.format.directory import acid_state
 from acidstore.format.layout import ACID_VERSION_FILE, METADATA_FILE
-from acidstore.format.orc.acid_file import OrcFile
+from acidstore.format.orc.file_reader import OrcFile
 from acidstore.format.orc.schema import DELETE, INSERT, acid_field_names, event_schema
 
 LONG_MAX = 2**63 - 1

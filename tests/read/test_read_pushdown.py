@@ -37,7 +37,7 @@ from acidstore.format.orc.schema import INSERT
 from acidstore.format.orc.stats import IntegerStats
 from acidstore.format.writeids import ValidWriteIdList
 from acidstore.read.bounds import StripeBounds, stripe_bounds
-from acidstore.sql.compiled import integer_ranges
+from acidstore.sql.predicate_terms import integer_ranges
 
 
 def _plain(table: pa.Table, predicate: str) -> list[dict[str, Any]]:
@@ -201,7 +201,7 @@ def test_stripe_statistics_are_the_stripes_own(tmp_path: Path, compression: str)
     chunks are stored uncompressed), and says each stripe's count, minimum and maximum."""
     from acidfiles import write_events
 
-    from acidstore.format.orc.acid_file import OrcFile
+    from acidstore.format.orc.file_reader import OrcFile
 
     values = [None, -5, 7, None, None, None, 2**40, -(2**40), 3, None]
     rows = [{"i8": None, "i16": 1, "i32": 2, "i64": v, "f": 0.5, "s": "x"} for v in values]

@@ -31,7 +31,7 @@ import acidstore.read.split_source as source
 from acidstore.format.layout import ACID_VERSION, ACID_VERSION_FILE
 from acidstore.format.orc.schema import INSERT
 from acidstore.read.range_mask import range_mask
-from acidstore.sql.compiled import exact_integer_ranges, integer_ranges
+from acidstore.sql.predicate_terms import exact_integer_ranges, integer_ranges
 
 INTEGERS = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint32()]
 

@@ -115,7 +115,7 @@ def test_a_range_outside_the_file_or_of_an_original_file_is_refused(root: Path) 
     with pytest.raises(InvalidInputError, match="row batches"):
         list(split_batches(fs, ranged, ValidWriteIdList.all_valid(), None, need_keys=True,
                            batch_rows=1000))
-    from acidstore.format.orc.acid_file import OrcFile
+    from acidstore.format.orc.file_reader import OrcFile
     original = next(s for s in _scan(root, 1).splits if s.synthetic is not None)
     with pytest.raises(InvalidInputError, match="without ACID columns"):
         stripe_range(Split(**{**original.__dict__, "stripes": (0, 1)}),

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from acidstore import Warehouse
-from acidstore.format.orc.acid_file import OrcFile
+from acidstore import Warehouse, config
+from acidstore.format.orc.file_reader import OrcFile
 from acidstore.io import immutable
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.int64())])
@@ -46,7 +46,7 @@ def _table(wh: Warehouse) -> None:
     t.update("id = 7", {"v": "v + 10"})
     t.delete("id = 20")
     t.delete("id = 26")
-    time.sleep(2 * immutable.SETTLE_NS / 1e9)  # files changed within that are not kept
+    time.sleep(2 * config.SETTLE_NS / 1e9)  # files changed within that are not kept
 
 
 def _reads(wh: Warehouse) -> dict[str, pa.Table]:

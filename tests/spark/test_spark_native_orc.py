@@ -36,16 +36,16 @@ import pytest
 
 import acidstore
 from acidstore.errors import SchemaMismatchError
-from acidstore.format.orc.acid_file import (
+from acidstore.format.orc.acid_metadata import (
     ACID_VERSION,
     ACID_VERSION_KEY,
     KEY_INDEX_KEY,
     STATS_KEY,
-    OrcFile,
     RowKey,
     format_key_index,
     parse_acid_stats,
 )
+from acidstore.format.orc.file_reader import OrcFile
 from acidstore.format.orc.footer import add_user_metadata
 from acidstore.format.orc.schema import (
     ACID_FIELDS,

@@ -178,19 +178,18 @@ def _values(compiled: object) -> object:
 @settings(max_examples=100)
 @given(predicates())
 def test_a_kept_text_answers_as_one_taken_apart_afresh(text: str) -> None:
-    """A process keeps each text's tokens and compiled form (``arrow_sql.TEXTS_KEPT``): asked
+    """A process keeps each text's tokens and compiled form (``config.PREDICATE_TEXTS_KEPT``): asked
     again, or by another module, it must answer what parsing it anew answers."""
-    from acidstore.sql import compiled as arrow_sql
-    from acidstore.sql import expressions
+    from acidstore.sql import compiled, expressions, predicate_terms, tokens
 
     for _ in range(2):  # the second call is answered from what the first kept
-        assert arrow_sql._tokens(text) == arrow_sql._scan_tokens(text)
+        assert tokens.tokens_of(text) == tokens.scan_tokens(text)
         assert expressions._tokens(text) == expressions._tokens.__wrapped__(text)
         for exact in (False, True):
-            assert arrow_sql._ranges(text, TABLE.column_names, exact=exact) == \
-                arrow_sql._scan_ranges(text, TABLE.column_names, exact=exact)
+            assert predicate_terms._ranges(text, TABLE.column_names, exact=exact) == \
+                predicate_terms._scan_ranges(text, TABLE.column_names, exact=exact)
         kept = compile_predicate(text, TABLE.column_names)
-        fresh = arrow_sql._compiled.__wrapped__(text, tuple(TABLE.column_names))
+        fresh = compiled._compiled.__wrapped__(text, tuple(TABLE.column_names))
         assert (kept is None) == (fresh is None)
         if kept is not None:
             ours, theirs = _values(kept), _values(fresh)
@@ -199,14 +198,14 @@ def test_a_kept_text_answers_as_one_taken_apart_afresh(text: str) -> None:
 
 
 def test_kept_tokens_are_a_new_list_for_every_caller() -> None:
-    from acidstore.sql import compiled as arrow_sql
+    from acidstore.sql import predicate_terms, tokens
 
-    first = arrow_sql._tokens("i = 1 AND j IN (1, 2)")
+    first = tokens.tokens_of("i = 1 AND j IN (1, 2)")
     first.clear()  # a parser consumes its list; the kept tokens must not change
-    assert arrow_sql._tokens("i = 1 AND j IN (1, 2)") == arrow_sql._scan_tokens(
+    assert tokens.tokens_of("i = 1 AND j IN (1, 2)") == tokens.scan_tokens(
         "i = 1 AND j IN (1, 2)")
     assert compile_predicate("i = 1", ["I", "j"]) is not compile_predicate("i = 1", ["i", "j"])
-    ranges = arrow_sql.integer_ranges("i < 3 AND j IN (1, 2)", ["i", "j"])
+    ranges = predicate_terms.integer_ranges("i < 3 AND j IN (1, 2)", ["i", "j"])
     ranges["i"].append((7, 7))  # a caller's copy: the kept ranges must not change
-    assert arrow_sql.integer_ranges("i < 3 AND j IN (1, 2)", ["i", "j"]) == {
+    assert predicate_terms.integer_ranges("i < 3 AND j IN (1, 2)", ["i", "j"]) == {
         "i": [(None, 2)], "j": [(1, 1), (2, 2)]}

@@ -18,15 +18,14 @@ import acidstore
 from acidstore import Table
 from acidstore.engine.handle import handle_of
 from acidstore.format.layout import ACID_VERSION, ACID_VERSION_FILE, bucket_file_name
-from acidstore.format.orc.acid_file import (
+from acidstore.format.orc.acid_metadata import (
     ACID_VERSION_KEY,
     KEY_INDEX_KEY,
     STATS_KEY,
-    WrittenFile,
     format_key_index,
-    write_event_file,
 )
 from acidstore.format.orc.codec import BucketCodec
+from acidstore.format.orc.file_writer import WrittenFile, write_event_file
 from acidstore.format.orc.footer import add_user_metadata
 from acidstore.format.orc.schema import ACID_FIELDS, DELETE, INSERT, event_schema, row_struct
 from acidstore.metastore import OriginalFile

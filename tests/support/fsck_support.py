@@ -22,8 +22,10 @@ from acidstore.engine.handle import TableHandle, handle_of
 from acidstore.engine.transaction import TransactionCore
 from acidstore.format.directory import AcidState, acid_state
 from acidstore.format.layout import bucket_file_name
-from acidstore.format.orc.acid_file import KEY_INDEX_KEY, OrcFile, write_event_file
+from acidstore.format.orc.acid_metadata import KEY_INDEX_KEY
 from acidstore.format.orc.codec import BucketCodec
+from acidstore.format.orc.file_reader import OrcFile
+from acidstore.format.orc.file_writer import write_event_file
 from acidstore.format.orc.footer import add_user_metadata
 from acidstore.format.orc.schema import DELETE, event_schema, row_struct
 

@@ -21,12 +21,11 @@ import pyarrow.orc as po
 import pytest
 
 from acidstore.errors import SchemaMismatchError
-from acidstore.format.orc.acid_file import (
+from acidstore.format.orc.acid_metadata import AcidStats, acid_metadata
+from acidstore.format.orc.file_reader import OrcFile
+from acidstore.format.orc.file_writer import (
     ORC_BATCH_ROWS,
-    AcidStats,
-    OrcFile,
     _stripe_row_counts,
-    acid_metadata,
     operation_counts,
     write_event_file,
 )

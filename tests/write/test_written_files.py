@@ -13,12 +13,8 @@ import pyorc
 import pytest
 from acidfiles import delete_events, insert_events, read, rid, row, write_dir
 
-from acidstore.format.orc.acid_file import (
-    ACID_VERSION_KEY,
-    KEY_INDEX_KEY,
-    STATS_KEY,
-    write_event_file,
-)
+from acidstore.format.orc.acid_metadata import ACID_VERSION_KEY, KEY_INDEX_KEY, STATS_KEY
+from acidstore.format.orc.file_writer import write_event_file
 
 B0 = 536870912  # V1(bucket 0, statement 0) = 0x20000000
 B0S1 = 536870913  # V1(0, 1) = 0x20000001

@@ -19,15 +19,10 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.orc as po
 
+from acidstore.config import DECODED_SETS_PER_FILE, HELD_FILE_MAX_BYTES
 from acidstore.io.immutable import FileKey, LruCache, file_key
 
-__all__ = ["SMALL_FILE_BYTES", "OpenedFile", "held", "read_small", "remember", "small_key"]
-
-#: files up to this size are held in memory (a one-row file is about 1.5 KB, an UPDATE's
-#: few hundred rows some tens of KB; a large base file would crowd everything else out)
-SMALL_FILE_BYTES = 1 << 20
-#: decoded column sets kept per file (a statement asks for two or three)
-_MAX_DECODED = 8
+__all__ = ["OpenedFile", "held", "read_small", "remember", "small_key"]
 
 
 @dataclass
@@ -52,7 +47,7 @@ class OpenedFile:
             if found is not None:
                 return found
             batch: pa.RecordBatch = self.orc.reader.read_stripe(index, columns=list(columns))
-            if len(self.decoded) < _MAX_DECODED:
+            if len(self.decoded) < DECODED_SETS_PER_FILE:
                 self.decoded[wanted] = batch
                 _FILES.grow(self.key, batch.nbytes)
         return batch
@@ -63,9 +58,9 @@ _FILES: LruCache[FileKey, OpenedFile] = LruCache("orc files")
 
 def small_key(fs: pafs.FileSystem, path: str) -> FileKey | None:
     """The key of a small settled local file (see ``file_key``), or None when the file is
-    not to be held (also when it is larger than ``SMALL_FILE_BYTES``)."""
+    not to be held (also when it is larger than ``HELD_FILE_MAX_BYTES``)."""
     key = file_key(fs, path)
-    return key if key is not None and key.size <= SMALL_FILE_BYTES else None
+    return key if key is not None and key.size <= HELD_FILE_MAX_BYTES else None
 
 
 def held(key: FileKey) -> OpenedFile | None:

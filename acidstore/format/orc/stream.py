@@ -26,16 +26,14 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.orc as po
 
+from acidstore.config import ORC_COMPRESSION
 from acidstore.errors import CorruptFileError
-from acidstore.format.orc.acid_file import (
-    DEFAULT_COMPRESSION,
+from acidstore.format.orc.acid_metadata import AcidStats, RowKey, acid_metadata
+from acidstore.format.orc.file_reader import OrcFile
+from acidstore.format.orc.file_writer import (
     DELTA_STRIPE_SIZE,
     ORC_BATCH_ROWS,
-    AcidStats,
-    OrcFile,
-    RowKey,
     WrittenFile,
-    acid_metadata,
     check_event_schema,
     encode_error,
     operation_counts,
@@ -130,7 +128,7 @@ class EventFileWriter:
     """
 
     def __init__(self, fs: pafs.FileSystem, path: str, schema: pa.Schema, *,
-                 compression: str = DEFAULT_COMPRESSION, stripe_size: int = DELTA_STRIPE_SIZE,
+                 compression: str = ORC_COMPRESSION, stripe_size: int = DELTA_STRIPE_SIZE,
                  batch_rows: int = DEFAULT_BATCH_ROWS, replace: bool = False) -> None:
         check_event_schema(schema)
         if batch_rows < 1:

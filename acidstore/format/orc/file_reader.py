@@ -1,25 +1,18 @@
-"""Reading and writing the ORC files of an ACID table (spec §3, §15).
+"""Reading the ORC files of an ACID table (spec §3, §15).
 
 ``OrcFile`` opens one file, ACID or original, and decodes stripes with column projection that
 reaches into the ``row`` struct, so a reader decodes only the user fields it needs. Physical
 field names (``originalTransaction`` vs ``originaltransaction``, ``_col0`` vs ``id``) are
 resolved here once, so readers work with canonical names and field positions.
 
-``write_event_file`` writes an event table with the user metadata Hive writes
-(``hive.acid.key.index``, ``hive.acid.stats``, ``hive.acid.version``).
-
-Every failure to decode becomes a ``CorruptFileError`` that names the file; a failure to
-encode, a ``SchemaMismatchError`` (``encode_error``).
+Every failure to decode becomes a ``CorruptFileError`` that names the file.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TypeVar, cast
 
-import numpy as np
-import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.orc as po
@@ -28,56 +21,22 @@ from acidstore.errors import (
     AcidStoreError,
     CorruptFileError,
     DataError,
-    InvalidInputError,
     MissingDataError,
-    SchemaMismatchError,
 )
+from acidstore.format.orc.acid_metadata import KEY_INDEX_KEY, RowKey, parse_key_index
 from acidstore.format.orc.cache import OpenedFile, held, read_small, remember, small_key
-from acidstore.format.orc.footer import POSTSCRIPT_TAIL, add_user_metadata, metadata_tail
-from acidstore.format.orc.schema import (
-    ACID_FIELDS,
-    BUCKET,
-    DELETE,
-    INSERT,
-    OPERATION,
-    ORIGINAL_TRANSACTION,
-    ROW,
-    ROW_ID,
-    UPDATE,
-    acid_field_names,
-)
+from acidstore.format.orc.schema import ACID_FIELDS, ROW, acid_field_names
 from acidstore.format.orc.stats import (
     IntegerStats,
     column_ids,
     integer_statistics,
     stripe_column_statistics,
 )
-from acidstore.io.fs import is_io_failure, storage_error, write_bytes
+from acidstore.io.fs import is_io_failure, storage_error
 
 _K = TypeVar("_K", int, str)
 
-__all__ = [
-    "ACID_VERSION_KEY",
-    "AcidStats",
-    "KEY_INDEX_KEY",
-    "ORC_BATCH_ROWS",
-    "OrcFile",
-    "RowKey",
-    "STATS_KEY",
-    "WrittenFile",
-    "acid_metadata",
-    "check_compression",
-    "check_event_schema",
-    "compression_codec",
-    "encode_error",
-    "format_key_index",
-    "operation_counts",
-    "parse_acid_stats",
-    "parse_key_index",
-    "read_flush_length",
-    "write_event_file",
-    "write_orc_file",
-]
+__all__ = ["OrcFile", "decode_error", "read_flush_length"]
 
 
 def decode_error(exc: BaseException, path: str, action: str) -> AcidStoreError:
@@ -87,92 +46,6 @@ def decode_error(exc: BaseException, path: str, action: str) -> AcidStoreError:
     if is_io_failure(exc):
         return storage_error(exc, path, action=f"{action} (reading {path})")
     return CorruptFileError(f"cannot {action}: {exc}", path=path)
-
-KEY_INDEX_KEY = "hive.acid.key.index"
-STATS_KEY = "hive.acid.stats"
-ACID_VERSION_KEY = "hive.acid.version"
-ACID_VERSION = b"2"
-
-#: Default ORC options. Hive writes deltas with stripes 1/8 of the base's (spec §3.2).
-DEFAULT_COMPRESSION = "zstd"
-#: Hive's ``orc.compress`` values that pyarrow spells differently
-_CODEC_NAMES = {"none": "uncompressed"}
-
-
-#: the codecs pyarrow's ORC writer has (Hive's NONE, ZLIB, SNAPPY, LZ4, ZSTD)
-_CODECS = frozenset({"uncompressed", "zlib", "snappy", "lz4", "zstd"})
-
-
-def check_compression(orc_compress: str | None, table: str) -> None:
-    """Refuse an ``orc.compress`` no writer can use, at create (every insert would fail)."""
-    if compression_codec(orc_compress) not in _CODECS:
-        raise InvalidInputError(
-            f"table {table}: orc.compress={orc_compress!r} is not one of NONE, ZLIB, SNAPPY, "
-            "LZ4, ZSTD")
-
-
-def compression_codec(orc_compress: str | None) -> str:
-    """The pyarrow codec for a table's ``orc.compress`` property (Hive's NONE is pyarrow's
-    "uncompressed"); the default when the property is not set."""
-    name = (orc_compress or DEFAULT_COMPRESSION).lower()
-    return _CODEC_NAMES.get(name, name)
-
-
-#: rows of each row batch the ORC writer encodes (pyarrow's default is 1,024; the CPU per row
-#: is the same within 1%). Stripes end only between batches, so this is the granularity of
-#: stripe ends, the same for ``write_event_file`` and the streaming ``EventFileWriter``: both
-#: write the same bytes for the same events
-ORC_BATCH_ROWS = 8192
-BASE_STRIPE_SIZE = 64 * 1024 * 1024
-DELTA_STRIPE_SIZE = BASE_STRIPE_SIZE // 8
-
-RowKey = tuple[int, int, int]
-"""A ROW__ID as (originalTransaction/writeId, bucket property, rowId)."""
-
-
-@dataclass(frozen=True)
-class AcidStats:
-    """Event counts recorded in ``hive.acid.stats``."""
-
-    inserts: int
-    updates: int
-    deletes: int
-
-
-@dataclass(frozen=True)
-class WrittenFile:
-    """What a writer produced: where, how big, how many rows, and its last key."""
-
-    path: str
-    size: int
-    rows: int
-    last_key: RowKey | None
-
-
-def parse_key_index(text: str) -> list[RowKey]:
-    """Parse ``hive.acid.key.index``: per stripe, the last key written, as ``w,b,r;``."""
-    keys: list[RowKey] = []
-    for entry in text.split(";"):
-        if not entry:
-            continue
-        parts = entry.split(",")
-        if len(parts) != 3:
-            raise ValueError(f"bad key index entry {entry!r}")
-        keys.append((int(parts[0]), int(parts[1]), int(parts[2])))
-    return keys
-
-
-def format_key_index(keys: Sequence[RowKey]) -> str:
-    """The ``hive.acid.key.index`` text for per-stripe last keys."""
-    return "".join(f"{w},{b},{r};" for w, b, r in keys)
-
-
-def parse_acid_stats(text: str) -> AcidStats:
-    """Parse ``hive.acid.stats`` (``inserts,updates,deletes``)."""
-    parts = [int(p) for p in text.split(",")]
-    if len(parts) != 3:
-        raise ValueError(f"bad acid stats {text!r}")
-    return AcidStats(*parts)
 
 
 def read_flush_length(fs: pafs.FileSystem, side_file: str) -> int | None:
@@ -461,105 +334,3 @@ def _select_fields(batch: pa.RecordBatch, tops: Mapping[str, list[str] | None]
                 mask=struct.is_null() if struct.null_count else None)
         arrays.append(column)
     return pa.RecordBatch.from_arrays(arrays, names=list(tops))
-
-
-def encode_error(exc: Exception, path: str) -> SchemaMismatchError:
-    """The error for rows pyarrow's ORC writer refused: a column type it has no encoding for
-    (tables declared one before ``orc.types`` refused them at ``create_table``). The request
-    is what fails, every time, and nothing was stored, so it is no ``CorruptFileError``."""
-    return SchemaMismatchError(f"cannot encode ORC for {path}: {exc}")
-
-
-def write_orc_file(fs: pafs.FileSystem, path: str, table: pa.Table, *,
-                   user_metadata: Mapping[str, bytes] | None = None,
-                   compression: str = DEFAULT_COMPRESSION,
-                   stripe_size: int = BASE_STRIPE_SIZE) -> int:
-    """Write ``table`` as one ORC file with user metadata; returns the file size in bytes.
-
-    The file is built in memory and written with one call, so a crash never leaves a file
-    whose footer lacks the metadata.
-    """
-    sink = pa.BufferOutputStream()
-    try:
-        po.write_table(table, sink, compression=compression, stripe_size=stripe_size)
-    except (pa.ArrowException, ValueError) as exc:
-        raise encode_error(exc, path) from exc
-    data = sink.getvalue().to_pybytes()
-    if user_metadata:
-        data = add_user_metadata(data, user_metadata, path=path)
-    write_bytes(fs, path, data)
-    return len(data)
-
-
-def _stripe_row_counts(data: pa.Buffer, rows: int) -> list[int]:
-    """Rows per stripe of an encoded file of ``rows`` events. The writer ends a stripe only
-    between the row batches it is given, so events that fit in one batch are one stripe (none
-    if there are none), known without parsing the file's tail (an ``ORCFile`` over the
-    buffer, 10-20 us of each one-row file); a one-stripe file holds all its rows in that
-    stripe, so only files of several stripes are decoded to count them."""
-    if rows <= ORC_BATCH_ROWS:
-        return [rows] if rows else []
-    orc = po.ORCFile(pa.BufferReader(data))
-    if orc.nstripes <= 1:
-        return [orc.nrows] if orc.nstripes else []
-    return [orc.read_stripe(i, columns=[OPERATION]).num_rows for i in range(orc.nstripes)]
-
-
-def operation_counts(operations: npt.NDArray[np.int32]) -> list[int]:
-    """How many insert, update and delete events ``operations`` holds (Hive's
-    ``hive.acid.stats``), counted by numpy: three pyarrow compute calls (``equal``, then
-    ``sum``) cost about 80 us over a one-row file's column, a tenth of its whole write."""
-    return [int(np.count_nonzero(operations == op)) for op in (INSERT, UPDATE, DELETE)]
-
-
-def check_event_schema(schema: pa.Schema) -> None:
-    """Refuse anything but the ACID event columns, in Hive's order."""
-    if tuple(schema.names) != ACID_FIELDS:
-        raise ValueError(f"events must have the ACID event schema, got {schema.names}")
-
-
-def acid_metadata(stripe_keys: Sequence[RowKey], stats: AcidStats) -> dict[str, bytes]:
-    """Hive's ACID user metadata of an event file: per-stripe last keys and event counts."""
-    return {
-        KEY_INDEX_KEY: format_key_index(stripe_keys).encode(),
-        STATS_KEY: f"{stats.inserts},{stats.updates},{stats.deletes}".encode(),
-        ACID_VERSION_KEY: ACID_VERSION,
-    }
-
-
-def write_event_file(fs: pafs.FileSystem, path: str, events: pa.Table, *,
-                     compression: str = DEFAULT_COMPRESSION,
-                     stripe_size: int = DELTA_STRIPE_SIZE) -> WrittenFile:
-    """Write ACID events (already in key order) with Hive's ACID user metadata.
-
-    The key index gets one entry per stripe, the last key of that stripe, which is what lets a
-    reader bound the delete events it needs for a stripe range. (A compactor's output, as
-    large as a bucket, goes through the streaming ``orc.stream.EventFileWriter`` instead.)
-    """
-    check_event_schema(events.schema)
-    sink = pa.BufferOutputStream()
-    try:
-        po.write_table(events, sink, compression=compression, stripe_size=stripe_size,
-                       batch_size=ORC_BATCH_ROWS)
-    except (pa.ArrowException, ValueError) as exc:
-        raise encode_error(exc, path) from exc
-    buffer = sink.getvalue()
-    owid = events.column(ORIGINAL_TRANSACTION).to_numpy()
-    bucket = events.column(BUCKET).to_numpy()
-    row_id = events.column(ROW_ID).to_numpy()
-    keys: list[RowKey] = []
-    end = 0
-    for count in _stripe_row_counts(buffer, events.num_rows):
-        end += count
-        if count:
-            keys.append((int(owid[end - 1]), int(bucket[end - 1]), int(row_id[end - 1])))
-    stats = AcidStats(*operation_counts(events.column(OPERATION).to_numpy()))
-    # only the tail is replaced: the encoded bytes before it are written from pyarrow's
-    # buffer as they are (two copies of a bucket's file fewer than joining them in Python)
-    drop, tail = metadata_tail(buffer.slice(max(0, buffer.size - POSTSCRIPT_TAIL)).to_pybytes(),
-                               acid_metadata(keys, stats), path=path)
-    body = buffer.slice(0, buffer.size - drop)
-    write_bytes(fs, path, body, tail)
-    last = keys[-1] if keys else None
-    return WrittenFile(path=path, size=body.size + len(tail), rows=events.num_rows,
-                       last_key=last)
