@@ -44,10 +44,8 @@ from acidstore.metastore import History, Transactions
 from acidstore.metastore.validate import check_seconds
 from compaction.compactor import partition_dirs
 
-__all__ = ["DEFAULT_RETENTION_SECONDS", "Cleaner", "CleanerReport"]
+__all__ = ["Cleaner", "CleanerReport"]
 
-#: ``config.RETENTION_SECONDS``, under the name the command line and the scheduler import
-DEFAULT_RETENTION_SECONDS = RETENTION_SECONDS
 _LONG_MIN = -(2**63)
 #: a commit the metastore has no time for (a Hive-written directory): no time travel reaches it
 _LONG_AGO = datetime(1970, 1, 1, tzinfo=UTC)

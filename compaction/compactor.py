@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from acidstore.config import LOCAL_THREADS
 from acidstore.engine.executors import spark_session, spark_tasks
 from acidstore.engine.handle import HasHandle, TableHandle, handle_of
 from acidstore.engine.transaction import TransactionCore
@@ -114,7 +115,7 @@ def partition_dirs(table: TableHandle, partition: str | Mapping[str, str | None]
 
 def _run_local(work: Sequence[BucketWork], progress: Progress | None) -> list[BucketOutput]:
     out: list[BucketOutput] = []
-    threads = min(4, os.cpu_count() or 1)
+    threads = LOCAL_THREADS
     with ThreadPoolExecutor(max_workers=threads) as pool:
         for output in pool.map(run_bucket, work):
             out.append(output)

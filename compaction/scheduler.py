@@ -16,10 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from acidstore.config import COMPACTION_STALE_SECONDS, RETENTION_SECONDS
 from acidstore.engine.core import HasCore, WarehouseCore, core_of
 from acidstore.errors import InvalidInputError
 from acidstore.metastore import CompactionInfo
-from compaction.cleaner import DEFAULT_RETENTION_SECONDS, Cleaner, CleanerReport
+from compaction.cleaner import Cleaner, CleanerReport
 from compaction.compactor import Engine
 from compaction.initiator import Initiator, Thresholds
 from compaction.worker import Worker
@@ -71,8 +72,9 @@ Reporter = Callable[[str, int, int], None]
 
 def run_once(warehouse: WarehouseCore | HasCore, *, engine: Engine = "local",
              spark: SparkSession | None = None, thresholds: Thresholds | None = None,
-             retention_seconds: float = DEFAULT_RETENTION_SECONDS,
-             stale_seconds: float = 300.0, report: Reporter | None = None) -> PassSummary:
+             retention_seconds: float = RETENTION_SECONDS,
+             stale_seconds: float = COMPACTION_STALE_SECONDS,
+             report: Reporter | None = None) -> PassSummary:
     """Initiator, then worker (draining the queue), then cleaner: one pass."""
     started = time.monotonic()
     summary = PassSummary()

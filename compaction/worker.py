@@ -15,6 +15,7 @@ import socket
 import threading
 from typing import TYPE_CHECKING
 
+from acidstore.config import COMPACTION_STALE_SECONDS
 from acidstore.engine.core import HasCore, WarehouseCore, core_of
 from acidstore.engine.handle import TableHandle
 from acidstore.errors import AcidStoreError, TableNotFoundError, TransactionStateError
@@ -63,7 +64,8 @@ class Worker:
 
     def __init__(self, warehouse: WarehouseCore | HasCore, *, name: str | None = None,
                  engine: Engine = "local", spark: SparkSession | None = None,
-                 stale_seconds: float = 300.0, progress: Progress | None = None) -> None:
+                 stale_seconds: float = COMPACTION_STALE_SECONDS,
+                 progress: Progress | None = None) -> None:
         self._wh = core_of(warehouse)
         self.name = name or f"{socket.gethostname()}-{os.getpid()}-{threading.get_ident()}"
         self._engine: Engine = engine

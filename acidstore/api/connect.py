@@ -21,6 +21,7 @@ from acidstore.api.pairing import (
     refuse_default,
 )
 from acidstore.api.warehouse import Warehouse
+from acidstore.config import TXN_TIMEOUT_SECONDS
 from acidstore.errors import (
     InvalidInputError,
     MetastoreError,
@@ -52,7 +53,8 @@ def _refuse_emptied_metastore(root: Path) -> None:
 
 
 def connect(location: str | os.PathLike[str], *, metastore: str | Metastore | None = None,
-            filesystem: pafs.FileSystem | None = None, txn_timeout: float = 300.0,
+            filesystem: pafs.FileSystem | None = None,
+            txn_timeout: float = TXN_TIMEOUT_SECONDS,
             create: bool = True, relocate: bool = False) -> Warehouse:
     """Open (or create) a warehouse. The default metastore is a SQLite file inside a local
     warehouse; otherwise pass ``metastore``: a ``Metastore``, a ``sqlite:///path`` URL, or a

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, overload
 
 import pyarrow.fs as pafs
 
+from acidstore.config import METASTORE_ENV, WAREHOUSE_ENV, environment
 from acidstore.errors import AcidStoreError, InvalidInputError, MetastoreMismatchError
 from acidstore.io import fs as afs
 from acidstore.metastore import Metastore, SqliteMetastore, WarehouseBinding
@@ -47,9 +48,6 @@ __all__ = ["DEFAULT_METASTORE_FILE", "EMBEDDED_ROOT", "MARKER_FILE", "METASTORE_
            "WAREHOUSE_ENV", "Marker", "Pairing", "chosen_metastore", "chosen_pair",
            "default_warehouse", "read_marker", "refuse_default"]
 
-#: the environment variables that name a warehouse and its metastore when the caller does not
-WAREHOUSE_ENV = "ACIDSTORE_WAREHOUSE"
-METASTORE_ENV = "ACIDSTORE_METASTORE"
 #: the marker file at a warehouse root
 MARKER_FILE = "_acidstore_warehouse.json"
 #: the file name of a warehouse's own SQLite metastore, at its root (the default metastore)
@@ -76,12 +74,12 @@ def chosen_metastore(metastore: str | Metastore | None, *,
     warehouse's own SQLite file)."""
     if metastore is not None:
         return metastore
-    return (os.environ if environ is None else environ).get(METASTORE_ENV) or None
+    return environment(METASTORE_ENV, environ)
 
 
 def default_warehouse(*, environ: Mapping[str, str] | None = None) -> str | None:
     """``ACIDSTORE_WAREHOUSE`` (unset or empty: None)."""
-    return (os.environ if environ is None else environ).get(WAREHOUSE_ENV) or None
+    return environment(WAREHOUSE_ENV, environ)
 
 
 @overload
@@ -101,13 +99,12 @@ def chosen_pair(warehouse: str | os.PathLike[str] | None, metastore: str | Metas
                 ) -> tuple[str | os.PathLike[str], str | Metastore | None]:
     """The warehouse and metastore a client opens: each as given (an explicit argument
     wins), else from ``ACIDSTORE_WAREHOUSE`` / ``ACIDSTORE_METASTORE``."""
-    env = os.environ if environ is None else environ
     if warehouse is None:
-        warehouse = default_warehouse(environ=env)
+        warehouse = default_warehouse(environ=environ)
         if warehouse is None:
             raise InvalidInputError(f"no warehouse given: pass --warehouse PATH (or the "
                                     f"location) or set {WAREHOUSE_ENV}")
-    return warehouse, chosen_metastore(metastore, environ=env)
+    return warehouse, chosen_metastore(metastore, environ=environ)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from acidstore.api import frames
 from acidstore.api import optimize as maintenance
+from acidstore.config import RETENTION_SECONDS
 from acidstore.engine import writes
 from acidstore.engine.handle import TableHandle
 from acidstore.engine.results import WriteResult
@@ -157,7 +158,7 @@ class Table:
         self._handle.outside_transaction("optimize")
         return maintenance.maintenance().optimize(self._handle, kind, partition, engine, spark)
 
-    def vacuum(self, retention_seconds: float = 300.0) -> maintenance.VacuumOutcome:
+    def vacuum(self, retention_seconds: float = RETENTION_SECONDS) -> maintenance.VacuumOutcome:
         """Delta's ``vacuum()``: a cleaner pass over this table only; what a live reader or
         a time travel within ``retention_seconds`` may need is kept."""
         self._handle.outside_transaction("vacuum")

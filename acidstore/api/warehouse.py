@@ -25,6 +25,7 @@ import pyarrow.fs as pafs
 
 from acidstore.api.streaming import StreamingConnection
 from acidstore.api.table import Table
+from acidstore.config import HEARTBEAT_INTERVAL_SECONDS
 from acidstore.engine import catalog
 from acidstore.engine.adopt import adopt_table
 from acidstore.engine.core import WarehouseCore
@@ -102,7 +103,7 @@ class Warehouse:
 
     def __init__(self, location: str | os.PathLike[str], metastore: Metastore, *,
                  filesystem: pafs.FileSystem | None = None,
-                 heartbeat_interval: float = 150.0) -> None:
+                 heartbeat_interval: float = HEARTBEAT_INTERVAL_SECONDS) -> None:
         fs, root = afs.resolve(location, filesystem)
         try:
             fs.create_dir(root, recursive=True)

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from acidstore.api.warehouse import Warehouse
 from acidstore.cli.common import add_warehouse_options, emit, open_warehouse
+from acidstore.config import RETENTION_SECONDS
 from acidstore.errors import InvalidInputError
-from compaction.cleaner import DEFAULT_RETENTION_SECONDS, Cleaner
+from compaction.cleaner import Cleaner
 from compaction.scheduler import parse_interval
 
 if TYPE_CHECKING:
@@ -35,9 +36,9 @@ def add_clean_command(sub: Subparsers) -> None:
         "still reads them, and the files of aborted writes. Safe while readers and writers "
         "run.")
     add_warehouse_options(cmd)
-    cmd.add_argument("--retention", type=float, default=DEFAULT_RETENTION_SECONDS,
+    cmd.add_argument("--retention", type=float, default=RETENTION_SECONDS,
                      metavar="SECONDS", help="keep what a compaction replaced this long after "
-                     f"it committed, for time travel (default {DEFAULT_RETENTION_SECONDS:.0f})")
+                     f"it committed, for time travel (default {RETENTION_SECONDS:.0f})")
     cmd.add_argument("--release-lease", type=int, action="append", default=[], metavar="ID",
                      help="release this reader lease first (repeatable; ids from: acidstore "
                      "show leases)")

@@ -21,9 +21,9 @@ from acidstore.cli.common import (
     open_warehouse,
 )
 from acidstore.cli.progress import ProgressBar
+from acidstore.config import RETENTION_SECONDS
 from acidstore.errors import InvalidInputError
 from compaction import compact, run_every, run_once
-from compaction.cleaner import DEFAULT_RETENTION_SECONDS
 from compaction.compactor import CompactionResult
 from compaction.scheduler import PassSummary, parse_interval
 
@@ -46,7 +46,7 @@ def add_compact_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     cmd.add_argument("--partition", default=None, help="one partition, e.g. dt=2024-01-01")
     cmd.add_argument("--engine", choices=["local", "spark"], default="local")
     cmd.add_argument("--master", default="local[*]", help="Spark master for --engine spark")
-    cmd.add_argument("--retention", type=float, default=DEFAULT_RETENTION_SECONDS,
+    cmd.add_argument("--retention", type=float, default=RETENTION_SECONDS,
                      help="seconds the cleaner keeps what a compaction replaced (time travel)")
     cmd.add_argument("--passes", type=int, default=None, help=argparse.SUPPRESS)
 

@@ -40,6 +40,7 @@ import pyarrow as pa
 
 from acidstore.api.connect import connect
 from acidstore.api.table import WriteResult
+from acidstore.config import SPARK_MASTER_ENV, environment
 from acidstore.errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -119,8 +120,7 @@ class DemoResult:
 def resolve_master(cli_value: str | None, environ: Mapping[str, str] | None = None) -> str:
     """The Spark master: ``--master`` wins over ``SPARK_MASTER``, which wins over
     ``local[*]``, so one can point the demo at a cluster without changing the command."""
-    env = os.environ if environ is None else environ
-    return cli_value or env.get("SPARK_MASTER") or DEFAULT_MASTER
+    return cli_value or environment(SPARK_MASTER_ENV, environ) or DEFAULT_MASTER
 
 
 @contextmanager

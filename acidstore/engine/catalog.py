@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from acidstore.config import ORC_COMPRESS_PROPERTY, TRANSACTIONAL_PROPERTY
 from acidstore.engine.core import WarehouseCore
 from acidstore.errors import AcidStoreError, InvalidInputError, LocationNotEmptyError
 from acidstore.format.orc.file_writer import check_compression
@@ -67,9 +68,10 @@ def create_table(core: WarehouseCore, name: str, schema: pa.Schema, *,
         check_bucketable(by_lower[column.lower()])
     relative = f"{database}.db/{table}"
     location = afs.join(core.location, relative)
-    props = {"transactional": "true", **{str(k): str(v) for k, v in (properties or {}).items()}}
+    props = {TRANSACTIONAL_PROPERTY: "true",
+             **{str(k): str(v) for k, v in (properties or {}).items()}}
     isolation_level(props, name)  # an unknown level is refused, not ignored
-    check_compression(props.get("orc.compress"), name)
+    check_compression(props.get(ORC_COMPRESS_PROPERTY), name)
     _refuse_occupied(core, database, table, location)
     info = core.resolved(core.metastore.create_table(NewTable(
         database, table, user, pa.schema(parts), bucket_cols,

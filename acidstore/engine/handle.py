@@ -20,6 +20,7 @@ from typing import Protocol
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from acidstore.config import LEASE_TTL_SECONDS, ORC_COMPRESS_PROPERTY
 from acidstore.engine.core import WarehouseCore
 from acidstore.engine.results import WriteResult
 from acidstore.engine.transaction import TransactionCore
@@ -35,8 +36,6 @@ from acidstore.sql.expressions import Predicate
 
 __all__ = ["LEASE_TTL_SECONDS", "AsOf", "HasHandle", "TableHandle", "handle_of"]
 
-#: how long a read's lease lasts unless renewed (a slow consumer of ``read_batches`` renews)
-LEASE_TTL_SECONDS = 300.0
 AsOf = int | datetime | None
 
 
@@ -88,7 +87,7 @@ class TableHandle:
     @property
     def compression(self) -> str:
         """The pyarrow codec every writer of this table uses (its ``orc.compress``)."""
-        return compression_codec(self.info.properties.get("orc.compress"))
+        return compression_codec(self.info.properties.get(ORC_COMPRESS_PROPERTY))
 
     def check_exists(self) -> None:
         """Refuse a dropped table; take the current catalog entry if its metadata changed

@@ -16,7 +16,6 @@ per (write id, bucket, statement) with no coordination between tasks.
 
 from __future__ import annotations
 
-import os
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +27,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from acidstore.config import LOCAL_THREADS
 from acidstore.engine.merge_match import (
     MergeSpec,
     match,
@@ -431,7 +431,7 @@ def run_units(units: Sequence[ChangeUnit], threads: int | None = None) -> list[U
     pyarrow and DuckDB release the GIL while they decode, evaluate and encode), sharing one
     SQL evaluator; outcomes in unit order. The embedded engine's executor, and each Spark
     task's over its share of the units (there with one thread: Spark runs a task per core)."""
-    budget = threads or min(4, os.cpu_count() or 1)
+    budget = threads or LOCAL_THREADS
     workers = max(1, min(len(units), budget))
     inner = max(1, budget // max(1, len(units)))  # threads left over, for each unit's files
     evaluator = SqlEvaluator()

@@ -36,6 +36,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from acidstore.config import SPARK_HEARTBEAT_SECONDS
 from acidstore.engine import idempotent
 from acidstore.engine.core import core_of
 from acidstore.engine.handle import TableHandle
@@ -338,7 +339,7 @@ class _SkippedWriter(DataSourceArrowWriter):
         return None
 
 
-HEARTBEAT_SECONDS = 60.0
+HEARTBEAT_SECONDS = SPARK_HEARTBEAT_SECONDS
 
 
 def _kept_alive(batches: Iterator[pa.RecordBatch], beat: Callable[[], None]

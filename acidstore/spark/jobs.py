@@ -8,7 +8,6 @@ commit message, and collect those: Spark returns exactly one successful attempt 
 
 from __future__ import annotations
 
-import os
 import pickle
 from collections.abc import Iterator, Sequence
 
@@ -19,6 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
 from pyspark.sql.types import IntegerType, StructField, StructType
 
+from acidstore.config import CPU_CORES, SPARK_DML_IN_DRIVER_CONF
 from acidstore.engine.executors import pack, spark_tasks
 from acidstore.engine.statement import ChangeUnit, UnitOutcome
 from acidstore.engine.statement import run_units as run_core_units
@@ -43,7 +43,7 @@ _OUTPUT = "output"
 
 #: the session setting that lets a local-mode session run a statement core's units in the
 #: driver's Python process ("false" unless set: they stay in Spark tasks)
-IN_DRIVER_ON_LOCAL = "spark.acidstore.dml.inDriverOnLocal"
+IN_DRIVER_ON_LOCAL = SPARK_DML_IN_DRIVER_CONF
 
 
 def _task(plan: TaskPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -110,7 +110,7 @@ def local_cores(master: str) -> int | None:
         return None
     slots = master[len("local["):-1].split(",", maxsplit=1)[0].strip()
     if slots == "*":
-        return os.cpu_count() or 1
+        return CPU_CORES
     return int(slots) if slots.isdigit() and int(slots) > 0 else None
 
 

@@ -30,12 +30,14 @@ import pyspark
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
+from acidstore.config import JVM_CACHE_ENV, XDG_CACHE_HOME_ENV, environment
+
 __all__ = ["CACHE_ENV", "SOURCE_CLASS", "install", "jar_path"]
 
 _log = logging.getLogger(__name__)
 
 #: where compiled jars are kept (a directory; default ``~/.cache/acidstore/jvm``)
-CACHE_ENV = "ACIDSTORE_JVM_CACHE"
+CACHE_ENV = JVM_CACHE_ENV
 #: the DataSource V2 provider the jar holds (``spark.read.format`` takes the class name)
 SOURCE_CLASS = "acidstore.jvm.AcidSource"
 _SOURCES = Path(__file__).parent / "java"
@@ -50,10 +52,10 @@ def _sources() -> list[Path]:
 
 
 def _cache_dir() -> Path:
-    configured = os.environ.get(CACHE_ENV)
+    configured = environment(JVM_CACHE_ENV)
     if configured:
         return Path(configured)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "acidstore" / "jvm"
+    return Path(environment(XDG_CACHE_HOME_ENV) or Path.home() / ".cache") / "acidstore" / "jvm"
 
 
 def _key() -> str:

@@ -36,6 +36,7 @@ import pyarrow.fs as pafs
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import DecimalType
 
+from acidstore.config import SPARK_JVM_READ_CONF
 from acidstore.engine.handle import TableHandle
 from acidstore.format.orc.schema import cast_to
 from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
@@ -52,7 +53,7 @@ from acidstore.spark.schema_mapping import FLAT_TYPES, flat, spark_schema
 __all__ = ["JVM_READ_CONF", "jvm_read"]
 
 #: Spark conf: "false" keeps ``toDF()`` off the Java reader (on by default where it loads)
-JVM_READ_CONF = "spark.acidstore.jvmRead"
+JVM_READ_CONF = SPARK_JVM_READ_CONF
 #: Spark conf the task sizes follow, as for Spark's own file reads
 _PARTITION_BYTES_CONF = "spark.sql.files.maxPartitionBytes"
 _MAGIC = 0x41434A32  # "ACJ2"

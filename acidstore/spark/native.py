@@ -43,6 +43,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from acidstore.config import SPARK_NATIVE_READ_CONF
 from acidstore.engine.handle import TableHandle
 from acidstore.format.orc.schema import ROW_ID_COLUMN
 from acidstore.format.writeids import RangeResponse, ValidTxnList, ValidWriteIdList
@@ -56,7 +57,7 @@ __all__ = ["NATIVE_READ_CONF", "NativePartition", "native_frame", "native_plan",
 #: Spark conf that turns the native path on ("true"; off by default: on the S1 table, after
 #: W2-W4's many small deltas, it measured 3.8x Spark's plain read against the Python path's
 #: 2.1x, and rebuilding timestamps cost another 2.5x; README "Spark (S1, S2)")
-NATIVE_READ_CONF = "spark.acidstore.nativeRead"
+NATIVE_READ_CONF = SPARK_NATIVE_READ_CONF
 
 _EVENT_COLUMNS = ("operation", "originalTransaction", "bucket", "rowId", "currentTransaction")
 _KEY = ["originalTransaction", "bucket", "rowId"]

@@ -9,7 +9,6 @@ run the vectorized reader (or the heap merge) and stream Arrow batches to Spark.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,6 +19,7 @@ import pyarrow.fs as pafs
 from pyspark.sql.datasource import CaseInsensitiveDict
 from pyspark.sql.types import StructType
 
+from acidstore.config import CPU_CORES, SPARK_LEASE_SECONDS, SPARK_PARTITION_BYTES
 from acidstore.engine import idempotent
 from acidstore.engine.handle import TableHandle
 from acidstore.errors import InvalidInputError, SchemaMismatchError, UnknownOptionError
@@ -43,10 +43,10 @@ __all__ = ["DRIVER_TXN_OPTIONS", "READ_OPTIONS", "WRITE_OPTIONS", "ReadOptions",
            "check_options", "driver_transaction", "merge_schema", "plan_read", "read_options",
            "read_schema", "read_snapshot", "replaces_whole_table", "run_read", "write_app"]
 
-DEFAULT_PARTITION_BYTES = 128 << 20
+DEFAULT_PARTITION_BYTES = SPARK_PARTITION_BYTES
 #: the planning process's cores: the default ``minPartitions`` (local mode: the executors')
-_CORES = os.cpu_count() or 1
-DEFAULT_LEASE_SECONDS = 3600.0
+_CORES = CPU_CORES
+DEFAULT_LEASE_SECONDS = SPARK_LEASE_SECONDS
 _TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no"}
 
 
