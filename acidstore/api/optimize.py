@@ -2,7 +2,7 @@
 
 Delta and Iceberg users look for compaction and cleaning on the table. The compactors and
 the cleaner live in the ``compaction`` package, which builds on this library, so the library
-cannot import it without a cycle (docs/architecture.md, "Layers").
+cannot import it without a cycle (docs/dev/architecture.md, "Layers").
 The dependency is inverted instead: this module says what a maintenance provider offers, and
 ``compaction`` registers one under the ``acidstore.maintenance`` entry-point group of the
 installed distribution. The provider is looked up when a method is called, never at import.

@@ -6,7 +6,7 @@ ROW__IDs) and routes each matched pair to the unit that holds its target row. A 
 receives only its pairs: every source row that matched one of its rows, with the target
 columns the MERGE names. Because every pair of a target row lands in that row's unit, the
 cardinality check is a uniqueness check of the pairs' ROW__IDs, in the same job. The clauses
-are chosen and evaluated by the same code as a broadcast MERGE (``statement_merge.match``,
+are chosen and evaluated by the same code as a broadcast MERGE (``merge_match.match``,
 joining the pairs back by their position), so both MERGEs decide identically.
 """
 

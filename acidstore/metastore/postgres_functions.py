@@ -8,17 +8,18 @@ clients together got at most one open and one commit per flush. Here:
 - opening a txn (with its planned writes), a heartbeat and a plain insert's commit are one
   function call each: one round trip, one statement, one WAL flush.
 
-The gap problem this creates, and why snapshots stay correct (docs/architecture.md, "Opening
-without a global lock", has the full argument): a txn id is handed out by ``nextval`` before
-the row of its txn is visible, so a snapshot may see txn 11 committed while txn 10's open is
-still in flight. ``acid_snapshot_v9`` therefore lists every id above the *floor* that has no
-visible row as open. The floor is a row of ``sequences`` (``txn_floor``): every txn id at or
-below it has a committed row (or had one, deleted by ``forget_aborted``). An open whose id is
-more than ``_FLOOR_LAG`` above the floor tries to raise it (``SKIP LOCKED``: never waits for
-another open doing the same); an id whose open never completed (the client died between
-``nextval`` and its commit) is filled with an aborted row once a later txn has been open for
-``gap_timeout`` microseconds. The row's primary key settles any race with a very late open of
-that id: the open fails with a unique violation and is retried under a new id.
+The gap problem this creates, and why snapshots stay correct (docs/dev/architecture.md, "The
+PostgreSQL metastore: opens and commits without a global lock", has the full argument): a txn
+id is handed out by ``nextval`` before the row of its txn is visible, so a snapshot may see txn
+11 committed while txn 10's open is still in flight. ``acid_snapshot_v9`` therefore lists every
+id above the *floor* that has no visible row as open. The floor is a row of ``sequences``
+(``txn_floor``): every txn id at or below it has a committed row (or had one, deleted by
+``forget_aborted``). An open whose id is more than ``_FLOOR_LAG`` above the floor tries to
+raise it (``SKIP LOCKED``: never waits for another open doing the same); an id whose open never
+completed (the client died between ``nextval`` and its commit) is filled with an aborted row
+once a later txn has been open for ``gap_timeout`` microseconds. The row's primary key settles
+any race with a very late open of that id: the open fails with a unique violation and is
+retried under a new id.
 
 Function names carry the schema version they belong to, so a newer acidstore replaces them
 under new names instead of changing what an older client calls. Version 9 judges each txn by

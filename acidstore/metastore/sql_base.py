@@ -240,7 +240,7 @@ class SqlBase(ABC):
         """The open txns' snapshots and the leases the catalogue holds, then those of a lease
         store apart. The two are not read at one moment, and need not be: a lease recorded
         after this read belongs to a reader that checks, once it holds it, for what committed
-        since its snapshot (``time_travel.lease_snapshot``, docs/architecture.md)."""
+        since its snapshot (``time_travel.lease_snapshot``, docs/dev/architecture.md)."""
         def body(conn: Session) -> tuple[int, list[tuple[ValidTxnList, ValidWriteIdList]]]:
             row = self._table_row(conn, table)
             return int(row["table_id"]), queue.live_snapshots(

@@ -2,17 +2,18 @@
 
 Only the Spark driver talks to the metastore. A read's snapshot, a write's write id and
 statement ids, a DML unit's files: the driver plans them and ships them to the tasks as values
-(``spark/reading.py``, ``spark/writing.py``, the statement core's units), so a task needs the
-filesystem only. On a cluster that matters twice: an executor often cannot reach the metastore
-at all (a SQLite file on the driver's disk, a PostgreSQL server behind the driver's network),
-and one that can would open a connection per task (thousands per job) on a server sized for a
-handful of clients. So instead of trusting every code path to stay off the metastore, both
-backends refuse to open a connection inside a Spark task (``MetastoreInTaskError``).
+(``spark/read_tasks.py``, ``engine/task_writes.py``, the statement core's units), so a task
+needs the filesystem only. On a cluster that matters twice: an executor often cannot reach the
+metastore at all (a SQLite file on the driver's disk, a PostgreSQL server behind the driver's
+network), and one that can would open a connection per task (thousands per job) on a server
+sized for a handful of clients. So instead of trusting every code path to stay off the
+metastore, both backends refuse to open a connection inside a Spark task
+(``MetastoreInTaskError``).
 
 Two sanctioned exceptions go through ``permit_in_task``, both bookkeeping that only a task
 can do and both skipped where the executor cannot reach the metastore: the heartbeat of a
 ``df.write`` transaction, which has no long-lived driver process to keep it alive
-(``spark/locate.py``), and a read task's snapshot lease, released when the task has read
+(``spark/options.py``), and a read task's snapshot lease, released when the task has read
 its files (Spark tells no driver-side code that a data source's read is over;
 ``spark/leases.py``). Neither plans, allocates or commits anything.
 

@@ -1,6 +1,6 @@
 """A read's filter evaluated by numpy when it is only integer ranges (``k < 10``).
 
-The generic path evaluates a filter with Arrow compute (``arrow_sql``) or DuckDB and hands
+The generic path evaluates a filter with Arrow compute (``sql.compiled``) or DuckDB and hands
 back an Arrow boolean array, which a reader then turns into a numpy mask (the ROW__ID arrays
 it filters are numpy): a bitmap built and unpacked again for every stripe. A filter that is
 an AND of ``col <op> n``, ``col BETWEEN n AND m`` and ``col IN (n, ...)`` terms on integer

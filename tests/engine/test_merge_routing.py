@@ -1,5 +1,5 @@
 """A MERGE whose ON condition equates the bucketing column hands each unit only the source
-rows that hash to its bucket (``statement_merge.route_by_bucket``), and changes exactly what
+rows that hash to its bucket (``merge_match.route_by_bucket``), and changes exactly what
 the same MERGE changes when every unit joins the whole source; with pre-ACID originals in
 play (which need not sit in their hash's bucket) nothing is routed."""
 

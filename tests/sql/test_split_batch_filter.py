@@ -1,4 +1,4 @@
-"""``SplitBatch.filter`` (read/source.py) keeps the rows a mask keeps: its shortcuts for a
+"""``SplitBatch.filter`` (read/split_source.py) keeps the rows a mask keeps: its shortcuts for a
 mask that keeps every row (the same arrays) or none (empty slices) must answer what Arrow's
 own filter answers, rows, keys and NULL structs alike."""
 

@@ -1,4 +1,4 @@
-"""The cleaner and a PostgreSQL open in flight (docs/architecture.md, the gap problem).
+"""The cleaner and a PostgreSQL open in flight (docs/dev/architecture.md, the gap problem).
 
 A PostgreSQL open takes its txn id and its snapshot before its row is visible; until it
 commits, the cleaner cannot see that snapshot among the open txns' ones. If an INSERT
