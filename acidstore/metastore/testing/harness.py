@@ -12,6 +12,7 @@ a test opened is closed after it (``teardown_method``, which pytest calls).
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -38,7 +39,7 @@ SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 _CASES = "__contract_cases__"
 
 
-class MetastoreHarness:
+class MetastoreHarness(ABC):
     """The base of every contract: how a test reaches the store under test.
 
     A subclass implements ``make_metastore``. Every call within one test must open the
@@ -51,11 +52,11 @@ class MetastoreHarness:
     #: times) and heartbeat at a quarter of it; a backend with a coarser clock sets more
     short_timeout: float = 1.0
 
+    @abstractmethod
     def make_metastore(self, *, timeout_seconds: float | None = None) -> Metastore:
         """A new client of this test's store; ``timeout_seconds``: the timeout of the
         transactions it opens (None: the backend's default). The timeout tests open one
         with a timeout of about a second, so a backend must accept fractions."""
-        raise NotImplementedError(f"{type(self).__name__} must implement make_metastore")
 
     def another_client(self, *, timeout_seconds: float | None = None) -> Metastore:
         """A new handle on this test's store, closed after the test."""
