@@ -18,6 +18,7 @@ import pytest
 import acidstore
 from acidstore import Warehouse
 from acidstore.errors import (
+    CorruptFileError,
     InvalidInputError,
     InvalidPartitionValueError,
     LocationNotEmptyError,
@@ -383,3 +384,36 @@ def test_nested_timestamps_no_reader_can_read_back_are_refused_before_anything_m
     assert files_below(source) == before
     with pytest.raises(TableNotFoundError):
         wh.table("db.t")
+
+
+def test_a_file_that_fails_while_placed_puts_every_file_back(wh: Warehouse,
+                                                             tmp_path: Path) -> None:
+    """A Parquet file whose schema reads but whose data does not decode fails only when its
+    unit rewrites it, after other units may have moved their files: the adoption raises
+    ``CorruptFileError`` naming it, every ORC file is back at its source, no rewritten file
+    stays in the table's location, and the table is gone."""
+    source = tmp_path / "lake"
+    for dt in ("a", "b", "c"):
+        (source / f"dt={dt}").mkdir(parents=True)
+        po.write_table(rows([1, 2]), str(source / f"dt={dt}" / "part-0.orc"))
+        pq.write_table(rows([3, 4]), str(source / f"dt={dt}" / "part-1.parquet"))
+    culprit = source / "dt=b" / "part-2.parquet"
+    pq.write_table(pa.table({"id": list(range(5000)), "v": [f"v{i}" for i in range(5000)],
+                             "ts": pa.array([i * 1_000_000 for i in range(5000)],
+                                            pa.timestamp("us"))}, schema=USER),
+                   str(culprit), compression="zstd", write_statistics=False)
+    data = bytearray(culprit.read_bytes())
+    metadata = pq.ParquetFile(str(culprit)).metadata.row_group(0).column(1)
+    middle = metadata.data_page_offset + metadata.total_compressed_size // 2
+    data[middle:middle + 64] = bytes(64)  # inside the compressed pages of column v
+    culprit.write_bytes(bytes(data))
+    before = {str(p): p.read_bytes() for p in source.rglob("*") if p.is_file()}
+    with pytest.raises(CorruptFileError) as caught:
+        wh.adopt_table("db.t", source, partition_by=["dt"])
+    assert str(culprit) in str(caught.value)
+    after = {str(p): p.read_bytes() for p in source.rglob("*") if p.is_file()}
+    assert after == before  # every file back, unchanged
+    with pytest.raises(TableNotFoundError):
+        wh.table("db.t")
+    location = Path(wh.location) / "db.db" / "t"
+    assert not location.exists() or not [p for p in location.rglob("*") if p.is_file()]
