@@ -252,7 +252,6 @@ class ValidCompactorWriteIdList(ValidWriteIdList):
         return self
 
 
-
 @dataclass(frozen=True)
 class ValidTxnWriteIdList:
     """Per-table write-id lists of one transaction (conf ``hive.txn.tables.valid.writeids``).

@@ -260,8 +260,6 @@ def read_bytes(fs: pafs.FileSystem, path: str) -> bytes:
     return data
 
 
-
-
 def make_dirs(fs: pafs.FileSystem, path: str) -> None:
     """Create ``path`` and its missing parents (nothing if it exists)."""
     with storage_errors(path, action="create a directory"):

@@ -145,7 +145,6 @@ def _open_remote(target: Target, uri: str) -> tuple[Warehouse, TableHandle]:
                              f"(warehouse {target.warehouse})")
 
 
-
 def heartbeat(target: Target, txn_id: int) -> None:
     """Keep a transaction alive from an executor, when the executor can reach the metastore.
 

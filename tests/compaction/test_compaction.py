@@ -451,7 +451,6 @@ def test_spark_engine_writes_the_same_output(t: Table, wh: Warehouse,
         t.to_arrow()
 
 
-
 def test_overlapping_compactions_of_one_partition_cannot_both_commit(wh: Warehouse) -> None:
     """Two compactions of one partition with different snapshots (found by the chaos test):
     a major one's ``base_3`` and a minor one's ``delta_1_5``, which it did not see, overlap

@@ -46,7 +46,6 @@ B0 = 536870912  # V1(bucket 0, statement 0) = 0x20000000
 B1 = 536936448  # V1(1, 0) = 0x20010000
 
 
-
 def with_rid(r: Row, write_id: int, bucket: int, row_id: int) -> Row:
     return {**r, "row__id": rid(write_id, bucket, row_id)}
 
@@ -144,7 +143,6 @@ def test_acid_field_names_any_case(tmp_path: Path, case: str) -> None:
     assert read(root, schema=SCHEMA, with_row_id=True) == [with_rid(row(2, "y"), 1, B0, 1)]
     assert read(root, schema=SCHEMA, with_row_id=True, write_ids="t:1:9223372036854775807::"
                 ) == [with_rid(row(1, "x"), 1, B0, 0), with_rid(row(2, "y"), 1, B0, 1)]
-
 
 
 def test_acid_field_names_refuses_event_names_with_other_types() -> None:

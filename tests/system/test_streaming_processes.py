@@ -118,7 +118,6 @@ def test_readers_beside_the_writer_see_whole_committed_transactions_only(
         assert on_disk == committed  # an aborted transaction wrote no file at all
 
 
-
 def _max_write_id(name: str) -> int:
     parsed = parse_directory(name)
     assert isinstance(parsed, ParsedDelta)

@@ -88,7 +88,6 @@ class WrittenFile:
     last_key: RowKey | None
 
 
-
 def encode_error(exc: Exception, path: str) -> SchemaMismatchError:
     """The error for rows pyarrow's ORC writer refused: a column type it has no encoding for
     (tables declared one before ``orc.types`` refused them at ``create_table``). The request
@@ -142,7 +141,6 @@ def check_event_schema(schema: pa.Schema) -> None:
     """Refuse anything but the ACID event columns, in Hive's order."""
     if tuple(schema.names) != ACID_FIELDS:
         raise ValueError(f"events must have the ACID event schema, got {schema.names}")
-
 
 
 def write_event_file(fs: pafs.FileSystem, path: str, events: pa.Table, *,
