@@ -303,8 +303,9 @@ class AcidWriter(DataSourceArrowWriter):
             except BaseException as exc:
                 if txn.state == "open":
                     txn.abort(f"Spark commit failed: {type(exc).__name__}: {exc}")
-                self._remove_staging()
                 raise
+            finally:  # what is left there never becomes visible: failed attempts' files
+                self._remove_staging()
         finally:
             wh.close()
 

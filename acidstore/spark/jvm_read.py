@@ -16,8 +16,8 @@ takes the next path: pre-ACID original files (synthetic ROW__IDs), streaming del
 checks), files not on local disk, more delete events than a registry holds, a ``filter``
 option (SQL the embedded engine evaluates) and column types outside
 ``spark.schema.FLAT_TYPES`` (partition columns: no decimals either).
-tests/test_spark_jvm_read.py and tests/test_spark_read_shapes.py hold every read shape to the
-embedded reader's rows.
+tests/spark/test_spark_jvm_read.py and tests/spark/test_spark_read_shapes.py hold every read
+shape to the embedded reader's rows.
 """
 
 from __future__ import annotations

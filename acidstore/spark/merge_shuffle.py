@@ -42,6 +42,7 @@ from acidstore.engine.merge_match import (
 from acidstore.engine.statement import (
     ChangeUnit,
     UnitOutcome,
+    conformed_parts,
     plan_inserts,
     row_ids,
     run_units,
@@ -273,7 +274,6 @@ def _insert_not_matched(txn: TransactionCore, table: TableHandle, spec: MergeSpe
 def _write_inserts(txn: TransactionCore, table: TableHandle, rows: DataFrame, parts: list[str]
                    ) -> tuple[list[ChangeUnit], list[UnitOutcome]]:
     target = writes.statement_target(table)
-    full = target.full_schema
     present = rows.select(*parts).distinct().toArrow() if parts else (
         pa.table({}) if rows.isEmpty() else pa.table({"__one": [1]}))
     if not present.num_rows:
@@ -293,8 +293,8 @@ def _write_inserts(txn: TransactionCore, table: TableHandle, rows: DataFrame, pa
         if not batched:
             return
         given = pa.Table.from_batches(batched)
-        mine = plan_inserts(target, conform(given, full, where=f"MERGE into {target.name}"),
-                            txns=first.txns, write_ids=first.write_ids,
+        parts_given = conformed_parts(target, given, f"MERGE into {target.name}")
+        mine = plan_inserts(target, parts_given, txns=first.txns, write_ids=first.write_ids,
                             write_id=first.write_id, statement=first.statement)
         for unit in mine:
             if unit.partition not in planned:

@@ -12,7 +12,7 @@ names some event columns) would then fail in the task, or worse, map a pruned ``
 the wrong column. So every scan sits under a guard filter that names all six event columns,
 ``row`` as a whole (``isnotnull(row)``: Spark's nested pruning keeps the full struct for it),
 and the optimizer cannot fold away (none of the columns is known to be non-null).
-tests/test_spark_native_read.py pins that with every query shape, values checked.
+tests/spark/test_spark_native_read.py pins that with every query shape, values checked.
 
 What the guard cannot make safe falls back to the Python data source (``native_plan`` returns
 None): pre-ACID original files (synthetic ROW__IDs), streaming deltas with side files, deltas

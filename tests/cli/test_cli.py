@@ -54,7 +54,7 @@ def test_demo_master_comes_from_the_flag_then_spark_master_then_local() -> None:
 
 def test_demo_command_passes_its_options(monkeypatch: pytest.MonkeyPatch,
                                          tmp_path: Path) -> None:
-    """The wiring only: the pipeline itself runs in tests/test_demo.py on the suite's one
+    """The wiring only: the pipeline itself runs in tests/cli/test_demo.py on the suite's one
     SparkSession (this test must not start another)."""
     calls: list[tuple[Path, dict[str, object]]] = []
     monkeypatch.setattr(cli_example, "run_demo",

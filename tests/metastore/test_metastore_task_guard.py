@@ -3,7 +3,7 @@
 The tasks run in the shared local session's Python workers, which set ``TaskContext`` exactly
 as an executor's do. The functions shipped to them are pickled by value (the workers cannot
 import this module). The other half of the promise, that acidstore's own Spark jobs pass the
-guard, is proven by every Spark test and by the cluster test (``tests/test_cluster.py``),
+guard, is proven by every Spark test and by the cluster test (``tests/system/test_cluster.py``),
 whose executors run on workers of their own.
 """
 

@@ -28,7 +28,7 @@ from acidstore.read.splits import Split
 from acidstore.read.vectorized import read_split
 
 #: (write id, statement, events) in key order; ORC cuts the file every 9,000 events (see
-#: tests/test_read_constant_keys.py): 4 stripes, stripe 0 of write id 2 alone and stripe 3 of
+#: tests/read/test_read_constant_keys.py): 4 stripes, stripe 0 of write id 2 alone and stripe 3 of
 #: write id 5 alone (their keys decode lean), stripes 1 and 2 of two write ids or statements
 STATEMENTS = ((2, 0, 9000), (3, 0, 4500), (4, 0, 4500), (4, 1, 4500), (5, 0, 13500))
 ROWS_PER_STRIPE = 4500

@@ -1,6 +1,6 @@
 """A MERGE that matches a target row twice, and Spark jobs that fail part-way, change nothing.
 
-tests/test_spark_dml.py checks the cardinality error of a MERGE given as SQL strings (the
+tests/spark/test_spark_dml.py checks the cardinality error of a MERGE given as SQL strings (the
 statement core); here every MERGE path is checked on a table with pre-ACID originals (the
 duplicated match is an original row, write id 0) in several partitions and buckets, so other
 units and tasks of the job do write files before it fails: the statement core with SQL

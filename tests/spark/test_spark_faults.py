@@ -8,7 +8,7 @@ naming the aborted transaction with Spark's exception as its cause, the table is
 no staging directory is left, the next write works, and after the cleaner ``fsck`` finds
 nothing. An acidstore error raised inside a task arrives as its own class, with its
 attributes; ``load()`` raises it too, while a DataFrame's actions raise Spark's exception,
-from which ``typed_error`` rebuilds it. ``tests/test_spark_storage_faults.py`` fills the
+from which ``typed_error`` rebuilds it. ``tests/spark/test_spark_storage_faults.py`` fills the
 disk under Spark's tasks.
 """
 
@@ -193,11 +193,12 @@ def _before(t: Table) -> tuple[list[str], list[Any]]:
 
 def test_update_lost_to_a_killed_worker(spark: SparkSession, table: Table,
                                         tmp_path: Path) -> None:
-    """A Column UPDATE: Spark evaluates the SET value (the holding UDF, at id 3) and two
-    tasks stage their files; the other task's are staged when the worker dies."""
+    """A Column UPDATE: Spark evaluates the SET value (the holding UDF, at id 3) in the
+    job's first stage, before the changed rows are routed to the tasks that write each
+    unit's files (``df.write`` below dies with another task's files staged)."""
     at = _acid(spark, table)
     before = _before(table)
-    killer = WorkerKiller(spark, tmp_path, ready=_staged(table))
+    killer = WorkerKiller(spark, tmp_path)
     killer.start()
     with pytest.raises(SparkJobFailedError) as caught:
         at.update(F.lit(True), {"amount": held(tmp_path, 30, F.col("amount")) + 1})

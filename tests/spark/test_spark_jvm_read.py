@@ -7,7 +7,7 @@ column alone and together, with and without ``row__id`` (whole or one field of i
 partitioned tables with int, date and string partitions (a NULL one too), after updates,
 deletes and compactions, and check the values against the embedded reader (files written
 before ``add_columns`` and timestamps in a zone with DST: in
-tests/test_spark_native_read.py, for both JVM readers); they pin what the Java reader must
+tests/spark/test_spark_native_read.py, for both JVM readers); they pin what the Java reader must
 not take (the next path reads it, with the same rows), that a DataFrame reads the snapshot
 taken when it was made, and that damaged or missing files stop the read instead of returning
 fewer rows.

@@ -6,7 +6,7 @@ partitioned (NULL partition included) and bucketed, holds pre-ACID original file
 and inserts, updates and deletes. Each shape is run by Spark and, as the same SQL, by DuckDB
 over ``Table.to_arrow`` of the same snapshot: counts, projections of only the partition column,
 filters on data, partition and ``row__id`` columns (which PySpark never pushes to the source:
-see tests/test_spark_pushdown_guard.py), aggregates, self joins and joins with other
+see tests/spark/test_spark_pushdown_guard.py), aggregates, self joins and joins with other
 DataFrames, joins of two snapshots (as-of reads), Spark SQL over a temporary view, ordered
 limits. Shapes that drop every column (``count()``) or keep only the partition column are the
 ones a reader on Spark's own ORC path would break on (issue 11), so they are pinned here

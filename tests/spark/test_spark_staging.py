@@ -5,7 +5,7 @@ Each removes its own ``txn_<id>`` directory and then the root only if that is em
 moment (an ``rmdir``), so another job's staged files are never taken with it; the cleaner
 removes the staging area a dead write left, and then the root. (The Spark writes themselves,
 succeeding and failing, are checked to leave no staging directory in
-``tests/test_spark_faults.py``.)
+``tests/spark/test_spark_faults.py``.)
 """
 
 from __future__ import annotations

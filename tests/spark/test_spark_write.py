@@ -42,6 +42,7 @@ from acidstore.engine.task_writes import (
     write_task,
 )
 from acidstore.errors import InvalidInputError, SchemaMismatchError
+from acidstore.format.layout import STAGING_DIR
 from acidstore.format.orc.codec import decode
 from acidstore.spark import AcidTable
 from acidstore.spark.typed_errors import typed_error
@@ -334,3 +335,19 @@ def test_idempotent_writes_through_options_and_acid_table(spark: SparkSession,
             writer.save(t.name)
         assert isinstance(typed_error(refused.value), InvalidInputError), options
     assert t.history().num_rows == 2
+
+
+def test_successful_writes_leave_no_staging_directory(spark: SparkSession,
+                                                      wh: Warehouse) -> None:
+    """Each Spark write removes its staging area when it commits, not only when it fails:
+    ``df.write`` (committed by the data source's commit worker), ``AcidTable.insert`` and a
+    DML statement whose rows Spark computes all leave no ``_acidstore_staging`` behind."""
+    t = new_table(wh, buckets=2)
+    staging = Path(t.location) / STAGING_DIR
+    save(to_spark(spark, make_rows(range(10))).repartition(2), t, "append")
+    assert not staging.exists()
+    spark_table(spark, t).insert(to_spark(spark, make_rows(range(10, 20))).repartition(2))
+    assert not staging.exists()
+    spark_table(spark, t).update(F.col("id") < 5, {"amount": F.col("amount") + 1})
+    assert not staging.exists()
+    assert t.to_arrow().num_rows == 20

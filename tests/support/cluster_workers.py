@@ -1,8 +1,8 @@
 """The cluster test's second Spark application: DML and a Spark compaction on a cluster.
 
-    python tests/cluster_workers.py MASTER WAREHOUSE METASTORE
+    python tests/support/cluster_workers.py MASTER WAREHOUSE METASTORE
 
-Run as a process of its own (tests/test_cluster.py), because a SparkContext on a standalone
+Run as a process of its own (tests/system/test_cluster.py), because a SparkContext on a standalone
 master cannot live beside the test suite's shared local session. It works on the table the
 demo left (``shop.orders``): first a probe, a task per executor that tries to open the
 metastore and must be refused (so the guard is live in the executors' Python workers, which

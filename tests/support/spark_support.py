@@ -123,7 +123,7 @@ def forget_recorded_sizes(wh: Warehouse) -> None:
     """Make the record of every committed write and compaction one from before metastore
     schema 11, which kept no file sizes: a test that rewrites a committed file by hand to
     corrupt it then reaches the reader's own checks, which planning's size check (the first
-    line of defence, tests/test_layout_integrity.py) would otherwise never let it see."""
+    line of defence, tests/format/test_layout_integrity.py) would otherwise never let it see."""
     with sqlite3.connect(Path(wh.location) / DEFAULT_METASTORE_FILE) as db:
         db.execute("UPDATE components SET bucket_files = NULL")
         db.execute("UPDATE compaction_outputs SET bytes = 0")

@@ -4,7 +4,7 @@ A master and two workers (1 core each) run as JVM processes of their own, starte
 ``spark-class`` from the installed pyspark package; the warehouse is one directory every
 process shares (what HDFS or S3 is on a real cluster). ``acidstore demo --master spark://...
 --metastore postgresql://...`` runs through the command-line entry point, then a second
-application (``tests/cluster_workers.py``) runs UPDATE, DELETE and MERGE through
+application (``tests/support/cluster_workers.py``) runs UPDATE, DELETE and MERGE through
 ``AcidTable`` and a major compaction with ``engine="spark"`` on the same cluster. The rows are
 checked against the demo's plain-Python model (``test_demo.model``) with that DML applied.
 
@@ -187,7 +187,7 @@ def test_demo_dml_and_compaction_on_a_standalone_cluster(
     assert not (warehouse / "_acidstore_metastore.db").exists()  # the catalogue is PostgreSQL
 
     dml = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "cluster_workers.py"), cluster.url,
+        [sys.executable, str(ROOT / "tests" / "support" / "cluster_workers.py"), cluster.url,
          str(warehouse), metastore], env=env, capture_output=True, text=True, timeout=600,
         check=False)
     assert dml.returncode == 0, f"{dml.stdout}\n{dml.stderr[-5000:]}\n{cluster.logs()}"
