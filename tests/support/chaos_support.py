@@ -456,6 +456,12 @@ def check(wh: Warehouse, entries: list[Entry], reads: list[dict[str, Any]],
         if end.get("changed") == 0:
             read_only.add(e.txn)
             continue  # wrote nothing: read-only, serialised at its snapshot
+        if write_id is None:
+            # committed without writing the table: an idempotent write whose version was
+            # committed already, or a statement no file could match, whose process was
+            # killed before it logged its end
+            assert e.end is None, f"reported changing rows, but wrote nothing: {where}"
+            continue
         committed.append((info.commit_seq, e, write_id))
     ours = {e.txn for _, e, _ in committed}
     stray = [h for h in metastore.history(TABLE) if h.txn_id > before_txn
