@@ -62,8 +62,14 @@ def python_workers(spark: SparkSession) -> set[int]:
     children forked, which run tasks (and, from daemons of their own, plan and commit a
     data source's work)."""
     jvm = psutil.Process(spark.sparkContext._gateway.proc.pid)  # type: ignore[union-attr]
-    daemons = [p for p in jvm.children() if "pyspark.daemon" in " ".join(p.cmdline())]
-    return {worker.pid for daemon in daemons for worker in daemon.children()}
+    workers: set[int] = set()
+    for child in jvm.children():
+        try:
+            if "pyspark.daemon" in " ".join(child.cmdline()):
+                workers.update(worker.pid for worker in child.children())
+        except psutil.NoSuchProcess:  # ended, or a zombie the JVM has not reaped yet (an
+            continue  # earlier killed worker's daemon or a helper command; its cmdline raises)
+    return workers
 
 
 def held(barrier: Path, value: int, column: Column) -> Column:
@@ -158,12 +164,23 @@ def _write(df: DataFrame, t: Table) -> None:
         .mode("append").save(t.name)
 
 
-def _lost(spark: SparkSession, t: Table, caught: pytest.ExceptionInfo[SparkJobFailedError],
+def _killed(killer: WorkerKiller, write: Callable[[], object]) -> tuple[SparkJobFailedError, int]:
+    """Runs ``write`` while ``killer`` waits for its task; the killer's own account comes first,
+    so a kill that never landed says why instead of "DID NOT RAISE"."""
+    killer.start()
+    try:
+        write()
+    except SparkJobFailedError as error:
+        return error, killer.finish()
+    killed = killer.finish()
+    raise AssertionError(f"the write succeeded although worker {killed} was killed")
+
+
+def _lost(spark: SparkSession, t: Table, error: SparkJobFailedError,
           killed: int, before: tuple[list[str], list[Any]]) -> None:
     """What a write lost to a killed worker must leave: the typed error naming its aborted
     transaction, the worker gone and the driver's session working, the table unchanged with
     no staging area."""
-    error = caught.value
     assert isinstance(error, CommitFailedError)
     assert is_spark_failure(error.__cause__), repr(error.__cause__)  # type: ignore[arg-type]
     assert "Python worker exited unexpectedly" in error.reason, error.reason
@@ -198,11 +215,9 @@ def test_update_lost_to_a_killed_worker(spark: SparkSession, table: Table,
     unit's files (``df.write`` below dies with another task's files staged)."""
     at = _acid(spark, table)
     before = _before(table)
-    killer = WorkerKiller(spark, tmp_path)
-    killer.start()
-    with pytest.raises(SparkJobFailedError) as caught:
-        at.update(F.lit(True), {"amount": held(tmp_path, 30, F.col("amount")) + 1})
-    _lost(spark, table, caught, killer.finish(), before)
+    error, killed = _killed(WorkerKiller(spark, tmp_path), lambda: at.update(
+        F.lit(True), {"amount": held(tmp_path, 30, F.col("amount")) + 1}))
+    _lost(spark, table, error, killed, before)
 
     at.update("id = 3", {"amount": "amount + 1"})
     assert table.to_arrow(filter="id = 3").column("amount").to_pylist() == [31]
@@ -217,14 +232,12 @@ def test_merge_lost_to_a_killed_worker(spark: SparkSession, table: Table,
     before = _before(table)
     rows = make_rows([1, 2, 50, 51], name="s")
     source = to_spark(spark, rows).filter(held(tmp_path, 50, F.col("id")) >= 0)
-    killer = WorkerKiller(spark, tmp_path)
-    killer.start()
     spark.conf.set("spark.acidstore.merge.maxSourceBytes", "0")
     try:
-        with pytest.raises(SparkJobFailedError) as caught:
-            at.alias("t").merge(source.alias("s"), "t.id = s.id") \
-                .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
-        _lost(spark, table, caught, killer.finish(), before)
+        error, killed = _killed(WorkerKiller(spark, tmp_path), lambda: at.alias("t").merge(
+            source.alias("s"), "t.id = s.id").whenMatchedUpdateAll().whenNotMatchedInsertAll()
+            .execute())
+        _lost(spark, table, error, killed, before)
 
         at.alias("t").merge(to_spark(spark, rows).alias("s"), "t.id = s.id") \
             .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
@@ -242,11 +255,9 @@ def test_df_write_lost_to_a_killed_worker(spark: SparkSession, table: Table,
     before = _before(table)
     rows = to_spark(spark, make_rows(range(100, 110))).repartition(2)
     holding = rows.withColumn("amount", held(tmp_path, 1000, F.col("amount")))
-    killer = WorkerKiller(spark, tmp_path, ready=_staged(table))
-    killer.start()
-    with pytest.raises(SparkJobFailedError) as caught:
-        _write(holding, table)
-    _lost(spark, table, caught, killer.finish(), before)
+    error, killed = _killed(WorkerKiller(spark, tmp_path, ready=_staged(table)),
+                            lambda: _write(holding, table))
+    _lost(spark, table, error, killed, before)
 
     _write(holding, table)  # released: the same DataFrame writes now
     assert sorted(table.to_arrow(filter="id >= 100").column("id").to_pylist()) == \
