@@ -20,6 +20,9 @@ Every message says what went wrong and where (a path, table or transaction id).
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
+
 __all__ = [
     "AcidStoreError",
     "CatalogError",
@@ -43,6 +46,7 @@ __all__ = [
     "MetastoreInTaskError",
     "MetastoreRequiredError",
     "MetastoreVersionError",
+    "MissingDependencyError",
     "NotEnoughHistoryError",
     "ReadOnlyWarehouseError",
     "SchemaMismatchError",
@@ -63,6 +67,7 @@ __all__ = [
     "StorageFullError",
     "StoragePermissionError",
     "WriteConflictError",
+    "import_optional",
     "required_condition",
 ]
 
@@ -377,3 +382,37 @@ class StoragePermissionError(StorageError):
 
 class NotEnoughHistoryError(AcidStoreError):
     """The snapshot needs write ids that a compacted base has already folded away."""
+
+
+# --- the install lacks an optional package ----------------------------------------------------
+
+
+class MissingDependencyError(AcidStoreError, ImportError):
+    """A feature needs a package the install left out (PySpark, pandas, psycopg and Polars are
+    optional): ``package`` names it and ``install`` is the argument of the ``pip install``
+    that brings it. An ``ImportError`` too, so code that probes for the feature with
+    ``except ImportError`` keeps working."""
+
+    def __init__(self, package: str, install: str, feature: str) -> None:
+        super().__init__(f"{feature} needs {package}, which is not installed: "
+                         f"pip install '{install}'", name=package)
+        self.package = package
+        self.install = install
+        self.feature = feature
+
+    def __reduce__(self) -> tuple[type[MissingDependencyError], tuple[str, str, str]]:
+        # ImportError pickles its message only; Spark ships errors between processes
+        return type(self), (self.package, self.install, self.feature)
+
+
+def import_optional(module: str, install: str, feature: str) -> ModuleType:
+    """``module``, or ``MissingDependencyError`` saying that ``feature`` needs it and how to
+    install it. Only the absence of ``module``'s own top package is translated: an import
+    error inside an installed package is a broken install, and surfaces as itself."""
+    top = module.split(".", 1)[0]
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name != top:
+            raise
+        raise MissingDependencyError(top, install, feature) from exc

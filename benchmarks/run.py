@@ -19,6 +19,7 @@ from typing import Any
 from benchmarks import (
     data,
     workloads_compact,
+    workloads_import,
     workloads_ingest,
     workloads_small,
     workloads_spark,
@@ -176,6 +177,8 @@ def run(rows: int, workdir: Path, repeat: int, stripe_mb: int, only: set[str] | 
                                             ingest))
 
     cases.append(("W11", w11))
+    cases.append(("W13", lambda: results.extend(workloads_import.w13(
+        Bench.children(dict, repeat=repeat)))))
     for name, fn in cases:
         if want(name):
             fn()

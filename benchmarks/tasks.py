@@ -29,6 +29,7 @@ from acidstore.read.registry import load_registry
 from acidstore.read.splits import Split
 from benchmarks import data
 from benchmarks.tasks_compact import COMPACT_TASKS
+from benchmarks.tasks_import import IMPORT_TASKS
 from benchmarks.tasks_ingest import INGEST_TASKS
 from benchmarks.tasks_small import SMALL_TASKS
 from benchmarks.tasks_write import WRITE_TASKS, Task
@@ -139,7 +140,7 @@ TASKS: dict[str, Task] = {
     "noop": noop, "limit_scan": limit_scan, "acid_scan": acid_scan,
     "acid_decode": acid_decode, "registry_bytes": registry_bytes, **WRITE_TASKS,
     **{name: _spark_task(name) for name in ("spark_scan", "spark_change", "spark_compact")},
-    **COMPACT_TASKS, **INGEST_TASKS, **SMALL_TASKS,
+    **COMPACT_TASKS, **INGEST_TASKS, **SMALL_TASKS, **IMPORT_TASKS,
 }
 
 def peak_rss_mb() -> float:

@@ -13,17 +13,14 @@ from typing import Any
 
 import pyarrow as pa
 
+from acidstore.errors import import_optional
+
 __all__ = ["to_duckdb", "to_polars"]
 
 
 def to_polars(table: pa.Table) -> Any:
     """A ``polars.DataFrame`` of ``table`` (Polars is optional: ``pip install polars``)."""
-    try:
-        polars = importlib.import_module("polars")
-    except ModuleNotFoundError:
-        raise ModuleNotFoundError(
-            "to_polars() needs the polars package (pip install polars); to_arrow() and "
-            "to_batches() give Arrow data Polars reads without a copy") from None
+    polars = import_optional("polars", "polars", "Table.to_polars()")
     return polars.from_arrow(table)
 
 

@@ -20,6 +20,7 @@ from acidstore.engine import writes
 from acidstore.engine.handle import TableHandle
 from acidstore.engine.results import WriteResult
 from acidstore.engine.schema_change import add_columns
+from acidstore.errors import import_optional
 from acidstore.format.writeids import ValidWriteIdList
 from acidstore.io.fs import storage_boundary
 from acidstore.read.changes import changes
@@ -85,7 +86,9 @@ class Table:
 
     def to_pandas(self, columns: Sequence[str] | None = None, filter: Predicate | None = None,
                   as_of: int | datetime | None = None) -> Any:
-        """``to_arrow(...).to_pandas()``: a pandas DataFrame of the table at a snapshot."""
+        """``to_arrow(...).to_pandas()``: a pandas DataFrame of the table at a snapshot
+        (pandas is optional: ``acidstore[pandas]``; checked before anything is read)."""
+        import_optional("pandas", "acidstore[pandas]", "Table.to_pandas()")
         return self.to_arrow(columns, filter, as_of).to_pandas()
 
     def to_polars(self, columns: Sequence[str] | None = None, filter: Predicate | None = None,

@@ -91,12 +91,26 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def format_rows(rows: Sequence[Row], columns: Sequence[str], *, empty: str) -> str:
+def value_cell(value: Any) -> str:
+    """A table's value as ``acidstore read`` shows it: exact (no rounding, full timestamps),
+    NULL for a null."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def format_rows(rows: Sequence[Row], columns: Sequence[str], *, empty: str,
+                cell: Callable[[Any], str] = _cell) -> str:
     """Rows as a table of left-aligned columns under a header; ``empty`` when there are
-    none (a blank output would look like a failure)."""
+    none (a blank output would look like a failure). ``cell`` renders a value: by default
+    compactly, for the metastore's listings."""
     if not rows:
         return empty
-    cells = [[_cell(row.get(c)) for c in columns] for row in rows]
+    cells = [[cell(row.get(c)) for c in columns] for row in rows]
     widths = [max(len(c), *(len(line[i]) for line in cells)) for i, c in enumerate(columns)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
     lines += ["  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip()

@@ -22,7 +22,7 @@ from acidstore.cli.common import (
 )
 from acidstore.cli.progress import ProgressBar
 from acidstore.config import RETENTION_SECONDS
-from acidstore.errors import InvalidInputError
+from acidstore.errors import InvalidInputError, import_optional
 from compaction import compact, run_every, run_once
 from compaction.compactor import CompactionResult
 from compaction.scheduler import PassSummary, parse_interval
@@ -54,6 +54,7 @@ def add_compact_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]
 def _spark(args: argparse.Namespace) -> SparkSession | None:
     if args.engine != "spark":
         return None
+    import_optional("pyspark", "acidstore[spark]", "compact --engine spark")
     from pyspark.sql import SparkSession
 
     spark = (SparkSession.builder.master(args.master).appName("acidstore-compact")

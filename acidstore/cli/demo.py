@@ -41,7 +41,7 @@ import pyarrow as pa
 from acidstore.api.connect import connect
 from acidstore.api.table import WriteResult
 from acidstore.config import SPARK_MASTER_ENV, environment
-from acidstore.errors import InvalidInputError
+from acidstore.errors import InvalidInputError, import_optional
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -200,6 +200,7 @@ def run_demo(warehouse: str | os.PathLike[str], *, spark: SparkSession | None = 
     out = out or sys.stdout
     if spark is not None:
         return _pipeline(spark, location, orders, out, metastore)
+    import_optional("pyspark", "acidstore[spark]", "the demo")  # before a word is printed
     url = resolve_master(master)
     print(f"starting Spark ({url}) ...", file=out, flush=True)  # the JVM takes seconds
     with spark_session(url) as session:

@@ -53,7 +53,7 @@ Reading data (a directory, or --warehouse PATH TABLE):
 
 Trying it out:
   example DIR                 write a small example table to look at
-  demo                        an order pipeline on Spark
+  demo                        an order pipeline on Spark (the spark extra)
 
 A warehouse must exist for every command except demo: a misspelled --warehouse is an error,
 never a new empty warehouse. Errors print "acidstore: ErrorType: message" and exit with 2.

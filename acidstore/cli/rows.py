@@ -18,7 +18,9 @@ from acidstore.api.pairing import WAREHOUSE_ENV
 from acidstore.cli.common import (
     METASTORE_HELP,
     emit,
+    format_rows,
     handle,
+    value_cell,
 )
 from acidstore.cli.target import Located, locate, table_partition_dirs
 from acidstore.errors import InvalidInputError, TableNotFoundError
@@ -223,5 +225,6 @@ def run_read(args: argparse.Namespace) -> None:
 
 
 def _read_text(shown: pa.Table, total: int, splits: int) -> str:
-    rows = shown.to_pandas().to_string(index=False) if shown.num_rows else "(no rows)"
+    rows = format_rows(shown.to_pylist(), shown.column_names, empty="(no rows)",
+                       cell=value_cell)
     return f"{rows}\n\n{total} row(s) from {splits} split(s)"

@@ -11,7 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from acidstore.errors import AcidStoreError, MetastoreConnectionError, MetastoreError
+from acidstore.errors import (
+    AcidStoreError,
+    MetastoreConnectionError,
+    MetastoreError,
+    import_optional,
+)
 from acidstore.metastore.sql import NamedRow
 
 if TYPE_CHECKING:
@@ -34,13 +39,7 @@ _GONE = frozenset({"57P01", "57P02", "57P03"})
 
 
 def _driver() -> Any:
-    try:
-        import psycopg
-    except ImportError as exc:  # pragma: no cover - the dev install has it
-        raise MetastoreError(
-            "a PostgreSQL metastore needs psycopg 3: pip install 'acidstore[postgresql]'"
-        ) from exc
-    return psycopg
+    return import_optional("psycopg", "acidstore[postgresql]", "a PostgreSQL metastore")
 
 
 def display_url(url: str) -> str:

@@ -273,7 +273,7 @@ class _Feed:
     def _delete_events(self, root: str, state: AcidState) -> pa.Table:
         """(writeid, bucketid, rowid, _write_id) of the valid delete events of the range."""
         fs, start, end = self.table.filesystem, self.start, self.end
-        parts = [_EMPTY_DELETES]
+        parts = [_DELETES_SCHEMA.empty_table()]
         for name in state.delete_deltas:
             parsed = state.delta_info[name]
             if parsed.max_write_id < start or parsed.min_write_id > end:
@@ -285,12 +285,14 @@ class _Feed:
                 parts.append(pa.table({
                     "writeid": keys.write_id[keep], "bucketid": keys.bucket[keep],
                     "rowid": keys.row_id[keep], "_write_id": current[keep]},
-                    schema=_EMPTY_DELETES.schema))
+                    schema=_DELETES_SCHEMA))
         return pa.concat_tables(parts)
 
 
-_EMPTY_DELETES = pa.schema([("writeid", pa.int64()), ("bucketid", pa.int32()),
-                            ("rowid", pa.int64()), ("_write_id", pa.int64())]).empty_table()
+#: a schema, not an empty table: pyarrow builds tables through its pandas shim, and
+#: ``import acidstore`` must not load pandas
+_DELETES_SCHEMA = pa.schema([("writeid", pa.int64()), ("bucketid", pa.int32()),
+                             ("rowid", pa.int64()), ("_write_id", pa.int64())])
 
 
 def _flat_keys(rows: pa.Table) -> pa.Table:

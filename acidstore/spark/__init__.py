@@ -9,12 +9,17 @@ driver's snapshot leases when the session stops (``acidstore.spark.session``).
 
 from __future__ import annotations
 
-from acidstore.spark.acid_table import AcidTable
-from acidstore.spark.datasource import AcidDataSource
-from acidstore.spark.merge_statement import AcidMergeBuilder
-from acidstore.spark.session import install_hooks, register
-from acidstore.spark.typed_errors import typed_error
-from acidstore.spark.views import register_views
+from acidstore.errors import import_optional
+
+# PySpark is an extra: say how to get it before a submodule fails on its import
+import_optional("pyspark", "acidstore[spark]", "acidstore.spark")
+
+from acidstore.spark.acid_table import AcidTable  # noqa: E402
+from acidstore.spark.datasource import AcidDataSource  # noqa: E402
+from acidstore.spark.merge_statement import AcidMergeBuilder  # noqa: E402
+from acidstore.spark.session import install_hooks, register  # noqa: E402
+from acidstore.spark.typed_errors import typed_error  # noqa: E402
+from acidstore.spark.views import register_views  # noqa: E402
 
 __all__ = ["AcidDataSource", "AcidMergeBuilder", "AcidTable", "register", "register_views",
            "typed_error"]

@@ -13,7 +13,7 @@ import pytest
 import acidstore
 from acidstore import Warehouse
 from acidstore.engine.handle import handle_of
-from acidstore.errors import SchemaMismatchError, TableExistsError
+from acidstore.errors import MissingDependencyError, SchemaMismatchError, TableExistsError
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("dt", pa.string())])
 ROWS = pa.table({"id": [1, 2, 3], "name": ["a", "b", None], "dt": ["x", "x", "y"]},
@@ -98,8 +98,9 @@ def test_to_duckdb_is_a_relation_over_the_snapshot(wh: Warehouse) -> None:
                     reason="polars is installed: the next test covers it")
 def test_to_polars_without_polars_says_what_to_install(wh: Warehouse) -> None:
     t = wh.create_table("db.t", SCHEMA)
-    with pytest.raises(ModuleNotFoundError, match="pip install polars"):
+    with pytest.raises(MissingDependencyError, match="pip install 'polars'") as caught:
         t.to_polars()
+    assert isinstance(caught.value, ImportError) and caught.value.package == "polars"
 
 
 @pytest.mark.skipif(importlib.util.find_spec("polars") is None, reason="polars not installed")
