@@ -9,6 +9,9 @@ MATCHED clause whose condition holds; a target row matched by more than one sour
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pyarrow as pa
 
 from acidstore.engine import writes
@@ -37,12 +40,16 @@ class MergeBuilder:
         self._matched: list[MergeClause] = []
         self._not_matched: list[MergeClause] = []
 
-    def when_matched_update(self, set: dict[str, str], condition: str | None = None
-                            ) -> MergeBuilder:
-        if not set:
+    def when_matched_update(self, set: Mapping[str, str] | None = None,
+                            condition: str | None = None, *,
+                            new_values: Mapping[str, Any] | None = None) -> MergeBuilder:
+        """Update matched rows: ``set`` to SQL expressions over ``t`` and ``s``,
+        ``new_values`` to Python values (no SQL quoting)."""
+        given = writes.set_clause(self._table, set, new_values, "MERGE update")
+        if not given:
             raise InvalidInputError("when_matched_update needs at least one column to set")
         columns = {writes.updatable_column(self._table, name): value
-                   for name, value in set.items()}
+                   for name, value in given.items()}
         self._matched.append(MergeClause("update", condition, clause_values(columns)))
         return self
 
@@ -54,10 +61,16 @@ class MergeBuilder:
         self._matched.append(MergeClause("delete", condition, ()))
         return self
 
-    def when_not_matched_insert(self, values: dict[str, str], condition: str | None = None
-                                ) -> MergeBuilder:
+    def when_not_matched_insert(self, values: Mapping[str, str] | None = None,
+                                condition: str | None = None, *,
+                                new_values: Mapping[str, Any] | None = None) -> MergeBuilder:
+        """Insert a row per unmatched source row: ``values`` as SQL expressions over ``s``,
+        ``new_values`` as Python values."""
+        given = writes.set_clause(self._table, values, new_values, "MERGE insert")
+        if not given:
+            raise InvalidInputError("when_not_matched_insert needs at least one column's value")
         self._not_matched.append(MergeClause("insert", condition, clause_values(
-            writes.insertable_columns(self._table, values))))
+            writes.insertable_columns(self._table, given))))
         return self
 
     def when_not_matched_insert_all(self, condition: str | None = None) -> MergeBuilder:

@@ -133,10 +133,13 @@ class Table:
         ``"true"`` for every row)."""
         return writes.delete(self._handle, predicate)
 
-    def update(self, predicate: Predicate, set: Mapping[str, str]) -> WriteResult:
-        """Set columns of the rows matching ``predicate`` (``"true"`` for every row) to SQL
-        expressions of the old row."""
-        return writes.update(self._handle, predicate, set)
+    def update(self, predicate: Predicate, updates: Mapping[str, str] | None = None, *,
+               new_values: Mapping[str, Any] | None = None) -> WriteResult:
+        """Set columns of the rows matching ``predicate`` (``"true"`` for every row):
+        ``updates`` to SQL expressions of the old row (``{"salary": "salary * 1.1"}``),
+        ``new_values`` to Python values (``{"name": "bobby"}``, no SQL quoting). A column
+        goes in one of the two."""
+        return writes.update(self._handle, predicate, updates, new_values=new_values)
 
     def merge(self, source: Any, condition: str, *, source_alias: str = "s",
               target_alias: str = "t") -> MergeBuilder:

@@ -47,6 +47,7 @@ from acidstore.engine.transaction import TransactionCore
 from acidstore.errors import InvalidInputError, required_condition
 from acidstore.metastore import PlannedWrite, WriteComponent
 from acidstore.sql.expressions import Predicate, SqlEvaluator
+from acidstore.sql.literals import value_literals
 from acidstore.write.conform import (
     PartitionData,
     conform,
@@ -101,11 +102,13 @@ def delete(table: TableHandle, predicate: Predicate, *, run: Executor = run_unit
                      writes=_planned_change(table, "delete"))
 
 
-def update(table: TableHandle, predicate: Predicate, assignments: Mapping[str, str], *,
-           run: Executor = run_units) -> WriteResult:
-    """Set columns of the rows matching ``predicate`` to SQL expressions of the old row."""
+def update(table: TableHandle, predicate: Predicate, assignments: Mapping[str, str] | None,
+           *, new_values: Mapping[str, Any] | None = None, run: Executor = run_units
+           ) -> WriteResult:
+    """Set columns of the rows matching ``predicate`` to SQL expressions of the old row
+    (``assignments``) and to Python values (``new_values``)."""
     required_condition(predicate, f"UPDATE of {table.name}")
-    checked = check_assignments(table, assignments)
+    checked = check_assignments(table, set_clause(table, assignments, new_values, "update"))
     return table.run(lambda txn: run_statement(table, txn, "update", predicate=predicate,
                                                assignments=checked, run=run),
                      writes=_planned_change(table, "update"))
@@ -171,6 +174,28 @@ def check_assignments(table: TableHandle, assignments: Mapping[str, str]) -> dic
             raise InvalidInputError(f"the value for {name!r} must be a SQL expression string")
         out[column] = expression
     return out
+
+
+def set_clause(table: TableHandle, expressions: Mapping[str, str] | None,
+               new_values: Mapping[str, Any] | None, where: str) -> dict[str, str]:
+    """One SET clause of SQL expressions (``expressions``) and Python values (``new_values``,
+    as literals of their columns' types; ``where`` names the clause in errors). A column may
+    be given once, in either."""
+    clause = dict(expressions or {})
+    if not new_values:
+        return clause
+    columns = {n.lower(): n for n in table.schema.names}
+    given = {c.lower() for c in clause}
+    twice = sorted(c for c in new_values if c.lower() in given)
+    if twice:
+        raise InvalidInputError(f"{where} of {table.name}: column(s) {twice} given both as "
+                                "a SQL expression and as a new value")
+    unknown = sorted(c for c in new_values if c.lower() not in columns)
+    if unknown:
+        raise InvalidInputError(f"unknown column(s) {unknown} in {where} of {table.name}")
+    resolved = {columns[c.lower()]: v for c, v in new_values.items()}
+    clause.update(value_literals(resolved, table.schema, f"{where} of {table.name}"))
+    return clause
 
 
 def check_merge(table: TableHandle, source: pa.Schema, source_alias: str,
