@@ -55,6 +55,7 @@ from acidstore.metastore.validate import check_app_version
 from acidstore.write.conform import (
     canonical_partition_values,
     conform,
+    omittable,
     refuse_zone_drop,
     split_partitions,
     to_arrow_table,
@@ -152,7 +153,8 @@ class StreamingConnection:
         where = f"table {self.table}"
         table = self._with_static_columns(to_arrow_table(rows, where))
         refuse_zone_drop(table, self._table.schema, where=where)
-        table = conform(table, self._table.schema, where=where)
+        table = conform(table, self._table.schema, where=where, omitted=omittable(
+            self._table.schema, self._partition_names()))
         if self._static is not None:
             strays = [p.path for p in split_partitions(table, self._partition_names())
                       if p.path != self._static]

@@ -60,7 +60,7 @@ from acidstore.format.orc.codec import MAX_BUCKET_ID, MAX_STATEMENT_ID
 from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
 from acidstore.io import fs as afs
 from acidstore.read.keys import KeyArrays
-from acidstore.write.conform import conform, split_partitions
+from acidstore.write.conform import conform, omittable, split_partitions
 
 __all__ = ["BUCKET_COLUMN", "CLAUSE_COLUMN", "DELETE_COLUMN", "INSERT_COLUMN", "ORDER_COLUMN",
            "ROUTED_KINDS", "TaskPlan",
@@ -229,7 +229,8 @@ def _new_rows(plan: TaskPlan, rows: pa.Table
         if DELETE_COLUMN in inserting.column_names else None
     target = plan.target
     data = conform(inserting.drop_columns(extra), target.full_schema,
-                   where=f"table {target.name}")
+                   where=f"table {target.name}", omitted=omittable(
+                       target.full_schema, target.partition_schema.names))
     names = list(target.partition_schema.names)
     if replacing is None or plan.kind != "merge":
         return {p.path: p.rows for p in split_partitions(data, names)}, {}

@@ -51,6 +51,7 @@ from acidstore.sql.literals import value_literals
 from acidstore.write.conform import (
     PartitionData,
     conform,
+    omittable,
     refuse_zone_drop,
     split_partitions,
     to_arrow_table,
@@ -82,8 +83,9 @@ def insert(table: TableHandle, data: Any, operation: Literal["insert", "overwrit
     where = f"table {table.name}"
     rows = to_arrow_table(data, where)
     refuse_zone_drop(rows, table.schema, where=where)
-    parts = split_partitions(conform(rows, table.schema, where=where),
-                             table.info.partition_schema.names)
+    names = table.info.partition_schema.names
+    parts = split_partitions(conform(rows, table.schema, where=where,
+                                     omitted=omittable(table.schema, names)), names)
     app = idempotent.requested(app_id, version)
     # known before the transaction opens: a new transaction allocates and records it
     planned = PlannedWrite(table.name, tuple(p.path for p in parts), operation)

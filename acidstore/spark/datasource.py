@@ -70,6 +70,7 @@ from acidstore.spark.read_tasks import (
 )
 from acidstore.spark.schema_mapping import arrow_schema
 from acidstore.spark.typed_errors import reported_errors
+from acidstore.write.conform import omittable
 
 __all__ = ["FORMAT", "SQL_ACCESS", "AcidDataSource", "add_new_columns", "check_columns",
            "refuse_catalog_table"]
@@ -205,17 +206,22 @@ class _Message(WriterCommitMessage):
         self.output = output
 
 
-def check_columns(table_schema: pa.Schema, schema: StructType, where: str) -> None:
+def check_columns(table_schema: pa.Schema, schema: StructType, where: str,
+                  partition_columns: Sequence[str]) -> None:
     """Refuse a DataFrame whose columns are not the table's (by name, any case), before any
-    task runs: the same SchemaMismatchError an embedded insert raises."""
+    task runs: the same SchemaMismatchError an embedded insert raises. Nullable columns that
+    are not partition columns may be left out (the tasks write NULL, ``conform``)."""
     wanted = {n.lower() for n in table_schema.names}
     given = [f.name for f in schema.fields]
     unknown = [n for n in given if n.lower() not in wanted]
-    missing = [n for n in table_schema.names if n.lower() not in {g.lower() for g in given}]
+    optional = omittable(table_schema, partition_columns)
+    missing = [n for n in table_schema.names
+               if n.lower() not in {g.lower() for g in given} and n not in optional]
     if unknown or missing:
         raise SchemaMismatchError(
             f"the DataFrame does not match {where}: unknown column(s) {unknown}, missing "
-            f"column(s) {missing} (the table has {table_schema.names})"
+            f"column(s) {missing} (the table has {table_schema.names}; only nullable columns "
+            "that are not partition columns may be left out)"
             + ("; the write option mergeSchema=true adds the unknown columns to the table"
                if unknown else ""))
 
@@ -244,7 +250,7 @@ def _open_writer(target: Target, schema: StructType, overwrite: bool,
     (``owned``) or else in one opened here."""
     wh, table = open_target(target)
     try:
-        check_columns(table.schema, schema, table.name)
+        check_columns(table.schema, schema, table.name, table.info.partition_schema.names)
         if overwrite and table.info.bucket_by:
             raise InvalidInputError(
                 f"mode('overwrite') of bucketed table {table.name} through df.write cannot "

@@ -34,7 +34,7 @@ from acidstore.errors import InvalidInputError
 from acidstore.spark.packing import SMALL_OPEN_COST_BYTES
 from acidstore.spark.typed_errors import reported_errors
 from acidstore.write.bucketing import bucket_ids
-from acidstore.write.conform import conform
+from acidstore.write.conform import conform, omittable
 
 __all__ = ["IN_DRIVER_ON_LOCAL", "group_buckets", "local_cores", "routed", "run_job", "run_units",
            "unit_bytes", "unit_shares", "units_in_driver"]
@@ -86,7 +86,8 @@ def _with_buckets(plan: TaskPlan, batches: Iterator[pa.RecordBatch]
     for batch in batches:
         with reported_errors():
             rows = conform(pa.Table.from_batches([batch]), target.full_schema,
-                           where=f"table {target.name}")
+                           where=f"table {target.name}", omitted=omittable(
+                               target.full_schema, target.partition_schema.names))
             buckets = bucket_ids(rows, list(target.bucket_by), target.buckets)
         yield batch.append_column(BUCKET_COLUMN, pa.array(np.asarray(buckets, np.int32)))
 

@@ -87,7 +87,7 @@ def insert_frame(spark: SparkSession, wh: Warehouse, target: Target, name: str,
         add_new_columns(target, data.schema)
     operation: ChangeKind = "overwrite" if overwrite else "insert"
     table = TableHandle.open(core_of(wh), name)
-    check_columns(table.schema, data.schema, table.name)
+    check_columns(table.schema, data.schema, table.name, table.info.partition_schema.names)
     done = idempotent.skipped(table.metastore, table.name, app, operation)
     if done is not None:
         return done

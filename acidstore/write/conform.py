@@ -1,14 +1,17 @@
 """Bring user data to a table's schema, and split it by partition.
 
 Inserts accept a ``pa.Table``, a ``RecordBatchReader`` or a pandas DataFrame. Columns are
-matched by name (case-insensitively, as SQL does); a missing or unknown column, a type that does
-not convert without loss, or a NULL in a NOT NULL column is a ``SchemaMismatchError`` that names
-the column. Nothing is written before the whole input has conformed.
+matched by name (case-insensitively, as SQL does). An insert may leave out a nullable column
+that is not a partition column (``omittable``): it reads as NULL, as in Hive's INSERT with a
+column list and pyiceberg's optional fields. Any other missing column, an unknown one, a type
+that does not convert without loss, or a NULL in a NOT NULL column is a
+``SchemaMismatchError`` that names the column. Nothing is written before the whole input has
+conformed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -21,7 +24,7 @@ from acidstore.format.orc.types import cast_input
 from acidstore.format.partitions import partition_path
 
 __all__ = ["PartitionData", "canonical_partition_values", "conform", "from_pandas",
-           "partition_text", "refuse_zone_drop", "split_partitions", "to_arrow_table"]
+           "omittable", "partition_text", "refuse_zone_drop", "split_partitions", "to_arrow_table"]
 
 _T = TypeVar("_T")
 
@@ -78,8 +81,20 @@ def _unconvertible(frame: Any) -> str | None:
     return None
 
 
-def conform(data: pa.Table, schema: pa.Schema, *, where: str) -> pa.Table:
-    """``data`` with exactly the columns of ``schema``, in order, cast losslessly."""
+def omittable(schema: pa.Schema, partition_columns: Collection[str]) -> frozenset[str]:
+    """The columns of ``schema`` an insert may leave out: the nullable ones that place no row
+    in a partition (a forgotten partition column would send every row to the NULL
+    partition, so it is refused instead)."""
+    parts = {name.lower() for name in partition_columns}
+    return frozenset(f.name for f in schema if f.nullable and f.name.lower() not in parts)
+
+
+def conform(data: pa.Table, schema: pa.Schema, *, where: str,
+            omitted: Collection[str] = ()) -> pa.Table:
+    """``data`` with exactly the columns of ``schema``, in order, cast losslessly; a column
+    of ``omitted`` (``omittable``'s) that the data lacks is all NULL. Only user data gets
+    ``omitted``: a statement's own rows always carry every column, and one that did not
+    must fail rather than write NULLs."""
     by_lower: dict[str, str] = {}
     for name in data.column_names:
         if name.lower() in by_lower:
@@ -94,7 +109,14 @@ def conform(data: pa.Table, schema: pa.Schema, *, where: str) -> pa.Table:
     for field in schema:
         source = by_lower.get(field.name.lower())
         if source is None:
-            raise SchemaMismatchError(f"column {field.name!r} of {where} is missing from the data")
+            if field.name in omitted:
+                columns.append(pa.nulls(data.num_rows, field.type))
+                continue
+            why = "NOT NULL" if not field.nullable else "a partition column"
+            raise SchemaMismatchError(
+                f"column {field.name!r} of {where} is missing from the data"
+                + (f" ({why}: only nullable columns that are not partition columns may be "
+                   "left out)" if omitted else ""))
         column = cast_input(data.column(source), field.type,
                          f"column {field.name!r} of {where} is {field.type}; the data has "
                          f"{data.column(source).type}")

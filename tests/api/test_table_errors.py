@@ -63,8 +63,8 @@ def table(wh: Warehouse) -> Table:
 
 
 @pytest.mark.parametrize(("data", "message"), [
-    ({"id": [9], "name": ["x"], "dt": ["d"]},
-     "column 'salary' of table db.t is missing from the data"),
+    ({"id": [9], "name": ["x"], "salary": [1]},
+     "column 'dt' of table db.t is missing from the data (a partition column"),
     ({"id": [9], "name": ["x"], "salary": [1], "dt": ["d"], "bonus": [5]},
      "column(s) ['bonus'] are not in table db.t"),
     ({"id": [9], "name": ["x"], "salary": [2**40], "dt": ["d"]},

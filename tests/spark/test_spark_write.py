@@ -271,7 +271,7 @@ def test_columns_that_do_not_fit_the_table(spark: SparkSession, wh: Warehouse) -
     rows = make_rows(range(5))
     at = spark_table(spark, t)
     df = to_spark(spark, rows)
-    cases = [(df.drop("name"), rows.drop_columns(["name"])),
+    cases = [(df.drop("dt"), rows.drop_columns(["dt"])),  # a partition column cannot be left out
              (df.withColumn("extra", F.lit(1)), rows.append_column("extra", pa.array([1] * 5)))]
     for spark_df, arrow_table in cases:
         with pytest.raises(SchemaMismatchError):
@@ -291,6 +291,26 @@ def test_columns_that_do_not_fit_the_table(spark: SparkSession, wh: Warehouse) -
     # columns in another order and case are matched by name
     at.insert(df.select("DT", "amount", "Name", "id"))
     assert arrow_rows(t.to_arrow()) == arrow_rows(rows)
+
+
+def test_nullable_columns_left_out_are_null_on_every_path(spark: SparkSession,
+                                                           wh: Warehouse) -> None:
+    """As an embedded insert: a DataFrame without the nullable ``name`` and ``amount``
+    writes NULL through ``AcidTable.insert``, ``df.write`` and an overwrite (the tasks fill
+    them); without the partition column ``dt`` it is refused."""
+    t = new_table(wh, buckets=2)
+    at = spark_table(spark, t)
+    ids = to_spark(spark, make_rows(range(6))).select("id", "dt")
+    at.insert(ids.where("id < 2"))
+    save(ids.where("id BETWEEN 2 AND 3"), t, "append")
+    at.insert(ids.where("id >= 4").select("dt", "id"), overwrite=True)  # replaces dt a, b
+    t.insert(pa.table({"id": [9], "dt": ["c"]}))
+    got = sorted(t.to_arrow().to_pylist(), key=lambda r: r["id"])
+    assert [(r["id"], r["name"], r["amount"]) for r in got] == [
+        (4, None, None), (5, None, None), (9, None, None)]
+    with pytest.raises(SchemaMismatchError, match=r"missing column\(s\) \['dt'\].*not partition"):
+        at.insert(ids.drop("dt"))
+    assert staging_files(t) == []
 
 
 def test_idempotent_writes_through_options_and_acid_table(spark: SparkSession,
