@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.fs as pafs
 
 from acidstore.cli.common import (
+    add_table_argument,
     add_warehouse_options,
     emit,
     format_rows,
     handle,
     open_warehouse,
+    table_argument,
 )
 from acidstore.cli.progress import ProgressBar
 from acidstore.engine.handle import TableHandle
@@ -46,8 +48,8 @@ def add_advise_command(sub: Subparsers) -> None:
         "read amplification (rows a read decodes / rows it returns), and the compaction the "
         "scheduler (acidstore compact --auto) would start there, with its reason, using the "
         "same thresholds and table properties. Nothing is changed.")
+    add_table_argument(cmd, "only this table (db.table; default: every table)")
     add_warehouse_options(cmd)
-    cmd.add_argument("--table", default=None, help="only this table (db.table)")
 
 
 def _rows(fs: pafs.FileSystem, directory: str, names: list[str]) -> int:
@@ -120,7 +122,8 @@ def _advice(found: Assessment, table: TableHandle, off: bool, limits: Thresholds
 def run_advise(args: argparse.Namespace) -> None:
     rows: list[dict[str, Any]] = []
     with open_warehouse(args) as wh:
-        names = [handle(wh, args.table).name] if args.table else wh.tables()
+        only = table_argument(args)
+        names = [handle(wh, only).name] if only else wh.tables()
         queue = wh.metastore.show_compactions()
         bar = ProgressBar("tables")  # footers of every partition: long on a big warehouse
         for done, name in enumerate(names, start=1):

@@ -23,9 +23,11 @@ from acidstore.api.pairing import METASTORE_ENV, WAREHOUSE_ENV, chosen_pair
 from acidstore.api.warehouse import Warehouse
 from acidstore.engine.core import core_of
 from acidstore.engine.handle import TableHandle
+from acidstore.errors import InvalidInputError
 
-__all__ = ["METASTORE_HELP", "WAREHOUSE_HELP", "add_warehouse_options", "emit", "format_rows",
-           "jsonable", "open_warehouse", "rows_of"]
+__all__ = ["METASTORE_HELP", "WAREHOUSE_HELP", "DefaultsFormatter", "add_table_argument",
+           "add_warehouse_options", "emit", "format_rows", "jsonable", "open_warehouse",
+           "rows_of", "RawDefaultsFormatter", "table_argument"]
 
 if TYPE_CHECKING:
     #: what ``add_subparsers`` returns (argparse gives it no public name)
@@ -39,6 +41,42 @@ METASTORE_HELP = (f"metastore URL when the catalogue is not the SQLite file insi
                   f"(default: ${METASTORE_ENV})")
 WAREHOUSE_HELP = (f"the warehouse directory or URI (default: ${WAREHOUSE_ENV}; it must exist: "
                   "nothing is created)")
+
+
+class DefaultsFormatter(argparse.HelpFormatter):
+    """Every option's help ends with its default, unless the text already names it or there
+    is none to name (no default, a flag that is off)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help
+        default = action.default
+        if (text is None or text == argparse.SUPPRESS or "default" in text
+                or default in (None, False, [], argparse.SUPPRESS) or not action.option_strings):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+class RawDefaultsFormatter(DefaultsFormatter, argparse.RawDescriptionHelpFormatter):
+    """``DefaultsFormatter`` for a command whose description is laid out by hand."""
+
+
+def add_table_argument(cmd: argparse.ArgumentParser, help: str) -> None:
+    """The table a command acts on, as its positional argument like every other command's
+    (``--table`` stays as an alias: scripts written for it keep working). Optional: without
+    it the command covers every table. ``table_argument`` reads it."""
+    cmd.add_argument("table", nargs="?", default=None, metavar="TABLE", help=help)
+    cmd.add_argument("--table", dest="table_option", default=None, metavar="TABLE",
+                     help="the same as the positional TABLE (kept for older scripts)")
+
+
+def table_argument(args: argparse.Namespace) -> str | None:
+    """The table ``add_table_argument``'s positional or ``--table`` names (the two may not
+    disagree)."""
+    given = {name for name in (args.table, args.table_option) if name is not None}
+    if len(given) > 1:
+        raise InvalidInputError(f"two tables given: {args.table!r} and --table "
+                                f"{args.table_option!r}; give one")
+    return given.pop() if given else None
 
 
 def add_warehouse_options(cmd: argparse.ArgumentParser, *, json_output: bool = True) -> None:

@@ -14,11 +14,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from acidstore.cli.common import (
+    add_table_argument,
     add_warehouse_options,
     emit,
     handle,
     jsonable,
     open_warehouse,
+    table_argument,
 )
 from acidstore.cli.progress import ProgressBar
 from acidstore.config import RETENTION_SECONDS
@@ -36,15 +38,19 @@ __all__ = ["add_compact_command", "run_compact"]
 def add_compact_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cmd = sub.add_parser("compact", help="run compaction: --auto (initiator, worker, cleaner) "
                          "once or --every INTERVAL, or --table/--kind now")
+    add_table_argument(cmd, "compact this table now (with --kind); or give --auto or --every")
     add_warehouse_options(cmd)
-    mode = cmd.add_mutually_exclusive_group(required=True)
+    mode = cmd.add_mutually_exclusive_group()
     mode.add_argument("--auto", action="store_true", help="one pass of initiator, worker and "
-                      "cleaner (for cron / Airflow)")
+                      "cleaner over every table (for cron / Airflow)")
     mode.add_argument("--every", metavar="INTERVAL", help="keep running passes, e.g. 5m")
-    mode.add_argument("--table", help="compact this table now (with --kind)")
-    cmd.add_argument("--kind", choices=["minor", "major"], default="major")
-    cmd.add_argument("--partition", default=None, help="one partition, e.g. dt=2024-01-01")
-    cmd.add_argument("--engine", choices=["local", "spark"], default="local")
+    cmd.add_argument("--kind", choices=["minor", "major"], default="major",
+                     help="with TABLE: a minor compaction (deltas into one delta) or a major "
+                     "one (into a new base)")
+    cmd.add_argument("--partition", default=None, help="with TABLE: one partition, e.g. "
+                     "dt=2024-01-01 (default: every partition)")
+    cmd.add_argument("--engine", choices=["local", "spark"], default="local",
+                     help="run the compaction in this process, or as Spark jobs")
     cmd.add_argument("--master", default="local[*]", help="Spark master for --engine spark")
     cmd.add_argument("--retention", type=float, default=RETENTION_SECONDS,
                      help="seconds the cleaner keeps what a compaction replaced (time travel)")
@@ -93,6 +99,10 @@ def _result_text(result: CompactionResult) -> str:
 
 
 def run_compact(args: argparse.Namespace) -> None:
+    args.table = table_argument(args)
+    if (args.table is not None) + bool(args.auto) + (args.every is not None) != 1:
+        raise InvalidInputError("compact needs one of: a TABLE to compact now, --auto (one "
+                                "scheduled pass) or --every INTERVAL (a scheduler)")
     wh = open_warehouse(args)
     spark = _spark(args)
     bar = ProgressBar()

@@ -102,7 +102,7 @@ def add_example_commands(sub: Subparsers) -> None:
     example = sub.add_parser(
         "example", help="write a small example table (insert, update, delete, minor and "
         "major compaction) to a new directory")
-    example.add_argument("path")
+    example.add_argument("path", metavar="DIR", help="a directory that does not exist yet")
     demo = sub.add_parser("demo", help="run an order ETL pipeline on Spark")
     demo.add_argument("--warehouse", default=None,
                       help=f"warehouse directory (created if missing; default "

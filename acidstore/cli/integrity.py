@@ -12,7 +12,12 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from acidstore.cli.common import add_warehouse_options, open_warehouse
+from acidstore.cli.common import (
+    add_table_argument,
+    add_warehouse_options,
+    open_warehouse,
+    table_argument,
+)
 from acidstore.fsck.findings import CHECKS
 
 if TYPE_CHECKING:
@@ -30,8 +35,8 @@ def add_fsck_command(sub: Subparsers) -> None:
         "fsck", help="check that table files are what the metastore says (exit 1 on errors)",
         description=f"Checks, by code:\n{codes}",
         formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_table_argument(cmd, "check only this table (default: every table)")
     add_warehouse_options(cmd)
-    cmd.add_argument("--table", default=None, help="check only this table (default: all)")
     cmd.add_argument("--repair", action="store_true",
                      help="remove directories of writes the metastore records as aborted "
                           "(nothing else is ever changed)")
@@ -40,7 +45,7 @@ def add_fsck_command(sub: Subparsers) -> None:
 def run_fsck(args: argparse.Namespace) -> int:
     """Run fsck; returns the exit code (0 sound or warnings only, 1 errors found)."""
     with open_warehouse(args) as wh:
-        findings = wh.fsck(args.table, repair=args.repair)
+        findings = wh.fsck(table_argument(args), repair=args.repair)
     rows = findings.to_pylist()
     if args.json:
         json.dump(rows, sys.stdout, indent=2)

@@ -14,8 +14,10 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from acidstore.cli.abort import add_abort_command, run_abort
 from acidstore.cli.advise import add_advise_command, run_advise
 from acidstore.cli.clean import add_clean_command, run_clean
+from acidstore.cli.common import DefaultsFormatter, RawDefaultsFormatter
 from acidstore.cli.compact import add_compact_command, run_compact
 from acidstore.cli.example import add_example_commands, run_demo_command, run_example
 from acidstore.cli.integrity import add_fsck_command, run_fsck
@@ -33,30 +35,30 @@ DESCRIPTION = """\
 Look after Hive ACID tables from the shell.
 
 Looking at a warehouse (each takes --warehouse PATH, and --json for scripts):
-  tables                      the tables of a warehouse
-  describe TABLE              columns, partitioning, bucketing, properties, size, deltas
-  history TABLE               the committed writes of a table
-  show transactions|locks|leases|compactions
-  advise                      per partition: deltas, delete ratio, read cost, and whether
-                              compaction will start and why
+  tables                 the tables of a warehouse
+  describe TABLE         columns, partitioning, bucketing, properties, size and deltas
+  history TABLE          the committed writes of a table, one per write id
+  show WHAT              transactions, locks, reader leases or compactions
+  advise [TABLE]         per partition: what compaction will do, and why
 
 Maintaining it:
-  compact                     compact now (--table), one scheduled pass (--auto) or a
-                              scheduler (--every 5m)
-  clean                       remove what compactions replaced and aborted writes left
-  fsck                        check that tables are sound (exit 1 when something is wrong);
-                              --repair removes only leftovers of aborted writes
+  compact [TABLE]        compact a table now, or run scheduled passes (--auto, --every 5m)
+  clean                  remove what compactions replaced and what aborted writes left
+  abort TXNID ...        abort open transactions (Hive's ABORT TRANSACTIONS)
+  fsck [TABLE]           check that files and metastore agree (exit 1 when not)
 
-Reading data (a directory, or --warehouse PATH TABLE):
-  inspect                     which directories a read uses in each partition
-  read                        the rows
+Reading data (a directory, or a table name with --warehouse PATH):
+  inspect TARGET         which directories a read uses in each partition
+  read TARGET            the rows
 
 Trying it out:
-  example DIR                 write a small example table to look at
-  demo                        an order pipeline on Spark (the spark extra)
+  example DIR            write a small example table to look at
+  demo                   an order pipeline on Spark (the spark extra)
 
-A warehouse must exist for every command except demo: a misspelled --warehouse is an error,
-never a new empty warehouse. Errors print "acidstore: ErrorType: message" and exit with 2.
+`acidstore COMMAND --help` describes a command and its options. A warehouse must exist for
+every command except demo: a misspelled --warehouse is an error, never a new empty
+warehouse. $ACIDSTORE_WAREHOUSE and $ACIDSTORE_METASTORE stand in for --warehouse and
+--metastore. Errors print "acidstore: ErrorType: message" and exit with 2.
 """
 
 #: runs one command; may return its exit status (fsck: 1 when it found errors)
@@ -84,6 +86,7 @@ COMMANDS: list[tuple[Callable[[Subparsers], None], dict[str, Handler]]] = [
     (add_advise_command, {"advise": run_advise}),
     (add_compact_command, {"compact": run_compact}),
     (add_clean_command, {"clean": run_clean}),
+    (add_abort_command, {"abort": run_abort}),
     (add_fsck_command, {"fsck": run_fsck}),
     (add_read_commands, {"inspect": run_inspect, "read": run_read}),
     (add_example_commands, {"example": run_example, "demo": run_demo_command}),
@@ -94,9 +97,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="acidstore", description=DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"acidstore {version()}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # the description lists the commands, once each: argparse's own list is hidden
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                help=argparse.SUPPRESS)
     for add, _ in COMMANDS:
         add(sub)
+    for listed in sub._choices_actions:  # a command's --help opens with its one line
+        command = sub.choices[listed.dest]
+        command.description = command.description or listed.help
+    for command in sub.choices.values():  # every option's help states its default
+        raw = command.formatter_class is argparse.RawDescriptionHelpFormatter
+        command.formatter_class = RawDefaultsFormatter if raw else DefaultsFormatter
     return parser
 
 

@@ -108,8 +108,10 @@ def _given_for(table: TableHandle, given: ValidWriteIdList | None) -> ValidWrite
 def _partition_report(fs: pafs.FileSystem, part: PartitionDir, base: str,
                       ids: ValidWriteIdList, txns: ValidTxnList | None) -> dict[str, Any]:
     state = acid_state(part.path, ids, txns, filesystem=fs)
+    deletes = set(state.delete_deltas)
     return {"partition": afs.relative(base, part.path) or "(table)", "base": state.base,
-            "deltas": state.deltas, "delete_deltas": state.delete_deltas,
+            "insert_deltas": [d for d in state.deltas if d not in deletes],
+            "delete_deltas": state.delete_deltas,
             "originals": state.original_files, "obsolete": state.obsolete,
             "aborted": state.aborted}
 
@@ -138,8 +140,9 @@ def run_inspect(args: argparse.Namespace) -> None:
             raise TableNotFoundError(f"no table directory at {root}")
         given_ids, txns = _given(args)
         ids = given_ids or ValidWriteIdList.all_valid()
-        tables = [{"table": None, "location": root, "write_ids": str(ids),
-                   "txns": str(txns) if txns else "all committed",
+        tables = [{"table": None, "location": root,
+                   "write_ids": str(ids) if given_ids else None,
+                   "txns": str(txns) if txns else None,
                    "partitions": [_partition_report(fs, p, root, ids, txns)
                                   for p in discover_partitions(fs, root)]}]
     else:
@@ -153,12 +156,19 @@ def _inspect_text(tables: list[dict[str, Any]]) -> str:
         return "the warehouse has no tables"
     lines: list[str] = []
     for t in tables:
-        source = "given" if t["table"] is None else "from the warehouse's metastore"
-        lines += [f"{t['table'] or t['location']}",
-                  f"snapshot ({source}): write ids {t['write_ids']}; txns {t['txns']}"]
+        lines.append(f"{t['table'] or t['location']}")
+        if t["table"] is not None:
+            lines.append(f"snapshot (from the warehouse's metastore): write ids {t['write_ids']}; "
+                         f"txns {t['txns']}")
+        elif t["write_ids"] is None and t["txns"] is None:
+            lines.append("snapshot: every write present (a directory outside a warehouse has "
+                         "no metastore; --write-ids and --txns choose one)")
+        else:
+            lines.append(f"snapshot (given): write ids {t['write_ids'] or 'every one'}; "
+                         f"txns {t['txns'] or 'all committed'}")
         for p in t["partitions"]:
             lines.append(f"\npartition {p['partition']}")
-            for label, key in (("base", "base"), ("deltas", "deltas"),
+            for label, key in (("base", "base"), ("insert deltas", "insert_deltas"),
                                ("delete deltas", "delete_deltas"), ("originals", "originals"),
                                ("obsolete", "obsolete"), ("aborted", "aborted")):
                 value = p[key]

@@ -39,7 +39,8 @@ def add_show_command(sub: Subparsers) -> None:
         "compaction). locks: what open transactions write. leases: readers' snapshots the "
         "cleaner keeps (release a stuck one with: acidstore clean --release-lease ID). "
         "compactions: the compaction queue and its history.")
-    cmd.add_argument("what", choices=sorted(_VIEWS))
+    cmd.add_argument("what", choices=sorted(_VIEWS), metavar="WHAT",
+                     help=f"what to list: {', '.join(sorted(_VIEWS))}")
     add_warehouse_options(cmd)
     cmd.add_argument("--open", action="store_true",
                      help="transactions: only the open ones")

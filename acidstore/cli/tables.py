@@ -90,7 +90,8 @@ def _partitions(table: TableHandle) -> list[dict[str, Any]]:
         usage = directory_usage(fs, part.path, [e.name for e in every])
         out.append({
             "partition": afs.relative(table.location, part.path) or "(table)",
-            "base": state.base, "deltas": len(state.deltas),
+            "base": state.base,
+            "insert_deltas": len(state.deltas) - len(state.delete_deltas),
             "delete_deltas": len(state.delete_deltas),
             "original_files": len(state.original_files),
             "obsolete": len(state.obsolete), "aborted": len(state.aborted),
@@ -140,7 +141,7 @@ def _describe_text(doc: dict[str, Any]) -> str:
         "",
         format_rows(columns, ["column", "type", "nullable"], empty="(no columns)"),
         "",
-        format_rows(doc["partitions"], ["partition", "base", "deltas", "delete_deltas",
+        format_rows(doc["partitions"], ["partition", "base", "insert_deltas", "delete_deltas",
                                         "original_files", "obsolete", "aborted", "files",
                                         "bytes"], empty="(no partitions yet)"),
     ]

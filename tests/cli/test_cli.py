@@ -24,8 +24,9 @@ def test_example_inspect_and_read(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert main(["inspect", str(table), "--txns", "11:11:11:"]) == 0
     out = capsys.readouterr().out
     assert "base:          -" in out
-    assert "deltas:        delete_delta_0000001_0000003_v0000010, delta_0000001_0000003_v0000010" \
-        in out
+    assert "insert deltas: delta_0000001_0000003_v0000010" in out
+    assert "delete deltas: delete_delta_0000001_0000003_v0000010" in out
+    assert out.count("delete_delta_0000001_0000003_v0000010") == 1  # listed once
 
     assert main(["read", str(table), "--row-id"]) == 0
     out = capsys.readouterr().out

@@ -43,16 +43,16 @@ def test_describe_counts_deltas_per_partition_at_the_current_snapshot(
     assert (doc["bucket_by"], doc["buckets"]) == (["id"], 2)
     assert doc["properties"]["owner"] == "sales"
     by_partition = {p["partition"]: p for p in doc["partitions"]}
-    assert by_partition["dt=2026-11-22"]["deltas"] == 4   # 3 inserts + 1 delete
+    assert by_partition["dt=2026-11-22"]["insert_deltas"] == 3
     assert by_partition["dt=2026-11-22"]["delete_deltas"] == 1
-    assert by_partition["dt=2026-11-23"]["deltas"] == 1
+    assert by_partition["dt=2026-11-23"]["insert_deltas"] == 1
     assert doc["bytes"] == sum(p["bytes"] for p in doc["partitions"]) > 0
 
     with acidstore.connect(warehouse) as wh:
         compact(wh.table("shop.orders"), "major", "dt=2026-11-22")
     doc = run_json(["describe", "shop.orders", "--warehouse", str(warehouse)], capsys)
     day = next(p for p in doc["partitions"] if p["partition"] == "dt=2026-11-22")
-    assert day["base"].startswith("base_0000004_v") and day["deltas"] == 0
+    assert day["base"].startswith("base_0000004_v") and day["insert_deltas"] == 0
     assert day["obsolete"] == 4   # replaced, waiting for the cleaner
 
     code, out, _ = run(["describe", "shop.orders", "--warehouse", str(warehouse)], capsys)

@@ -76,8 +76,8 @@ def test_inspect_uses_the_warehouse_snapshot(
     assert doc["write_ids"] == "shop.orders:6:6:6:"     # write id 6 (the open txn) excluded
     [part] = doc["partitions"]
     assert part["partition"] == "dt=2026-11-22"
-    assert "delta_0000006_0000006_0000" not in part["deltas"]
-    assert len(part["deltas"]) == 4
+    assert "delta_0000006_0000006_0000" not in part["insert_deltas"]
+    assert len(part["insert_deltas"]) + len(part["delete_deltas"]) == 4
     code, out, _ = run(["inspect", str(table_dir)], capsys)
     assert code == 0 and "all committed" not in out
     assert "snapshot (from the warehouse's metastore): write ids shop.orders:6:6:6:" in out
