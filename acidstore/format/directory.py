@@ -277,7 +277,11 @@ def select(listing: PartitionListing, write_ids: ValidWriteIdList,
         first = str(exceptions[0]) if exceptions else "x"
         where = join(listing.path, oldest[0]) if listing.path else oldest[0]
         raise NotEnoughHistoryError(
-            f"Not enough history available for ({write_ids.high_watermark},{first}).  "
+            f"cannot read {listing.path or 'the directory'} as of this snapshot (write ids up "
+            f"to {write_ids.high_watermark}): a compaction has folded the writes it needs into "
+            f"{oldest[0]} and the cleaner removed what that replaced, so this version is gone. "
+            "Read a later version, or keep more history with a longer cleaner retention. "
+            f"Hive: Not enough history available for ({write_ids.high_watermark},{first}).  "
             f"Oldest available base: {where}")
 
     originals.sort()

@@ -2,8 +2,12 @@
 
 Hive says only ``u/d`` at the end of its message; users of Delta Lake expect to catch the kind
 of conflict (``ConcurrentAppendException``, ``ConcurrentDeleteReadException``,
-``ConcurrentDeleteDeleteException``). Both backends and the transaction's row-level check
-build their errors here, so the same race raises the same class with the same text.
+``ConcurrentDeleteDeleteException``). A message opens with what a user needs: the table and
+partition, who won with what, why that is this kind of conflict (two UPDATEs of one row are
+delete/delete: an UPDATE deletes each row's old version), that nothing was written and what
+to do; Hive's own text follows, for those who search for it. Both backends and the
+transaction's row-level check build their errors here, so the same race raises the same
+class with the same text.
 """
 
 from __future__ import annotations
@@ -58,6 +62,32 @@ def conflict_message(txn_id: int, commit_seq: int | None, table: str, *, partiti
             f"{OPERATION_LETTERS[operation]}/{OPERATION_LETTERS[other.operation]}")
 
 
+#: how a user names each operation
+_STATEMENT = {"insert": "INSERT", "update": "UPDATE", "delete": "DELETE",
+              "overwrite": "INSERT OVERWRITE"}
+
+
+def _what_happened(kind: type[WriteConflictError], ours: Operation, other: CommittedWrite
+                   ) -> str:
+    """The conflict in a user's words: what the winner did to what this write needed."""
+    mine, theirs = _STATEMENT[ours], _STATEMENT[other.operation]
+    winner = f"transaction {other.txn_id} committed first with an {theirs}" if \
+        theirs[0] in "AEIOU" else f"transaction {other.txn_id} committed first with a {theirs}"
+    if kind is ConcurrentDeleteReadError:
+        return f"{winner} that replaced the partition this {mine} read"
+    if kind is ConcurrentAppendError:
+        if ours == "overwrite":
+            return f"{winner} that added rows to the partition this INSERT OVERWRITE replaces"
+        return f"{winner} to a partition this {mine} depends on"
+    if ours == other.operation == "overwrite":
+        return f"{winner} of the same partition"
+    did = "deleted" if other.operation == "delete" else "changed"
+    does = "deletes" if ours == "delete" else "changes"
+    return (f"{winner} that {did} rows this {mine} also {does} (an UPDATE deletes the old "
+            "version of each row it changes, so two statements changing one row conflict as "
+            "deletes)")
+
+
 def _kind(ours: Operation, theirs: Operation) -> type[WriteConflictError]:
     """Named by what the other transaction did to rows this one depends on."""
     if theirs == "overwrite":
@@ -74,7 +104,12 @@ def conflict_error(txn_id: int, commit_seq: int | None, table: str, *, partition
                    kind: type[WriteConflictError] | None = None) -> WriteConflictError:
     """The typed error for our ``operation`` on ``table``/``partition`` losing to ``other``
     (``kind`` when the caller knows better than the two operations tell)."""
-    message = conflict_message(txn_id, commit_seq, table, partition=partition,
-                               operation=operation, other=other) + detail
-    return (kind or _kind(operation, other.operation))(
-        message, txn_id=txn_id, other_txn_id=other.txn_id, table=table, partition=partition)
+    chosen = kind or _kind(operation, other.operation)
+    where = f"table {table}" + (f", partition {partition}" if partition else "")
+    message = (f"write conflict on {where}: {_what_happened(chosen, operation, other)}. "
+               f"Transaction {txn_id} was aborted and wrote nothing; read the table again and "
+               "retry. Hive: " + conflict_message(txn_id, commit_seq, table,
+                                                   partition=partition, operation=operation,
+                                                   other=other) + detail)
+    return chosen(message, txn_id=txn_id, other_txn_id=other.txn_id, table=table,
+                  partition=partition)

@@ -89,8 +89,9 @@ def test_processes_racing_overlapping_deletes_exactly_one_wins(backend: Backend,
         assert (len(winners), len(losers)) == (1, 1), pair
         (_, win_txn, win_seq, _), (_, lose_txn, _, message) = winners[0], losers[0]
         assert win_seq == round_no + 1
-        assert message == (f"Aborting [txnid:{lose_txn},{win_seq + 1}] due to a write conflict "
-                           f"on default/race committed by [txnid:{win_txn},{win_seq}] d/d")
+        assert message.endswith(f"Hive: Aborting [txnid:{lose_txn},{win_seq + 1}] due to a write "
+                                f"conflict on default/race committed by "
+                                f"[txnid:{win_txn},{win_seq}] d/d"), message
     assert len(metastore.history("race")) == rounds
     assert sorted(states(metastore).values()) == ["aborted"] * rounds + ["committed"] * rounds
 
