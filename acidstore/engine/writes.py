@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -60,6 +60,9 @@ from acidstore.write.conform import (
 __all__ = ["check_merge", "delete", "execute_merge", "insert", "insertable_columns", "plan_change",
            "plan_insert_units", "plan_merge_inserts", "register", "run_statement",
            "statement_target", "updatable_column", "update"]
+
+#: what a SET clause maps a column to: SQL text here, a SQL string or Column on Spark
+_Expression = TypeVar("_Expression")
 
 
 def statement_target(table: TableHandle) -> StatementTarget:
@@ -178,12 +181,13 @@ def check_assignments(table: TableHandle, assignments: Mapping[str, str]) -> dic
     return out
 
 
-def set_clause(table: TableHandle, expressions: Mapping[str, str] | None,
-               new_values: Mapping[str, Any] | None, where: str) -> dict[str, str]:
+def set_clause(table: TableHandle, expressions: Mapping[str, _Expression] | None,
+               new_values: Mapping[str, Any] | None, where: str
+               ) -> dict[str, _Expression | str]:
     """One SET clause of SQL expressions (``expressions``) and Python values (``new_values``,
     as literals of their columns' types; ``where`` names the clause in errors). A column may
     be given once, in either."""
-    clause = dict(expressions or {})
+    clause: dict[str, _Expression | str] = dict(expressions or {})
     if not new_values:
         return clause
     columns = {n.lower(): n for n in table.schema.names}

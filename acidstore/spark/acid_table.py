@@ -14,7 +14,7 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
@@ -278,15 +278,19 @@ class AcidTable:
         return self._statement("delete", changes)
 
     def update(self, condition: Condition | None = None,
-               set: Mapping[str, Condition] | None = None) -> WriteResult:
-        """Set columns of the rows matching ``condition`` (``"true"`` for every row) to SQL
-        expressions (or Columns) of the old row."""
+               set: Mapping[str, Condition] | None = None, *,
+               new_values: Mapping[str, Any] | None = None) -> WriteResult:
+        """Set columns of the rows matching ``condition`` (``"true"`` for every row): ``set``
+        to SQL expressions (or Columns) of the old row, ``new_values`` to Python values (no
+        SQL quoting, as the embedded ``Table.update``)."""
         where = f"UPDATE of {self.name}"
         required_condition(condition, where)
-        if not set:
-            raise InvalidInputError("update needs at least one column to set")
         with self._table() as table:
-            given = {writes.updatable_column(table, name): value for name, value in set.items()}
+            clause = writes.set_clause(table, set, new_values, "update")
+            if not clause:
+                raise InvalidInputError("update needs at least one column to set")
+            given = {writes.updatable_column(table, name): value
+                     for name, value in clause.items()}
             scope = {"": table.schema}
         texts = {name: sql_text(value) for name, value in given.items()}
         predicate_text = sql_text(condition)

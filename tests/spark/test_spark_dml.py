@@ -140,6 +140,27 @@ def test_update_like_embedded(pair: Pair) -> None:
         "insert", "update", "update", "update"]
 
 
+def test_update_takes_python_values_like_embedded(pair: Pair) -> None:
+    """``new_values``: Python values, no SQL quoting, alone and beside SQL or a Column."""
+    odd = "it's -- 'x' || name"
+    got = pair.at.update("id < 3", new_values={"name": odd, "amount": None})
+    assert counts(got) == counts(pair.embedded.update(
+        "id < 3", new_values={"name": odd, "amount": None})) == (0, 3, 0)
+    pair.check_same()
+    got = pair.at.update(F.col("id") == 5, {"amount": F.col("amount") + 1},
+                         new_values={"name": "five"})
+    assert counts(got) == counts(pair.embedded.update(
+        "id = 5", {"amount": "amount + 1"}, new_values={"name": "five"}))
+    rows = pair.check_same()
+    assert {r[1] for r in rows if r[0] < 3} == {odd} and \
+        next(r[1] for r in rows if r[0] == 5) == "five"
+    with pytest.raises(InvalidInputError, match="column 'amount'"):
+        pair.at.update("true", new_values={"amount": "many"})
+    with pytest.raises(InvalidInputError, match="both as a SQL expression and as a new value"):
+        pair.at.update("true", {"name": "'x'"}, new_values={"NAME": "y"})
+    pair.check_same()
+
+
 def test_partition_and_bucketing_columns_cannot_be_updated(pair: Pair) -> None:
     for column in ("dt", "id", "ID"):
         with pytest.raises(InvalidInputError, match="cannot update"):
