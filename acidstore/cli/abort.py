@@ -38,17 +38,16 @@ def add_abort_command(sub: Subparsers) -> None:
 def run_abort(args: argparse.Namespace) -> None:
     with open_warehouse(args) as wh:
         states = {t.txn_id: t.state for t in wh.metastore.show_transactions()}
-        unknown = [i for i in args.txn_ids if i not in states]
-        committed = [i for i in args.txn_ids if states.get(i) == "committed"]
-        if unknown or committed:
-            raise TransactionStateError(
-                "nothing was aborted: "
-                + "; ".join(filter(None, [
-                    f"no transaction {', '.join(map(str, unknown))} in {wh.location}"
-                    if unknown else "",
-                    f"transaction {', '.join(map(str, committed))} committed already (a "
-                    "committed write is undone only by a new write)"
-                    if committed else ""])))
+        unknown = [str(i) for i in args.txn_ids if i not in states]
+        committed = [str(i) for i in args.txn_ids if states.get(i) == "committed"]
+        problems = []
+        if unknown:
+            problems.append(f"no transaction {', '.join(unknown)} in {wh.location}")
+        if committed:
+            problems.append(f"transaction {', '.join(committed)} committed already (a "
+                            "committed write is undone only by a new write)")
+        if problems:
+            raise TransactionStateError("nothing was aborted: " + "; ".join(problems))
         done: list[dict[str, Any]] = []
         for txn_id in dict.fromkeys(args.txn_ids):
             was = states[txn_id]

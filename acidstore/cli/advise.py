@@ -66,14 +66,12 @@ def _rows(fs: pafs.FileSystem, directory: str, names: list[str]) -> int:
 
 def _amounts(fs: pafs.FileSystem, directory: str, state: AcidState) -> dict[str, Any]:
     base_rows = _rows(fs, directory, [state.base] if state.base else state.original_files)
-    deletes = [d for d in state.deltas if d in set(state.delete_deltas)]
-    inserts = [d for d in state.deltas if d not in set(deletes)]
-    inserted = _rows(fs, directory, inserts)
-    deleted = _rows(fs, directory, deletes)
+    inserted = _rows(fs, directory, state.insert_deltas())
+    deleted = _rows(fs, directory, state.delete_deltas)
     written = base_rows + inserted
     live = max(written - deleted, 0)
     return {
-        "base": state.base, "deltas": len(state.deltas), "delete_deltas": len(deletes),
+        "base": state.base, "deltas": len(state.deltas), "delete_deltas": len(state.delete_deltas),
         "rows_in_base": base_rows, "rows_in_deltas": inserted, "delete_events": deleted,
         "delete_ratio": round(deleted / written, 4) if written else 0.0,
         "read_amplification": round((written + deleted) / live, 2) if live else

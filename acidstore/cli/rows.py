@@ -108,9 +108,8 @@ def _given_for(table: TableHandle, given: ValidWriteIdList | None) -> ValidWrite
 def _partition_report(fs: pafs.FileSystem, part: PartitionDir, base: str,
                       ids: ValidWriteIdList, txns: ValidTxnList | None) -> dict[str, Any]:
     state = acid_state(part.path, ids, txns, filesystem=fs)
-    deletes = set(state.delete_deltas)
     return {"partition": afs.relative(base, part.path) or "(table)", "base": state.base,
-            "insert_deltas": [d for d in state.deltas if d not in deletes],
+            "insert_deltas": state.insert_deltas(),
             "delete_deltas": state.delete_deltas,
             "originals": state.original_files, "obsolete": state.obsolete,
             "aborted": state.aborted}

@@ -91,7 +91,7 @@ def _partitions(table: TableHandle) -> list[dict[str, Any]]:
         out.append({
             "partition": afs.relative(table.location, part.path) or "(table)",
             "base": state.base,
-            "insert_deltas": len(state.deltas) - len(state.delete_deltas),
+            "insert_deltas": len(state.insert_deltas()),
             "delete_deltas": len(state.delete_deltas),
             "original_files": len(state.original_files),
             "obsolete": len(state.obsolete), "aborted": len(state.aborted),

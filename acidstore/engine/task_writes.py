@@ -63,9 +63,8 @@ from acidstore.read.keys import KeyArrays
 from acidstore.write.conform import conform, omittable, split_partitions
 
 __all__ = ["BUCKET_COLUMN", "CLAUSE_COLUMN", "DELETE_COLUMN", "INSERT_COLUMN", "ORDER_COLUMN",
-           "ROUTED_KINDS", "TaskPlan",
-           "TaskResult", "make_staging_dir", "publish_tasks", "remove_staging_of",
-           "staging_of", "task_plan", "write_task"]
+           "ROUTED_KINDS", "TaskPlan", "TaskResult", "conform_inserted", "make_staging_dir",
+           "publish_tasks", "remove_staging_of", "staging_of", "task_plan", "write_task"]
 
 #: event columns: which MERGE clause a row belongs to, the ROW__ID it deletes (null: none)
 #: and whether its values are a new row; plain inserts have none of them
@@ -211,6 +210,14 @@ def _deleted_keys(plan: TaskPlan, rows: pa.Table) -> dict[str, KeyArrays]:
     return out
 
 
+def conform_inserted(target: StatementTarget, rows: pa.Table) -> pa.Table:
+    """Rows a task inserts (a DataFrame's), conformed to ``target`` as an embedded insert
+    conforms them: nullable columns that are not partition columns may be left out."""
+    schema = target.full_schema
+    return conform(rows, schema, where=f"table {target.name}",
+                   omitted=omittable(schema, target.partition_schema.names))
+
+
 def _new_rows(plan: TaskPlan, rows: pa.Table
               ) -> tuple[dict[str, pa.Table], dict[str, pa.Table]]:
     """The task's new rows by partition: those of the statement's own kind (an INSERT's, an
@@ -228,9 +235,7 @@ def _new_rows(plan: TaskPlan, rows: pa.Table
     replacing = pc.is_valid(inserting.column(DELETE_COLUMN)) \
         if DELETE_COLUMN in inserting.column_names else None
     target = plan.target
-    data = conform(inserting.drop_columns(extra), target.full_schema,
-                   where=f"table {target.name}", omitted=omittable(
-                       target.full_schema, target.partition_schema.names))
+    data = conform_inserted(target, inserting.drop_columns(extra))
     names = list(target.partition_schema.names)
     if replacing is None or plan.kind != "merge":
         return {p.path: p.rows for p in split_partitions(data, names)}, {}

@@ -63,6 +63,8 @@ __all__ = ["check_merge", "delete", "execute_merge", "insert", "insertable_colum
 
 #: what a SET clause maps a column to: SQL text here, a SQL string or Column on Spark
 _Expression = TypeVar("_Expression")
+#: a value given for a column, whatever its kind
+_Value = TypeVar("_Value")
 
 
 def statement_target(table: TableHandle) -> StatementTarget:
@@ -156,14 +158,14 @@ def updatable_column(table: TableHandle, name: str) -> str:
     return column
 
 
-def insertable_columns(table: TableHandle, values: Mapping[str, Any]) -> dict[str, Any]:
+def insertable_columns(table: TableHandle, values: Mapping[str, _Value],
+                       where: str = "MERGE insert") -> dict[str, _Value]:
     """``values`` keyed by the table's own spelling of each column (every column, partition
-    ones included, may be given a value)."""
+    ones included, may be given a value; ``where`` names the clause in errors)."""
     known = {n.lower(): n for n in table.schema.names}
     unknown = [c for c in values if c.lower() not in known]
     if unknown:
-        raise InvalidInputError(f"unknown column(s) {unknown} in MERGE insert of "
-                                f"{table.name}")
+        raise InvalidInputError(f"unknown column(s) {unknown} in {where} of {table.name}")
     return {known[c.lower()]: v for c, v in values.items()}
 
 
@@ -190,16 +192,12 @@ def set_clause(table: TableHandle, expressions: Mapping[str, _Expression] | None
     clause: dict[str, _Expression | str] = dict(expressions or {})
     if not new_values:
         return clause
-    columns = {n.lower(): n for n in table.schema.names}
     given = {c.lower() for c in clause}
     twice = sorted(c for c in new_values if c.lower() in given)
     if twice:
         raise InvalidInputError(f"{where} of {table.name}: column(s) {twice} given both as "
                                 "a SQL expression and as a new value")
-    unknown = sorted(c for c in new_values if c.lower() not in columns)
-    if unknown:
-        raise InvalidInputError(f"unknown column(s) {unknown} in {where} of {table.name}")
-    resolved = {columns[c.lower()]: v for c, v in new_values.items()}
+    resolved = insertable_columns(table, new_values, where)
     clause.update(value_literals(resolved, table.schema, f"{where} of {table.name}"))
     return clause
 

@@ -96,6 +96,12 @@ class AcidState:
         """The directories this snapshot reads: its base, if any, and its deltas."""
         return [*([self.base] if self.base else []), *self.deltas]
 
+    def insert_deltas(self) -> list[str]:
+        """The current deltas that are not delete deltas, in read order (what an operator
+        counts apart from the delete deltas)."""
+        deletes = set(self.delete_deltas)
+        return [name for name in self.deltas if name not in deletes]
+
     def selected_parsed(self) -> list[tuple[str, ParsedBase | ParsedDelta]]:
         """``selected`` with each name as parsed when the state was decided (the checks of
         every statement read them, and a second parse each time would be their main cost)."""

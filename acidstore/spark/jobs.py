@@ -27,6 +27,7 @@ from acidstore.engine.task_writes import (
     DELETE_COLUMN,
     TaskPlan,
     TaskResult,
+    conform_inserted,
     write_task,
 )
 from acidstore.engine.worker_gc import freeze_long_lived
@@ -34,7 +35,6 @@ from acidstore.errors import InvalidInputError
 from acidstore.spark.packing import SMALL_OPEN_COST_BYTES
 from acidstore.spark.typed_errors import reported_errors
 from acidstore.write.bucketing import bucket_ids
-from acidstore.write.conform import conform, omittable
 
 __all__ = ["IN_DRIVER_ON_LOCAL", "group_buckets", "local_cores", "routed", "run_job", "run_units",
            "unit_bytes", "unit_shares", "units_in_driver"]
@@ -85,9 +85,7 @@ def _with_buckets(plan: TaskPlan, batches: Iterator[pa.RecordBatch]
     target = plan.target
     for batch in batches:
         with reported_errors():
-            rows = conform(pa.Table.from_batches([batch]), target.full_schema,
-                           where=f"table {target.name}", omitted=omittable(
-                               target.full_schema, target.partition_schema.names))
+            rows = conform_inserted(target, pa.Table.from_batches([batch]))
             buckets = bucket_ids(rows, list(target.bucket_by), target.buckets)
         yield batch.append_column(BUCKET_COLUMN, pa.array(np.asarray(buckets, np.int32)))
 

@@ -68,8 +68,8 @@ def _literal(scalar: pa.Scalar) -> str:
     if pa.types.is_list(type_) or pa.types.is_large_list(type_):
         return "[" + ", ".join(_literal(item) for item in scalar.values) + "]"
     if pa.types.is_struct(type_):
-        fields = [f"'{type_.field(i).name.replace(chr(39), chr(39) * 2)}': "
-                  f"{_literal(scalar[type_.field(i).name])}" for i in range(type_.num_fields)]
+        fields = [f"{_quoted(type_.field(i).name)}: {_literal(scalar[type_.field(i).name])}"
+                  for i in range(type_.num_fields)]
         return "{" + ", ".join(fields) + "}"
     raise TypeError(f"new values of type {type_} are not supported; give a SQL expression")
 
@@ -82,9 +82,13 @@ def _float(value: float) -> str:
     return f"CAST({value!r} AS DOUBLE)"  # DuckDB reads a bare 0.1 as a DECIMAL
 
 
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
 def _text(value: str) -> str:
     # a NUL cannot stand inside a DuckDB string literal: it is spliced in with chr(0)
-    parts = ["'" + part.replace("'", "''") + "'" for part in value.split("\x00")]
+    parts = [_quoted(part) for part in value.split("\x00")]
     return "(" + " || chr(0) || ".join(parts) + ")" if len(parts) > 1 else parts[0]
 
 
