@@ -41,6 +41,7 @@ __all__ = [
     "HELD_FILE_MAX_BYTES",
     "ISOLATION_LEVEL",
     "ISOLATION_LEVEL_PROPERTY",
+    "JAVA_HOME_ENV",
     "JVM_CACHE_ENV",
     "LEASE_TTL_SECONDS",
     "LOCAL_THREADS",
@@ -101,6 +102,10 @@ warehouse)."""
 JVM_CACHE_ENV: Final = "ACIDSTORE_JVM_CACHE"
 """The directory where the Spark data source's compiled jar is kept (unset: under
 ``XDG_CACHE_HOME_ENV``)."""
+
+JAVA_HOME_ENV: Final = "JAVA_HOME"
+"""The JDK whose ``bin/javac`` compiles the Spark data source's jar when the package carries
+none for the installed PySpark; looked at before ``PATH``, as Java's own tools do."""
 
 XDG_CACHE_HOME_ENV: Final = "XDG_CACHE_HOME"
 """The user's cache directory (unset: ``~/.cache``); the jar goes to ``acidstore/jvm`` in it."""

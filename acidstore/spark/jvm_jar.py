@@ -1,11 +1,20 @@
 """acidstore's Java reader (``acidstore/spark/java``): its jar, and putting it into a session.
 
-The package ships the reader as Java sources, not as a jar: a jar compiled against one Spark
-would be loaded into another. The first session of a machine compiles them with ``javac``
-against the jars of the installed PySpark (about 5 s) into a cache directory keyed by the
-sources and the PySpark version (``ACIDSTORE_JVM_CACHE``, else ``~/.cache/acidstore/jvm``);
-later sessions find the jar there. Without ``javac`` (a JRE only) nothing is compiled and
-``AcidTable.toDF()`` reads through the Python data source, as it always could.
+A jar compiled against one Spark must not be loaded into another, so the reader's jar is
+found in this order, each keyed by the reader's sources and the exact PySpark version
+(``jvm_build.key``):
+
+1. the jar a wheel carries (``java/acidstore-spark-<pyspark version>-<key>.jar``), compiled
+   when the wheel was built, against the PySpark of the build environment: used only when the
+   installed PySpark is that version, and all a machine with a Java runtime alone needs;
+2. the cache directory (``ACIDSTORE_JVM_CACHE``, else ``$XDG_CACHE_HOME/acidstore/jvm``, else
+   ``~/.cache/acidstore/jvm``), where an earlier session of this machine compiled it;
+3. compiled now with ``javac`` (``$JAVA_HOME/bin/javac``, else ``PATH``'s) against the jars of
+   the installed PySpark into that cache, with one line on stderr first, since the first read
+   then waits for it (a few seconds; more on a busy machine).
+
+Without any of them, ``AcidTable.toDF()`` reads through the Python data source, as it always
+could, with a warning that says why.
 
 A session gets the jar at its first ``toDF()`` (``install``): its classes are added to the
 driver's class loader (the one every Py4J thread and, in local mode, every task uses) and
@@ -16,21 +25,17 @@ happens after the session started, so no ``spark.jars`` the user configured is r
 from __future__ import annotations
 
 import functools
-import hashlib
 import logging
-import os
-import shutil
 import subprocess
-import tempfile
 import threading
 import weakref
 from pathlib import Path
 
-import pyspark
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-from acidstore.config import JVM_CACHE_ENV, XDG_CACHE_HOME_ENV, environment
+from acidstore.config import JAVA_HOME_ENV, JVM_CACHE_ENV, XDG_CACHE_HOME_ENV, environment
+from acidstore.spark import jvm_build
 
 __all__ = ["CACHE_ENV", "SOURCE_CLASS", "install", "jar_path"]
 
@@ -40,15 +45,11 @@ _log = logging.getLogger(__name__)
 CACHE_ENV = JVM_CACHE_ENV
 #: the DataSource V2 provider the jar holds (``spark.read.format`` takes the class name)
 SOURCE_CLASS = "acidstore.jvm.AcidSource"
-_SOURCES = Path(__file__).parent / "java"
-_JAR = "acidstore-spark.jar"
 _lock = threading.Lock()
+#: held while the jar is found or compiled: threads of one process compile it once
+_jar_lock = threading.Lock()
 #: SparkContexts the jar was installed into (True) or could not be (False)
 _installed: weakref.WeakKeyDictionary[SparkContext, bool] = weakref.WeakKeyDictionary()
-
-
-def _sources() -> list[Path]:
-    return sorted(_SOURCES.rglob("*.java"))
 
 
 def _cache_dir() -> Path:
@@ -58,51 +59,56 @@ def _cache_dir() -> Path:
     return Path(environment(XDG_CACHE_HOME_ENV) or Path.home() / ".cache") / "acidstore" / "jvm"
 
 
-def _key() -> str:
-    """What the jar depends on: its sources and the Spark it is compiled against."""
-    digest = hashlib.sha256(pyspark.__version__.encode())
-    for source in _sources():
-        digest.update(source.relative_to(_SOURCES).as_posix().encode())
-        digest.update(source.read_bytes())
-    return digest.hexdigest()[:16]
-
-
-def _compile(jar: Path) -> None:
-    """javac then jar into a private directory, moved into place at once: two processes that
-    compile together each publish a whole jar, never half of one."""
-    spark_jars = Path(pyspark.__file__).parent / "jars"
-    jar.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=jar.parent, prefix=".build-") as work:
-        classes = Path(work) / "classes"
-        classes.mkdir()
-        subprocess.run(["javac", "-nowarn", "--release", "17", "-d", str(classes),
-                        "-cp", f"{spark_jars}/*", *map(str, _sources())],
-                       check=True, capture_output=True, text=True)
-        built = Path(work) / _JAR
-        subprocess.run(["jar", "cf", str(built), "-C", str(classes), "."],
-                       check=True, capture_output=True, text=True)
-        os.replace(built, jar)
+def jar_path() -> Path | None:
+    """The reader's jar for the installed PySpark: the packaged one, the cached one, or one
+    compiled now; None where there is none and none can be built (no ``javac``, or
+    compilation failed: logged once per process)."""
+    with _jar_lock:
+        return _find_or_compile()
 
 
 @functools.cache
-def jar_path() -> Path | None:
-    """The reader's jar for the installed PySpark, compiled on first use; None where it
-    cannot be built (no ``javac``/``jar`` on PATH, or compilation failed: logged once)."""
-    jar = _cache_dir() / _key() / _JAR
+def _find_or_compile() -> Path | None:
+    """``jar_path``'s answer, worked out once per process: the files it looks at only change
+    by this process's own compile, and the warnings are said once."""
+    spark = jvm_build.installed_pyspark()
+    if spark is None:  # not reached through acidstore.spark, which needs PySpark
+        return None
+    version, spark_jars = spark
+    key = jvm_build.key(version)
+    packaged = jvm_build.SOURCES / jvm_build.packaged_name(version, key)
+    if packaged.is_file():
+        return packaged
+    jar = _cache_dir() / key / jvm_build.JAR_NAME
     if jar.is_file():
         return jar
-    if shutil.which("javac") is None or shutil.which("jar") is None:
-        _log.warning("acidstore: no javac on PATH, so Spark reads take the Python data source "
-                     "(install a JDK 17+ for the faster Java reader)")
+    javac = jvm_build.find_javac(environment(JAVA_HOME_ENV), None)
+    if javac is None:
+        _log.warning("acidstore: no javac (neither $JAVA_HOME/bin/javac nor on PATH)%s, so "
+                     "Spark reads take the Python data source (install a JDK 17+ for the "
+                     "faster Java reader)", _packaged_for_others(version))
         return None
+    # a warning because it is the level Python shows with no logging configured: the first
+    # read stops for the compile, and should not look hung
+    _log.warning("acidstore: compiling the Java reader for PySpark %s (first use on this "
+                 "machine, a few seconds)...", version)
     try:
-        _compile(jar)
+        jvm_build.compile_jar(jar, javac, spark_jars)
     except (OSError, subprocess.CalledProcessError) as exc:
         detail = getattr(exc, "stderr", "") or exc
         _log.warning("acidstore: compiling the Java reader into %s failed, so Spark reads take "
                      "the Python data source: %s", jar.parent, detail)
         return None
     return jar
+
+
+def _packaged_for_others(version: str) -> str:
+    """Why a packaged jar was not used, when there is one: it is for another PySpark."""
+    built_for = sorted(p.name.removeprefix(jvm_build.PACKAGED_PREFIX).rsplit("-", 1)[0]
+                       for p in jvm_build.SOURCES.glob(f"{jvm_build.PACKAGED_PREFIX}*.jar"))
+    if not built_for:
+        return ""
+    return f" and the packaged reader is for PySpark {', '.join(built_for)}, not {version}"
 
 
 def install(spark: SparkSession) -> bool:

@@ -18,8 +18,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -46,7 +44,7 @@ import acidstore
 from acidstore import Table
 from acidstore.engine.handle import handle_of
 from acidstore.errors import AcidStoreError, CorruptFileError, DataError, MissingDataError
-from acidstore.spark import AcidTable, jvm_jar, typed_error
+from acidstore.spark import AcidTable, typed_error
 from acidstore.spark.jvm_read import JVM_READ_CONF
 from acidstore.write import files as write_files
 
@@ -400,35 +398,3 @@ def test_a_row_id_repeated_across_two_ranges_fails_the_read(
         assert df.rdd.getNumPartitions() == 2
         with pytest.raises(Py4JJavaError, match=f"out of order in .*{delta.name}"):
             df.agg(F.count("row__id")).collect()
-
-
-def test_without_javac_no_jar_is_built(tmp_path: Path) -> None:
-    """A machine with a JRE only: ``jar_path()`` is None (Spark reads take the Python data
-    source), with a warning that says why; nothing is left in the cache directory."""
-    env = {**os.environ, "PATH": str(tmp_path / "bin"), jvm_jar.CACHE_ENV: str(tmp_path / "c")}
-    (tmp_path / "bin").mkdir()
-    os.symlink(sys.executable, tmp_path / "bin" / "python")
-    run = subprocess.run([sys.executable, "-c", "from acidstore.spark import jvm_jar; "
-                          "print(jvm_jar.jar_path())"], env=env, capture_output=True, text=True,
-                         check=True)
-    assert run.stdout.strip() == "None"
-    assert "no javac" in run.stderr
-    assert not (tmp_path / "c").exists()
-
-
-def test_the_jar_is_compiled_once_into_its_cache(tmp_path: Path) -> None:
-    """A fresh cache directory gets one jar holding the reader; a second process finds it."""
-    env = {**os.environ, jvm_jar.CACHE_ENV: str(tmp_path / "c")}
-    code = "from acidstore.spark import jvm_jar; print(jvm_jar.jar_path())"
-    first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                           text=True, check=True).stdout.strip()
-    jar = Path(first)
-    assert jar.is_file() and jar.is_relative_to(tmp_path / "c")
-    listing = subprocess.run(["jar", "tf", str(jar)], capture_output=True, text=True,
-                             check=True).stdout
-    assert "acidstore/jvm/AcidSource.class" in listing
-    built = jar.stat().st_mtime_ns
-    second = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                            text=True, check=True).stdout.strip()
-    assert second == first and jar.stat().st_mtime_ns == built
-    assert [p.name for p in jar.parent.iterdir()] == [jar.name]  # no build leftovers
