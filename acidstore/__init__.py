@@ -10,6 +10,7 @@ transaction and write ids: an embedded SQLite file, or PostgreSQL shared by many
     t.insert(pa.table({"id": [1, 2], "v": ["a", "b"]}))
     t.update("id = 2", {"v": "'c'"}); t.delete("id = 1")
     t.to_arrow(); t.to_arrow(as_of=1); t.history()
+    t.restore(1)                                    # the rows of write id 1, a new commit
     with wh.transaction() as txn:                   # several statements, one commit
         txn.table("db.events").insert(pa.table({"id": [3], "v": ["d"]}))
 

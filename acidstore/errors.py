@@ -51,6 +51,7 @@ __all__ = [
     "ReadOnlyWarehouseError",
     "SchemaMismatchError",
     "SparkJobFailedError",
+    "TableBusyError",
     "TableExistsError",
     "TableNotFoundError",
     "TransactionAbortedError",
@@ -184,6 +185,18 @@ class WarehouseNotFoundError(CatalogError):
 
 class TableExistsError(CatalogError):
     """A table of that name already exists."""
+
+
+class TableBusyError(CatalogError):
+    """A change of the catalogue (``rename_table``) was refused because transactions are
+    writing the table (they hold a write id on it, or compact it): under them, their commits
+    would publish under a name that no longer exists. Nothing changed; ``txn_ids`` are the
+    transactions to wait for (or to abort) before retrying."""
+
+    def __init__(self, message: str, *, table: str, txn_ids: tuple[int, ...]) -> None:
+        super().__init__(message)
+        self.table = table
+        self.txn_ids = txn_ids
 
 
 class LocationNotEmptyError(CatalogError):

@@ -186,7 +186,7 @@ def compact(table: TableHandle | HasHandle, kind: Kind,
         codec, recorded = table.compression, table.recorded_writes()
         for relative, directory in targets:
             plans.append(plan_partition_compaction(
-                table.filesystem, relative, directory, kind, schema=table.info.schema,
+                table.filesystem, relative, directory, kind, schema=table.info.row_schema,
                 write_ids=write_ids, txns=txn.snapshot, txn_id=txn.txn_id, compression=codec,
                 recorded=recorded))
         work = [unit for plan in plans for unit in plan.work]
@@ -196,6 +196,9 @@ def compact(table: TableHandle | HasHandle, kind: Kind,
         if not any(plan.enough for plan in plans):
             txn.abort("nothing to compact")
             return CompactionResult(table.name, kind, None, _summaries(plans, work, outputs))
+        # still the table it planned from (its outputs are recorded by name): renamed or
+        # dropped meanwhile, and another table may have that name now
+        table.check_exists()
         txn.compacted(_records(table, plans, work, outputs))
         if record:  # before the commit: a committed compaction is never missing from the queue
             entries = [wh.metastore.record_compaction(

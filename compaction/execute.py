@@ -36,6 +36,7 @@ from acidstore.format.orc.schema import (
     ROW,
     ROW_ID,
     event_schema,
+    is_dropped,
 )
 from acidstore.format.orc.stream import DEFAULT_BATCH_ROWS, EventFileWriter
 from acidstore.io import fs as afs
@@ -87,13 +88,14 @@ def prepare_outputs(work: Sequence[BucketWork]) -> None:
 
 
 def _conformed_rows(row: pa.Array, schema: pa.Schema) -> pa.StructArray:
-    """A file's ``row`` struct in the table's current columns, matched by position (Hive's
-    ``_colN`` names) with nulls for columns added after the file was written."""
+    """A file's ``row`` struct in the table's current file schema, matched by position
+    (Hive's ``_colN`` names) with nulls for columns added after the file was written and for
+    dropped columns (their values leave the files as they are compacted)."""
     if isinstance(row, pa.ChunkedArray):
         row = row.combine_chunks()
     n = len(row)
-    arrays = [row.field(i).cast(f.type) if i < row.type.num_fields else pa.nulls(n, f.type)
-              for i, f in enumerate(schema)]
+    arrays = [row.field(i).cast(f.type) if i < row.type.num_fields and not is_dropped(f.name)
+              else pa.nulls(n, f.type) for i, f in enumerate(schema)]
     return pa.StructArray.from_arrays(arrays, fields=list(schema),
                                       mask=row.is_null() if row.null_count else None)
 

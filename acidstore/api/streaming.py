@@ -49,7 +49,7 @@ from acidstore.errors import (
 )
 from acidstore.format.partitions import partition_path
 from acidstore.io.fs import storage_boundary
-from acidstore.metastore import PlannedWrite, TxnInfo
+from acidstore.metastore import PlannedWrite, StatementSummary, TxnInfo
 from acidstore.metastore.records import MAX_OPEN_BATCH
 from acidstore.metastore.validate import check_app_version
 from acidstore.write.conform import (
@@ -61,7 +61,11 @@ from acidstore.write.conform import (
     to_arrow_table,
 )
 
-__all__ = ["StreamingConnection"]
+__all__ = ["STREAMING_INSERT", "StreamingConnection"]
+
+#: what ``history()`` calls a streaming connection's commit: rows appended, as by ``insert``,
+#: through Hive's streaming ingest (Delta calls its streaming writes "STREAMING UPDATE")
+STREAMING_INSERT = "streaming_insert"
 
 
 @storage_boundary
@@ -181,12 +185,14 @@ class StreamingConnection:
             self._table.schema.empty_table()
         self._current, self._pending = None, []
         if rows.num_rows == 0 and self.app_id is None:
+            txn.ran(StatementSummary(self.table, STREAMING_INSERT))
             info = txn.commit()
             return WriteResult(txn.txn_id, info.write_ids.get(self.table), "insert",
                                committed=True)
         target = TableHandle.open(self._warehouse, self.table, txn)
         self._refuse_changed_metadata(txn, target)
-        result = writes.insert(target, rows, "insert", app_id=self.app_id, version=version)
+        result = writes.insert(target, rows, "insert", app_id=self.app_id, version=version,
+                               statement=STREAMING_INSERT)
         if result.skipped:
             txn.abort(f"version {version} of app_id {self.app_id!r} is already committed")
             return result
@@ -270,7 +276,8 @@ class StreamingConnection:
             error = MetadataChangedError(
                 f"txnid:{txn.txn_id} checked its rows against {self.table} as of metadata "
                 f"version {began.metadata_version}, but its metadata changed since (now "
-                f"version {now.metadata_version}: columns were added); nothing was "
+                f"version {now.metadata_version}: columns were added, renamed or dropped); "
+                "nothing was "
                 "committed: write the rows again in the next transaction",
                 txn_id=txn.txn_id, table=self.table)
         txn.abort(str(error))

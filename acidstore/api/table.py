@@ -18,8 +18,9 @@ from acidstore.api import optimize as maintenance
 from acidstore.config import RETENTION_SECONDS
 from acidstore.engine import writes
 from acidstore.engine.handle import TableHandle
+from acidstore.engine.restore import restore
 from acidstore.engine.results import WriteResult
-from acidstore.engine.schema_change import add_columns
+from acidstore.engine.schema_change import add_columns, drop_columns, rename_column
 from acidstore.errors import import_optional
 from acidstore.format.writeids import ValidWriteIdList
 from acidstore.io.fs import storage_boundary
@@ -102,8 +103,8 @@ class Table:
         return frames.to_duckdb(self.to_arrow(columns, filter, as_of), connection)
 
     def history(self) -> pa.Table:
-        """One row per committed write id: its transaction, commit time, operation and
-        counts."""
+        """One row per committed write id (its transaction, commit time, the statements that
+        wrote it and their counts) and per committed compaction (no write id)."""
         return self._handle.history()
 
     def changes(self, start_write_id: int, end_write_id: int) -> pa.Table:
@@ -141,6 +142,13 @@ class Table:
         goes in one of the two."""
         return writes.update(self._handle, predicate, updates, new_values=new_values)
 
+    def restore(self, version: int | datetime) -> WriteResult:
+        """Delta's RESTORE: the rows become those of ``version`` (a committed write id, or a
+        moment), exactly as ``to_arrow(as_of=version)`` reads them, as a new commit.
+        Rows present now and not then get delete events, rows of then that are gone are
+        written again (with new ROW__IDs), and the rest is left alone."""
+        return restore(self._handle, version)
+
     def merge(self, source: Any, condition: str, *, source_alias: str = "s",
               target_alias: str = "t") -> MergeBuilder:
         """Start a MERGE of ``source`` into this table on ``condition``."""
@@ -153,6 +161,21 @@ class Table:
         """Append nullable columns (a ``pa.Schema``); rows written before read them as NULL,
         and writers that planned against the old schema fail with MetadataChangedError."""
         add_columns(self._handle, columns)
+
+    def rename_column(self, old: str, new: str) -> None:
+        """Rename column ``old`` to ``new`` (Iceberg's rename: no file is rewritten; rows
+        written before read the values under the new name, on every engine). Partition
+        columns cannot be renamed; writers that planned against the old schema fail with
+        MetadataChangedError."""
+        rename_column(self._handle, old, new)
+
+    def drop_columns(self, names: Sequence[str]) -> None:
+        """Drop columns (Iceberg's drop: no file is rewritten, reads no longer return them).
+        A column added later under a dropped name is a new column: rows written before
+        read NULL for it, never the dropped values. Partition and bucketing columns cannot be
+        dropped; writers that planned against the old schema fail with
+        MetadataChangedError."""
+        drop_columns(self._handle, names)
 
     # --- maintenance: the compaction package's compactors and cleaner, for this table ---------
 

@@ -192,6 +192,15 @@ class Warehouse:
         """Remove a table and its files."""
         catalog.drop_table(self._core, name)
 
+    def rename_table(self, old: str, new: str) -> Table:
+        """Rename table ``old`` to ``new`` (also into another database) and return it: its
+        rows, history and time travel stay, and so do its files, where they are. ``old``
+        is free afterwards (``TableNotFoundError`` through it, also from ``Table`` objects
+        opened before). Refused while transactions write the table (``TableBusyError``)
+        and when ``new`` is taken (``TableExistsError``)."""
+        split_table_name(new)  # a bad new name is refused before anything else
+        return Table(TableHandle(self._core, catalog.rename_table(self._core, old, new)))
+
     def adopt_table(self, name: str, path: str | os.PathLike[str], *,
                     partition_by: Iterable[str] | None = (), schema: pa.Schema | None = None,
                     properties: Mapping[str, str] | None = None) -> Table:

@@ -289,11 +289,13 @@ def _pipeline(spark: SparkSession, warehouse: Path, orders: int, out: TextIO,
             f"{elapsed()})")
 
         history = table.history().select("write_id", "operation", "rows_inserted",
-                                         "rows_deleted").orderBy("write_id").collect()
+                                         "rows_updated", "rows_deleted").orderBy(
+                                             "write_id").collect()
         say(f"[7/{STEPS}] HISTORY: {len(history)} write ids ({elapsed()})")
         for entry in history:
-            say(f"      write id {entry['write_id']}: {entry['operation']:<20} "
-                f"+{entry['rows_inserted']:<6} -{entry['rows_deleted']}")
+            say(f"      write id {entry['write_id']}: {entry['operation']:<8} "
+                f"+{entry['rows_inserted']:<6} ~{entry['rows_updated']:<6} "
+                f"-{entry['rows_deleted']}")
 
         rows = (table.toDF().groupBy("dt", "status")
                 .agg(F.count("*").alias("orders"),

@@ -37,7 +37,7 @@ Look after Hive ACID tables from the shell.
 Looking at a warehouse (each takes --warehouse PATH, and --json for scripts):
   tables                 the tables of a warehouse
   describe TABLE         columns, partitioning, bucketing, properties, size and deltas
-  history TABLE          the committed writes of a table, one per write id
+  history TABLE          a table's committed writes (one per write id) and compactions
   show WHAT              transactions, locks, reader leases or compactions
   advise [TABLE]         per partition: what compaction will do, and why
 

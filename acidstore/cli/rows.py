@@ -197,7 +197,7 @@ def _warehouse_scan(found: Located, args: argparse.Namespace) -> tuple[Scan, int
     try:
         info = table.info
         scan = Scan(table.filesystem, table_partition_dirs(table, found.partition), ids, txns,
-                    schema=info.schema, partition_schema=info.partition_schema,
+                    schema=info.row_schema, partition_schema=info.partition_schema,
                     columns=args.columns.split(",") if args.columns else None,
                     filter=args.filter, with_row_id=args.row_id, reader=args.reader,
                     recorded=table.recorded_writes())

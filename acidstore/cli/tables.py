@@ -44,7 +44,8 @@ def add_table_commands(sub: Subparsers) -> None:
         "deltas per partition")
     describe.add_argument("table", help="table name: db.table, or table for db default")
     add_warehouse_options(describe)
-    history = sub.add_parser("history", help="a table's committed writes, one per write id")
+    history = sub.add_parser("history", help="a table's committed writes, one per write id, "
+                             "and its compactions")
     history.add_argument("table", help="table name: db.table, or table for db default")
     add_warehouse_options(history)
 
@@ -156,5 +157,5 @@ def run_history(args: argparse.Namespace) -> None:
         rows = rows_of(handle(wh, args.table).history())
     emit(args, rows, lambda: format_rows(
         rows, ["write_id", "txn_id", "commit_time", "operation", "rows_inserted",
-               "rows_deleted", "files", "bytes", "partitions"],
+               "rows_updated", "rows_deleted", "files", "bytes", "partitions"],
         empty=f"no committed writes in {args.table}"))

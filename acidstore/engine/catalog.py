@@ -1,15 +1,21 @@
-"""Creating and dropping tables: the checks a new table passes, and its directory made
-together with its catalogue entry (both or neither).
+"""Creating, renaming and dropping tables: the checks a new table passes, and its directory
+made together with its catalogue entry (both or neither).
 
 A new table's location is ``<warehouse>/<db>.db/<table>``, recorded relative to the
 warehouse root; it must be absent or empty, since a new table there would read strangers'
-files as its own rows.
+files as its own rows. A renamed table keeps its location (a rename is one metastore
+transaction and moves no file: a move is not atomic on object storage and would pull the
+files from under running readers), so that directory may be another table's when its old
+name is used again; the new table then goes to the first free ``<db>.db/<table>-<n>``
+(n = 2, 3, ...: ``-`` is in no table name, so no table's own directory is ever taken).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -25,7 +31,7 @@ from acidstore.metastore.conflicts import isolation_level
 from acidstore.metastore.validate import split_table_name
 from acidstore.write.bucketing import check_bucketable
 
-__all__ = ["create_table", "drop_table"]
+__all__ = ["create_table", "drop_table", "rename_table"]
 
 
 def create_table(core: WarehouseCore, name: str, schema: pa.Schema, *,
@@ -66,16 +72,14 @@ def create_table(core: WarehouseCore, name: str, schema: pa.Schema, *,
         if column.lower() in {p.name.lower() for p in parts}:
             raise InvalidInputError(f"column {column!r} cannot both partition and bucket")
         check_bucketable(by_lower[column.lower()])
-    relative = f"{database}.db/{table}"
-    location = afs.join(core.location, relative)
     props = {TRANSACTIONAL_PROPERTY: "true",
              **{str(k): str(v) for k, v in (properties or {}).items()}}
     isolation_level(props, name)  # an unknown level is refused, not ignored
     check_compression(props.get(ORC_COMPRESS_PROPERTY), name)
-    _refuse_occupied(core, database, table, location)
-    info = core.resolved(core.metastore.create_table(NewTable(
-        database, table, user, pa.schema(parts), bucket_cols,
-        buckets if bucket_cols else 0, props, relative)))
+    info = _register(core, NewTable(database, table, user, pa.schema(parts), bucket_cols,
+                                    buckets if bucket_cols else 0, props,
+                                    f"{database}.db/{table}"))
+    location = info.location
     try:
         core.filesystem.create_dir(location, recursive=True)
     except OSError as exc:
@@ -86,6 +90,29 @@ def create_table(core: WarehouseCore, name: str, schema: pa.Schema, *,
             exc, location, action=f"create the directory of table {info.full_name}"
         ) from exc
     return info
+
+
+def _register(core: WarehouseCore, new: NewTable) -> TableInfo:
+    """Record ``new`` in the catalogue at the first of its candidate locations that is no
+    other table's and holds no files (its own name's, if it exists: the metastore then
+    raises ``TableExistsError``)."""
+    for relative in _locations(new.database, new.name):
+        owner = core.metastore.table_at(relative)
+        if owner is not None and owner != new.full_name:
+            continue  # another table's directory (one renamed away from this name keeps it)
+        _refuse_occupied(core, new.database, new.name, afs.join(core.location, relative))
+        try:
+            return core.resolved(core.metastore.create_table(replace(new, location=relative)))
+        except LocationNotEmptyError:
+            continue  # another client's table took this location since we looked
+    raise AssertionError("unreachable: the candidate locations never end")
+
+
+def _locations(database: str, table: str) -> Iterator[str]:
+    """A new table's candidate locations, relative to the warehouse root, in order."""
+    yield f"{database}.db/{table}"
+    for n in itertools.count(2):
+        yield f"{database}.db/{table}-{n}"
 
 
 def _refuse_occupied(core: WarehouseCore, database: str, table: str, location: str) -> None:
@@ -110,8 +137,19 @@ def _refuse_occupied(core: WarehouseCore, database: str, table: str, location: s
         "a table)", path=location)
 
 
+def rename_table(core: WarehouseCore, old: str, new: str) -> TableInfo:
+    """Give table ``old`` the name ``new``: one metastore transaction, no file moved (the
+    table keeps its location, and with its id its history, leases and compaction queue).
+    Refused with ``TableBusyError`` while a transaction writes the table."""
+    database, table = split_table_name(old)
+    new_database, new_table = split_table_name(new)
+    return core.resolved(core.metastore.rename_table(f"{database}.{table}",
+                                                     f"{new_database}.{new_table}"))
+
+
 def drop_table(core: WarehouseCore, name: str) -> None:
-    """Remove a table from the catalogue, then its files."""
+    """Remove a table from the catalogue, then its files (at its stored location: a renamed
+    table's is not where its name would put it)."""
     database, table = split_table_name(name)
     info = core.resolved(core.metastore.drop_table(f"{database}.{table}"))
     try:

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow.fs as pafs
 
 from acidstore.engine.core import WarehouseCore
+from acidstore.engine.restore_match import packed_keys
 from acidstore.errors import AcidStoreError, ConcurrentAppendError
 from acidstore.io import fs as afs
 from acidstore.metastore import CommittedWrite, Metastore, WriteComponent
@@ -111,6 +112,8 @@ class ConflictCheck:
 
     def _delete_paths(self, table: str, directories: Sequence[str]) -> list[str]:
         location = self._core.location_of(table)
+        if location is None:  # the table is gone: its commit fails in the metastore
+            return []
         return [afs.join(location, d) for d in directories if _is_delete_dir(d)]
 
 
@@ -174,16 +177,4 @@ def _is_delete_dir(relative: str) -> bool:
 def _intersects(ours: Sequence[KeyArrays], theirs: Sequence[KeyArrays]) -> bool:
     if not ours or not theirs:
         return False
-
-    def packed(parts: Sequence[KeyArrays]) -> np.ndarray:
-        keys = np.empty(sum(len(p) for p in parts),
-                        dtype=[("w", "<i8"), ("b", "<i4"), ("r", "<i8")])
-        start = 0
-        for p in parts:
-            end = start + len(p)
-            keys["w"][start:end], keys["b"][start:end], keys["r"][start:end] = (
-                p.write_id, p.bucket, p.row_id)
-            start = end
-        return keys
-
-    return bool(np.isin(packed(ours), packed(theirs)).any())
+    return bool(np.isin(packed_keys(ours), packed_keys(theirs)).any())

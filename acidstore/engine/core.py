@@ -45,13 +45,19 @@ class WarehouseCore:
             return info
         return replace(info, location=afs.join(self.location, info.location))
 
-    def location_of(self, table: str) -> str:
-        """Where ``table``'s files are (or would be, for a table that does not exist)."""
+    def location_of(self, table: str) -> str | None:
+        """Where ``table``'s files are. For a table that no longer exists (dropped while a
+        transaction wrote it), where its name put them, unless another table lives there
+        now: None then, since a table renamed away from that name keeps its directory, and
+        an aborted write must never remove files from another table's."""
         try:
             return self.table_info(table).location
         except TableNotFoundError:
             database, name = split_table_name(table)
-            return afs.join(self.location, f"{database}.db", name)
+            relative = f"{database}.db/{name}"
+            if self.metastore.table_at(relative) is not None:
+                return None
+            return afs.join(self.location, relative)
 
 
 class HasCore(Protocol):

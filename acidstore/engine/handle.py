@@ -93,9 +93,17 @@ class TableHandle:
         """Refuse a dropped table; take the current catalog entry if its metadata changed
         (another client's ``add_columns``), so that each statement plans against the schema
         of its start, which its commit then checks (``MetadataChangedError``)."""
-        current = self.metastore.get_table(self.name)
+        try:
+            current = self.metastore.get_table(self.name)
+        except TableNotFoundError as exc:
+            raise TableNotFoundError(
+                f"table {self.name} does not exist any more: it was dropped or renamed "
+                "(Warehouse.tables() lists the current names)") from exc
         if current.table_id != self.info.table_id:
-            raise TableNotFoundError(f"table {self.name} was dropped (and re-created)")
+            # never read or write the new table through a handle on the old one
+            raise TableNotFoundError(
+                f"table {self.name} was dropped or renamed, and {self.name} is now another "
+                "table: open it again by name to use that one")
         if current.metadata_version != self.info.metadata_version:
             self.info = self.core.table_info(self.name)
 
@@ -108,7 +116,7 @@ class TableHandle:
         self.check_exists()
 
     def history(self) -> pa.Table:
-        """One row per committed write id."""
+        """One row per committed write id and per committed compaction (``HistoryEntry``)."""
         self.check_exists()
         return HistoryEntry.table(self.metastore.history(self.name))
 
@@ -169,7 +177,7 @@ class TableHandle:
                 with_row_id: bool = False, buckets: frozenset[int] | None = None) -> Scan:
         """A scan of the snapshot (txns, write ids), planned now."""
         return Scan(self.filesystem, self.partition_dirs(), write_ids, txns,
-                    schema=self.info.schema, partition_schema=self.info.partition_schema,
+                    schema=self.info.row_schema, partition_schema=self.info.partition_schema,
                     columns=columns, filter=filter, with_row_id=with_row_id,
                     recorded=self.recorded_writes(), buckets=buckets)
 

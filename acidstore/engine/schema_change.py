@@ -1,24 +1,34 @@
-"""Schema evolution (layer L4): ``Table.add_columns``.
+"""Schema evolution (layer L4): ``Table.add_columns``, ``rename_column`` and ``drop_columns``.
 
-Only appending nullable columns is supported, because it is the one change that needs no
-rewrite and reads the same on every engine: ORC files map a row's fields by position, so a
-file written before the change simply has a shorter ``row`` struct, and every reader here
-(vectorized, merge, Spark, the compactors, which read through the same scan) fills the
-missing trailing fields with NULL, as Hive's ORC schema evolution does.
+None of them rewrites a file, and each reads the same on every engine, because ORC files map
+a row's fields by position and the table keeps one file schema (``TableInfo.row_schema``)
+that only grows:
+- a new column is appended: a file written before has a shorter ``row`` struct, and every
+  reader here (vectorized, merge, Spark's Java and native readers, the compactors, which read
+  through the same scan) fills the missing trailing fields with NULL, as Hive's ORC schema
+  evolution does;
+- a renamed column keeps its position, so old files hold its values under the old name,
+  which no reader looks at (Iceberg's rename by field id, with the position as the id);
+- a dropped column keeps its position under a placeholder name that no read returns and
+  writers fill with NULL (compaction writes NULL there too, so the values leave the files
+  as they are compacted); added again later under the same name, it is a new column at a new
+  position, and rows written before read NULL for it, never the dropped values.
 
-The change is one metastore transaction that bumps the table's ``metadata_version``. Every
+Each change is one metastore transaction that bumps the table's ``metadata_version``. Every
 write carries the version its statement planned against (``WriteComponent.metadata_version``),
-so a writer that took the table's schema before a concurrent ``add_columns`` committed fails
-at commit with ``MetadataChangedError`` (nothing lands, retry after reading the table again)
-instead of publishing files planned for a schema that is no longer the table's.
+so a writer that took the table's schema before a concurrent change committed fails at commit
+with ``MetadataChangedError`` (nothing lands, retry after reading the table again) instead of
+publishing files planned for a schema that is no longer the table's.
 
-A read as of a write id (or time) before the change uses the current schema: the new columns
-read as NULL there, which is what those rows held. (Delta reads the schema of the version
-instead; one schema per table keeps a DataFrame's schema independent of ``as_of``.)
+A read as of a write id (or time) before a change uses the current schema: added columns read
+as NULL there, renamed ones under their new names, dropped ones not at all. (Delta reads the
+schema of the version instead; one schema per table keeps a DataFrame's schema independent of
+``as_of``.)
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -28,7 +38,7 @@ from acidstore.errors import InvalidInputError
 from acidstore.format.orc.schema import RESERVED_PREFIX, ROW_ID_COLUMN
 from acidstore.write.conform import schema_of
 
-__all__ = ["add_columns"]
+__all__ = ["add_columns", "drop_columns", "rename_column"]
 
 
 def _columns(table: str, columns: Any) -> pa.Schema:
@@ -40,15 +50,19 @@ def _columns(table: str, columns: Any) -> pa.Schema:
     return schema_of(columns, f"add_columns of {table}")
 
 
+def _outside_transaction(table: TableHandle, what: str) -> None:
+    table.check_exists()
+    if table.txn is not None:
+        raise InvalidInputError(
+            f"{what} of {table.name} is a metastore transaction of its own; call it on "
+            "wh.table(name), not on a table of wh.transaction()")
+
+
 def add_columns(table: TableHandle, columns: Any) -> None:
     """Append ``columns`` (nullable; a ``pa.Schema``, ``pa.Field`` list, or data whose schema
     to take) to ``table``, whose handle then holds the new catalog entry."""
-    table.check_exists()
+    _outside_transaction(table, "add_columns")
     name = table.name
-    if table.txn is not None:
-        raise InvalidInputError(
-            f"add_columns of {name} is a metastore transaction of its own; call it on "
-            "wh.table(name), not on a table of wh.transaction()")
     schema = _columns(name, columns)
     reserved = [n for n in schema.names
                 if n.lower() == ROW_ID_COLUMN or n.lower().startswith(RESERVED_PREFIX)]
@@ -56,3 +70,20 @@ def add_columns(table: TableHandle, columns: Any) -> None:
         raise InvalidInputError(f"column name(s) {reserved} of table {name} are reserved")
     table.metastore.add_columns(name, schema)
     table.info = table.core.table_info(name)
+
+
+def rename_column(table: TableHandle, old: str, new: str) -> None:
+    """Rename column ``old`` of ``table`` to ``new``; the handle then holds the new entry."""
+    _outside_transaction(table, "rename_column")
+    table.metastore.rename_column(table.name, old, new)
+    table.info = table.core.table_info(table.name)
+
+
+def drop_columns(table: TableHandle, names: Sequence[str]) -> None:
+    """Drop columns ``names`` of ``table``; the handle then holds the new entry."""
+    _outside_transaction(table, "drop_columns")
+    if isinstance(names, str):
+        raise InvalidInputError(f"drop_columns of {table.name} takes a list of names, not "
+                                f"the string {names!r} (did you mean [{names!r}]?)")
+    table.metastore.drop_columns(table.name, names)
+    table.info = table.core.table_info(table.name)

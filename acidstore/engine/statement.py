@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -37,12 +37,12 @@ from acidstore.engine.merge_match import (
     route_by_bucket,
     update_rows,
 )
+from acidstore.engine.restore_match import RestoreSpec, restore_diff, unit_splits
 from acidstore.errors import InvalidInputError
 from acidstore.format.layout import base_name, delta_name
 from acidstore.format.orc.schema import ROW_ID_COLUMN
 from acidstore.format.orc.types import cast_input
 from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
-from acidstore.io import fs as afs
 from acidstore.read.keys import KeyArrays
 from acidstore.read.scan import PartitionDir, Scan
 from acidstore.read.splits import Split
@@ -57,7 +57,7 @@ __all__ = ["ChangeKind", "ChangeUnit", "Changes", "Executor", "StatementTarget",
            "planned_directories", "row_ids", "run_unit", "run_units",
            "scan_unit", "write_changes"]
 
-ChangeKind = Literal["delete", "update", "merge", "insert", "overwrite"]
+ChangeKind = Literal["delete", "update", "merge", "insert", "overwrite", "restore"]
 #: the kinds whose units write given rows (and read nothing)
 WRITING_KINDS = frozenset({"insert", "overwrite"})
 
@@ -74,10 +74,18 @@ class StatementTarget:
     bucket_by: tuple[str, ...]
     buckets: int
     compression: str
+    #: the table's file schema when it differs from ``schema`` (``TableInfo.file_schema``:
+    #: dropped columns keep their places in it)
+    file_schema: pa.Schema | None = None
 
     @property
     def full_schema(self) -> pa.Schema:
         return pa.schema(list(self.schema) + list(self.partition_schema))
+
+    @property
+    def row_schema(self) -> pa.Schema:
+        """The ``row`` struct its files are read and written with."""
+        return self.file_schema if self.file_schema is not None else self.schema
 
 
 @dataclass(frozen=True)
@@ -109,6 +117,8 @@ class ChangeUnit:
     #: the bucket id of the new rows of an unbucketed table: Hive's writer id (0, or a Spark
     #: task's number where several tasks write one INSERT OVERWRITE's base)
     writer: int = 0
+    #: a RESTORE unit's version to bring back (that snapshot's splits of the same bucket)
+    restore: RestoreSpec | None = None
 
     @property
     def insert_statement(self) -> int:
@@ -165,11 +175,8 @@ def plan_units(target: StatementTarget, scan: Scan, kind: ChangeKind, *, write_i
     partition then bucket order. ``statement`` is the id of the delete events; an UPDATE's or
     MERGE's new rows take the next one."""
     by_bucket = bool(target.bucket_by) and target.buckets > 0
-    groups: dict[tuple[str, int], list[tuple[PartitionDir, Split]]] = defaultdict(list)
-    for partition, split in (scan.planned if planned is None else planned):
-        key = (afs.relative(target.location, partition.path),
-               split.bucket_id if by_bucket else 0)
-        groups[key].append((partition, split))
+    groups = unit_splits(target.location, by_bucket,
+                         scan.planned if planned is None else planned)
     pairs = tuple((assignments or {}).items())
     routed = _routed(target, merge, [s for group in groups.values() for _, s in group]) \
         if by_bucket else None
@@ -293,7 +300,7 @@ def scan_unit(unit: ChangeUnit, columns: Sequence[str] | None,
     """The unit's rows at its snapshot (``columns`` of them, None: all) with their ROW__IDs;
     empty batches dropped, so "no batch" means "no row"."""
     target = unit.target
-    scan = Scan(target.filesystem, [], unit.write_ids, unit.txns, schema=target.schema,
+    scan = Scan(target.filesystem, [], unit.write_ids, unit.txns, schema=target.row_schema,
                 partition_schema=target.partition_schema, columns=columns, filter=predicate,
                 with_row_id=True, planned=unit.planned)
     return [b for b in scan.to_batches() if b.num_rows]
@@ -347,6 +354,23 @@ def _merge(unit: ChangeUnit, evaluator: SqlEvaluator) -> Changes | None:
     return Changes(keys, new, found.matched_source)
 
 
+def _restore(unit: ChangeUnit) -> Changes | None:
+    """One unit of a RESTORE (``restore_match``): ROW__IDs of both snapshots first, then the
+    values of only the rows it writes back."""
+    assert unit.restore is not None
+    past = replace(unit, txns=unit.restore.txns, write_ids=unit.restore.write_ids,
+                   planned=unit.restore.planned)
+    now, then = scan_unit(unit, []), scan_unit(past, [])
+    deleted, back = restore_diff(row_ids(now) if now else None, row_ids(then) if then else None)
+    if not len(back):
+        return Changes(deleted, None) if len(deleted) else None
+    full = scan_unit(past, None)
+    if not np.array_equal(row_ids(full, back).row_id, row_ids(then, back).row_id):
+        raise AssertionError(f"RESTORE of {unit.target.name}: two scans of one snapshot disagree")
+    return Changes(deleted, pa.Table.from_batches(full).drop_columns([ROW_ID_COLUMN]).take(
+        pa.array(back)))
+
+
 def _changes(unit: ChangeUnit, evaluator: SqlEvaluator) -> Changes | None:
     """What one unit deletes and inserts, before anything is written (a bad SET value or a
     cardinality violation writes nothing); None when no row of the unit is involved."""
@@ -357,6 +381,8 @@ def _changes(unit: ChangeUnit, evaluator: SqlEvaluator) -> Changes | None:
         return _update(unit, evaluator)
     if unit.kind == "merge":
         return _merge(unit, evaluator)
+    if unit.kind == "restore":
+        return _restore(unit)
     batches = scan_unit(unit, [], unit.predicate)
     return Changes(row_ids(batches), None) if batches else None
 
@@ -395,19 +421,19 @@ def write_changes(unit: ChangeUnit, changes: Changes | None, *, threads: int = 1
         written.append(write_inserts(
             target.filesystem, target.location, unit.partition, new.select(target.schema.names),
             bucket_of_rows(target, new, unit.writer), write_id=unit.write_id, statement_id=0,
-            schema=target.schema, kind="base", compression=target.compression,
+            schema=target.row_schema, kind="base", compression=target.compression,
             threads=threads))
         return _outcome(unit, written, keys, new.num_rows, changes)
     if len(keys):
         written.append(write_deletes(
             target.filesystem, target.location, unit.partition,
             (keys.write_id, keys.bucket, keys.row_id), write_id=unit.write_id,
-            statement_id=unit.statement, schema=target.schema, compression=target.compression))
+            statement_id=unit.statement, schema=target.row_schema, compression=target.compression))
     if new is not None and new.num_rows:
         written.append(write_inserts(
             target.filesystem, target.location, unit.partition, new.select(target.schema.names),
             bucket_of_rows(target, new, unit.writer), write_id=unit.write_id,
-            statement_id=unit.insert_statement, schema=target.schema,
+            statement_id=unit.insert_statement, schema=target.row_schema,
             compression=target.compression, threads=threads))
     return _outcome(unit, written, keys, new.num_rows if new is not None else 0, changes)
 

@@ -42,6 +42,7 @@ from acidstore.metastore import (
     CommitInfo,
     CompactionOutput,
     PlannedWrite,
+    StatementSummary,
     TxnInfo,
     TxnKind,
     WriteComponent,
@@ -92,6 +93,8 @@ class TransactionCore:
         self._planned: list[WriteComponent] = []
         self._deleted: dict[tuple[str, str], list[KeyArrays]] = defaultdict(list)
         self._statements: dict[str, int] = defaultdict(int)
+        #: the statements published, in order: what the commit's history rows show
+        self._ran: list[StatementSummary] = []
         self._overwritten: set[tuple[str, str]] = set()
         self._heartbeat = Heartbeat(self._metastore, self.txn_id, heartbeat_interval) \
             if heartbeat_interval is not None else None
@@ -164,7 +167,7 @@ class TransactionCore:
         check.prefetch(self._metastore, self._components)
         try:
             info = self._metastore.commit(self.txn_id, self._components, check=check,
-                                          outputs=self._outputs)
+                                          outputs=self._outputs, statements=self._ran)
         except (CommitFailedError, StorageError):
             # a definite answer: the metastore aborted the transaction before refusing it,
             # or rolled its commit back (a storage failure under the metastore or of a file
@@ -307,6 +310,11 @@ class TransactionCore:
         if deleted is not None and len(deleted):
             self._deleted[(component.table, component.partition)].append(deleted)
 
+    def ran(self, statement: StatementSummary) -> None:
+        """Register a statement that ran, whatever it wrote (a DELETE that matched no row
+        included): the commit names and counts each table's history row by them."""
+        self._ran.append(statement)
+
     def compacted(self, outputs: Sequence[CompactionOutput]) -> None:
         """Register the directories a compaction wrote: the commit records them, so readers
         can tell a bucket file removed from one from a bucket that never had rows."""
@@ -359,6 +367,8 @@ class TransactionCore:
         removed: set[tuple[str, str]] = set()
         for component in [*self._components, *self._planned]:
             location = self._warehouse.location_of(component.table)
+            if location is None:  # its table is gone, and its directory another's
+                continue
             for directory in component.directories:
                 if (location, directory) not in removed:
                     removed.add((location, directory))
@@ -375,9 +385,9 @@ class TransactionCore:
         for output in self._outputs:
             by_table.setdefault(output.table, []).append(output.directory)
         for table, directories in by_table.items():
-            if directories:
-                durable.flush_written(self._warehouse.filesystem,
-                                      self._warehouse.location_of(table), directories)
+            location = self._warehouse.location_of(table) if directories else None
+            if location is not None:  # (None: nothing written, or gone: the commit fails)
+                durable.flush_written(self._warehouse.filesystem, location, directories)
 
 #: per thread, the transaction of the ``with`` block it is in, by warehouse connection
 _active = threading.local()

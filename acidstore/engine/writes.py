@@ -72,7 +72,7 @@ def statement_target(table: TableHandle) -> StatementTarget:
     info = table.info
     return StatementTarget(table.filesystem, table.location, table.name, info.schema,
                            info.partition_schema, tuple(info.bucket_by), info.buckets,
-                           table.compression)
+                           table.compression, info.file_schema)
 
 
 # --- the public writes ------------------------------------------------------------------------
@@ -80,10 +80,11 @@ def statement_target(table: TableHandle) -> StatementTarget:
 
 def insert(table: TableHandle, data: Any, operation: Literal["insert", "overwrite"], *,
            app_id: str | None = None, version: int | None = None,
-           run: Executor = run_units) -> WriteResult:
+           run: Executor = run_units, statement: str | None = None) -> WriteResult:
     """Append ``data`` (a pyarrow Table, RecordBatchReader or pandas DataFrame), or with
     "overwrite" replace the partitions it holds (the whole table if unpartitioned);
-    idempotent with ``app_id`` and ``version`` (``engine.idempotent``)."""
+    idempotent with ``app_id`` and ``version`` (``engine.idempotent``). ``statement``: its
+    name in history, when not the operation's (``publish.STATEMENT_NAMES``)."""
     table.check_exists()  # conform to the schema the statement's commit is checked against
     where = f"table {table.name}"
     rows = to_arrow_table(data, where)
@@ -97,7 +98,8 @@ def insert(table: TableHandle, data: Any, operation: Literal["insert", "overwrit
     return idempotent.write_once(
         table.metastore, table.name, app, operation,
         run=lambda body: table.run(body, writes=(planned,)),
-        write=lambda txn: run_statement(table, txn, operation, parts=parts, run=run))
+        write=lambda txn: run_statement(table, txn, operation, parts=parts, run=run,
+                                        statement=statement))
 
 
 def delete(table: TableHandle, predicate: Predicate, *, run: Executor = run_units
@@ -244,10 +246,11 @@ def run_statement(table: TableHandle, txn: TransactionCore, kind: ChangeKind, *,
                   predicate: Predicate | None = None,
                   assignments: Mapping[str, str] | None = None,
                   merge: MergeSpec | None = None, parts: Sequence[PartitionData] = (),
-                  run: Executor = run_units) -> WriteResult:
+                  run: Executor = run_units, statement: str | None = None) -> WriteResult:
     """Plan, execute (``run``: this process, or an engine's tasks) and publish one
     statement in ``txn``: the one path of every write of both engines. ``parts``: an
-    INSERT's (or INSERT OVERWRITE's) rows, conformed and split by partition."""
+    INSERT's (or INSERT OVERWRITE's) rows, conformed and split by partition; ``statement``:
+    its name in history, when not the kind's."""
     if kind in ("insert", "overwrite"):
         units = plan_insert_units(table, txn, parts, kind=kind)
     else:
@@ -258,7 +261,7 @@ def run_statement(table: TableHandle, txn: TransactionCore, kind: ChangeKind, *,
         inserts = plan_merge_inserts(table, txn, merge, outcomes)
         units, outcomes = [*units, *inserts], [*outcomes, *run(inserts)]
     return publish_change(table, txn, kind, units, outcomes,
-                          source_rows=merge.source.num_rows if merge else 0)
+                          source_rows=merge.source.num_rows if merge else 0, statement=statement)
 
 
 def plan_change(table: TableHandle, txn: TransactionCore, kind: ChangeKind,

@@ -5,8 +5,8 @@ Callers: readers check what they list against the committed writes' record and t
 compactions' outputs (``read.recorded``); time travel and the change feed turn moments into
 write ids and find the compactions committed since; fsck and the cleaner ask when a directory
 became visible and which aborted writes left files; ``Table.history()`` shows one row per
-committed write id. ``CommitLog`` is an optional extension for stores whose commits are
-numbered in the order readers see them.
+committed write id and per committed compaction. ``CommitLog`` is an optional extension for
+stores whose commits are numbered in the order readers see them.
 
 What it promises (checked by ``acidstore.metastore.testing.HistoryContract``):
 - a committed component never changes and is never removed (only aborted writes' are);
@@ -38,7 +38,8 @@ class History(Protocol):
     """Committed and aborted writes, compaction outputs, and their commit times."""
 
     def history(self, table: str) -> list[HistoryEntry]:
-        """One entry per committed write id, ordered by write id."""
+        """One entry per committed write id, ordered by write id, and one per committed
+        compaction (its ``write_id`` None) before the first write that committed after it."""
         ...
 
     def write_id_commit_times(self, table: str) -> dict[int, datetime]:

@@ -17,7 +17,7 @@ how a metastore transaction runs, because here many clients write at once:
   functions of the database, so a retry is a fresh attempt, not a replay);
 - times come from the server's clock, so clients on machines whose clocks differ still agree
   on heartbeat ages and lease expiry: a commit's time is read inside the commit
-  (``sql_txn.commit_time``, ``acid_commit_v13``), other times are a reading of the server's
+  (``sql_txn.commit_time``, ``acid_commit_v15``), other times are a reading of the server's
   clock advanced by this process's monotonic clock (``_Session.server_time``), so a step of
   the client's wall clock changes none of them;
 - reads never wait for a writer: a reader's lease calls are single statements on ``leases``
@@ -59,6 +59,7 @@ from acidstore.metastore.records import (
     CommitInfo,
     CompactionOutput,
     PlannedWrite,
+    StatementSummary,
     TxnInfo,
     TxnKind,
     WriteComponent,
@@ -459,23 +460,24 @@ class PostgresMetastore(SqlMetastore):
 
     def commit(self, txn_id: int, components: Sequence[WriteComponent], *,
                check: CommitCheck | None = None,
-               outputs: Sequence[CompactionOutput] = ()) -> CommitInfo:
-        """A plain insert's commit is one ``acid_commit_v9`` statement; anything else, and
+               outputs: Sequence[CompactionOutput] = (),
+               statements: Sequence[StatementSummary] = ()) -> CommitInfo:
+        """A plain insert's commit is one ``acid_commit_v15`` statement; anything else, and
         anything that function declines, takes the general path (``sql_commit.commit_txn``).
         ``check`` only ever sees overlapping writes, which plain inserts never have."""
-        offered = list(components)
+        offered, ran = list(components), list(statements)
         arguments = None
         if not outputs and not isinstance(txn_id, bool) and isinstance(txn_id, int):
             with contextlib.suppress(Exception):  # an unknown table: the general path says so
                 for component in offered:
                     if isinstance(component, WriteComponent):
                         self._entry(component.table)
-            arguments = commit_arguments(offered, self._catalog)
+            arguments = commit_arguments(offered, self._catalog, statements=ran)
         if arguments is not None:
-            row = self._call("SELECT commit_seq, write_ids, commit_time FROM acid_commit_v13("
+            row = self._call("SELECT commit_seq, write_ids, commit_time FROM acid_commit_v15("
                              "?, ?::jsonb, ?::jsonb)", (txn_id, *arguments),
                              commits=True)
             if row is not None:
                 return CommitInfo(txn_id, int(row[0]), from_micros(int(row[2])),
                                   {k: int(v) for k, v in row[1].items()})
-        return super().commit(txn_id, offered, check=check, outputs=outputs)
+        return super().commit(txn_id, offered, check=check, outputs=outputs, statements=ran)

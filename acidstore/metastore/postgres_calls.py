@@ -9,12 +9,14 @@ out) is not sent: the caller takes the general path, which decides and reports.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from acidstore.errors import InvalidInputError
-from acidstore.metastore.records import PlannedWrite, WriteComponent
+from acidstore.metastore.history_rows import history_rows
+from acidstore.metastore.records import PlannedWrite, StatementSummary, WriteComponent
 from acidstore.metastore.sql_txn import encode_bucket_files
 from acidstore.metastore.validate import check_component, split_table_name
 
@@ -48,37 +50,18 @@ def open_plans(planned: Sequence[tuple[PlannedWrite, CatalogEntry]]) -> str:
     return json.dumps(plans)
 
 
-@dataclass
-class _Totals:
-    """One table's history row, summed over its components (as sql_txn._write_history)."""
-
-    operations: set[str] = field(default_factory=set)
-    rows_inserted: int = 0
-    rows_deleted: int = 0
-    files: int = 0
-    bytes: int = 0
-    partitions: set[str] = field(default_factory=set)
-
-    def add(self, component: WriteComponent) -> None:
-        self.operations.add(component.operation)
-        self.rows_inserted += component.rows_inserted
-        self.rows_deleted += component.rows_deleted
-        self.files += component.files
-        self.bytes += component.bytes
-        if component.partition:
-            self.partitions.add(component.partition)
-
-
 def commit_arguments(components: Sequence[WriteComponent], catalog: dict[str, CatalogEntry],
-                     *, inserts_only: bool = True) -> tuple[str, str] | None:
-    """``acid_commit_v9``'s components and history rows, or None for the general path: a
-    component that is not a plain insert (an update, delete or overwrite, or a Serializable
-    read: the conflict check runs there; ``inserts_only=False`` for a record, which checks no
-    conflict), one offered twice, or one these checks refuse against the cached catalog (the
-    general path checks the current row and says why)."""
+                     *, inserts_only: bool = True,
+                     statements: Sequence[StatementSummary] = ()) -> tuple[str, str] | None:
+    """``acid_commit_v15``'s components and history rows (``history_rows``: the rule of the
+    general path), or None for the general path: a component that is not a plain insert (an
+    update, delete or overwrite, or a Serializable read: the conflict check runs there;
+    ``inserts_only=False`` for a record, which checks no conflict), one offered twice, a
+    statement the checks refuse, or a component these checks refuse against the cached
+    catalog (the general path checks the current row and says why)."""
     rows: list[dict[str, object]] = []
     seen: set[WriteComponent] = set()
-    history: dict[str, _Totals] = {}
+    written: list[tuple[str, WriteComponent]] = []
     for component in components:
         if not isinstance(component, WriteComponent) or (inserts_only and (
                 component.operation != "insert" or component.read)):
@@ -104,10 +87,11 @@ def commit_arguments(components: Sequence[WriteComponent], catalog: dict[str, Ca
                      "rows_deleted": component.rows_deleted, "files": component.files,
                      "bytes": component.bytes, "metadata_version": component.metadata_version,
                      "bucket_files": encode_bucket_files(component.bucket_files)})
-        history.setdefault(table, _Totals()).add(component)
-    summed = [{"table_name": table, "operation": ",".join(sorted(t.operations)),
-               "rows_inserted": t.rows_inserted, "rows_deleted": t.rows_deleted,
-               "files": t.files, "bytes": t.bytes,
-               "partitions": json.dumps(sorted(t.partitions))}
-              for table, t in history.items()]
-    return json.dumps(rows), json.dumps(summed)
+        written.append((table, component))
+    try:
+        summed = history_rows(written, statements)
+    except InvalidInputError:
+        return None
+    history = [{"table_name": table, **dataclasses.asdict(row),
+                "partitions": json.dumps(row.partitions)} for table, row in summed.items()]
+    return json.dumps(rows), json.dumps(history)

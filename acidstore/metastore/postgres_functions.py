@@ -27,7 +27,9 @@ its own ``heartbeat_timeout`` (the ``_v8`` functions took the caller's cutoff); 
 store keeps the ``_v8`` ones for clients connected before the migration. Version 13 takes a
 commit's time from the server inside the commit (``acid_commit_v13`` returns it); the
 ``_v9`` commit becomes a call of it, so clients connected before that migration commit at
-the server's time as well.
+the server's time as well. Version 15 stores a history row's ``rows_updated``
+(``acid_commit_v15``); the ``_v13`` commit becomes a call of it (an older client's history
+rows carry no such count: 0).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ _FLOOR_LAG = 32
 #: a query with one row when every function of this version exists in the store's schema
 FUNCTIONS_PRESENT = (
     "SELECT 1 WHERE to_regproc('acid_open_v9') IS NOT NULL AND "
-    "to_regproc('acid_commit_v13') IS NOT NULL AND to_regclass('acid_txn_ids') IS NOT NULL")
+    "to_regproc('acid_commit_v15') IS NOT NULL AND to_regclass('acid_txn_ids') IS NOT NULL")
 
 _SEQUENCES = """
 DO $$
@@ -340,7 +342,7 @@ $$
 #: visible once the table rows are locked (``sql_txn.commit_time`` says why that orders
 #: commits); it is returned, since no client's clock knows it.
 _COMMIT = """
-CREATE OR REPLACE FUNCTION acid_commit_v13(p_txn bigint, p_components jsonb, p_history jsonb)
+CREATE OR REPLACE FUNCTION acid_commit_v15(p_txn bigint, p_components jsonb, p_history jsonb)
 RETURNS TABLE (commit_seq bigint, write_ids jsonb, commit_time bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -388,13 +390,15 @@ BEGIN
            p_components->(o.n::int - 1)->>'bucket_files'
     FROM acid_offered_v9(p_txn, p_components) o ORDER BY o.n;
   INSERT INTO history (table_id, write_id, txn_id, commit_time, operation, rows_inserted,
-                       rows_deleted, files, bytes, partitions)
+                       rows_updated, rows_deleted, files, bytes, partitions)
     SELECT w.table_id, w.write_id, p_txn, v_time, coalesce(h.operation, ''),
-           coalesce(h.rows_inserted, 0), coalesce(h.rows_deleted, 0), coalesce(h.files, 0),
-           coalesce(h.bytes, 0), coalesce(h.partitions, '[]')
+           coalesce(h.rows_inserted, 0), coalesce(h.rows_updated, 0),
+           coalesce(h.rows_deleted, 0), coalesce(h.files, 0), coalesce(h.bytes, 0),
+           coalesce(h.partitions, '[]')
     FROM txn_write_ids w
     LEFT JOIN jsonb_to_recordset(p_history) AS h(table_name text, operation text,
-      rows_inserted bigint, rows_deleted bigint, files bigint, bytes bigint, partitions text)
+      rows_inserted bigint, rows_updated bigint, rows_deleted bigint, files bigint,
+      bytes bigint, partitions text)
       ON h.table_name = w.table_name
     WHERE w.txn_id = p_txn ORDER BY w.table_name;
   INSERT INTO partitions (table_id, part)
@@ -407,8 +411,21 @@ BEGIN
 END $$
 """
 
+#: The version-13 commit, as clients connected before a store's migration to version 15
+#: still call it until they reconnect: the version-15 commit (their history rows carry no
+#: ``rows_updated``, which stays 0).
+_COMMIT_V13 = """
+CREATE OR REPLACE FUNCTION acid_commit_v13(p_txn bigint, p_components jsonb, p_history jsonb)
+RETURNS TABLE (commit_seq bigint, write_ids jsonb, commit_time bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN QUERY SELECT c.commit_seq, c.write_ids, c.commit_time
+    FROM acid_commit_v15(p_txn, p_components, p_history) c;
+END $$
+"""
+
 #: The version-9 commit, as clients connected before a store's migration to version 13 still
-#: call it until they reconnect: the version-13 commit, so that their commits take the
+#: call it until they reconnect: the current commit, so that their commits take the
 #: server's time too (the time they passed, their clock plus an offset, is not used).
 _COMMIT_V9 = """
 CREATE OR REPLACE FUNCTION acid_commit_v9(p_txn bigint, p_now bigint, p_components jsonb,
@@ -417,7 +434,7 @@ RETURNS TABLE (commit_seq bigint, write_ids jsonb)
 LANGUAGE plpgsql AS $$
 BEGIN
   RETURN QUERY SELECT c.commit_seq, c.write_ids
-    FROM acid_commit_v13(p_txn, p_components, p_history) c;
+    FROM acid_commit_v15(p_txn, p_components, p_history) c;
 END $$
 """
 
@@ -426,5 +443,6 @@ def install(session: Any) -> None:
     """Create the sequences (once: they continue the old counters) and (re)create the
     functions; the caller holds the schema lock, in the schema's own transaction."""
     for statement in (_SEQUENCES, _SNAPSHOT, _PAD, _REAP, _NEW_WRITE_ID, _ALIVE, _RAISE_FLOOR,
-                      _OPEN, _HEARTBEAT, _OFFERED, _ALLOCATE, _RECORD, _COMMIT, _COMMIT_V9):
+                      _OPEN, _HEARTBEAT, _OFFERED, _ALLOCATE, _RECORD, _COMMIT, _COMMIT_V13,
+                      _COMMIT_V9):
         session.conn.execute(statement)

@@ -33,6 +33,7 @@ __all__ = [
     "Operation",
     "OriginalFile",
     "PlannedWrite",
+    "StatementSummary",
     "TableInfo",
     "TxnInfo",
     "TxnKind",
@@ -105,9 +106,19 @@ class TableInfo:
     #: schema 12 or later): one it does not list is no data of the table. False for tables
     #: created before, which may have been adopted without a record
     originals_recorded: bool = False
+    #: the ``row`` struct every file of the table is read and written with, when it differs
+    #: from ``schema``: dropped columns (``Table.drop_columns``) keep their places in it under
+    #: placeholder names (``format.orc.schema.dropped_name``); None: ``schema`` itself
+    file_schema: pa.Schema | None = None
 
     def __post_init__(self) -> None:
         _frozen_dict(self, "properties", self.properties)
+
+    @property
+    def row_schema(self) -> pa.Schema:
+        """The ``row`` struct of the table's files (``file_schema``, else ``schema``): what
+        readers map file fields by position against, and writers write."""
+        return self.file_schema if self.file_schema is not None else self.schema
 
     @property
     def full_name(self) -> str:
@@ -277,12 +288,33 @@ class CommitInfo:
 
 
 @dataclass(frozen=True)
-class HistoryEntry:
-    """One committed write id of a table. ``operation`` joins the distinct operations of the
-    transaction on that table, sorted (e.g. ``"delete,insert"`` for an update written as
-    split-update); it is empty when the write id was committed without a component."""
+class StatementSummary:
+    """One statement a transaction ran on ``table``, as ``history()`` names and counts it:
+    ``statement`` is what the user did (``insert``, ``insert_overwrite``, ``update``,
+    ``delete``, ``merge``, ``restore``, ``streaming_insert``) and the counts are rows as the
+    user sees them (an UPDATE of 5 rows updated 5, though it wrote 5 delete events and 5 new
+    rows). Passed to ``commit`` beside the components, since a statement that changed
+    nothing (a DELETE that matched no row) has no component to carry its name."""
 
-    write_id: int
+    table: str
+    statement: str
+    rows_inserted: int = 0
+    rows_updated: int = 0
+    rows_deleted: int = 0
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One committed write id of a table, or one committed compaction of it.
+
+    ``operation`` of a write is the transaction's statements on the table, distinct, in the
+    order they ran (``"insert,delete"``), with user-level counts (``StatementSummary``); a
+    commit that named none (an older client) shows its components' operations, sorted, with
+    their event counts. A compaction's is ``compaction_minor`` or ``compaction_major``: it has
+    no write id of its own (``write_id`` None), changes no row (counts 0), and its ``files``
+    and ``bytes`` are what it wrote."""
+
+    write_id: int | None
     txn_id: int
     commit_time: datetime
     operation: str
@@ -291,6 +323,7 @@ class HistoryEntry:
     files: int
     bytes: int
     partitions: tuple[str, ...]
+    rows_updated: int = 0
 
     @staticmethod
     def table(entries: Sequence[HistoryEntry]) -> pa.Table:
@@ -303,6 +336,7 @@ class HistoryEntry:
                                     pa.timestamp("us", "UTC")),
             "operation": pa.array([e.operation for e in entries], pa.string()),
             "rows_inserted": pa.array([e.rows_inserted for e in entries], pa.int64()),
+            "rows_updated": pa.array([e.rows_updated for e in entries], pa.int64()),
             "rows_deleted": pa.array([e.rows_deleted for e in entries], pa.int64()),
             "files": pa.array([e.files for e in entries], pa.int64()),
             "bytes": pa.array([e.bytes for e in entries], pa.int64()),

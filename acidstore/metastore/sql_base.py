@@ -38,6 +38,7 @@ from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
 
 from acidstore.errors import InvalidInputError, TableNotFoundError
+from acidstore.format.orc.schema import live_columns
 from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
 from acidstore.metastore import sql_leases as leases
 from acidstore.metastore import sql_queue as queue
@@ -193,12 +194,15 @@ class SqlBase(ABC):
 
     @staticmethod
     def _table_info(row: Any) -> TableInfo:
+        # the stored schema is the files' row struct, dropped columns' placeholders included
+        stored = decode_schema(row["schema"])
+        schema = live_columns(stored)
         return TableInfo(
-            row["db_name"], row["name"], decode_schema(row["schema"]),
+            row["db_name"], row["name"], schema,
             decode_schema(row["partition_schema"]), tuple(json.loads(row["bucket_by"])),
             row["buckets"], json.loads(row["properties"]), row["location"], row["table_id"],
             from_micros(row["created"]), row["metadata_version"],
-            bool(row["originals_recorded"]))
+            bool(row["originals_recorded"]), stored if schema is not stored else None)
 
 
     # --- snapshot leases ----------------------------------------------------------------------

@@ -10,7 +10,7 @@ from ``sql_store``, which adds the transactions and the commit log on top.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 import pyarrow as pa
 
@@ -19,11 +19,15 @@ from acidstore.metastore.records import NewTable, OriginalFile, TableInfo, Wareh
 from acidstore.metastore.sql import Session
 from acidstore.metastore.sql_base import SqlBase
 from acidstore.metastore.sql_binding import read_binding, require_binding, write_binding
+from acidstore.metastore.sql_rename import owner_of, refuse_shared_location, rename_row
 from acidstore.metastore.sql_schema import encode_schema
 from acidstore.metastore.validate import (
     check_new_table,
     check_original,
     check_partition,
+    narrowed_schema,
+    renamed_schema,
+    split_table_name,
     widened_schema,
 )
 
@@ -74,6 +78,7 @@ class SqlCatalog(SqlBase):
             if conn.execute("SELECT 1 FROM tables WHERE db_name = ? AND name = ?",
                             (info.database, info.name)).fetchone() is not None:
                 raise TableExistsError(f"table {info.full_name} already exists")
+            refuse_shared_location(conn, info)
             conn.execute("INSERT INTO databases (name, created) VALUES (?, ?) "
                          "ON CONFLICT DO NOTHING", (info.database, now))
             cursor = conn.execute(
@@ -91,6 +96,23 @@ class SqlCatalog(SqlBase):
 
     def get_table(self, name: str) -> TableInfo:
         return self._read(lambda conn: self._table_info(self._table_row(conn, name)))
+
+    def table_at(self, location: str) -> str | None:
+        return self._read(lambda conn: owner_of(conn, location))
+
+    def rename_table(self, old: str, new: str) -> TableInfo:
+        database, name = split_table_name(new)  # a bad new name is refused before anything
+
+        def body(conn: Session, now: int) -> TableInfo:
+            # never another warehouse's entry: the store must still serve ours
+            require_binding(conn, self._paired, self.url)
+            row = self._table_row(conn, old)
+            rename_row(conn, row, database, name, now)
+            return self._table_info(conn.execute("SELECT * FROM tables WHERE table_id = ?",
+                                                 (row["table_id"],)).fetchone())
+
+        # "commit" too, as add_columns: a commit's metadata check and this never interleave
+        return self._write(body, locks=("catalog", "commit"))
 
     def list_tables(self, database: str | None = None) -> list[str]:
         def body(conn: Session) -> list[str]:
@@ -120,11 +142,28 @@ class SqlCatalog(SqlBase):
         return self._write(body, locks=("catalog",))
 
     def add_columns(self, table: str, columns: pa.Schema) -> TableInfo:
+        return self._change_schema(
+            table, lambda info: (widened_schema(info, columns), info.bucket_by))
+
+    def rename_column(self, table: str, old: str, new: str) -> TableInfo:
+        return self._change_schema(table, lambda info: renamed_schema(info, old, new))
+
+    def drop_columns(self, table: str, names: Sequence[str]) -> TableInfo:
+        return self._change_schema(
+            table, lambda info: (narrowed_schema(info, names), info.bucket_by))
+
+    def _change_schema(self, table: str,
+                       change: Callable[[TableInfo], tuple[pa.Schema, tuple[str, ...]]]
+                       ) -> TableInfo:
+        """Store the file schema and bucketing columns ``change`` makes of the table's, and
+        bump its ``metadata_version``, in one metastore transaction."""
         def body(conn: Session, _now: int) -> TableInfo:
             row = self._table_row(conn, table)
-            schema = widened_schema(self._table_info(row), columns)
-            conn.execute("UPDATE tables SET schema = ?, metadata_version = metadata_version + 1 "
-                         "WHERE table_id = ?", (encode_schema(schema), row["table_id"]))
+            schema, bucket_by = change(self._table_info(row))
+            conn.execute("UPDATE tables SET schema = ?, bucket_by = ?, "
+                         "metadata_version = metadata_version + 1 WHERE table_id = ?",
+                         (encode_schema(schema), json.dumps(list(bucket_by)),
+                          row["table_id"]))
             return self._table_info(conn.execute("SELECT * FROM tables WHERE table_id = ?",
                                                  (row["table_id"],)).fetchone())
 

@@ -21,11 +21,13 @@ from acidstore.errors import (
 from acidstore.format.writeids import ValidTxnList
 from acidstore.metastore import sql_apps as apps
 from acidstore.metastore.conflicts import conflict_error
+from acidstore.metastore.history_rows import HistoryRow, check_statement, history_rows
 from acidstore.metastore.records import (
     CommitCheck,
     CommitInfo,
     CommittedWrite,
     CompactionOutput,
+    StatementSummary,
     WriteComponent,
 )
 from acidstore.metastore.sql import Session
@@ -131,23 +133,22 @@ def _hidden_by_overwrite(conn: Session, txn_id: int,
     return None
 
 
-def _write_history(conn: Session, txn_id: int, committed: int,
-                   resolved: Sequence[Resolved]) -> dict[str, int]:
-    """One history row per write id the txn committed, summing its components on that table,
-    at the commit's time ``committed``."""
+def _write_history(conn: Session, txn_id: int, committed: int, resolved: Sequence[Resolved],
+                   statements: Sequence[StatementSummary]) -> dict[str, int]:
+    """One history row per write id the txn committed (``history_rows``: its statements on
+    that table, or its components there), at the commit's time ``committed``."""
+    rows = history_rows([(r.table, r.component) for r in resolved], statements)
     write_ids: dict[str, int] = {}
     for row in conn.execute("SELECT table_id, table_name, write_id FROM txn_write_ids "
                             "WHERE txn_id = ? ORDER BY table_name", (txn_id,)).fetchall():
-        mine = [r.component for r in resolved if r.table_id == row["table_id"]]
+        summed = rows.get(row["table_name"], HistoryRow())
         conn.execute(
             "INSERT INTO history (table_id, write_id, txn_id, commit_time, operation, "
-            "rows_inserted, rows_deleted, files, bytes, partitions) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (row["table_id"], row["write_id"], txn_id, committed,
-             ",".join(sorted({c.operation for c in mine})),
-             sum(c.rows_inserted for c in mine), sum(c.rows_deleted for c in mine),
-             sum(c.files for c in mine), sum(c.bytes for c in mine),
-             json.dumps(sorted({c.partition for c in mine if c.partition}))))
+            "rows_inserted, rows_updated, rows_deleted, files, bytes, partitions) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (row["table_id"], row["write_id"], txn_id, committed, summed.operation,
+             summed.rows_inserted, summed.rows_updated, summed.rows_deleted, summed.files,
+             summed.bytes, json.dumps(summed.partitions)))
         write_ids[row["table_name"]] = int(row["write_id"])
     return write_ids
 
@@ -226,12 +227,14 @@ def _lock_tables(conn: Session, txn_id: int, outputs: Sequence[CompactionOutput]
 
 def commit_txn(conn: Session, txn_id: int, components: Sequence[WriteComponent],
                check: CommitCheck | None, now: int, *,
-               outputs: Sequence[CompactionOutput] = ()) -> CommitInfo:
+               outputs: Sequence[CompactionOutput] = (),
+               statements: Sequence[StatementSummary] = ()) -> CommitInfo:
     """The whole commit, inside one ``BEGIN IMMEDIATE`` so no other commit can interleave
     between the conflict check and publishing (first committer wins). A compaction's
     ``outputs`` are stored in the same transaction: a reader never sees its directories
-    without their record."""
+    without their record. ``statements`` name the history rows (``history_rows``)."""
     txn = require_open(conn, txn_id)
+    statements = [check_statement(s) for s in statements]  # refused before anything changes
     snapshot = ValidTxnList.parse(txn["snapshot"])
     _lock_tables(conn, txn_id, outputs)
     resolved = [resolve(conn, txn_id, c) for c in components]
@@ -242,7 +245,8 @@ def commit_txn(conn: Session, txn_id: int, components: Sequence[WriteComponent],
             stale = MetadataChangedError(
                 f"txnid:{txn_id} wrote {item.table} as of its metadata version {planned}, but "
                 f"its metadata changed since (now version {item.metadata_version}: columns "
-                "were added); nothing was committed: read the table again and retry",
+                "were added, renamed or dropped, or the table was renamed); nothing was "
+                "committed: read the table again and retry",
                 txn_id=txn_id, table=item.table, partition=item.component.partition)
             _abort_with(conn, txn_id, now, resolved, str(stale))
             raise RaiseAfterCommit(stale)
@@ -289,7 +293,7 @@ def commit_txn(conn: Session, txn_id: int, components: Sequence[WriteComponent],
     conn.execute("DELETE FROM components WHERE txn_id = ?", (txn_id,))
     insert_components(conn, txn_id, resolved, none_stored=True)
     _insert_outputs(conn, txn_id, written)
-    write_ids = _write_history(conn, txn_id, committed, resolved)
+    write_ids = _write_history(conn, txn_id, committed, resolved, statements)
     apps.publish_apps(conn, txn_id, committed, pending)
     conn.executemany(
         "INSERT INTO partitions (table_id, part) SELECT table_id, ? FROM tables "

@@ -72,8 +72,14 @@ __all__ = [
 #: Version 14 moves SQLite's reader leases to a lease file of their own
 #: (``sqlite_leases``) and makes PostgreSQL's lease calls take no writer's lock
 #: (``sql_leases``). No table changes (``LEASE_STORE_VERSION``).
-SCHEMA_VERSION = 14
-_UPGRADABLE = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}
+#: Version 15 adds ``history.rows_updated`` (``history()`` counts an UPDATE's rows as
+#: updated, not as deleted and inserted; rows committed before it keep 0) and has
+#: PostgreSQL's one-statement commit store it (``acid_commit_v15``). From it on, a table's
+#: stored ``schema`` is its files' row struct, which may hold dropped columns' placeholders
+#: (``TableInfo.file_schema``): the number fences off older clients, which would read and
+#: write a placeholder as a column of its own. A table renamed from it on keeps its location.
+SCHEMA_VERSION = 15
+_UPGRADABLE = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}
 #: The version from which SQLite's leases live in the lease file. Its migration changes no
 #: table: the number fences older clients off, since an older cleaner reads only the leases
 #: of the metastore file and would delete what today's readers (leasing in the lease file)
@@ -109,6 +115,7 @@ _ADDED_COLUMNS = (
     ("compactions", "stale_after", "INTEGER"),
     ("components", "bucket_files", "TEXT"),
     ("tables", "originals_recorded", "INTEGER NOT NULL DEFAULT 0"),
+    ("history", "rows_updated", "INTEGER NOT NULL DEFAULT 0"),
 )
 
 _DDL = """
@@ -215,6 +222,7 @@ CREATE TABLE IF NOT EXISTS history (
     files         INTEGER NOT NULL,
     bytes         INTEGER NOT NULL,
     partitions    TEXT NOT NULL,
+    rows_updated  INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (table_id, write_id)
 );
 CREATE TABLE IF NOT EXISTS locks (

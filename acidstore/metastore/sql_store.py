@@ -18,6 +18,7 @@ from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
 from acidstore.metastore import sql_apps as apps
 from acidstore.metastore import sql_commit as commits
 from acidstore.metastore import sql_txn as txns
+from acidstore.metastore.history_rows import merged_history
 from acidstore.metastore.records import (
     MAX_OPEN_BATCH,
     AppVersion,
@@ -28,6 +29,7 @@ from acidstore.metastore.records import (
     HistoryEntry,
     LockInfo,
     PlannedWrite,
+    StatementSummary,
     TxnInfo,
     TxnKind,
     WriteComponent,
@@ -218,11 +220,12 @@ class SqlMetastore(SqlCatalog):
 
     def commit(self, txn_id: int, components: Sequence[WriteComponent], *,
                check: CommitCheck | None = None,
-               outputs: Sequence[CompactionOutput] = ()) -> CommitInfo:
-        offered, written = list(components), list(outputs)
+               outputs: Sequence[CompactionOutput] = (),
+               statements: Sequence[StatementSummary] = ()) -> CommitInfo:
+        offered, written, ran = list(components), list(outputs), list(statements)
         # no global lock: commit_txn locks the rows of the txn's tables (per-table order)
         return self._write(lambda conn, now: commits.commit_txn(
-            conn, txn_id, offered, check, now, outputs=written))
+            conn, txn_id, offered, check, now, outputs=written, statements=ran))
 
     def record_app_version(self, txn_id: int, table: str, app_id: str, version: int) -> None:
         app_id, version = check_app_version(app_id, version)
@@ -356,14 +359,32 @@ class SqlMetastore(SqlCatalog):
     # --- introspection ------------------------------------------------------------------------
 
     def history(self, table: str) -> list[HistoryEntry]:
+        """The writes' rows by write id, and a row per committed compaction, from the outputs
+        its commit recorded (``compaction_outputs``, found by the table's index; stored only
+        by a commit): major if it wrote a base, else minor. Each compaction stands before the
+        first write committed after it (``merged_history``)."""
         def body(conn: Session) -> list[HistoryEntry]:
             table_id = self._table_row(conn, table)["table_id"]
-            return [HistoryEntry(
+            writes = [HistoryEntry(
                 r["write_id"], r["txn_id"], from_micros(r["commit_time"]), r["operation"],
                 r["rows_inserted"], r["rows_deleted"], r["files"], r["bytes"],
-                tuple(json.loads(r["partitions"])))
+                tuple(json.loads(r["partitions"])), rows_updated=r["rows_updated"])
                 for r in conn.execute("SELECT * FROM history WHERE table_id = ? "
                                       "ORDER BY write_id", (table_id,))]
+            outputs: dict[int, list[Any]] = {}
+            for r in conn.execute(
+                    "SELECT o.txn_id, o.part, o.directory, o.files, o.bytes, t.finished "
+                    "FROM compaction_outputs o JOIN txns t ON t.txn_id = o.txn_id "
+                    "WHERE o.table_id = ? AND t.state = 'committed'", (table_id,)):
+                outputs.setdefault(int(r["txn_id"]), []).append(r)
+            compacted = [HistoryEntry(
+                None, txn_id, from_micros(rows[0]["finished"]), "compaction_major" if any(
+                    r["directory"].rsplit("/", 1)[-1].startswith("base_") for r in rows)
+                else "compaction_minor", 0, 0, sum(int(r["files"]) for r in rows),
+                sum(int(r["bytes"]) for r in rows),
+                tuple(sorted({r["part"] for r in rows if r["part"]})))
+                for txn_id, rows in outputs.items()]
+            return merged_history(writes, compacted)
 
         return self._read(body)
 

@@ -9,14 +9,19 @@ What it promises (checked by ``acidstore.metastore.testing.CatalogContract``):
 - table names are ``db.name`` or ``name`` (meaning ``default.name``), case-insensitive;
   the warehouse's naming rule is the one rule (no leading digit, no newline);
 - a refused call writes nothing (an invalid table, a bad partition or original file);
-- a table's schema only grows, by ``add_columns``, in one metastore transaction ordered with
-  commits, which bumps ``metadata_version`` (commits planned against an older version fail);
-- a dropped table's name starts afresh: a new table id, no partitions, no original files.
+- a table's schema changes by ``add_columns``, ``rename_column`` and ``drop_columns``, each
+  one metastore transaction ordered with commits that bumps ``metadata_version`` (commits
+  planned against an older version fail); its file schema (``TableInfo.row_schema``) only
+  grows, since files map row fields by position: a dropped column keeps its place;
+- a dropped table's name starts afresh: a new table id, no partitions, no original files;
+- a renamed table keeps its id, and with it everything recorded of it (write ids, history,
+  partitions, original files, leases); its old name is free, and no two tables ever share a
+  location (a renamed one keeps its own).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
 import pyarrow as pa
@@ -38,6 +43,20 @@ class Catalog(Protocol):
         """The table, or ``TableNotFoundError``."""
         ...
 
+    def table_at(self, location: str) -> str | None:
+        """The full name of the table whose location is ``location`` (compared as stored),
+        or None: where a new table may not go (``create_table`` refuses a location another
+        table has with ``LocationNotEmptyError``)."""
+        ...
+
+    def rename_table(self, old: str, new: str) -> TableInfo:
+        """Give table ``old`` the name ``new`` (any database) and bump its
+        ``metadata_version``, in one metastore transaction ordered with commits; its id,
+        location and record stay. ``TableNotFoundError`` for ``old``, ``TableExistsError`` if
+        ``new`` is taken, ``TableBusyError`` while a transaction that may still commit
+        writes the table (holds a write id on it, or compacts it)."""
+        ...
+
     def list_tables(self, database: str | None = None) -> list[str]:
         """Full names, sorted; all databases when ``database`` is None."""
         ...
@@ -50,6 +69,19 @@ class Catalog(Protocol):
         """Append nullable ``columns`` to the table's schema and bump its
         ``metadata_version``, in one metastore transaction ordered with commits (a commit
         either precedes it or sees the new version)."""
+        ...
+
+    def rename_column(self, table: str, old: str, new: str) -> TableInfo:
+        """Rename the user column ``old`` to ``new`` (bucketing columns follow) and bump
+        ``metadata_version``, as ``add_columns`` does; the column keeps its position in the
+        files, so none is rewritten. Partition columns cannot be renamed."""
+        ...
+
+    def drop_columns(self, table: str, names: Sequence[str]) -> TableInfo:
+        """Drop user columns (not partition or bucketing ones, not all) and bump
+        ``metadata_version``: each keeps its position in ``TableInfo.file_schema`` under a
+        placeholder name and is never read again (a column added later under the same name
+        is a new one, reading NULL for every row written before)."""
         ...
 
     def add_partitions(self, table: str, partitions: Iterable[str]) -> None:

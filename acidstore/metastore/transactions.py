@@ -36,6 +36,7 @@ from acidstore.metastore.records import (
     CompactionOutput,
     LockInfo,
     PlannedWrite,
+    StatementSummary,
     TxnInfo,
     TxnKind,
     WriteComponent,
@@ -101,11 +102,13 @@ class Transactions(Protocol):
         *,
         check: CommitCheck | None = None,
         outputs: Sequence[CompactionOutput] = (),
+        statements: Sequence[StatementSummary] = (),
     ) -> CommitInfo:
         """Commit atomically, aborting instead on a write-write conflict (§12.2). A
         compaction passes the directories it wrote as ``outputs`` (no components: it cannot
         conflict); they are stored with the commit, and refused unless they carry this
-        transaction's ``_v<txn_id>``."""
+        transaction's ``_v<txn_id>``. ``statements``, in the order they ran, name and count
+        each table's history row (``HistoryEntry``; none: its components do)."""
         ...
 
     def overlapping_writes(

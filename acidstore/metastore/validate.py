@@ -19,6 +19,12 @@ import pyarrow as pa
 
 from acidstore.errors import InvalidInputError, InvalidLayoutError, InvalidPartitionValueError
 from acidstore.format.layout import is_bucket_file, is_original_file, parse_directory
+from acidstore.format.orc.schema import (
+    RESERVED_PREFIX,
+    ROW_ID_COLUMN,
+    SCHEMA_NOTE,
+    dropped_name,
+)
 from acidstore.format.orc.types import check_column_types, check_partition_types
 from acidstore.format.partitions import parse_partition_path, partition_path
 from acidstore.io.fs import is_text
@@ -48,10 +54,15 @@ __all__ = [
     "check_partition",
     "check_seconds",
     "check_ttl",
+    "narrowed_schema",
+    "renamed_schema",
     "split_table_name",
     "widened_schema",
 ]
 
+#: field metadata of a file schema: a renamed column's former names, a dropped one's name
+FORMER_NAMES_NOTE = SCHEMA_NOTE + b"former_names"
+DROPPED_NOTE = SCHEMA_NOTE + b"dropped"
 #: Hive's identifier rule (``MetaStoreUtils.validateName``: ``[\w_]+`` with Java's ASCII ``\w``).
 _IDENTIFIER = re.compile(r"[a-z0-9_]+")
 #: Only these conflict, and only with each other (§12.2: inserts never conflict; newest Hive
@@ -322,4 +333,79 @@ def widened_schema(info: TableInfo, columns: pa.Schema) -> pa.Schema:
                 f"new column {field.name!r} of {table} must be nullable: the rows written "
                 "before it existed read it as NULL")
     check_column_types(columns, f"table {table}")
-    return pa.schema([*info.schema, *columns])
+    return pa.schema([*info.row_schema, *columns])
+
+
+def _user_column(info: TableInfo, name: object, what: str) -> int:
+    """The position in ``info.row_schema`` of the live user column ``name`` (any case); a
+    partition column or an unknown name is refused, saying which."""
+    table = info.full_name
+    lowered = _identifier(name, f"column of {table} to {what}")
+    if lowered in {n.lower() for n in info.partition_schema.names}:
+        raise InvalidInputError(
+            f"cannot {what} {name!r} of {table}: it is a partition column, whose name and "
+            "values are in every partition directory's path")
+    for position, field in enumerate(info.row_schema):
+        if field.name.lower() == lowered and field.name in info.schema.names:
+            return position
+    raise InvalidInputError(f"cannot {what} {name!r}: {table} has no such column (its "
+                            f"columns: {info.schema.names})")
+
+
+def renamed_schema(info: TableInfo, old: str, new: str) -> tuple[pa.Schema, tuple[str, ...]]:
+    """``info``'s file schema and bucketing columns with column ``old`` named ``new``
+    (``rename_column``): the column keeps its position, type and values, since files map
+    row fields by position and so need no rewrite."""
+    table = info.full_name
+    position = _user_column(info, old, "rename")
+    lowered = _identifier(new, f"new name of column {old!r} of {table}")
+    if lowered == ROW_ID_COLUMN or lowered.startswith(RESERVED_PREFIX):
+        raise InvalidInputError(
+            f"cannot rename {old!r} of {table} to {new!r}: {ROW_ID_COLUMN!r} and names "
+            f"starting with {RESERVED_PREFIX!r} are reserved")
+    current = info.row_schema.field(position)
+    taken = {n.lower() for n in [*info.schema.names, *info.partition_schema.names]
+             if n != current.name}
+    if lowered in taken:
+        raise InvalidInputError(f"cannot rename {old!r} of {table} to {new!r}: {table} "
+                                "already has a column of that name (names are "
+                                "case-insensitive)")
+    # noted, so that readers mapping by name (Spark's own ORC reader) know files may hold
+    # another name here (``TableInfo.file_schema`` is then set)
+    former = (current.metadata or {}).get(FORMER_NAMES_NOTE, b"").decode()
+    names = ",".join(n for n in [*former.split(","), current.name] if n)
+    schema = info.row_schema.set(position, current.with_name(new).with_metadata(
+        {**(current.metadata or {}), FORMER_NAMES_NOTE: names.encode()}))
+    bucket_by = tuple(new if b == current.name else b for b in info.bucket_by)
+    return schema, bucket_by
+
+
+def narrowed_schema(info: TableInfo, names: object) -> pa.Schema:
+    """``info``'s file schema with ``names`` dropped (``drop_columns``): each keeps its
+    position under a placeholder name (``dropped_name``), nullable so that writers fill it
+    with NULL, and never reads again; a column added later under the same name is a new one,
+    appended. Bucketing and partition columns cannot be dropped, nor every user column."""
+    table = info.full_name
+    if isinstance(names, str) or not isinstance(names, list | tuple) or not names:
+        raise InvalidInputError(f"drop_columns of {table} needs a non-empty list of column "
+                                f"names, got {names!r}")
+    positions = [_user_column(info, name, "drop") for name in names]
+    if len(set(positions)) != len(positions):
+        raise InvalidInputError(f"drop_columns of {table} names a column twice: {names}")
+    bucketing = {b.lower() for b in info.bucket_by}
+    for position in positions:
+        name = info.row_schema.field(position).name
+        if name.lower() in bucketing:
+            raise InvalidInputError(
+                f"cannot drop {name!r} of {table}: the table is bucketed by it, and its "
+                "rows are placed in bucket files by its values")
+    if len(positions) == len(info.schema):
+        raise InvalidInputError(f"cannot drop every column of {table} but its partition "
+                                "columns; a table needs at least one other column")
+    schema = info.row_schema
+    for position in positions:
+        field = schema.field(position)
+        schema = schema.set(position, pa.field(
+            dropped_name(position), field.type, nullable=True,
+            metadata={DROPPED_NOTE: field.name.encode()}))
+    return schema

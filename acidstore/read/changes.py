@@ -216,7 +216,7 @@ class _Feed:
         its ROW__ID, in the table's current columns (NULL for columns added since)."""
         bare = [(partition, dataclasses.replace(s, deletes=())) for s in splits]
         info = self.table.info
-        return Scan(self.table.filesystem, [], self.write_ids, self.txns, schema=info.schema,
+        return Scan(self.table.filesystem, [], self.write_ids, self.txns, schema=info.row_schema,
                     partition_schema=info.partition_schema, with_row_id=True, threads=1,
                     planned=bare).to_table()
 

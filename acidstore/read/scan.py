@@ -24,7 +24,13 @@ from acidstore.errors import InvalidInputError, StrayPathError
 from acidstore.format.directory import acid_state
 from acidstore.format.layout import is_acid_directory_name, is_hidden
 from acidstore.format.orc.file_reader import OrcFile
-from acidstore.format.orc.schema import ROW_ID_COLUMN, ROW_ID_TYPE, cast_to
+from acidstore.format.orc.schema import (
+    ROW_ID_COLUMN,
+    ROW_ID_TYPE,
+    cast_to,
+    is_dropped,
+    live_columns,
+)
 from acidstore.format.partitions import parse_partition_path
 from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
 from acidstore.io import fs as afs
@@ -125,6 +131,10 @@ def _partition_tree(fs: pafs.FileSystem, path: str, columns: list[str],
 
 
 def _column_index(schema: pa.Schema, name: str) -> int | None:
+    """The position of column ``name`` (exact, else any case); a dropped column's
+    placeholder is no column a read can name."""
+    if is_dropped(name.lower()):
+        return None
     index = schema.get_field_index(name)
     if index >= 0:
         return int(index)
@@ -225,7 +235,7 @@ class Scan:
 
     def _resolve_columns(self, columns: Sequence[str] | None) -> None:
         table, parts = self.table_schema, self._partition_schema
-        all_names = list(table.names) + list(parts.names)
+        all_names = list(live_columns(table).names) + list(parts.names)
         if columns is None:
             wanted = all_names
         else:
@@ -264,7 +274,7 @@ class Scan:
         rows (it would otherwise only fail on the first non-empty batch). A SQL text that
         passed over the same fields before in this process passes again (the check depends
         on nothing else), so a statement's second scan does not repeat it."""
-        fields = list(self.table_schema) + list(self._partition_schema)
+        fields = list(live_columns(self.table_schema)) + list(self._partition_schema)
         key = (self._filter, tuple(fields)) if isinstance(self._filter, str) else None
         if key is not None and key in _CHECKED:
             return

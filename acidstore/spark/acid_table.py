@@ -26,6 +26,7 @@ from acidstore.engine.core import core_of
 from acidstore.engine.handle import TableHandle
 from acidstore.engine.merge_match import MergeSpec
 from acidstore.engine.publish import publish_change
+from acidstore.engine.restore import run_restore
 from acidstore.engine.results import WriteResult
 from acidstore.engine.statement import ChangeKind
 from acidstore.engine.task_writes import (
@@ -163,9 +164,11 @@ class AcidTable:
             return table.snapshot()[1]
 
     def history(self) -> DataFrame:
-        """One row per committed write id (as ``Table.history``)."""
+        """One row per committed write id and per compaction (as ``Table.history``; a
+        compaction's ``write_id`` is null)."""
         with self._table() as table:
-            return self._spark.createDataFrame(table.history().to_pandas())
+            history = table.history()
+        return self._spark.createDataFrame(history, schema=spark_schema(history.schema))
 
     def changes(self, start_write_id: int, end_write_id: int) -> DataFrame:
         """The change feed of write ids ``start..end`` (as ``Table.changes``). Read on the
@@ -311,6 +314,29 @@ class AcidTable:
                                F.lit(True).alias(INSERT_COLUMN))
 
         return self._statement("update", changes)
+
+    def restore(self, version: int | datetime) -> WriteResult:
+        """Delta's RESTORE: the rows become those of ``version`` (a committed write id, or a
+        moment), as ``toDF(as_of=version)`` reads them, in a new commit; as
+        ``Table.restore``, its units run as Spark tasks."""
+        return self._committed(f"RESTORE of {self.name}", lambda txn, table: run_restore(
+            table, txn, version, run=lambda units: run_units(self._spark, units)))
+
+    def restoreToVersion(self, version: int) -> WriteResult:  # noqa: N802
+        """delta-spark's name for ``restore(version)`` with a write id."""
+        return self.restore(version)
+
+    def restoreToTimestamp(self, timestamp: datetime | str) -> WriteResult:  # noqa: N802
+        """delta-spark's name for ``restore`` with a moment: a datetime, or an ISO date-time
+        string (without a zone: local time, as ``asOf`` reads it)."""
+        if isinstance(timestamp, str):
+            try:
+                timestamp = datetime.fromisoformat(timestamp)
+            except ValueError:
+                raise InvalidInputError(
+                    f"restoreToTimestamp of {self.name}: {timestamp!r} is not an ISO "
+                    "date-time (e.g. '2026-11-22 10:00:00')") from None
+        return self.restore(timestamp)
 
     def merge(self, source: DataFrame, condition: Condition) -> AcidMergeBuilder:
         """Start a MERGE of ``source`` into this table (alias both for the condition)."""

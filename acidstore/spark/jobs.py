@@ -166,6 +166,8 @@ def unit_bytes(unit: ChangeUnit) -> int:
     events, each file also charged the fixed cost of opening it), so that a statement's tasks
     get equal work: partitions differ in size, and shares of equal unit counts left one core
     idle while the other ran the large partition's units."""
-    files = [split.size for _, split in unit.planned] + [
-        source.size for _, split in unit.planned for source in split.deletes]
+    # a RESTORE unit also reads the version it restores
+    planned = [*unit.planned, *(unit.restore.planned if unit.restore is not None else ())]
+    files = [split.size for _, split in planned] + [
+        source.size for _, split in planned for source in split.deletes]
     return sum((size or 0) + SMALL_OPEN_COST_BYTES for size in files)

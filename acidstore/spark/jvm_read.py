@@ -163,7 +163,7 @@ def _names(names: Sequence[str]) -> bytes:
 def _plan_bytes(table: TableHandle, tasks: list[list[_File]]) -> bytes:
     """The plan ``Plan.java`` reads (big-endian; its docstring has the layout)."""
     partitioning = table.info.partition_schema
-    parts = [struct.pack(">i", _MAGIC), _names(table.info.schema.names),
+    parts = [struct.pack(">i", _MAGIC), _names(table.info.row_schema.names),
              _names(partitioning.names), struct.pack(">i", len(tasks))]
     values: dict[PartitionDir, bytes] = {}
     for task in tasks:

@@ -14,6 +14,12 @@ the wrong column. So every scan sits under a guard filter that names all six eve
 and the optimizer cannot fold away (none of the columns is known to be non-null).
 tests/spark/test_spark_native_read.py pins that with every query shape, values checked.
 
+The fields of ``row`` are matched by name, though: after a column is renamed, files written
+before read NULL for it, and a dropped column's values would come back under a name re-added
+later. So a table with a renamed or dropped column (``TableInfo.file_schema`` set) is read on
+the other paths, which map every field by position
+(tests/spark/test_spark_column_changes.py).
+
 What the guard cannot make safe falls back to the Python data source (``native_plan`` returns
 None): pre-ACID original files (synthetic ROW__IDs), streaming deltas with side files, deltas
 the snapshot accepts only partly (per-row write-id checks), filesystems other than local
@@ -212,8 +218,12 @@ def native_read(spark: SparkSession, table: TableHandle,
         return None
     output = read_schema(table, ReadOptions(
         columns=tuple(columns) if columns is not None else None, with_row_id=with_row_id))
+    if table.info.file_schema is not None:
+        # a renamed or dropped column: Spark's ORC reader maps the row's fields by name, and
+        # files written before the change hold other names there (or a dropped column's)
+        return None
     scan = table.scan(None, None, None, with_row_id, snapshot=snapshot)
-    plan = native_plan(scan, table.filesystem, table.info.schema)
+    plan = native_plan(scan, table.filesystem, table.info.row_schema)
     if plan is None:
         return None
-    return native_frame(spark, plan, table.info.schema, table.info.partition_schema, output)
+    return native_frame(spark, plan, table.info.row_schema, table.info.partition_schema, output)

@@ -304,7 +304,7 @@ def plan_read(table: TableHandle, options: ReadOptions, requested: StructType,
     groups = pack(planned, costs, count, keys=[(p, s.bucket_id) for p, s in planned],
                   bundle_limit=limit // 2)
     output = arrow_schema(requested)
-    tasks = [ReadTask(fs, table.info.schema, table.info.partition_schema, scan.txns,
+    tasks = [ReadTask(fs, table.info.row_schema, table.info.partition_schema, scan.txns,
                       scan.write_ids, columns, options.filter, with_row_id, options.reader,
                       output, tuple(group)) for group in groups]
     return tasks, scan

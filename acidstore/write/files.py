@@ -35,7 +35,7 @@ from acidstore.format.orc.file_writer import (
     WrittenFile,
     write_event_file,
 )
-from acidstore.format.orc.schema import DELETE, INSERT, event_schema, row_struct
+from acidstore.format.orc.schema import DELETE, INSERT, event_schema, is_dropped, row_struct
 from acidstore.format.orc.stream import EventFileWriter
 from acidstore.io import fs as afs
 from acidstore.write.timestamps import check_timestamps
@@ -90,15 +90,23 @@ class WrittenDirectory:
 
 def insert_events(rows: pa.Table, write_id: int, bucket_property: int, schema: pa.Schema,
                   first_row_id: int = 0) -> pa.Table:
-    """Insert events for ``rows`` (columns in ``schema`` order) with dense row ids."""
+    """Insert events for ``rows`` (columns in ``schema`` order) with dense row ids. The
+    dropped columns' places in ``schema`` (a table's file schema) hold NULL."""
     n = rows.num_rows
     # one struct per chunk of ``rows``: a bucket gathered from a chunked input stays chunked
     # (combining would copy it once more), and the ORC writer fills its row batches across
     # chunks, so the file's bytes do not depend on the chunking
     fields = list(schema)
-    struct = pa.chunked_array(
-        [pa.StructArray.from_arrays(batch.columns, fields=fields)
-         for batch in rows.select(schema.names).to_batches()], type=pa.struct(fields))
+    live = [f.name for f in fields if not is_dropped(f.name)]
+
+    def row(batch: pa.RecordBatch) -> pa.StructArray:
+        given = iter(batch.columns)
+        arrays = [pa.nulls(batch.num_rows, f.type) if is_dropped(f.name) else next(given)
+                  for f in fields]
+        return pa.StructArray.from_arrays(arrays, fields=fields)
+
+    struct = pa.chunked_array([row(b) for b in rows.select(live).to_batches()],
+                              type=pa.struct(fields))
     return pa.table({
         "operation": pa.array(np.full(n, INSERT, np.int32)),
         "originalTransaction": pa.array(np.full(n, write_id, np.int64)),

@@ -40,6 +40,7 @@ from acidstore.metastore import (
     CommitInfo,
     CompactionOutput,
     SqliteMetastore,
+    StatementSummary,
     WriteComponent,
 )
 from compaction import compact
@@ -174,13 +175,15 @@ class LostAnswerMetastore(SqliteMetastore):
 
     def commit(self, txn_id: int, components: Sequence[WriteComponent], *,
                check: CommitCheck | None = None,
-               outputs: Sequence[CompactionOutput] = ()) -> CommitInfo:
+               outputs: Sequence[CompactionOutput] = (),
+               statements: Sequence[StatementSummary] = ()) -> CommitInfo:
         self._fail_if_down()
         armed, self.armed = self.armed, None
         if armed == "before":
             self._failed = True
             raise MetastoreError("connection lost before the commit reached the metastore")
-        info = super().commit(txn_id, components, check=check, outputs=outputs)
+        info = super().commit(txn_id, components, check=check, outputs=outputs,
+                              statements=statements)
         if armed == "after":
             self._failed = True
             raise MetastoreError("connection lost: the commit's acknowledgement never arrived")

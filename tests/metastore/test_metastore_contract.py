@@ -21,6 +21,7 @@ from acidstore.metastore import (
     CompactionOutput,
     Metastore,
     SqliteMetastore,
+    StatementSummary,
     WriteComponent,
 )
 from acidstore.metastore.testing import MetastoreContract
@@ -73,8 +74,9 @@ class _CommitForgetsConflicts(SqliteMetastore):
 
     def commit(self, txn_id: int, components: Sequence[WriteComponent], *,
                check: CommitCheck | None = None,
-               outputs: Sequence[CompactionOutput] = ()) -> CommitInfo:
-        return super().commit(txn_id, components, outputs=outputs,
+               outputs: Sequence[CompactionOutput] = (),
+               statements: Sequence[StatementSummary] = ()) -> CommitInfo:
+        return super().commit(txn_id, components, outputs=outputs, statements=statements,
                               check=check or (lambda mine, theirs: None))
 
 

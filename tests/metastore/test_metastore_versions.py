@@ -31,7 +31,13 @@ import acidstore
 from acidstore.api.pairing import DEFAULT_METASTORE_FILE
 from acidstore.cli.main import main
 from acidstore.errors import InvalidInputError, MetastoreError, MetastoreVersionError
-from acidstore.metastore import CompactionOutput, Operation, OriginalFile, PostgresMetastore
+from acidstore.metastore import (
+    CompactionOutput,
+    Operation,
+    OriginalFile,
+    PostgresMetastore,
+    StatementSummary,
+)
 from acidstore.metastore.postgres_calls import CatalogEntry, commit_arguments
 from acidstore.metastore.sql_schema import SCHEMA_VERSION
 from benchmarks.postgres_server import PostgresServer
@@ -149,7 +155,8 @@ def test_a_version_5_store_records_compaction_outputs(backend: Backend) -> None:
         again.commit(compaction, [], outputs=[good])
         assert again.compaction_outputs("t") == [CompactionOutput(
             "default.t", "", good.directory, 1, 3, 10, (("bucket_00000", 3),), compaction)]
-        assert [e.write_id for e in again.history("t")] == [1]
+        assert [(e.write_id, e.operation) for e in again.history("t")] == [
+            (1, "insert"), (None, "compaction_major")]
     finally:
         again.close()
 
@@ -162,7 +169,7 @@ def test_a_version_6_store_gets_app_versions(backend: Backend) -> None:
         set_version(conn, "6")
     again = backend.open()
     try:
-        assert version(backend) == str(SCHEMA_VERSION) == "14"
+        assert version(backend) == str(SCHEMA_VERSION) == "15"
         assert again.app_versions("t") == []
         txn = begin(again)
         again.record_app_version(txn, "t", "job", 1)
@@ -199,7 +206,7 @@ def test_a_version_10_store_records_bucket_files(backend: Backend) -> None:
         set_version(conn, "10")
     again = backend.open()
     try:
-        assert version(backend) == str(SCHEMA_VERSION) == "14"
+        assert version(backend) == str(SCHEMA_VERSION) == "15"
         files = (("delta_0000002_0000002_0000/bucket_00001", 880),)
         writes: tuple[tuple[Operation, int], ...] = (("insert", 2), ("delete", 3))
         for operation, write_id in writes:
@@ -224,7 +231,7 @@ def test_a_version_11_store_marks_its_tables_as_unrecorded(backend: Backend) -> 
         set_version(conn, "11")
     again = backend.open()
     try:
-        assert version(backend) == str(SCHEMA_VERSION) == "14"
+        assert version(backend) == str(SCHEMA_VERSION) == "15"
         assert again.get_table("t").originals_recorded is False
         assert again.create_table(new_table("u")).originals_recorded is True
         assert again.get_table("u").originals_recorded is True
@@ -247,7 +254,7 @@ def test_a_version_7_store_continues_its_counters(backend: Backend) -> None:
         set_version(conn, "7")
     again = backend.open()
     try:
-        assert version(backend) == str(SCHEMA_VERSION) == "14"
+        assert version(backend) == str(SCHEMA_VERSION) == "15"
         txn = begin(again)
         assert txn == 40
         assert again.commit(txn, [write(again, txn, "insert")]).commit_seq == 30
@@ -277,7 +284,7 @@ def test_a_version_12_store_takes_commit_times_from_the_metastore(backend: Backe
         set_version(conn, "12")
     again = backend.open()
     try:
-        assert version(backend) == str(SCHEMA_VERSION) == "14"
+        assert version(backend) == str(SCHEMA_VERSION) == "15"
         assert again.warehouse_binding() is None
         txn = begin(again)
         info = again.commit(txn, [write(again, txn, "insert")])
@@ -300,6 +307,42 @@ def test_a_version_12_store_takes_commit_times_from_the_metastore(backend: Backe
                     if backend.kind == "sqlite" else
                     "SELECT 1 FROM pg_indexes WHERE indexname = %s", (index,)).fetchone()
                 assert found is not None, index
+    finally:
+        again.close()
+
+
+def test_a_version_14_store_counts_updated_rows(backend: Backend) -> None:
+    """Version 15 stores each history row's ``rows_updated``: rows committed before it read
+    0, a commit naming its statements stores their counts, and on PostgreSQL a client
+    connected before the migration still commits through ``acid_commit_v13`` (its rows name
+    no statement: their components' operations, 0 updated)."""
+    one_committed_write(backend)
+    with raw(backend) as conn:  # version 14: history had no rows_updated
+        conn.execute("ALTER TABLE history DROP COLUMN rows_updated")
+        if backend.kind == "postgresql":
+            conn.execute("DROP FUNCTION acid_commit_v15(bigint, jsonb, jsonb)")
+        set_version(conn, "14")
+    again = backend.open()
+    try:
+        assert version(backend) == str(SCHEMA_VERSION) == "15"
+        txn = begin(again)
+        updated = dataclasses.replace(write(again, txn, "update"), rows_inserted=2,
+                                      rows_deleted=2)
+        again.commit(txn, [updated], statements=[StatementSummary("t", "update",
+                                                                  rows_updated=2)])
+        if backend.kind == "postgresql":
+            old_client = begin(again)
+            written = dataclasses.replace(write(again, old_client, "insert"), rows_inserted=3)
+            arguments = commit_arguments([written], {"default.t": CatalogEntry(
+                again.get_table("t").table_id, "default", "t", ())})
+            assert arguments is not None
+            with raw(backend) as conn:  # what a version-14 client sends
+                conn.execute("SELECT * FROM acid_commit_v13(%s, %s::jsonb, %s::jsonb)",
+                             (old_client, *arguments))
+        got = [(e.write_id, e.operation, e.rows_inserted, e.rows_updated, e.rows_deleted)
+               for e in again.history("t")]
+        assert got == [(1, "insert", 0, 0, 0), (2, "update", 0, 2, 0)] + (
+            [(3, "insert", 3, 0, 0)] if backend.kind == "postgresql" else [])
     finally:
         again.close()
 

@@ -432,7 +432,6 @@ def check(wh: Warehouse, entries: list[Entry], reads: list[dict[str, Any]],
     assert lost == [], f"reads during the run saw duplicates or missing data: {lost}"
     metastore = wh.metastore
     committed: list[tuple[int, Entry, int | None]] = []
-    read_only: set[int] = set()  # committed, changed nothing (a Serializable read set)
     for e in entries:
         end = e.end or {}
         name = f"{e.op['op']}:{end.get('outcome', 'died')}"
@@ -454,7 +453,6 @@ def check(wh: Warehouse, entries: list[Entry], reads: list[dict[str, Any]],
             assert write_id is None, f"a skipped idempotent write wrote: {where}"
             continue
         if end.get("changed") == 0:
-            read_only.add(e.txn)
             continue  # wrote nothing: read-only, serialised at its snapshot
         if write_id is None:
             # committed without writing the table: an idempotent write whose version was
@@ -464,9 +462,11 @@ def check(wh: Warehouse, entries: list[Entry], reads: list[dict[str, Any]],
             continue
         committed.append((info.commit_seq, e, write_id))
     ours = {e.txn for _, e, _ in committed}
+    # a commit that changed nothing (a statement no row matched, a Serializable read set:
+    # no file, no row) and a compaction (no write id) are no operation's write
     stray = [h for h in metastore.history(TABLE) if h.txn_id > before_txn
-             and h.txn_id not in ours and h.operation and not (
-                 h.txn_id in read_only and h.rows_inserted == h.rows_deleted == h.files == 0)]
+             and h.write_id is not None and h.txn_id not in ours
+             and (h.files or h.rows_inserted or h.rows_updated or h.rows_deleted)]
     assert stray == [], f"committed writes no operation logged as landing: {stray}"
 
     state = dict(initial)

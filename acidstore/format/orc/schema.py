@@ -21,6 +21,7 @@ __all__ = [
     "BUCKET",
     "CURRENT_TRANSACTION",
     "DELETE",
+    "DROPPED_PREFIX",
     "INSERT",
     "KEY_FIELDS",
     "OPERATION",
@@ -28,13 +29,17 @@ __all__ = [
     "ROW",
     "ROW_ID",
     "RESERVED_PREFIX",
+    "SCHEMA_NOTE",
     "ROW_ID_COLUMN",
     "ROW_ID_TYPE",
     "UPDATE",
     "acid_field_names",
     "cast_to",
+    "dropped_name",
     "event_schema",
     "is_acid_schema",
+    "is_dropped",
+    "live_columns",
     "row_struct",
 ]
 
@@ -61,6 +66,14 @@ ROW_ID_COLUMN = "row__id"
 #: prefix of the working columns acidstore adds while it joins and evaluates (MERGE, SET):
 #: no table column may start with it
 RESERVED_PREFIX = "__acid"
+#: a dropped column (``Table.drop_columns``) keeps its place in the files' ``row`` struct,
+#: under this prefix and its position: ORC maps row fields by position, so the columns after
+#: it stay where old files have them, and a column re-added later under the old name is
+#: appended at a new position, which old files do not reach (no resurrection of old values)
+DROPPED_PREFIX = RESERVED_PREFIX + "_dropped_"
+#: the prefix of the field metadata keys acidstore notes on a file schema's fields (a dropped
+#: column's name, a renamed column's former names: files written before hold those names)
+SCHEMA_NOTE = b"acidstore."
 ROW_ID_TYPE = pa.struct([
     pa.field("writeid", pa.int64()),
     pa.field("bucketid", pa.int32()),
@@ -71,6 +84,33 @@ _ACID_TYPES: tuple[pa.DataType, ...] = (
     pa.int32(), pa.int64(), pa.int32(), pa.int64(), pa.int64(),
 )
 _ACID_LOWER = [name.lower() for name in ACID_FIELDS]
+
+
+def dropped_name(position: int) -> str:
+    """The name a dropped column has in the table's file schema at ``position``."""
+    return f"{DROPPED_PREFIX}{position}"
+
+
+def is_dropped(name: str) -> bool:
+    """Whether ``name`` is a dropped column's placeholder in a file schema."""
+    return name.startswith(DROPPED_PREFIX)
+
+
+def live_columns(file_schema: pa.Schema) -> pa.Schema:
+    """The user columns of a file schema: every field but the dropped ones, in order, without
+    the notes acidstore keeps on them (``SCHEMA_NOTE``)."""
+    def noted(field: pa.Field) -> bool:
+        return any(k.startswith(SCHEMA_NOTE) for k in (field.metadata or {}))
+
+    if not any(is_dropped(f.name) or noted(f) for f in file_schema):
+        return file_schema
+    return pa.schema([_without_notes(f) if noted(f) else f
+                      for f in file_schema if not is_dropped(f.name)])
+
+
+def _without_notes(field: pa.Field) -> pa.Field:
+    kept = {k: v for k, v in (field.metadata or {}).items() if not k.startswith(SCHEMA_NOTE)}
+    return field.with_metadata(kept) if kept else field.remove_metadata()
 
 
 def row_struct(schema: pa.Schema | Sequence[pa.Field]) -> pa.StructType:

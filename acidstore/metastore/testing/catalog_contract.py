@@ -3,6 +3,7 @@ store serves. Names, refusals that write nothing, schema changes ordered with co
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -26,12 +27,14 @@ from acidstore.metastore.testing.harness import (
     states,
     write,
 )
+from acidstore.metastore.testing.rename_contract import TableRenameContract
 
 __all__ = ["CatalogContract"]
 
 
-class CatalogContract(MetastoreHarness):
-    """Tables, partitions, original files and the warehouse binding."""
+class CatalogContract(TableRenameContract, MetastoreHarness):
+    """Tables, partitions, original files and the warehouse binding (and renames:
+    ``TableRenameContract``)."""
 
     def test_create_and_get_round_trip_every_field(self) -> None:
         metastore = self.metastore
@@ -161,6 +164,42 @@ class CatalogContract(MetastoreHarness):
         assert metastore.get_table("t") == info  # nothing changed by a refusal
         with raises(TableNotFoundError):
             metastore.add_columns("nope", pa.schema([("x", pa.int32())]))
+
+    def test_renamed_and_dropped_columns_keep_their_file_positions(self) -> None:
+        """A rename keeps the column's place (bucketing follows the name); a drop leaves a
+        placeholder in ``row_schema``; a name re-added later is appended; each bumps the
+        metadata version, and a refusal changes nothing."""
+        metastore = self.metastore
+        created = metastore.create_table(new_table(
+            partition_by=["dt"], bucket_by=("id",), buckets=2))
+        info = metastore.rename_column("t", "ID", "key")
+        assert info.schema.names == ["key", "name"]
+        assert (info.bucket_by, info.metadata_version) == (("key",), 1)
+        assert info.schema.field("key").metadata is None  # notes stay in the file schema
+        assert info.row_schema.names == ["key", "name"]
+        assert metastore.get_table("t") == info
+        info = metastore.drop_columns("t", ["name"])
+        assert (info.schema.names, info.metadata_version) == (["key"], 2)
+        assert info.row_schema.names == ["key", "__acid_dropped_1"]
+        info = metastore.add_columns("t", pa.schema([("name", pa.int64())]))
+        assert info.schema.names == ["key", "name"]
+        assert info.schema.field("name").type == pa.int64()
+        assert info.row_schema.names == ["key", "__acid_dropped_1", "name"]
+        assert (info.metadata_version, info.table_id) == (3, created.table_id)
+        refused: list[tuple[Callable[[], object], str]] = [
+            (lambda: metastore.rename_column("t", "dt", "x"), "partition column"),
+            (lambda: metastore.rename_column("t", "__acid_dropped_1", "x"), "no such column"),
+            (lambda: metastore.rename_column("t", "key", "NAME"), "already has a column"),
+            (lambda: metastore.drop_columns("t", ["key"]), "bucketed by it"),
+            (lambda: metastore.drop_columns("t", ["__acid_dropped_1"]), "no such column"),
+            (lambda: metastore.drop_columns("t", ["key", "name"]), "bucketed by it"),
+        ]
+        for call, message in refused:
+            with raises(InvalidInputError, match=message):
+                call()
+        assert metastore.get_table("t") == info
+        with raises(TableNotFoundError):
+            metastore.drop_columns("nope", ["x"])
 
     def test_a_commit_planned_against_older_metadata_fails(self) -> None:
         """Two clients (connections): a writer planned against metadata version 0, another

@@ -1,15 +1,32 @@
 """The contract of the ``History`` role: what committed (and aborted) and when. Committed
 components and compaction outputs narrow exactly, commit times come from the store's clock and
-rise with commit order, a commit can be asked for after its answer was lost, and time travel
-finds the compactions committed after a point."""
+rise with commit order, a commit can be asked for after its answer was lost, time travel
+finds the compactions committed after a point, and ``history`` names each version by the
+statements that wrote it and lists committed compactions among the writes."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 
+from acidstore.errors import InvalidInputError
 from acidstore.metastore.history import CommitLog
-from acidstore.metastore.records import CompactionOutput, ComponentLog, WriteComponent
-from acidstore.metastore.testing.harness import MetastoreHarness, begin, new_table, write
+from acidstore.metastore.protocol import Metastore
+from acidstore.metastore.records import (
+    CompactionOutput,
+    ComponentLog,
+    HistoryEntry,
+    StatementSummary,
+    WriteComponent,
+)
+from acidstore.metastore.testing.harness import (
+    MetastoreHarness,
+    begin,
+    new_table,
+    raises,
+    states,
+    write,
+)
 
 __all__ = ["HistoryContract"]
 
@@ -154,3 +171,132 @@ class HistoryContract(MetastoreHarness):
         metastore.commit(txn, [extra])
         newer = metastore.committed_log("p", after_seq=log.seq)
         assert [c.component for c in newer.components] == [extra] and newer.seq > log.seq
+
+    # --- what history() shows ---------------------------------------------------------------------
+
+    def test_history_names_the_statements_in_the_order_they_ran(self) -> None:
+        """A version is named by its statements on the table, distinct, in order, with the
+        rows they inserted, updated and deleted as the user counts them; files, bytes and
+        partitions are its components'. The same through every commit path: an insert's
+        (PostgreSQL's one-statement commit) and an update's (the general path)."""
+        metastore = self.metastore
+        metastore.create_table(new_table("p", partition_by=("dt",)))
+        table = "default.p"
+        txn = begin(metastore)
+        inserted = dataclasses.replace(write(metastore, txn, "insert", table=table,
+                                             partition="dt=1"), rows_inserted=5, files=1,
+                                       bytes=100)
+        metastore.commit(txn, [inserted], statements=[
+            StatementSummary(table, "insert", rows_inserted=5),
+            StatementSummary("P", "insert", rows_inserted=0)])
+        txn = begin(metastore)
+        changed = write(metastore, txn, "update", table=table, partition="dt=1")
+        changed = dataclasses.replace(changed, rows_inserted=3, rows_deleted=3, files=2,
+                                      bytes=40)
+        deleted = dataclasses.replace(write(metastore, txn, "delete", table=table,
+                                            partition="dt=2"), rows_deleted=1, files=1,
+                                      bytes=7)
+        metastore.commit(txn, [changed, deleted], statements=[
+            StatementSummary(table, "update", rows_updated=3),
+            StatementSummary(table, "delete", rows_deleted=1),
+            StatementSummary(table, "update", rows_updated=0),
+            StatementSummary("default.other", "insert", rows_inserted=9)])
+        assert _rows(metastore, "p") == [
+            (1, "insert", 5, 0, 0, 1, 100, ("dt=1",)),
+            (2, "update,delete", 0, 3, 1, 3, 47, ("dt=1", "dt=2"))]
+
+    def test_a_statement_that_wrote_nothing_still_names_its_version(self) -> None:
+        """A DELETE that matched no row, or an INSERT of no rows, took a write id and wrote
+        no component: its version is named by the statement, with no rows."""
+        metastore = self.metastore
+        metastore.create_table(new_table())
+        for name in ("delete", "insert"):
+            txn = begin(metastore)
+            metastore.allocate_write_id(txn, "t")
+            metastore.commit(txn, [], statements=[StatementSummary("t", name)])
+        assert _rows(metastore, "t") == [(1, "delete", 0, 0, 0, 0, 0, ()),
+                                         (2, "insert", 0, 0, 0, 0, 0, ())]
+
+    def test_without_statements_a_version_is_named_by_its_components(self) -> None:
+        """A commit that names no statement (an older client) keeps the components' names,
+        sorted, and their event counts."""
+        metastore = self.metastore
+        metastore.create_table(new_table())
+        txn = begin(metastore)
+        changed = dataclasses.replace(write(metastore, txn, "update"), rows_inserted=2,
+                                      rows_deleted=2)
+        metastore.commit(txn, [changed, dataclasses.replace(changed, operation="delete",
+                                                            rows_inserted=0, rows_deleted=1)])
+        assert _rows(metastore, "t") == [(1, "delete,update", 2, 0, 3, 0, 0, ())]
+
+    def test_malformed_statements_are_refused_before_anything_commits(self) -> None:
+        metastore = self.metastore
+        metastore.create_table(new_table())
+        txn = begin(metastore)
+        written = write(metastore, txn, "insert")
+        for bad in (StatementSummary("t", "insert,delete"), StatementSummary("t", ""),
+                    StatementSummary("t", "insert", rows_inserted=-1),
+                    StatementSummary("no.such.table", "insert")):
+            with raises(InvalidInputError):
+                metastore.commit(txn, [written], statements=[bad])
+        assert states(metastore)[txn] == "open" and metastore.history("t") == []
+        metastore.commit(txn, [written], statements=[StatementSummary("t", "insert")])
+        assert _rows(metastore, "t") == [(1, "insert", 0, 0, 0, 0, 0, ())]
+
+    def test_committed_compactions_are_listed_among_the_writes(self) -> None:
+        """A compaction's row has no write id, changes no row, counts what its outputs hold
+        and the partitions it compacted, and stands before the first write committed after
+        it; a compaction that aborted, or that has not committed, is not listed."""
+        metastore = self.metastore
+        metastore.create_table(new_table("p", partition_by=("dt",)))
+        table = "default.p"
+
+        def insert() -> int:
+            txn = begin(metastore)
+            metastore.commit(txn, [write(metastore, txn, "insert", table=table,
+                                         partition="dt=0")],
+                             statements=[StatementSummary(table, "insert")])
+            return txn
+
+        def compaction(kind: str, parts: list[str], *, commit: bool = True) -> int:
+            txn = metastore.open_transaction(user="tester", host="h", kind="compaction").txn_id
+            ids = metastore.valid_write_ids("p", metastore.valid_txns(txn))
+            for part in parts:
+                metastore.record_compaction("p", part, "minor" if kind == "minor" else "major",
+                                            "test", txn_id=txn, worker="tester",
+                                            compactor_write_ids=ids)
+            if commit:
+                name = "base_0000001" if kind == "major" else "delta_0000001_0000001"
+                metastore.commit(txn, [], outputs=[
+                    CompactionOutput(table, part, f"{part}/{name}_v{txn:07d}", 1, 1, 10 + i,
+                                     (("bucket_00000", 1),), txn)
+                    for i, part in enumerate(parts)])
+            return txn
+
+        first = insert()
+        major = compaction("major", ["dt=0", "dt=1"])
+        aborted = compaction("minor", ["dt=0"], commit=False)
+        metastore.abort(aborted)
+        second = insert()
+        minor = compaction("minor", ["dt=0"])
+        compaction("major", ["dt=1"], commit=False)  # still open
+        got = [(e.write_id, e.txn_id, e.operation, e.files, e.bytes, e.partitions)
+               for e in metastore.history("p")]
+        assert got == [(1, first, "insert", 0, 0, ("dt=0",)),
+                       (None, major, "compaction_major", 2, 21, ("dt=0", "dt=1")),
+                       (2, second, "insert", 0, 0, ("dt=0",)),
+                       (None, minor, "compaction_minor", 1, 10, ("dt=0",))]
+        times = [e.commit_time for e in metastore.history("p")]
+        assert times == sorted(times)
+        assert all(e.rows_inserted == e.rows_updated == e.rows_deleted == 0
+                   for e in metastore.history("p"))
+        assert metastore.write_id_commit_times("p").keys() == {1, 2}
+        assert HistoryEntry.table(metastore.history("p")).column("write_id").to_pylist() == [
+            1, None, 2, None]
+
+
+def _rows(metastore: Metastore, table: str
+          ) -> list[tuple[int | None, str, int, int, int, int, int, tuple[str, ...]]]:
+    """(write id, operation, inserted, updated, deleted, files, bytes, partitions) per row."""
+    return [(e.write_id, e.operation, e.rows_inserted, e.rows_updated, e.rows_deleted, e.files,
+             e.bytes, e.partitions) for e in metastore.history(table)]

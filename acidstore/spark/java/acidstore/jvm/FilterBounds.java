@@ -88,7 +88,9 @@ final class FilterBounds {
     }
   }
 
-  /** Columns by name with their Spark types (of the table's schema), as filters name them. */
+  /** Columns by name with their Spark types (of the table's schema), as filters name them.
+   *  A dropped column's place in the files' row struct has no Spark type (null): no filter
+   *  names it. */
   static final class Columns implements Serializable {
     private static final long serialVersionUID = 1L;
     final List<String> names;
@@ -97,8 +99,9 @@ final class FilterBounds {
     Columns(String[] names, StructType schema) {
       this.names = Arrays.asList(names);
       this.types = new DataType[names.length];
+      List<String> known = Arrays.asList(schema.fieldNames());
       for (int i = 0; i < names.length; i++) {
-        types[i] = schema.apply(names[i]).dataType();
+        types[i] = known.contains(names[i]) ? schema.apply(names[i]).dataType() : null;
       }
     }
   }
