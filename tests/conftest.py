@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from hypothesis import HealthCheck, settings
 from s3_support import s3_place_fixture, s3_server_fixture
+from store_support import store_fixture, store_wh_fixture
 
-# the session's S3 server, as fixture ``s3_server``, and a bucket on it (``s3_place``)
-__all__ = ["s3_place_fixture", "s3_server_fixture"]
+# the session's S3 server, as fixture ``s3_server``, and a bucket on it (``s3_place``); each
+# metastore (``store``) and a warehouse on it (``store_wh``)
+__all__ = ["s3_place_fixture", "s3_server_fixture", "store_fixture", "store_wh_fixture"]
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

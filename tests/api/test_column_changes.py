@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
-import acidstore
 from acidstore import Table, Warehouse
 from acidstore.engine.handle import handle_of
 from acidstore.errors import InvalidInputError, MetadataChangedError
@@ -50,12 +49,10 @@ def _file_digests(t: Table) -> dict[str, str]:
     return out
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def wh(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Warehouse]:
-    store = (request.getfixturevalue("postgres_server").new_store()
-             if request.param == "postgresql" else None)
-    with acidstore.connect(tmp_path / "wh", metastore=store) as warehouse:
-        yield warehouse
+@pytest.fixture
+def wh(store_wh: Warehouse) -> Warehouse:
+    """A warehouse on each metastore (tests/api/conftest.py)."""
+    return store_wh
 
 
 @pytest.fixture

@@ -6,14 +6,12 @@ among the writes. Runs on both metastores: the rows must be identical.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
-import acidstore
 from acidstore import Table, Warehouse
 from acidstore.cli.main import main
 
@@ -21,17 +19,10 @@ SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("dt", pa.string())]
 Row = tuple[Any, ...]
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest) -> str | None:
-    """The metastore URL (None: the warehouse's own SQLite file)."""
-    return (request.getfixturevalue("postgres_server").new_store()
-            if request.param == "postgresql" else None)
-
-
 @pytest.fixture
-def wh(store: str | None, tmp_path: Path) -> Iterator[Warehouse]:
-    with acidstore.connect(tmp_path / "wh", metastore=store) as warehouse:
-        yield warehouse
+def wh(store_wh: Warehouse) -> Warehouse:
+    """A warehouse on each metastore (tests/api/conftest.py)."""
+    return store_wh
 
 
 def rows(ids: list[int], dt: str) -> pa.Table:

@@ -9,13 +9,9 @@ covers Spark's writers.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pyarrow as pa
 import pytest
 
-import acidstore
 from acidstore import Table, Warehouse
 from acidstore.errors import SchemaMismatchError
 
@@ -23,12 +19,10 @@ SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("name", pa.stri
                     ("tags", pa.list_(pa.string())), ("v", pa.int32()), ("dt", pa.string())])
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def wh(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Warehouse]:
-    store = (request.getfixturevalue("postgres_server").new_store()
-             if request.param == "postgresql" else None)
-    with acidstore.connect(tmp_path / "wh", metastore=store) as warehouse:
-        yield warehouse
+@pytest.fixture
+def wh(store_wh: Warehouse) -> Warehouse:
+    """A warehouse on each metastore (tests/api/conftest.py)."""
+    return store_wh
 
 
 @pytest.fixture

@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
-import acidstore
-from acidstore import Table
+from acidstore import Table, Warehouse
 from acidstore.errors import InvalidInputError
 
 SCHEMA = pa.schema([
@@ -38,15 +35,12 @@ VALUES: dict[str, Any] = {
 }
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def table(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Table]:
-    store = (request.getfixturevalue("postgres_server").new_store()
-             if request.param == "postgresql" else None)
-    with acidstore.connect(tmp_path / "wh", metastore=store) as wh:
-        t = wh.create_table("db.t", SCHEMA, partition_by=["dt"])
-        t.insert(pa.Table.from_pylist([{"id": 1, "dt": "a"}, {"id": 2, "dt": "a"}],
-                                      schema=SCHEMA))
-        yield t
+@pytest.fixture
+def table(store_wh: Warehouse) -> Table:
+    """On each metastore (tests/api/conftest.py)."""
+    t = store_wh.create_table("db.t", SCHEMA, partition_by=["dt"])
+    t.insert(pa.Table.from_pylist([{"id": 1, "dt": "a"}, {"id": 2, "dt": "a"}], schema=SCHEMA))
+    return t
 
 
 def _row(t: Table, key: int) -> dict[str, Any]:

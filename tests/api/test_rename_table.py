@@ -7,7 +7,6 @@ old name can be used again for a new table with a directory of its own. On both 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,19 +27,10 @@ from compaction import Worker
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("dt", pa.string())])
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest) -> str | None:
-    """The metastore URL (None: the warehouse's own SQLite file)."""
-    if request.param == "sqlite":
-        return None
-    url: str = request.getfixturevalue("postgres_server").new_store()
-    return url
-
-
 @pytest.fixture
-def wh(tmp_path: Path, store: str | None) -> Iterator[Warehouse]:
-    with acidstore.connect(tmp_path / "wh", metastore=store) as warehouse:
-        yield warehouse
+def wh(store_wh: Warehouse) -> Warehouse:
+    """A warehouse on each metastore (tests/api/conftest.py)."""
+    return store_wh
 
 
 def rows(t: Table, **read: Any) -> list[tuple[Any, ...]]:

@@ -31,17 +31,10 @@ LAYOUTS: dict[str, dict[str, Any]] = {
 }
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest) -> str | None:
-    """The metastore URL (None: the warehouse's own SQLite file)."""
-    return (request.getfixturevalue("postgres_server").new_store()
-            if request.param == "postgresql" else None)
-
-
 @pytest.fixture
-def wh(store: str | None, tmp_path: Path) -> Iterator[Warehouse]:
-    with acidstore.connect(tmp_path / "wh", metastore=store) as warehouse:
-        yield warehouse
+def wh(store_wh: Warehouse) -> Warehouse:
+    """A warehouse on each metastore (tests/api/conftest.py)."""
+    return store_wh
 
 
 @pytest.fixture
