@@ -115,7 +115,8 @@ def test_features_that_need_an_extra_name_it(tmp_path: Path) -> None:
     assert found["to_polars"][:2] == ["polars", "polars"]
     assert found["spark"][:2] == ["pyspark", "acidstore[spark]"]
     assert found["postgresql"][:2] == ["psycopg", "acidstore[postgresql]"]
-    assert found["read"] == 0 and "150.0" in out and "2 row(s)" in out
+    # the Quickstart ends with ann, bob (restored to write id 1) and cy: three rows
+    assert found["read"] == 0 and "150.0" in out and "3 row(s)" in out
     assert found["demo"] == 2  # refused before Spark would start, and before any write
     assert not (tmp_path / "demo-warehouse").exists()
 
