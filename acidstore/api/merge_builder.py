@@ -3,8 +3,10 @@
 The builder only collects the WHEN clauses; the statement core runs the MERGE (see
 ``acidstore.engine.merge_match``) with Hive's semantics: per target row the first WHEN MATCHED
 clause whose condition holds applies, per source row no target row matched the first WHEN NOT
-MATCHED clause whose condition holds; a target row matched by more than one source row raises
-``MergeCardinalityError`` and nothing is written.
+MATCHED clause whose condition holds, and per target row no source row matched the first WHEN
+NOT MATCHED BY SOURCE clause whose condition holds (``acidstore.engine.merge_by_source``); a
+target row matched by more than one source row raises ``MergeCardinalityError`` and nothing
+is written.
 """
 
 from __future__ import annotations
@@ -39,18 +41,25 @@ class MergeBuilder:
                         not_matched=[MergeClause("insert", None, None)])  # checks now
         self._matched: list[MergeClause] = []
         self._not_matched: list[MergeClause] = []
+        self._by_source: list[MergeClause] = []
+
+    def _update(self, method: str, set: Mapping[str, str] | None, condition: str | None,
+                new_values: Mapping[str, Any] | None) -> MergeClause:
+        """An UPDATE clause of ``method`` (named in errors): at least one column, each one
+        an UPDATE may set."""
+        given = writes.set_clause(self._table, set, new_values, "MERGE update")
+        if not given:
+            raise InvalidInputError(f"{method} needs at least one column to set")
+        columns = {writes.updatable_column(self._table, name): value
+                   for name, value in given.items()}
+        return MergeClause("update", condition, clause_values(columns))
 
     def when_matched_update(self, set: Mapping[str, str] | None = None,
                             condition: str | None = None, *,
                             new_values: Mapping[str, Any] | None = None) -> MergeBuilder:
         """Update matched rows: ``set`` to SQL expressions over ``t`` and ``s``,
         ``new_values`` to Python values (no SQL quoting)."""
-        given = writes.set_clause(self._table, set, new_values, "MERGE update")
-        if not given:
-            raise InvalidInputError("when_matched_update needs at least one column to set")
-        columns = {writes.updatable_column(self._table, name): value
-                   for name, value in given.items()}
-        self._matched.append(MergeClause("update", condition, clause_values(columns)))
+        self._matched.append(self._update("when_matched_update", set, condition, new_values))
         return self
 
     def when_matched_update_all(self, condition: str | None = None) -> MergeBuilder:
@@ -77,13 +86,29 @@ class MergeBuilder:
         self._not_matched.append(MergeClause("insert", condition, None))
         return self
 
+    def when_not_matched_by_source_update(self, set: Mapping[str, str] | None = None,
+                                          condition: str | None = None, *,
+                                          new_values: Mapping[str, Any] | None = None
+                                          ) -> MergeBuilder:
+        """Update target rows no source row matched: ``set`` to SQL expressions over ``t``
+        alone (there is no source row), ``new_values`` to Python values."""
+        self._by_source.append(self._update("when_not_matched_by_source_update", set,
+                                            condition, new_values))
+        return self
+
+    def when_not_matched_by_source_delete(self, condition: str | None = None) -> MergeBuilder:
+        """Delete target rows no source row matched (``condition``: over ``t`` alone)."""
+        self._by_source.append(MergeClause("delete", condition, ()))
+        return self
+
     def execute(self) -> WriteResult:
         """Run the MERGE in the table's transaction (or its own); returns counts in
         ``metrics``: source rows, target rows updated, deleted and inserted."""
         source_alias, target_alias = self._aliases
-        writes.check_merge(self._table, self._source.schema, source_alias,
-                           self._matched + self._not_matched)
+        writes.check_merge(self._table, self._source.schema, self._aliases,
+                           self._matched + self._not_matched, self._by_source)
         spec = MergeSpec.build(self._source, self._condition, source_alias=source_alias,
                                target_alias=target_alias, matched=self._matched,
-                               not_matched=self._not_matched)
+                               not_matched=self._not_matched,
+                               not_matched_by_source=self._by_source)
         return writes.execute_merge(self._table, spec)

@@ -3,13 +3,15 @@
 A MERGE is planned like a DELETE: one unit per partition (and bucket, when bucketed) of the
 target at the statement's snapshot, each carrying the (small) source: all of it, or, when the
 ON condition equates the bucketing column and no original file is planned, only the rows that
-hash to its bucket (``route_by_bucket``). A unit decodes only
+hash to its bucket (``merge_routing.route_by_bucket``). A unit decodes only
 the target columns the MERGE's SQL names plus the ROW__ID, joins them to the source in DuckDB,
 applies the first WHEN MATCHED clause whose condition holds, and checks cardinality there: a
 target row lives in exactly one unit, so a row matched twice is always seen by one unit, in the
-same job. Full rows are decoded only for units where an UPDATE clause matched and leaves some
-column unchanged. Each unit reports the source rows it matched; the rows no unit matched go
-through the WHEN NOT MATCHED clauses once, after every unit ran (``not_matched_rows``).
+same job. The WHEN NOT MATCHED BY SOURCE clauses take the unit's rows no source row matched
+(``merge_by_source``). Full rows are decoded only for units where an UPDATE clause took a row
+and leaves some column unchanged. Each unit reports the source rows it matched; the rows no
+unit matched go through the WHEN NOT MATCHED clauses once, after every unit ran
+(``not_matched_rows``).
 
 Statement ids, one per kind of event (Hive 4 form, as UPDATE's): the delete events of UPDATE and
 DELETE clauses take the statement's first id, the new rows of UPDATE clauses the next, the rows
@@ -18,7 +20,6 @@ of INSERT clauses the one after. Each kind's bucket files are then written by ex
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -31,14 +32,18 @@ import pyarrow.compute as pc
 
 from acidstore.errors import InvalidInputError, MergeCardinalityError
 from acidstore.format.orc.types import cast_input
-from acidstore.sql.expressions import SqlEvaluator, check_expression, quote, referenced_columns
-from acidstore.write.bucketing import bucket_ids
+from acidstore.sql.expressions import (
+    SqlEvaluator,
+    check_expression,
+    mentions_alias,
+    quote,
+    referenced_columns,
+)
 
-__all__ = ["MergeClause", "MergeMatch", "MergeSpec", "SOURCE_INDEX", "check_cardinality",
-           "clause_values",
-           "equality_key", "equality_keys", "match", "merge_columns", "merged_rows",
-           "needs_old_rows", "not_matched_rows", "plain_reference", "route_by_bucket",
-           "update_rows"]
+__all__ = ["MergeClause", "MergeMatch", "MergeSpec", "SOURCE_INDEX", "check_by_source",
+           "check_cardinality", "clause_case", "clause_texts", "clause_values", "match",
+           "merge_columns", "merged_rows", "needs_old_rows", "no_columns", "not_matched_rows",
+           "plain_reference", "update_rows"]
 
 ClauseKind = Literal["update", "delete", "insert"]
 
@@ -71,23 +76,33 @@ class MergeSpec:
     target_alias: str
     matched: tuple[MergeClause, ...]
     not_matched: tuple[MergeClause, ...]
+    #: WHEN NOT MATCHED BY SOURCE: UPDATE and DELETE clauses over the target row alone
+    not_matched_by_source: tuple[MergeClause, ...] = ()
 
     @staticmethod
     def build(source: pa.Table, condition: str, *, source_alias: str, target_alias: str,
-              matched: Sequence[MergeClause], not_matched: Sequence[MergeClause]) -> MergeSpec:
+              matched: Sequence[MergeClause], not_matched: Sequence[MergeClause],
+              not_matched_by_source: Sequence[MergeClause] = ()) -> MergeSpec:
         """Check the aliases and clauses and number the source's rows."""
         for alias in (source_alias, target_alias):
             if not alias.isidentifier() or not alias.isascii():
                 raise InvalidInputError(f"alias {alias!r} is not a plain identifier")
         if source_alias.lower() == target_alias.lower():
             raise InvalidInputError("source and target aliases must differ")
-        if not matched and not not_matched:
+        if not matched and not not_matched and not not_matched_by_source:
             raise InvalidInputError("MERGE needs at least one WHEN clause")
         check_expression(condition)
+        check_by_source(not_matched_by_source, source_alias)
         numbered = source.append_column(SOURCE_INDEX, pa.array(
             np.arange(source.num_rows, dtype=np.int64)))
         return MergeSpec(numbered, condition, source_alias, target_alias, tuple(matched),
-                         tuple(not_matched))
+                         tuple(not_matched), tuple(not_matched_by_source))
+
+    @property
+    def target_clauses(self) -> tuple[MergeClause, ...]:
+        """The clauses that change target rows, numbered as units number them: the WHEN
+        MATCHED ones, then the WHEN NOT MATCHED BY SOURCE ones."""
+        return self.matched + self.not_matched_by_source
 
     def source_column(self, name: str) -> str:
         """``alias."Name"`` of the source column ``name`` (any case), for SET * / INSERT *."""
@@ -99,7 +114,31 @@ class MergeSpec:
         return f"{self.source_alias}.{quote(names[name.lower()])}"
 
     def texts(self) -> list[str]:
-        return [self.condition, *clause_texts(self.matched + self.not_matched)]
+        return [self.condition, *clause_texts(self.matched + self.not_matched
+                                              + self.not_matched_by_source)]
+
+
+def check_by_source(clauses: Sequence[MergeClause], source_alias: str) -> None:
+    """The rules of WHEN NOT MATCHED BY SOURCE clauses, as Delta's: such a clause acts on a
+    target row no source row matched, so it may UPDATE (with values for the columns it sets)
+    or DELETE and name target columns only (a source column would have no row to come
+    from); of several, only the last may omit its condition (the ones after it could never
+    apply). ``InvalidInputError`` naming the clause otherwise."""
+    for number, clause in enumerate(clauses, 1):
+        what = f"WHEN NOT MATCHED BY SOURCE clause {number} ({clause.kind.upper()})"
+        if clause.kind == "insert" or (clause.kind == "update" and not clause.values):
+            raise InvalidInputError(f"{what}: only UPDATE SET of given columns or DELETE can "
+                                    "act on a target row no source row matched")
+        said = [t for t in [clause.condition or "", *(v for _, v in clause.values or ())]
+                if t and mentions_alias(t, source_alias)]
+        if said:
+            raise InvalidInputError(
+                f"{what}: {said[0]!r} refers to the source ({source_alias!r}), but no source "
+                "row matched the rows this clause acts on; name target columns only")
+        if clause.condition is None and number < len(clauses):
+            raise InvalidInputError(
+                f"{what} has no condition but is not the last WHEN NOT MATCHED BY SOURCE "
+                "clause: only the last may omit its condition")
 
 
 def clause_texts(clauses: Sequence[MergeClause]) -> list[str]:
@@ -123,7 +162,7 @@ def _set_values(spec: MergeSpec, clause: MergeClause, user: Sequence[str]) -> di
     return dict(clause.values)
 
 
-def _case(clauses: Sequence[MergeClause], offset: int) -> str:
+def clause_case(clauses: Sequence[MergeClause], offset: int) -> str:
     arms = " ".join(f"WHEN ({c.condition or 'TRUE'}) THEN {offset + i}"
                     for i, c in enumerate(clauses))
     return f"CASE {arms} ELSE -1 END" if arms else "-1"
@@ -131,16 +170,20 @@ def _case(clauses: Sequence[MergeClause], offset: int) -> str:
 
 @dataclass(frozen=True)
 class MergeMatch:
-    """What one unit's WHEN MATCHED clauses decided."""
+    """What one unit's clauses that change target rows decided (``MergeSpec.target_clauses``:
+    WHEN MATCHED, then WHEN NOT MATCHED BY SOURCE)."""
 
     #: positions (into the unit's decoded target rows) of the rows to delete, per row its clause
     positions: npt.NDArray[np.int64]
     clauses: npt.NDArray[np.int32]
-    #: the SET values of the rows updated (one column per set column; for update rows only, in
-    #: ``positions`` order restricted to update clauses)
+    #: the SET values of the rows taken, in ``positions`` order: one column per UPDATE clause
+    #: and column it sets (``__u{clause}_{column}``), of which only a row's own clause's count
     values: pa.Table
     #: source rows that matched some target row here (whatever their clause did)
     matched_source: npt.NDArray[np.int64]
+    #: positions of the target rows some source row matched (whatever their clause did):
+    #: the others are the rows WHEN NOT MATCHED BY SOURCE acts on
+    matched_target: npt.NDArray[np.int64]
 
 
 def check_cardinality(keys: Sequence[npt.NDArray[Any] | pa.Array | pa.ChunkedArray],
@@ -184,7 +227,8 @@ def _duckdb_match(spec: MergeSpec, target: pa.Table, user: Sequence[str], where:
         np.arange(target.num_rows, dtype=np.int64)))
     evaluator.check_row_wise({s: spec.source.schema, t: numbered.schema},
                              [spec.condition, *clause_texts(spec.matched)])
-    pieces = [f"{s}.{SOURCE_INDEX}", f"{t}.__acid_pos", f"{_case(spec.matched, 0)} AS {_CLAUSE}"]
+    pieces = [f"{s}.{SOURCE_INDEX}", f"{t}.__acid_pos",
+              f"{clause_case(spec.matched, 0)} AS {_CLAUSE}"]
     set_names: list[str] = []
     for i, clause in enumerate(spec.matched):
         if clause.kind == "update":
@@ -205,7 +249,7 @@ def _duckdb_match(spec: MergeSpec, target: pa.Table, user: Sequence[str], where:
     return MergeMatch(positions[chosen][order], clause_of[chosen][order],
                       picked.select(set_names),
                       np.asarray(joined.column(SOURCE_INDEX).to_numpy(zero_copy_only=False),
-                                 np.int64))
+                                 np.int64), np.unique(positions))
 
 
 _NAME = r'(?:"(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_]*)'
@@ -259,88 +303,6 @@ def _join_keys(spec: MergeSpec, target: pa.Table) -> tuple[pa.Array, pa.Array] |
     return arrays[0], arrays[1]
 
 
-_EQUALITY = re.compile(r"^\s*(\w+)\s*\.\s*(\w+)\s*=\s*(\w+)\s*\.\s*(\w+)\s*$")
-
-
-def equality_keys(spec: MergeSpec, target: Sequence[str], source: Sequence[str]
-                  ) -> list[tuple[str, str]]:
-    """(target column, source column) of each ``t.a = s.b`` term of an ON condition that is a
-    plain AND of terms (no parentheses, quotes, OR or BETWEEN, where a term could hide in an OR
-    or be an operand): every matching pair satisfies each of them. Empty for other conditions."""
-    text = spec.condition
-    if any(c in text for c in "()'\"`") or re.search(r"\b(OR|BETWEEN)\b", text, re.IGNORECASE):
-        return []
-    by_alias = {spec.target_alias.lower(): {n.lower(): n for n in target},
-                spec.source_alias.lower(): {n.lower(): n for n in source}}
-    t, s = spec.target_alias.lower(), spec.source_alias.lower()
-    out = []
-    for term in re.split(r"\s+AND\s+", text, flags=re.IGNORECASE):
-        found = _EQUALITY.match(term)
-        if found is None:
-            continue
-        a, x, b, y = (g.lower() for g in found.groups())
-        sides = {a: x, b: y}
-        if a != b and t in sides and s in sides and sides[t] in by_alias[t] and \
-                sides[s] in by_alias[s]:
-            out.append((by_alias[t][sides[t]], by_alias[s][sides[s]]))
-    return out
-
-
-def equality_key(spec: MergeSpec, target: Sequence[str], source: Sequence[str]
-                 ) -> tuple[str, str] | None:
-    """The first of ``equality_keys`` (None without one)."""
-    found = equality_keys(spec, target, source)
-    return found[0] if found else None
-
-
-def route_by_bucket(spec: MergeSpec, schema: pa.Schema, bucket_by: Sequence[str],
-                    buckets: int) -> dict[int, MergeSpec] | None:
-    """Per bucket, ``spec`` with only the source rows that can match a target row of that
-    bucket, when the ON condition equates the (single) bucketing column to a source column of
-    the same kind (integers or strings, where SQL's equality is the value's, so the source
-    value hashes as the matching target row's did); None otherwise. Source rows keep their
-    numbers (``SOURCE_INDEX``); a NULL key, or one outside the column's range, matches nothing
-    and goes to no bucket. The caller must know that every target row sits in the bucket its
-    value hashes to (no original files in play): a unit then joins a tenth of a ten-bucket
-    table's source and a task ships only its units' share of it."""
-    if len(bucket_by) != 1 or buckets <= 0:
-        return None
-    names = [c for c in spec.source.column_names if c != SOURCE_INDEX]
-    field = next((f for f in schema if f.name.lower() == bucket_by[0].lower()), None)
-    if field is None:
-        return None
-    column = next((sc for tc, sc in equality_keys(spec, schema.names, names)
-                   if tc == field.name), None)
-    if column is None:
-        return None
-    keys = spec.source.column(column)
-    if pa.types.is_integer(field.type) and pa.types.is_integer(keys.type) and \
-            field.type != pa.uint64():
-        try:
-            values = keys.cast(pa.int64())
-        except (pa.ArrowInvalid, OverflowError):  # a uint64 beyond int64: not judged
-            return None
-        info = np.iinfo(field.type.to_pandas_dtype())
-        fits = pc.and_kleene(pc.greater_equal(values, info.min), pc.less_equal(values, info.max))
-    elif _is_string(field.type) and _is_string(keys.type):
-        values, fits = keys, pc.is_valid(keys)
-    else:
-        return None
-    fits = pc.fill_null(fits, False)
-    rows = spec.source.filter(fits)
-    hashed = pa.table({field.name: values.filter(fits).cast(field.type)})
-    bucket_of = bucket_ids(hashed, [field.name], buckets)
-    # one sort, then a copy per bucket (a slice would pickle its whole parent's buffers)
-    order = np.argsort(bucket_of, kind="stable")
-    bounds = np.searchsorted(bucket_of[order], np.arange(buckets + 1))
-    return {b: dataclasses.replace(spec, source=rows.take(pa.array(order[bounds[b]:bounds[b + 1]])))
-            for b in range(buckets)}
-
-
-def _is_string(kind: pa.DataType) -> bool:
-    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind))
-
-
 def _key_match(spec: MergeSpec, target: pa.Table, user: Sequence[str], where: str
                ) -> MergeMatch | None:
     """``_duckdb_match``'s answer computed with Arrow's hash lookups, for a MERGE ``ON t.a =
@@ -366,8 +328,8 @@ def _key_match(spec: MergeSpec, target: pa.Table, user: Sequence[str], where: st
     target_keys, source_keys = keys
     # each target row's first matching source row (nulls never match)
     found = pc.index_in(target_keys, value_set=source_keys, skip_nulls=True)
-    positions = np.flatnonzero(found.is_valid().to_numpy(zero_copy_only=False)) \
-        if clause is not None else np.zeros(0, np.int64)
+    hit_target = np.flatnonzero(found.is_valid().to_numpy(zero_copy_only=False))
+    positions = hit_target if clause is not None else np.zeros(0, np.int64)
     # source rows that match some target row, duplicates included (all the join's pairs):
     # looked up among the target keys that found a source row (a few), not all of the unit's
     # keys, whose hash table cost as much as the join itself
@@ -380,25 +342,30 @@ def _key_match(spec: MergeSpec, target: pa.Table, user: Sequence[str], where: st
     rows = pa.array(found.take(pa.array(positions)).to_numpy(zero_copy_only=False)
                     .astype(np.int64))
     values = pa.table({alias: spec.source.column(column).take(rows)
-                       for alias, column in takes.items()}) if takes else \
-        pa.table({"_": pa.nulls(len(rows))}).drop_columns(["_"])
+                       for alias, column in takes.items()}) if takes else no_columns(len(rows))
     index = np.asarray(spec.source.column(SOURCE_INDEX).to_numpy(), np.int64)
     return MergeMatch(positions.astype(np.int64), np.zeros(len(positions), np.int32), values,
-                      index[matched])
+                      index[matched], hit_target.astype(np.int64))
+
+
+def no_columns(rows: int) -> pa.Table:
+    """A table of ``rows`` rows and no column: the SET values of rows no UPDATE took (Arrow
+    keeps the row count of a table without columns only when it is built with one)."""
+    return pa.table({"_": pa.nulls(rows)}).drop_columns(["_"])
 
 
 def update_rows(spec: MergeSpec, found: MergeMatch) -> npt.NDArray[np.bool_]:
     """Which of ``found``'s rows an UPDATE clause took (the others a DELETE)."""
-    kinds = np.array([c.kind == "update" for c in spec.matched] or [False], dtype=bool)
+    kinds = np.array([c.kind == "update" for c in spec.target_clauses] or [False], dtype=bool)
     out: npt.NDArray[np.bool_] = kinds[found.clauses]
     return out
 
 
 def merged_rows(spec: MergeSpec, found: MergeMatch, old: pa.Table | None, schema: pa.Schema,
                 where: str) -> pa.Table:
-    """The new rows of the UPDATE clauses: ``old`` (the matched target rows of update
-    clauses; None when every UPDATE clause sets every column) with each row's clause's SET
-    values cast to the column types."""
+    """The new rows of the UPDATE clauses: ``old`` (the target rows update clauses took;
+    None when every UPDATE clause sets every column) with each row's clause's SET values cast
+    to the column types."""
     is_update = update_rows(spec, found)
     clause_of = found.clauses[is_update]
     values = found.values.filter(pa.array(is_update))
@@ -406,7 +373,7 @@ def merged_rows(spec: MergeSpec, found: MergeMatch, old: pa.Table | None, schema
     for field in schema:
         column = old.column(field.name) if old is not None else pa.chunked_array(
             [pa.nulls(len(clause_of), field.type)])
-        for i, clause in enumerate(spec.matched):
+        for i, clause in enumerate(spec.target_clauses):
             name = f"__u{i}_{field.name}"
             if clause.kind != "update" or name not in values.column_names:
                 continue
@@ -420,10 +387,10 @@ def merged_rows(spec: MergeSpec, found: MergeMatch, old: pa.Table | None, schema
 
 def needs_old_rows(spec: MergeSpec, user: Sequence[str]) -> bool:
     """Whether an UPDATE clause keeps some column of the old row (then its units decode full
-    rows of the rows it matched)."""
+    rows of the rows it took)."""
     return any(c.kind == "update" and c.values is not None
                and {n.lower() for n, _ in c.values} != {n.lower() for n in user}
-               for c in spec.matched)
+               for c in spec.target_clauses)
 
 
 def not_matched_rows(spec: MergeSpec, matched_source: npt.NDArray[np.int64],
@@ -440,7 +407,7 @@ def not_matched_rows(spec: MergeSpec, matched_source: npt.NDArray[np.int64],
     s, t = spec.source_alias, spec.target_alias
     evaluator.check_row_wise({s: left.schema, t: full_schema}, clause_texts(spec.not_matched))
     offset = len(spec.matched)
-    pieces = [f"{_case(spec.not_matched, offset)} AS {_CLAUSE}"]
+    pieces = [f"{clause_case(spec.not_matched, offset)} AS {_CLAUSE}"]
     for j, clause in enumerate(spec.not_matched):
         given = {n.lower(): v for n, v in clause.values or ()}
         for name in full_schema.names:

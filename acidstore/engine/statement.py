@@ -28,15 +28,16 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from acidstore.config import LOCAL_THREADS
+from acidstore.engine.merge_by_source import with_by_source
 from acidstore.engine.merge_match import (
     MergeSpec,
     match,
     merge_columns,
     merged_rows,
     needs_old_rows,
-    route_by_bucket,
     update_rows,
 )
+from acidstore.engine.merge_routing import route_by_bucket
 from acidstore.engine.restore_match import RestoreSpec, restore_diff, unit_splits
 from acidstore.errors import InvalidInputError
 from acidstore.format.layout import base_name, delta_name
@@ -325,19 +326,21 @@ def _update(unit: ChangeUnit, evaluator: SqlEvaluator) -> Changes | None:
 
 
 def _merge(unit: ChangeUnit, evaluator: SqlEvaluator) -> Changes | None:
-    """One unit of a MERGE: match on the columns the MERGE names, then (only where an UPDATE
-    clause keeps old values) decode the full rows of the rows it updates."""
+    """One unit of a MERGE: match on the columns the MERGE names (the rows no source row
+    matched then go through WHEN NOT MATCHED BY SOURCE), then (only where an UPDATE clause
+    keeps old values) decode the full rows of the rows it updates."""
     spec, target = unit.merge, unit.target
     assert spec is not None
-    if not spec.source.num_rows:  # nothing to match (the unit's share of a routed source)
-        return None
+    if not spec.source.num_rows and not spec.not_matched_by_source:
+        return None  # nothing to match (the unit's share of a routed source)
     names = target.full_schema.names
     batches = scan_unit(unit, merge_columns(spec, names))
     if not batches:
         return None
     where = f"MERGE into {target.name}"
-    found = match(spec, pa.Table.from_batches(batches).drop_columns([ROW_ID_COLUMN]),
-                  target.schema.names, where, evaluator)
+    rows = pa.Table.from_batches(batches).drop_columns([ROW_ID_COLUMN])
+    found = with_by_source(spec, match(spec, rows, target.schema.names, where, evaluator), rows,
+                           evaluator)
     keys = row_ids(batches, found.positions)
     updates = update_rows(spec, found)
     new = None

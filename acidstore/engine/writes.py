@@ -24,6 +24,8 @@ from acidstore.engine.handle import TableHandle
 from acidstore.engine.merge_match import (
     MergeClause,
     MergeSpec,
+    check_by_source,
+    clause_texts,
     not_matched_rows,
     plain_reference,
 )
@@ -44,7 +46,7 @@ from acidstore.engine.statement import (
     run_units,
 )
 from acidstore.engine.transaction import TransactionCore
-from acidstore.errors import InvalidInputError, required_condition
+from acidstore.errors import InvalidExpressionError, InvalidInputError, required_condition
 from acidstore.metastore import PlannedWrite, WriteComponent
 from acidstore.sql.expressions import Predicate, SqlEvaluator
 from acidstore.sql.literals import value_literals
@@ -204,16 +206,22 @@ def set_clause(table: TableHandle, expressions: Mapping[str, _Expression] | None
     return clause
 
 
-def check_merge(table: TableHandle, source: pa.Schema, source_alias: str,
-                clauses: Sequence[MergeClause]) -> None:
+def check_merge(table: TableHandle, source: pa.Schema, aliases: tuple[str, str],
+                clauses: Sequence[MergeClause], by_source: Sequence[MergeClause] = ()) -> None:
     """The checks of a MERGE's clauses that every front end (the embedded builder, Spark's
     in each of its ways to run) makes before anything is planned: what an UPDATE sets may be
     updated and what an INSERT names is a column (``updatable_column``,
-    ``insertable_columns``), and a zoned source timestamp a clause copies into a column
-    without a zone is refused, as ``insert`` refuses it (``refuse_zone_drop``: the cast
-    would keep the UTC wall clock and drop the zone). Copies are SET * / INSERT * (same
-    names) and values that are just a source column (``s.ts``); an expression over one is
-    the user's SQL."""
+    ``insertable_columns``), the WHEN NOT MATCHED BY SOURCE clauses (``by_source``) follow
+    their rules (``merge_match.check_by_source``) and bind over the target alone, and a zoned
+    source timestamp a clause copies into a column without a zone is refused, as ``insert``
+    refuses it (``refuse_zone_drop``: the cast would keep the UTC wall clock and drop the
+    zone). Copies are SET * / INSERT * (same names) and values that are just a source column
+    (``s.ts``); an expression over one is the user's SQL. ``aliases``: the source's, the
+    target's."""
+    source_alias, target_alias = aliases
+    check_by_source(by_source, source_alias)
+    if by_source:
+        _check_target_only(table, by_source, target_alias)
     names = {n.lower(): n for n in source.names}
     copied: dict[str, str] = {}  # target column -> source column
     for clause in clauses:
@@ -237,6 +245,25 @@ def check_merge(table: TableHandle, source: pa.Schema, source_alias: str,
         refuse_zone_drop(pa.schema([pa.field(t, source.field(s).type)
                                     for t, s in copied.items()]).empty_table(),
                          table.schema, where=f"table {table.name} (MERGE)")
+
+
+def _check_target_only(table: TableHandle, clauses: Sequence[MergeClause], alias: str) -> None:
+    """WHEN NOT MATCHED BY SOURCE clauses set updatable columns and bind over the target
+    alone (``alias``), before anything runs: a source column named bare has no row to come
+    from. Bound over no rows, in the sandbox (nothing is evaluated)."""
+    evaluator = SqlEvaluator()
+    try:
+        for number, clause in enumerate(clauses, 1):
+            for column, _ in clause.values or ():
+                updatable_column(table, column)
+            try:
+                evaluator.check_row_wise({alias: table.schema}, clause_texts([clause]))
+            except InvalidExpressionError as exc:
+                raise InvalidExpressionError(
+                    f"WHEN NOT MATCHED BY SOURCE clause {number} of the MERGE into "
+                    f"{table.name} names only the target's columns: {exc}") from exc
+    finally:
+        evaluator.close()
 
 
 # --- plan -> execute -> publish -----------------------------------------------------------------

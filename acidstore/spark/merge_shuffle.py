@@ -5,9 +5,12 @@ joins the source to the target's *join columns*: each unit decodes, in a Python 
 the target columns the MERGE's SQL names plus the ROW__ID, so the table's other columns never
 enter the JVM. The matched pairs are shuffled by unit, and each unit applies the WHEN MATCHED
 clauses to its pairs through the statement core (``statement_joined.run_joined_unit``), which
-also checks cardinality in the same job. Source rows with no match go through the WHEN NOT
-MATCHED clauses in the workers and are written one task per partition as the core's "insert"
-units. One transaction publishes everything, as for every other statement.
+also checks cardinality in the same job. With WHEN NOT MATCHED BY SOURCE clauses every unit
+also reads its own rows and applies them to those no pair holds, and the units no pair
+reached run as the core's units with no source row, in one more job: such a MERGE reads
+every row of the table. Source rows with no match go through the WHEN NOT MATCHED clauses in
+the workers and are written one task per partition as the core's "insert" units. One
+transaction publishes everything, as for every other statement.
 
 The joined pairs are persisted between the two jobs so the target is decoded once and both
 jobs see the same source rows (a non-deterministic source would otherwise match differently in
@@ -35,10 +38,10 @@ from acidstore.engine.merge_joined import run_joined_unit
 from acidstore.engine.merge_match import (
     SOURCE_INDEX,
     MergeSpec,
-    equality_key,
     merge_columns,
     not_matched_rows,
 )
+from acidstore.engine.merge_routing import equality_key
 from acidstore.engine.statement import (
     ChangeUnit,
     UnitOutcome,
@@ -53,6 +56,7 @@ from acidstore.engine.transaction import TransactionCore
 from acidstore.engine.worker_gc import freeze_long_lived
 from acidstore.errors import InvalidInputError
 from acidstore.read.keys import KeyArrays
+from acidstore.spark.jobs import run_units as spark_units
 from acidstore.spark.schema_mapping import arrow_schema, spark_schema, to_spark_batch
 from acidstore.spark.typed_errors import reporting
 from acidstore.sql.expressions import SqlEvaluator
@@ -226,6 +230,12 @@ def _apply_matched(spark: SparkSession, joined: DataFrame, units: Sequence[Chang
     rows = matched.repartition(_slots(spark, len(plan)), _UNIT).mapInArrow(
         apply, f"{_OUTPUT} binary").collect()
     done: dict[int, UnitOutcome] = dict(pickle.loads(row[_OUTPUT]) for row in rows)
+    alone = [i for i, unit in enumerate(plan) if i not in done and unit.merge is not None
+             and unit.merge.not_matched_by_source]
+    if alone:
+        # WHEN NOT MATCHED BY SOURCE acts on the rows of units no pair reached too: the core's
+        # units with no source row (the spec holds none) run them, one more job
+        done.update(zip(alone, spark_units(spark, [plan[i] for i in alone]), strict=True))
     return [done.get(i) or write_changes(unit, None) for i, unit in enumerate(plan)]
 
 

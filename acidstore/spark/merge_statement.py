@@ -1,11 +1,12 @@
 """MERGE on Spark: ``AcidTable.merge(source, condition).whenMatchedUpdate(...)...execute()``.
 
 The source is joined to the target (read at the transaction's snapshot with ROW__IDs): an inner
-join when every clause is a WHEN MATCHED one, a left outer join from the source otherwise. Per
-joined row, the first clause (in the order given) whose condition holds decides what happens,
-as in Hive and the embedded MERGE; each clause writes with statement ids of its own. A target
-row matched by more than one source row raises MergeCardinalityError before anything is
-written.
+join when every clause is a WHEN MATCHED one, a left outer join from the source with WHEN NOT
+MATCHED clauses, a right (or full) outer join with WHEN NOT MATCHED BY SOURCE ones, which act
+on target rows without a source row. Per joined row, the first clause of its kind (in the
+order given) whose condition holds decides what happens, as in the embedded MERGE; each
+clause writes with statement ids of its own. A target row matched by more than one source
+row raises MergeCardinalityError before anything is written.
 """
 
 from __future__ import annotations
@@ -80,16 +81,21 @@ class AcidMergeBuilder:
         self._condition = condition
         self._matched: list[_Clause] = []
         self._not_matched: list[_Clause] = []
+        self._by_source: list[_Clause] = []
 
     def _add(self, into: list[_Clause], clause: _Clause) -> AcidMergeBuilder:
         into.append(clause)
         return self
 
+    def _update(self, into: list[_Clause], method: str, condition: Condition | None,
+                set: Mapping[str, Condition] | None) -> AcidMergeBuilder:
+        if not set:
+            raise InvalidInputError(f"{method} needs at least one column to set")
+        return self._add(into, _Clause("update", condition, dict(set)))
+
     def whenMatchedUpdate(self, condition: Condition | None = None,  # noqa: N802
                           set: Mapping[str, Condition] | None = None) -> AcidMergeBuilder:
-        if not set:
-            raise InvalidInputError("whenMatchedUpdate needs at least one column to set")
-        return self._add(self._matched, _Clause("update", condition, dict(set)))
+        return self._update(self._matched, "whenMatchedUpdate", condition, set)
 
     def whenMatchedUpdateAll(self, condition: Condition | None = None  # noqa: N802
                              ) -> AcidMergeBuilder:
@@ -109,11 +115,23 @@ class AcidMergeBuilder:
                                 ) -> AcidMergeBuilder:
         return self._add(self._not_matched, _Clause("insert", condition, None))
 
+    def whenNotMatchedBySourceUpdate(self, condition: Condition | None = None,  # noqa: N802
+                                     set: Mapping[str, Condition] | None = None
+                                     ) -> AcidMergeBuilder:
+        """Update target rows no source row matched (``set`` and ``condition`` over the
+        target alone)."""
+        return self._update(self._by_source, "whenNotMatchedBySourceUpdate", condition, set)
+
+    def whenNotMatchedBySourceDelete(self, condition: Condition | None = None  # noqa: N802
+                                     ) -> AcidMergeBuilder:
+        """Delete target rows no source row matched (``condition`` over the target alone)."""
+        return self._add(self._by_source, _Clause("delete", condition, {}))
+
     def execute(self) -> WriteResult:
         """Run the MERGE; ``metrics`` holds num_source_rows and the target rows updated,
         deleted and inserted. The source's Spark jobs may run before the MERGE's transaction
         opens (a small source is collected to plan it): their failure is typed too."""
-        if not self._matched and not self._not_matched:
+        if not self._matched and not self._not_matched and not self._by_source:
             raise InvalidInputError("MERGE needs at least one WHEN clause")
         with spark_write(f"MERGE into {self._table.name}", self._table.name):
             return self._execute()
@@ -134,14 +152,20 @@ class AcidMergeBuilder:
 
     def _check(self) -> None:
         """The clause checks every MERGE front end makes (``writes.check_merge``), whichever
-        way this one then runs: a value given as a Column that has no SQL text is checked
-        for its column only."""
-        clauses = [MergeClause(c.kind, None, None if c.values is None else tuple(
-            (name, sql_text(value) or "NULL") for name, value in c.values.items()))
-            for c in self._matched + self._not_matched]
+        way this one then runs: a condition or value given as a Column that has no SQL text
+        is checked for its presence and column only (Spark's analysis checks what such a
+        Column of a WHEN NOT MATCHED BY SOURCE clause names: ``_target_scope``)."""
+        def checked(c: _Clause) -> MergeClause:
+            condition = None if c.condition is None else sql_text(c.condition) or "TRUE"
+            return MergeClause(c.kind, condition, None if c.values is None else tuple(
+                (name, sql_text(value) or "NULL") for name, value in c.values.items()))
+
         with self._table._table() as table:
             writes.check_merge(table, arrow_schema(self._source.schema),
-                               _alias(self._source) or UNALIASED_SOURCE, clauses)
+                               (_alias(self._source) or UNALIASED_SOURCE,
+                                self._table._alias or UNALIASED_TARGET),
+                               [checked(c) for c in self._matched + self._not_matched],
+                               [checked(c) for c in self._by_source])
 
     # --- through the statement core ------------------------------------------------------------
 
@@ -153,7 +177,7 @@ class AcidMergeBuilder:
         ``spark.acidstore.merge.maxSourceBytes``, 256 MiB unless set) is collected into the
         spec; a larger one stays in Spark (the spec holds only its columns) and the ON
         condition comes back as the Column Spark joins on (``merge_shuffle``)."""
-        clauses = self._matched + self._not_matched
+        clauses = self._matched + self._not_matched + self._by_source
         given = [self._condition, *(c.condition for c in clauses if c.condition is not None),
                  *(v for c in clauses for v in (c.values or {}).values())]
         texts = {id(g): sql_text(g) for g in given}
@@ -176,10 +200,10 @@ class AcidMergeBuilder:
         with self._table._table() as table:
             on = condition_column(self._condition, where, self._scope(table)) if shuffled \
                 else None
-            matched = [MergeClause(c.kind, text(c.condition), clause_values(
+            matched, by_source = ([MergeClause(c.kind, text(c.condition), clause_values(
                 None if c.values is None else {writes.updatable_column(table, n): str(text(v))
                                                for n, v in c.values.items()}))
-                       for c in self._matched]
+                for c in kind] for kind in (self._matched, self._by_source))
             inserts = [MergeClause("insert", text(c.condition), clause_values(
                 None if c.values is None else {n: str(text(v)) for n, v in
                                                writes.insertable_columns(table, c.values).items()}))
@@ -191,7 +215,7 @@ class AcidMergeBuilder:
                 source = self._source.toArrow()
         return MergeSpec.build(source, str(text(self._condition)), source_alias=source_alias,
                                target_alias=target_alias, matched=matched,
-                               not_matched=inserts), on
+                               not_matched=inserts, not_matched_by_source=by_source), on
 
     # --- the plan ------------------------------------------------------------------------------
 
@@ -249,19 +273,24 @@ class AcidMergeBuilder:
         source = source.alias(alias) if alias else source
         joined = source.join(
             target, on=condition_column(self._condition, where, scope),
-            how="left" if self._not_matched else "inner")
-        matched = target[ROW_ID_COLUMN].isNotNull()
+            how=_JOINS[bool(self._not_matched), bool(self._by_source)])
+        has_source, has_target = source[ORDER_COLUMN].isNotNull(), \
+            target[ROW_ID_COLUMN].isNotNull()
+        matched = has_source & has_target
         parts = list(table.info.partition_schema.names)
         label: Column | None = None
-        clauses = self._matched + self._not_matched
-        for index, clause in enumerate(clauses):
-            when = matched if index < len(self._matched) else ~matched
-            if clause.condition is not None:
-                when = when & condition_column(clause.condition, where, scope)
+        clauses = self._matched + self._not_matched + self._by_source
+        kinds = [matched] * len(self._matched) + [~has_target] * len(self._not_matched) + \
+            [~has_source] * len(self._by_source)
+        scopes = [scope] * (len(clauses) - len(self._by_source)) + [
+            self._target_scope(table, target, where, n) for n in range(len(self._by_source))]
+        for index, (clause, kind) in enumerate(zip(clauses, kinds, strict=True)):
+            when = kind if clause.condition is None else kind & condition_column(
+                clause.condition, where, scopes[index])
             label = F.when(when, F.lit(index)) if label is None else label.when(when, index)
         assert label is not None
         names = [f.name for f in table.info.schema] + parts
-        values = {index: self._values(c, table, target, where, scope)
+        values = {index: self._values(c, table, target, where, scopes[index])
                   for index, c in enumerate(clauses) if c.kind != "delete"}
         columns = []
         for name in names:
@@ -280,11 +309,30 @@ class AcidMergeBuilder:
                                  .alias(CLAUSE_COLUMN)).filter(F.col(CLAUSE_COLUMN).isNotNull())
         changes = labelled.select(
             *columns,
-            # every WHEN MATCHED clause deletes its target row (an UPDATE writes it anew)
-            F.when(matched, target[ROW_ID_COLUMN]).alias(DELETE_COLUMN),
+            # every clause that acts on a target row deletes it (an UPDATE writes it anew)
+            target[ROW_ID_COLUMN].alias(DELETE_COLUMN),
             F.col(CLAUSE_COLUMN).isin(inserting).alias(INSERT_COLUMN),
             F.col(CLAUSE_COLUMN).cast("int").alias(CLAUSE_COLUMN), F.col(ORDER_COLUMN))
         return changes
+
+    def _target_scope(self, table: TableHandle, target: DataFrame, where: str, number: int
+                      ) -> dict[str, pa.Schema]:
+        """What WHEN NOT MATCHED BY SOURCE clause ``number`` (from 0) may name: the target
+        alone, as the statement core binds it. Its SQL strings are checked over that scope
+        where they become Columns; its Columns by Spark's analysis over the target here (a
+        Column naming the source has no row to read)."""
+        clause = self._by_source[number]
+        with spark_errors(f"{where}: WHEN NOT MATCHED BY SOURCE clause {number + 1}"):
+            for given in [clause.condition, *(clause.values or {}).values()]:
+                if isinstance(given, Column):
+                    target.select(given)
+        return {self._table._alias or "": table.schema}
+
+
+#: the join of the source to the target, by (WHEN NOT MATCHED, WHEN NOT MATCHED BY SOURCE)
+#: clauses present: a side's unmatched rows are kept where a clause acts on them
+_JOINS = {(False, False): "inner", (True, False): "left", (False, True): "right",
+          (True, True): "full"}
 
 
 def _alias(frame: DataFrame) -> str | None:

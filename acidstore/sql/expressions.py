@@ -22,8 +22,8 @@ from acidstore.errors import InvalidExpressionError
 from acidstore.sql.compiled import Compiled, NeedsDuckDBError, compile_predicate
 from acidstore.sql.tokens import integer_literals_only
 
-__all__ = ["Predicate", "SqlEvaluator", "check_expression", "check_sandboxed", "quote",
-           "referenced_columns"]
+__all__ = ["Predicate", "SqlEvaluator", "check_expression", "check_sandboxed",
+           "mentions_alias", "quote", "referenced_columns"]
 
 Predicate: TypeAlias = str | pc.Expression
 """What a filter/condition may be: a SQL expression string or a pyarrow expression."""
@@ -135,6 +135,12 @@ def referenced_columns(text: str, names: Iterable[str], *, own_alias: str | None
             continue
         said.update(path[1:] if len(path) > 1 and path[0] == own else path)
     return [n for n in names if n.lower() in said]
+
+
+def mentions_alias(text: str, alias: str) -> bool:
+    """Whether the SQL expression names something qualified by ``alias`` (``s.id``,
+    ``"s".id``, any case): a MERGE clause that acts where no source row exists must not."""
+    return any(len(path) > 1 and path[0] == alias.lower() for path in _name_paths(text))
 
 
 class SqlEvaluator:

@@ -1,5 +1,5 @@
 """A MERGE whose ON condition equates the bucketing column hands each unit only the source
-rows that hash to its bucket (``merge_match.route_by_bucket``), and changes exactly what
+rows that hash to its bucket (``merge_routing.route_by_bucket``), and changes exactly what
 the same MERGE changes when every unit joins the whole source; with pre-ACID originals in
 play (which need not sit in their hash's bucket) nothing is routed."""
 
@@ -16,13 +16,8 @@ from acidfiles import record_placed_originals, write_original
 from acidstore.api.warehouse import Warehouse
 from acidstore.engine import writes
 from acidstore.engine.handle import handle_of
-from acidstore.engine.merge_match import (
-    SOURCE_INDEX,
-    MergeClause,
-    MergeSpec,
-    equality_key,
-    route_by_bucket,
-)
+from acidstore.engine.merge_match import SOURCE_INDEX, MergeClause, MergeSpec
+from acidstore.engine.merge_routing import equality_key, route_by_bucket
 from acidstore.errors import MergeCardinalityError
 from acidstore.write.bucketing import bucket_ids
 
