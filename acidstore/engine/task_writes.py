@@ -267,10 +267,12 @@ def _in_core_order(rows: pa.Table) -> pa.Table:
 
 
 def publish_tasks(table: TableHandle, txn: TransactionCore, plan: TaskPlan,
-                  results: Sequence[TaskResult], *, source_rows: int = 0) -> WriteResult:
+                  results: Sequence[TaskResult], *, source_rows: int = 0,
+                  statement: str | None = None) -> WriteResult:
     """Register the successful attempts' units with ``txn``, move their files into the table
     and publish their outcomes (on the driver). The caller commits; on any error it aborts,
-    which removes them."""
+    which removes them. ``statement`` names the statement in history (default: the kind's
+    name)."""
     units = [u for r in results for u in r.units]
     outcomes = [o for r in results for o in r.outcomes]
     roots = [r.root for r in results if r.units]
@@ -299,7 +301,7 @@ def publish_tasks(table: TableHandle, txn: TransactionCore, plan: TaskPlan,
         _move_tree(table.filesystem, root, table.location)
     placed = [dataclasses.replace(u, target=plan.target) for u in units]
     result = publish_change(table, txn, plan.kind, placed, outcomes, source_rows=source_rows,
-                            metadata_version=plan.metadata_version)
+                            metadata_version=plan.metadata_version, statement=statement)
     last = max((r.last_statement for r in results), default=-1)
     if last >= 0:
         txn.used_statement_ids(table.name, last)

@@ -39,7 +39,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -68,7 +68,8 @@ from acidstore.read.registry import delete_event_batches
 from acidstore.read.scan import PartitionDir, Scan
 from acidstore.read.splits import Listed, Split, plan_partition
 
-__all__ = ["CHANGE_TYPES", "FeedSource", "changes"]
+__all__ = ["CHANGE_TYPES", "FeedPart", "FeedSource", "changes", "feed_table", "output_schema",
+           "plan_feed"]
 
 class FeedSource(Protocol):
     """What the change feed reads of a table (the engine's ``TableHandle`` is one)."""
@@ -157,33 +158,33 @@ def _check_range(table: FeedSource, start: int, end: int, write_ids: ValidWriteI
 
 
 @dataclasses.dataclass(frozen=True)
-class _Feed:
-    """One change-feed read: the table, the range and the snapshot (as of ``end``)."""
+class FeedPart:
+    """One partition's share of a change-feed read, planned where the metastore is (its
+    directories listed and checked against the record, ``plan_feed``) and read anywhere
+    (``read``: files only, so a Spark task reads it). Picklable."""
 
-    table: FeedSource
+    filesystem: pafs.FileSystem
+    info: TableInfo
+    location: str
     start: int
     end: int
     txns: ValidTxnList
     write_ids: ValidWriteIdList
+    partition: PartitionDir
+    state: AcidState
+    splits: tuple[Split, ...]
+    #: what the recorded components say of this partition's write ids of the range
     meanings: dict[tuple[int, str], _Meaning]
-    #: one record for every partition: their loads are shared
-    recorded: SnapshotRecord
 
     @property
     def where(self) -> str:
-        return f"changes {self.start}..{self.end} of {self.table.name}"
+        return f"changes {self.start}..{self.end} of {self.info.full_name}"
 
-    def partition(self, partition: PartitionDir) -> list[pa.Table]:
-        """The changes of one partition: new rows, then deleted rows."""
-        table = self.table
-        state = self._state(partition)
-        listed: Listed = {}
-        splits = plan_partition(table.filesystem, partition.path, state, self.write_ids, listed)
-        record = self.recorded.partition(partition.path, state)
-        check_recorded(table.location, state, self.write_ids, record, listed)
-        splits = with_recorded_rows(table.location, splits, record)
-        relative = afs.relative(table.location, partition.path)
-        deletes = self._delete_events(partition.path, state)
+    def read(self) -> list[pa.Table]:
+        """The changes of the partition: new rows, then deleted rows (without
+        ``_commit_time``: ``feed_table`` adds it and orders the rows)."""
+        relative = afs.relative(self.location, self.partition.path)
+        deletes = self._delete_events(self.partition.path, self.state)
         # a row that its own write id inserted and deleted (an insert then a delete or an
         # update in one transaction) was never visible outside that write: neither its
         # insert nor its delete event is a change, and a consumer that applies a write's
@@ -193,30 +194,17 @@ class _Feed:
         # an UPDATE's postimage of such a row would have no preimage: as with a MERGE that
         # updates and deletes, that write's events become plain deletes and inserts
         plain = set(cancelled["writeid"].to_pylist())
+        partition, splits = self.partition, self.splits
         return [*self._inserted(partition, splits, relative, cancelled, plain),
                 *self._deleted(partition, splits, relative, deletes.filter(pc.invert(own)),
                                plain)]
-
-    def _state(self, partition: PartitionDir) -> AcidState:
-        try:
-            state = acid_state(partition.path, self.write_ids, self.txns,
-                               filesystem=self.table.filesystem)
-        except NotEnoughHistoryError as exc:
-            raise NotEnoughHistoryError(f"{self.where}: {exc}") from exc
-        if state.base_info is not None and state.base_info.write_id >= self.start:
-            raise NotEnoughHistoryError(
-                f"{self.where}: the events of write ids up to {state.base_info.write_id} in "
-                f"{partition.path} were folded into {state.base} (a major compaction or an "
-                "INSERT OVERWRITE); a base keeps no delete events, so the feed can start at "
-                f"write id {state.base_info.write_id + 1} at the earliest there")
-        return state
 
     def _rows(self, partition: PartitionDir, splits: Sequence[Split]) -> pa.Table:
         """Every row the insert events of ``splits`` hold (delete events not applied), with
         its ROW__ID, in the table's current columns (NULL for columns added since)."""
         bare = [(partition, dataclasses.replace(s, deletes=())) for s in splits]
-        info = self.table.info
-        return Scan(self.table.filesystem, [], self.write_ids, self.txns, schema=info.row_schema,
+        info = self.info
+        return Scan(self.filesystem, [], self.write_ids, self.txns, schema=info.row_schema,
                     partition_schema=info.partition_schema, with_row_id=True, threads=1,
                     planned=bare).to_table()
 
@@ -272,7 +260,7 @@ class _Feed:
 
     def _delete_events(self, root: str, state: AcidState) -> pa.Table:
         """(writeid, bucketid, rowid, _write_id) of the valid delete events of the range."""
-        fs, start, end = self.table.filesystem, self.start, self.end
+        fs, start, end = self.filesystem, self.start, self.end
         parts = [_DELETES_SCHEMA.empty_table()]
         for name in state.delete_deltas:
             parsed = state.delta_info[name]
@@ -319,26 +307,57 @@ def output_schema(table: FeedSource) -> pa.Schema:
                       pa.field(ROW_ID_COLUMN, ROW_ID_TYPE)])
 
 
-def changes(table: FeedSource, start: int, end: int) -> pa.Table:
-    """The change feed of write ids ``start..end`` of ``table`` (see the module docstring)."""
-    _check_range(table, start, end, table.snapshot()[1])
-    metastore = table.metastore
-    txns, write_ids, lease = table.leased_snapshot(end)
+def plan_feed(table: FeedSource, start: int, end: int, txns: ValidTxnList,
+              write_ids: ValidWriteIdList) -> list[FeedPart]:
+    """The change feed of write ids ``start..end`` as one ``FeedPart`` per partition, at the
+    snapshot ``txns``/``write_ids`` (as of ``end``, which the caller leased): every listing
+    and every check against the metastore's record happens here."""
+    meanings = _meanings(table.metastore.committed_components(
+        table.name, min_write_id=start, below_write_id=end + 1), start, end)
+    recorded = table.recorded_writes()
+    parts = []
+    for partition in table.partition_dirs():
+        state = _state(table, partition, start, end, (txns, write_ids))
+        listed: Listed = {}
+        splits = plan_partition(table.filesystem, partition.path, state, write_ids, listed)
+        record = recorded.partition(partition.path, state)
+        check_recorded(table.location, state, write_ids, record, listed)
+        relative = afs.relative(table.location, partition.path)
+        mine: dict[tuple[int, str], _Meaning] = defaultdict(_Meaning, {
+            key: meaning for key, meaning in meanings.items() if key[1] == relative})
+        parts.append(FeedPart(table.filesystem, table.info, table.location, start, end, txns,
+                              write_ids, partition, state,
+                              tuple(with_recorded_rows(table.location, splits, record)), mine))
+    return parts
+
+
+def _state(table: FeedSource, partition: PartitionDir, start: int, end: int,
+           snapshot: tuple[ValidTxnList, ValidWriteIdList]) -> AcidState:
+    """The directories the feed reads in ``partition``; NotEnoughHistoryError where a base
+    folded events of the range away."""
+    txns, write_ids = snapshot
+    where = f"changes {start}..{end} of {table.name}"
     try:
-        read = _Feed(table, start, end, txns, write_ids, _meanings(
-            metastore.committed_components(table.name, min_write_id=start,
-                                           below_write_id=end + 1), start, end),
-            table.recorded_writes())
-        partitions = table.partition_dirs()
-        parts = [p for partition in partitions for p in read.partition(partition)]
-    finally:
-        with contextlib.suppress(AcidStoreError):
-            metastore.release_lease(lease)
-    schema = output_schema(table)
+        state = acid_state(partition.path, write_ids, txns, filesystem=table.filesystem)
+    except NotEnoughHistoryError as exc:
+        raise NotEnoughHistoryError(f"{where}: {exc}") from exc
+    if state.base_info is not None and state.base_info.write_id >= start:
+        raise NotEnoughHistoryError(
+            f"{where}: the events of write ids up to {state.base_info.write_id} in "
+            f"{partition.path} were folded into {state.base} (a major compaction or an "
+            "INSERT OVERWRITE); a base keeps no delete events, so the feed can start at "
+            f"write id {state.base_info.write_id + 1} at the earliest there")
+    return state
+
+
+def feed_table(parts: Sequence[pa.Table], times: Mapping[int, datetime], schema: pa.Schema
+               ) -> pa.Table:
+    """Rows ``FeedPart.read`` returned as the feed returns them: with ``_commit_time`` (from
+    ``times``, the commit time of each write id), ordered by write id, change type and
+    ROW__ID, in ``output_schema``."""
     if not parts:
         return schema.empty_table()
     feed = pa.concat_tables(parts)
-    times = metastore.write_id_commit_times(table.name)
     feed = feed.add_column(feed.num_columns - 1, "_commit_time", pa.array(
         [times.get(w) for w in feed["_write_id"].to_pylist()], pa.timestamp("us", "UTC")))
     ids = feed.column(ROW_ID_COLUMN).combine_chunks()
@@ -347,3 +366,18 @@ def changes(table: FeedSource, start: int, end: int) -> pa.Table:
                                       **{k: ids.field(k) for k in _KEYS}}),
                             sort_keys=[(n, "ascending") for n in ("w", "k", *_KEYS)])
     return feed.take(order).cast(schema)
+
+
+def changes(table: FeedSource, start: int, end: int) -> pa.Table:
+    """The change feed of write ids ``start..end`` of ``table`` (see the module docstring)."""
+    _check_range(table, start, end, table.snapshot()[1])
+    metastore = table.metastore
+    txns, write_ids, lease = table.leased_snapshot(end)
+    try:
+        rows = [p for part in plan_feed(table, start, end, txns, write_ids)
+                for p in part.read()]
+    finally:
+        with contextlib.suppress(AcidStoreError):
+            metastore.release_lease(lease)
+    return feed_table(rows, metastore.write_id_commit_times(table.name) if rows else {},
+                      output_schema(table))

@@ -20,41 +20,31 @@ whose pushed filters belonged to another query, so pushed filters could drop row
 from __future__ import annotations
 
 import dataclasses
-import os
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
 
 import pyarrow as pa
-from pyspark import TaskContext
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
     DataSourceReader,
+    DataSourceStreamArrowWriter,
+    DataSourceStreamReader,
     InputPartition,
     WriterCommitMessage,
 )
 from pyspark.sql.types import StructType
 
-from acidstore.config import SPARK_HEARTBEAT_SECONDS
 from acidstore.engine import idempotent
 from acidstore.engine.core import core_of
 from acidstore.engine.handle import TableHandle
-from acidstore.engine.schema_change import add_columns
-from acidstore.engine.task_writes import (
-    TaskPlan,
-    TaskResult,
-    publish_tasks,
-    remove_staging_of,
-    task_plan,
-    write_task,
-)
+from acidstore.engine.task_writes import TaskPlan, TaskResult, task_plan
 from acidstore.engine.transaction import TransactionCore
 from acidstore.engine.worker_gc import freeze_long_lived
 from acidstore.errors import InvalidInputError, SchemaMismatchError, UnsupportedOperationError
 from acidstore.format.writeids import ValidTxnList
 from acidstore.metastore import Operation
-from acidstore.spark.options import Target, heartbeat, open_target, target_of
+from acidstore.spark.leases import leased_plan
+from acidstore.spark.options import Target, open_target, target_of
 from acidstore.spark.read_tasks import (
     ReadOptions,
     ReadTask,
@@ -68,12 +58,18 @@ from acidstore.spark.read_tasks import (
     run_read,
     write_app,
 )
-from acidstore.spark.schema_mapping import arrow_schema
+from acidstore.spark.staged_writes import abort_staged, commit_staged, write_staged
+from acidstore.spark.stream_options import (
+    is_stream_read,
+    refuse_stream_options,
+    stream_read_options,
+)
+from acidstore.spark.stream_sink import AcidStreamWriter
+from acidstore.spark.stream_source import AcidStreamReader, stream_schema
 from acidstore.spark.typed_errors import reported_errors
-from acidstore.write.conform import omittable
+from acidstore.spark.write_columns import add_new_columns, check_columns
 
-__all__ = ["FORMAT", "SQL_ACCESS", "AcidDataSource", "add_new_columns", "check_columns",
-           "refuse_catalog_table"]
+__all__ = ["FORMAT", "SQL_ACCESS", "AcidDataSource", "refuse_catalog_table"]
 
 FORMAT = "acidstore"
 
@@ -86,11 +82,19 @@ class AcidDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> StructType:
+        """The table's columns as a read gives them (Spark asks batch and stream reads
+        alike: a stream read's own options give its columns)."""
         with reported_errors():
             refuse_catalog_table(self.options)
-            options = read_options(self.options)  # a bad option fails before anything opens
+            # a bad option fails before anything opens
+            streamed = stream_read_options(self.options) if is_stream_read(self.options) \
+                else None
+            options = read_options(self.options) if streamed is None else None
             wh, table = open_target(target_of(self.options))
             try:
+                if streamed is not None:
+                    return stream_schema(table, streamed)
+                assert options is not None
                 return read_schema(table, options)
             finally:
                 wh.close()
@@ -98,7 +102,38 @@ class AcidDataSource(DataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         with reported_errors():
             refuse_catalog_table(self.options)
+            refuse_stream_options(self.options, target_of(self.options).describe())
             return AcidReader(dict(self.options), schema)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802
+        """``spark.readStream.format("acidstore")`` (``stream_source``)."""
+        with reported_errors():
+            refuse_catalog_table(self.options)
+            options = stream_read_options(self.options)
+            wh, table = open_target(target_of(self.options))
+            try:
+                emitted = stream_schema(table, options)
+            finally:
+                wh.close()
+            if schema != emitted:
+                raise SchemaMismatchError(
+                    f"a stream of {table.name} emits {emitted.simpleString()}, not the given "
+                    f"{schema.simpleString()}: leave .schema() out (select columns from the "
+                    "stream's DataFrame instead)")
+            return AcidStreamReader(self.options, schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool  # noqa: N802
+                     ) -> DataSourceStreamArrowWriter:
+        """``df.writeStream.format("acidstore")`` (``stream_sink``): append only."""
+        with reported_errors():
+            refuse_catalog_table(self.options)
+            if overwrite:
+                raise UnsupportedOperationError(
+                    f"outputMode('complete') into {target_of(self.options).describe()}: a "
+                    "streaming write to an acidstore table appends each micro-batch "
+                    "(outputMode('append')); for upserts, use foreachBatch with "
+                    "AcidTable.merge (docs/streaming.md)")
+            return AcidStreamWriter(self.options, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
         with reported_errors():
@@ -178,69 +213,17 @@ class AcidReader(DataSourceReader):
 
 def _leased_tasks(target: Target, table: TableHandle, options: ReadOptions, schema: StructType
                   ) -> list[ReadTask]:
-    """Plan a fresh snapshot's read tasks, each with a lease of its own that the task releases
-    when it has read (``acidstore.spark.leases``). The snapshot is leased before anything is
-    listed, so nothing planned can be cleaned away; that planning lease goes once the tasks'
-    leases hold the snapshot."""
-    metastore = table.metastore
+    """A fresh snapshot's read tasks, each with a lease of its own (``leases.leased_plan``)."""
     ttl = options.lease_seconds
-    txns, write_ids, planning = table.leased_snapshot(options.as_of, ttl_seconds=ttl)
-    taken: list[int] = []
-    try:
-        tasks, _ = plan_read(table, options, schema, (txns, write_ids))
-        for _ in tasks:
-            taken.append(metastore.acquire_lease(table.name, txns, write_ids, ttl))
-    except BaseException:
-        for lease in taken:
-            metastore.release_lease(lease)
-        raise
-    finally:
-        metastore.release_lease(planning)
+    planned = leased_plan(table, options.as_of, ttl,
+                          lambda snapshot: plan_read(table, options, schema, snapshot)[0])
     return [dataclasses.replace(task, target=target, table=table.name, lease=lease,
-                                lease_seconds=ttl) for task, lease in zip(tasks, taken,
-                                                                           strict=True)]
+                                lease_seconds=ttl) for task, lease in planned]
 
 
 class _Message(WriterCommitMessage):
     def __init__(self, output: TaskResult) -> None:
         self.output = output
-
-
-def check_columns(table_schema: pa.Schema, schema: StructType, where: str,
-                  partition_columns: Sequence[str]) -> None:
-    """Refuse a DataFrame whose columns are not the table's (by name, any case), before any
-    task runs: the same SchemaMismatchError an embedded insert raises. Nullable columns that
-    are not partition columns may be left out (the tasks write NULL, ``conform``)."""
-    wanted = {n.lower() for n in table_schema.names}
-    given = [f.name for f in schema.fields]
-    unknown = [n for n in given if n.lower() not in wanted]
-    optional = omittable(table_schema, partition_columns)
-    missing = [n for n in table_schema.names
-               if n.lower() not in {g.lower() for g in given} and n not in optional]
-    if unknown or missing:
-        raise SchemaMismatchError(
-            f"the DataFrame does not match {where}: unknown column(s) {unknown}, missing "
-            f"column(s) {missing} (the table has {table_schema.names}; only nullable columns "
-            "that are not partition columns may be left out)"
-            + ("; the write option mergeSchema=true adds the unknown columns to the table"
-               if unknown else ""))
-
-
-def add_new_columns(target: Target, schema: StructType) -> list[str]:
-    """``mergeSchema``: add the columns of ``schema`` that the table lacks (any case), nullable
-    and in the DataFrame's order, through ``engine.schema_change.add_columns`` (so writers
-    that planned against the old schema fail with MetadataChangedError). Returns their
-    names."""
-    wh, table = open_target(target)
-    try:
-        have = {name.lower() for name in table.schema.names}
-        new = [field for field in schema.fields if field.name.lower() not in have]
-        if new:
-            add_columns(table, pa.schema([f.with_nullable(True) for f in arrow_schema(
-                StructType(new))]))
-        return [field.name for field in new]
-    finally:
-        wh.close()
 
 
 def _open_writer(target: Target, schema: StructType, overwrite: bool,
@@ -267,66 +250,32 @@ def _open_writer(target: Target, schema: StructType, overwrite: bool,
         except BaseException:
             txn.abort("planning the Spark write failed")
             raise
-        return AcidWriter(target, plan, str(txn.snapshot))
+        return AcidWriter(target, plan)
     finally:
         wh.close()
 
 
 class AcidWriter(DataSourceArrowWriter):
-    """Executors write into staging; the driver-side commit worker publishes and commits."""
+    """Executors write into staging; the driver-side commit worker publishes and commits
+    (``staged_writes``)."""
 
-    def __init__(self, target: Target, plan: TaskPlan, snapshot: str) -> None:
+    def __init__(self, target: Target, plan: TaskPlan) -> None:
         self._target = target
         self._plan = plan
-        self._snapshot = snapshot
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         freeze_long_lived()
-        context = TaskContext.get()
-        task = context.partitionId() if context is not None else 0
-        attempt = context.taskAttemptId() if context is not None else os.getpid()
-        batches = _kept_alive(iterator, lambda: heartbeat(self._target, self._plan.txn_id))
         with reported_errors():
-            return _Message(write_task(self._plan, batches, task, attempt))
-
-    def _attached(self) -> tuple[Any, TableHandle, TransactionCore]:
-        wh, table = open_target(self._target)
-        txn = TransactionCore.attach(core_of(wh), self._plan.txn_id,
-                                     ValidTxnList.parse(self._snapshot))
-        return wh, TableHandle(table.core, table.info, txn), txn
+            return _Message(write_staged(self._target, self._plan, iterator))
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         with reported_errors():
-            self._commit(messages)
-
-    def _commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        wh, table, txn = self._attached()
-        try:
-            results = [m.output for m in messages if isinstance(m, _Message)]
-            try:
-                publish_tasks(table, txn, self._plan, results)
-                txn.commit()
-            except BaseException as exc:
-                if txn.state == "open":
-                    txn.abort(f"Spark commit failed: {type(exc).__name__}: {exc}")
-                raise
-            finally:  # what is left there never becomes visible: failed attempts' files
-                self._remove_staging()
-        finally:
-            wh.close()
+            commit_staged(self._target, self._plan,
+                          [m.output for m in messages if isinstance(m, _Message)])
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         with reported_errors():
-            wh, _, txn = self._attached()
-            try:
-                txn.abort("the Spark job failed")
-            finally:
-                self._remove_staging()
-                wh.close()
-
-    def _remove_staging(self) -> None:
-        target = self._plan.target
-        remove_staging_of(target.filesystem, target.location, self._plan.txn_id)
+            abort_staged(self._target, self._plan, "the Spark job failed")
 
 
 class _SkippedWriter(DataSourceArrowWriter):
@@ -344,20 +293,3 @@ class _SkippedWriter(DataSourceArrowWriter):
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         return None
-
-
-HEARTBEAT_SECONDS = SPARK_HEARTBEAT_SECONDS
-
-
-def _kept_alive(batches: Iterator[pa.RecordBatch], beat: Callable[[], None]
-                ) -> Iterator[pa.RecordBatch]:
-    """``batches``, heartbeating the transaction at the start and then every minute (well
-    inside the 300 s default timeout) while Spark feeds the task."""
-    beat()
-    last = time.monotonic()
-    for batch in batches:
-        if time.monotonic() - last > HEARTBEAT_SECONDS:
-            beat()
-            last = time.monotonic()
-        yield batch
-

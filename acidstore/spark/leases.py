@@ -22,16 +22,21 @@ from __future__ import annotations
 import atexit
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
+from typing import TypeVar
 
 from acidstore.api.warehouse import Warehouse
+from acidstore.engine.handle import TableHandle
 from acidstore.errors import AcidStoreError, MetastoreError
 from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
 from acidstore.metastore.task_guard import permit_in_task
 from acidstore.spark.options import Target, open_target
 
-__all__ = ["hold", "held", "release_at_exit", "release_held", "task_lease"]
+__all__ = ["hold", "held", "leased_plan", "release_at_exit", "release_held", "task_lease"]
+
+T = TypeVar("T")
 
 _lock = threading.Lock()
 _held: dict[Target, set[int]] = {}
@@ -117,3 +122,26 @@ def task_lease(target: Target | None, table: str, lease: int | None,
                 wh.metastore.release_lease(lease)
     finally:
         wh.close()
+
+
+def leased_plan(table: TableHandle, as_of: int | datetime | None, ttl_seconds: float,
+                plan: Callable[[tuple[ValidTxnList, ValidWriteIdList]], Sequence[T]]
+                ) -> list[tuple[T, int]]:
+    """The tasks ``plan`` makes of a fresh snapshot (``as_of`` a write id, or now), each with
+    a lease of its own that the task releases when it has read (``task_lease``). The
+    snapshot is leased before anything is listed, so nothing planned can be cleaned away;
+    that planning lease goes once the tasks' leases hold the snapshot."""
+    metastore = table.metastore
+    txns, write_ids, planning = table.leased_snapshot(as_of, ttl_seconds=ttl_seconds)
+    taken: list[int] = []
+    try:
+        tasks = plan((txns, write_ids))
+        for _ in tasks:
+            taken.append(metastore.acquire_lease(table.name, txns, write_ids, ttl_seconds))
+    except BaseException:
+        for lease in taken:
+            metastore.release_lease(lease)
+        raise
+    finally:
+        metastore.release_lease(planning)
+    return list(zip(tasks, taken, strict=True))

@@ -9,7 +9,7 @@ run the vectorized reader (or the heap merge) and stream Arrow batches to Spark.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import cast
@@ -288,13 +288,15 @@ def read_snapshot(table: TableHandle, options: ReadOptions
 
 
 def plan_read(table: TableHandle, options: ReadOptions, requested: StructType,
-              snapshot: tuple[ValidTxnList, ValidWriteIdList]) -> tuple[list[ReadTask], Scan]:
+              snapshot: tuple[ValidTxnList, ValidWriteIdList], *,
+              keep: Callable[[Split], bool] | None = None) -> tuple[list[ReadTask], Scan]:
     """Pack the splits ``snapshot`` selects into read tasks (on the driver; see
-    ``acidstore.spark.packing``)."""
+    ``acidstore.spark.packing``); ``keep``: only the splits it accepts (a stream reads
+    those that can hold rows of its write ids)."""
     columns, with_row_id = _requested(table, options, requested)
     scan = table.scan(list(columns), options.filter, None, with_row_id, snapshot=snapshot)
     fs = table.filesystem
-    planned = scan.planned
+    planned = scan.planned if keep is None else [p for p in scan.planned if keep(p[1])]
     sizes = {i.path: i.size or 0 for i in fs.get_file_info([s.path for _, s in planned])}
     grouped = options.reader == "vectorized"
     costs = [sizes.get(s.path, 0) + (SMALL_OPEN_COST_BYTES if grouped and groupable(s)

@@ -55,7 +55,7 @@ from acidstore.spark.schema_mapping import arrow_schema
 from acidstore.spark.settle import settled_jobs
 from acidstore.spark.typed_errors import spark_write
 
-__all__ = ["Layout", "hook_save", "prepare_table"]
+__all__ = ["Layout", "check_layout", "hook_save", "option_list", "prepare_table", "scala_map"]
 
 FORMAT = "acidstore"
 _MARK = "__acidstore_hook__"
@@ -83,7 +83,12 @@ def _java(value: Any) -> Any:
     return jvm.scala.jdk.javaapi.CollectionConverters.asJava(value)
 
 
-def _option_list(value: Any) -> list[str]:
+def scala_map(value: Any) -> dict[str, str]:
+    """A Scala ``Map[String, String]`` as a Python dict."""
+    return {str(k): str(v) for k, v in _java(value).items()}
+
+
+def option_list(value: Any) -> list[str]:
     """A Scala ``Option[Seq[String]]`` as a Python list."""
     return [str(v) for v in _java(value.get())] if value.isDefined() else []
 
@@ -93,17 +98,17 @@ def _writer_state(writer: DataFrameWriter) -> tuple[str, str, dict[str, str], La
     jwrite = writer._jwrite
     source = str(jwrite.source())
     mode = _MODES.get(str(jwrite.curmode().toString()), "errorifexists")
-    options = {str(k): str(v) for k, v in _java(jwrite.extraOptions().originalMap()).items()}
+    options = scala_map(jwrite.extraOptions().originalMap())
     if jwrite.sortColumnNames().isDefined():
         raise InvalidInputError("sortBy is not supported by format('acidstore'): Hive's ACID "
                                 "files are ordered by ROW__ID")
     buckets = int(jwrite.numBuckets().get()) if jwrite.numBuckets().isDefined() else 0
-    layout = Layout(_option_list(jwrite.partitioningColumns()),
-                    _option_list(jwrite.bucketColumnNames()), buckets)
+    layout = Layout(option_list(jwrite.partitioningColumns()),
+                    option_list(jwrite.bucketColumnNames()), buckets)
     return source, mode, options, layout
 
 
-def _check_layout(target: Target, layout: Layout) -> Layout:
+def check_layout(target: Target, layout: Layout) -> Layout:
     """The existing table's layout, after checking that ``layout`` repeats it."""
     wh, table = open_target(target)
     try:
@@ -131,7 +136,7 @@ def prepare_table(target: Target, schema: pa.Schema, mode: str, layout: Layout
     """What a ``save`` in ``mode`` does: the mode to write with (None: nothing, ``ignore`` on
     an existing table), whether this call created the table, and the table's layout."""
     try:
-        have = _check_layout(target, layout)
+        have = check_layout(target, layout)
     except TableNotFoundError:
         if target.name is None:
             raise TableNotFoundError(

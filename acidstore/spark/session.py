@@ -10,7 +10,8 @@ other way).
 
 The same import makes ``df.write.format("acidstore")`` behave as Delta's does without
 ``.mode()`` and with ``partitionBy``/``bucketBy`` (``acidstore.spark.saving``), makes
-``load()`` raise acidstore's typed errors, and releases, when the session stops or the
+``load()`` raise acidstore's typed errors, checks a streaming write into an acidstore table
+when it starts (``acidstore.spark.stream_start``), and releases, when the session stops or the
 process exits, the snapshot leases this driver process still holds
 (``acidstore.spark.leases``).
 """
@@ -24,10 +25,9 @@ from typing import Any
 
 from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 
-from acidstore.errors import AcidStoreError
 from acidstore.spark import leases
 from acidstore.spark.datasource import AcidDataSource
-from acidstore.spark.typed_errors import typed_error
+from acidstore.spark.typed_errors import carried_errors
 
 __all__ = ["install_hooks", "register"]
 
@@ -94,27 +94,21 @@ def _hook_load() -> None:
         return
 
     def load(self: DataFrameReader, *args: Any, **kwargs: Any) -> DataFrame:
-        try:
+        with carried_errors():
             return original(self, *args, **kwargs)
-        except AcidStoreError:
-            raise
-        except Exception as exc:
-            typed = typed_error(exc)
-            if typed is None:
-                raise
-            raise typed from exc
 
     DataFrameReader.load = _wrapped(original, load)  # type: ignore[method-assign]
 
 
 def install_hooks() -> None:
     """Install the session hooks (idempotent) and register the source on the active session."""
-    from acidstore.spark import saving
+    from acidstore.spark import saving, stream_start
 
     _hook_get_or_create()
     _hook_stop()
     _hook_load()
     saving.hook_save()
+    stream_start.hook_streams()
     leases.release_at_exit()
     active = SparkSession.getActiveSession()
     if active is not None:

@@ -32,11 +32,11 @@ from acidstore.engine.task_writes import (
 )
 from acidstore.engine.transaction import TransactionCore
 from acidstore.errors import InvalidInputError
-from acidstore.spark.datasource import add_new_columns, check_columns
 from acidstore.spark.jobs import group_buckets, routed, run_job
 from acidstore.spark.options import Target
 from acidstore.spark.settle import settled_jobs
 from acidstore.spark.typed_errors import spark_errors, spark_write
+from acidstore.spark.write_columns import add_new_columns, check_columns
 
 __all__ = ["Changes", "insert_frame", "task_statement"]
 

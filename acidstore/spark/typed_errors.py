@@ -33,8 +33,8 @@ from acidstore.engine.executors import NOTE, reported_errors
 from acidstore.engine.transaction import TransactionCore
 from acidstore.errors import AcidStoreError, InvalidExpressionError, SparkJobFailedError
 
-__all__ = ["WriteAttempt", "failure_reason", "is_spark_failure", "reported_errors",
-           "reporting", "spark_errors", "spark_write", "typed_error"]
+__all__ = ["WriteAttempt", "carried_errors", "failure_reason", "is_spark_failure",
+           "reported_errors", "reporting", "spark_errors", "spark_write", "typed_error"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -109,21 +109,31 @@ def reporting(function: Callable[P, Iterator[T]]) -> Callable[P, Iterator[T]]:
 
 
 @contextmanager
-def spark_errors(where: str) -> Iterator[None]:
-    """Re-raise Spark failures inside the block as acidstore errors (``where`` says what ran)."""
+def carried_errors() -> Iterator[None]:
+    """Raise the acidstore error that a Spark failure inside the block carries (the failure
+    as its cause); a failure that carries none goes through as it is."""
     try:
         yield
     except AcidStoreError:
         raise
     except Exception as exc:
         typed = typed_error(exc)
-        if typed is not None:
-            raise typed from exc
-        if isinstance(exc, AnalysisException):
-            text = _text(exc).strip()
-            first = text.splitlines()[0] if text else type(exc).__name__
-            raise InvalidExpressionError(f"{where}: {first}") from exc
-        raise
+        if typed is None:
+            raise
+        raise typed from exc
+
+
+@contextmanager
+def spark_errors(where: str) -> Iterator[None]:
+    """Re-raise Spark failures inside the block as acidstore errors (``where`` says what
+    ran): the one a failure carries, else an analysis error as InvalidExpressionError."""
+    try:
+        with carried_errors():
+            yield
+    except AnalysisException as exc:
+        text = _text(exc).strip()
+        first = text.splitlines()[0] if text else type(exc).__name__
+        raise InvalidExpressionError(f"{where}: {first}") from exc
 
 
 def is_spark_failure(exc: BaseException) -> bool:
