@@ -91,7 +91,7 @@ def _find_or_compile() -> Path | None:
     # a warning because it is the level Python shows with no logging configured: the first
     # read stops for the compile, and should not look hung
     _log.warning("acidstore: compiling the Java reader for PySpark %s (first use on this "
-                 "machine, a few seconds)...", version)
+                 "host, a few seconds)...", version)
     try:
         jvm_build.compile_jar(jar, javac, spark_jars)
     except (OSError, subprocess.CalledProcessError) as exc:

@@ -115,7 +115,7 @@ def test_first_use_compiles_once_with_javac_from_java_home(tmp_path: Path) -> No
     jar = Path(out.strip())
     assert jar.is_file() and jar.is_relative_to(cache)
     said = [line for line in err.splitlines() if "compiling the Java reader" in line]
-    assert said == [f"{COMPILING} {SPARK_VERSION} (first use on this machine, a few "
+    assert said == [f"{COMPILING} {SPARK_VERSION} (first use on this host, a few "
                     "seconds)..."], err
     with zipfile.ZipFile(jar) as built:
         assert "acidstore/jvm/AcidSource.class" in built.namelist()
