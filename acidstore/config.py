@@ -236,6 +236,14 @@ queue entry may be claimed again."""
 
 # --- Spark conf keys (``spark.conf.set(key, value)``) -----------------------------------------
 
+SPARK_WAREHOUSE_CONF: Final = "spark.acidstore.warehouse"
+"""The warehouse whose tables ``spark.sql`` UPDATE, DELETE and MERGE statements name (``db.table``);
+unset: every statement is Spark's own."""
+
+SPARK_METASTORE_CONF: Final = "spark.acidstore.metastore"
+"""The metastore URL of ``SPARK_WAREHOUSE_CONF``'s warehouse (unset: its SQLite file, or
+``ACIDSTORE_METASTORE``)."""
+
 SPARK_JVM_READ_CONF: Final = "spark.acidstore.jvmRead"
 """``false`` turns off acidstore's own Java reader for ``AcidTable.toDF()`` (on by default,
 where it can read)."""

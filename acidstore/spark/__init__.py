@@ -3,7 +3,9 @@
 Importing this package makes ``format("acidstore")`` available on the active SparkSession and
 on every session ``SparkSession.builder.getOrCreate()`` returns afterwards, gives ``df.write``
 Delta's default mode and ``partitionBy``/``bucketBy`` on a first write, and releases the
-driver's snapshot leases when the session stops (``acidstore.spark.session``).
+driver's snapshot leases when the session stops (``acidstore.spark.session``), and runs
+``spark.sql`` UPDATE, DELETE and MERGE on the tables of the warehouse named by the session
+setting ``spark.acidstore.warehouse`` (``acidstore.spark.sql_dml``).
 ``register(spark)`` registers the source on a session made some other way.
 """
 
@@ -18,6 +20,7 @@ from acidstore.spark.acid_table import AcidTable  # noqa: E402
 from acidstore.spark.datasource import AcidDataSource  # noqa: E402
 from acidstore.spark.merge_statement import AcidMergeBuilder  # noqa: E402
 from acidstore.spark.session import install_hooks, register  # noqa: E402
+from acidstore.spark.sql_dml import hook_sql  # noqa: E402
 from acidstore.spark.typed_errors import typed_error  # noqa: E402
 from acidstore.spark.views import register_views  # noqa: E402
 
@@ -25,3 +28,4 @@ __all__ = ["AcidDataSource", "AcidMergeBuilder", "AcidTable", "register", "regis
            "typed_error"]
 
 install_hooks()
+hook_sql()
