@@ -108,11 +108,13 @@ class TableHandle:
             self.info = self.core.table_info(self.name)
 
     def outside_transaction(self, operation: str) -> None:
-        """Compaction and cleaning commit their own transactions, never a caller's."""
+        """Compaction, cleaning and schema changes commit their own transactions, never a
+        caller's."""
         if self.txn is not None:
             raise UnsupportedOperationError(
-                f"{operation}() of {self.name} cannot run inside a transaction: call it on "
-                f"wh.table({self.name!r}) outside `with wh.transaction()`")
+                f"{operation}() of {self.name} is a metastore transaction of its own and "
+                f"cannot run inside a transaction: call it on wh.table({self.name!r}) "
+                "outside `with wh.transaction()`")
         self.check_exists()
 
     def history(self) -> pa.Table:

@@ -50,18 +50,10 @@ def _columns(table: str, columns: Any) -> pa.Schema:
     return schema_of(columns, f"add_columns of {table}")
 
 
-def _outside_transaction(table: TableHandle, what: str) -> None:
-    table.check_exists()
-    if table.txn is not None:
-        raise InvalidInputError(
-            f"{what} of {table.name} is a metastore transaction of its own; call it on "
-            "wh.table(name), not on a table of wh.transaction()")
-
-
 def add_columns(table: TableHandle, columns: Any) -> None:
     """Append ``columns`` (nullable; a ``pa.Schema``, ``pa.Field`` list, or data whose schema
     to take) to ``table``, whose handle then holds the new catalog entry."""
-    _outside_transaction(table, "add_columns")
+    table.outside_transaction("add_columns")
     name = table.name
     schema = _columns(name, columns)
     reserved = [n for n in schema.names
@@ -74,14 +66,14 @@ def add_columns(table: TableHandle, columns: Any) -> None:
 
 def rename_column(table: TableHandle, old: str, new: str) -> None:
     """Rename column ``old`` of ``table`` to ``new``; the handle then holds the new entry."""
-    _outside_transaction(table, "rename_column")
+    table.outside_transaction("rename_column")
     table.metastore.rename_column(table.name, old, new)
     table.info = table.core.table_info(table.name)
 
 
 def drop_columns(table: TableHandle, names: Sequence[str]) -> None:
     """Drop columns ``names`` of ``table``; the handle then holds the new entry."""
-    _outside_transaction(table, "drop_columns")
+    table.outside_transaction("drop_columns")
     if isinstance(names, str):
         raise InvalidInputError(f"drop_columns of {table.name} takes a list of names, not "
                                 f"the string {names!r} (did you mean [{names!r}]?)")
