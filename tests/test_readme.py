@@ -9,7 +9,8 @@ invisible when rendered), change that:
 - ``<!-- not-run: REASON -->``: the block is not run (the install and test command itself, the
   long demo, a service that runs until stopped); the test is skipped with the reason.
 - ``<!-- continues-previous-block -->``: the block runs in the directory of the block before it,
-  after it (a shell command over the warehouse the Python block above created).
+  after it (a shell command over the warehouse the Python block above created); a Python
+  block also sees the names the Python blocks before it defined, as in one interpreter.
 
 A block that mentions ``pyspark`` runs with the suite's one SparkSession already started, so
 ``SparkSession.builder.getOrCreate()`` in the block returns it (no second JVM). A failing block
@@ -123,19 +124,15 @@ def chains(documents: list[Path]) -> list[Chain]:
 CHAINS = chains(DOCUMENTS)
 
 
-def run_python(block: Block) -> None:
-    """Execute the block as a fresh module; line numbers in a traceback are the document's."""
+def run_python(block: Block, namespace: dict[str, object]) -> None:
+    """Execute the block in ``namespace`` (its chain's: a continuation sees the names the
+    block before it defined); line numbers in a traceback are the document's."""
     source = "\n" * block.line + block.code  # the first code line is the fence line + 1
-    namespace: dict[str, object] = {"__name__": "__readme__"}
     failure = None
     try:
         exec(compile(source, str(block.document), "exec"), namespace)
     except Exception:
         failure = traceback.format_exc()
-    finally:
-        for value in namespace.values():  # the block's open warehouses hold SQLite handles
-            if isinstance(value, Warehouse):
-                value.close()
     if failure is not None:  # outside the handler: the report shows this traceback only
         pytest.fail(f"{block.where}: the python block failed:\n{failure}", pytrace=False)
 
@@ -168,8 +165,9 @@ def test_documented_block_runs(chain: Chain, tmp_path: Path, monkeypatch: pytest
     first = chain.blocks[0]
     if first.not_run:
         pytest.skip(f"{first.where} is marked not-run: {first.not_run}")
+    spark = None
     if any("pyspark" in b.code for b in chain.blocks):
-        request.getfixturevalue("spark")  # the suite's session, before the block asks for one
+        spark = request.getfixturevalue("spark")  # the suite's, before the block asks for one
     if any("ACIDSTORE_METASTORE" in b.code for b in chain.blocks):
         # the PostgreSQL example reads its server's URL from there: the suite's own server
         monkeypatch.setenv("ACIDSTORE_METASTORE",
@@ -183,13 +181,21 @@ def test_documented_block_runs(chain: Chain, tmp_path: Path, monkeypatch: pytest
         monkeypatch.setenv("ACIDSTORE_BUCKET", server.new_bucket())
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "argv", ["readme-block"])
-    for block in chain.blocks:
-        if block.not_run:
-            pytest.fail(f"{block.where}: a continuation cannot be not-run", pytrace=False)
-        if block.language == "python":
-            run_python(block)
-        else:
-            run_bash(block, tmp_path)
+    namespace: dict[str, object] = {"__name__": "__readme__"}
+    try:
+        for block in chain.blocks:
+            if block.not_run:
+                pytest.fail(f"{block.where}: a continuation cannot be not-run", pytrace=False)
+            if block.language == "python":
+                run_python(block, namespace)
+            else:
+                run_bash(block, tmp_path)
+    finally:
+        for value in namespace.values():  # the blocks' open warehouses hold SQLite handles
+            if isinstance(value, Warehouse):
+                value.close()
+        if spark is not None:  # a block's session settings end with it
+            spark.conf.unset("spark.acidstore.warehouse")
 
 
 def test_documents_have_runnable_blocks_and_markers_are_honoured(tmp_path: Path) -> None:

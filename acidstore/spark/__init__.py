@@ -4,8 +4,9 @@ Importing this package makes ``format("acidstore")`` available on the active Spa
 on every session ``SparkSession.builder.getOrCreate()`` returns afterwards, gives ``df.write``
 Delta's default mode and ``partitionBy``/``bucketBy`` on a first write, and releases the
 driver's snapshot leases when the session stops (``acidstore.spark.session``), and runs
-``spark.sql`` UPDATE, DELETE and MERGE on the tables of the warehouse named by the session
-setting ``spark.acidstore.warehouse`` (``acidstore.spark.sql_dml``).
+``spark.sql`` (reads, INSERT, UPDATE, DELETE and MERGE) and ``spark.table`` on the tables
+of the warehouse named by the session setting ``spark.acidstore.warehouse``
+(``acidstore.spark.sql_dml``, ``acidstore.spark.sql_reads``).
 ``register(spark)`` registers the source on a session made some other way.
 """
 
@@ -21,6 +22,7 @@ from acidstore.spark.datasource import AcidDataSource  # noqa: E402
 from acidstore.spark.merge_statement import AcidMergeBuilder  # noqa: E402
 from acidstore.spark.session import install_hooks, register  # noqa: E402
 from acidstore.spark.sql_dml import hook_sql  # noqa: E402
+from acidstore.spark.sql_reads import hook_tables  # noqa: E402
 from acidstore.spark.typed_errors import typed_error  # noqa: E402
 from acidstore.spark.views import register_views  # noqa: E402
 
@@ -29,3 +31,4 @@ __all__ = ["AcidDataSource", "AcidMergeBuilder", "AcidTable", "register", "regis
 
 install_hooks()
 hook_sql()
+hook_tables()

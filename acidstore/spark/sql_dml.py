@@ -1,15 +1,17 @@
-"""``spark.sql`` UPDATE, DELETE and MERGE on the tables of a warehouse, by name.
+"""``spark.sql`` on the tables of a warehouse, by name: reads, INSERT, UPDATE, DELETE, MERGE.
 
 PySpark 4.3 cannot put a warehouse table in Spark's catalog (``acidstore.spark.views`` says
 why), so Spark alone would answer ``UPDATE hr.emp ...`` with TABLE_OR_VIEW_NOT_FOUND. With
 the session setting ``spark.acidstore.warehouse`` (and ``spark.acidstore.metastore`` for a
 shared metastore), ``import acidstore.spark`` makes ``SparkSession.sql`` parse the text first
-with Spark's own parser, in the driver (no analysis, no job): an UPDATE, DELETE FROM or MERGE
-INTO whose target is a ``db.table`` of that warehouse runs through ``AcidTable`` (the same
+with Spark's own parser, in the driver (no analysis, no job). Reads of the warehouse's
+``db.table`` names, time travel included, become reads of the ``acidstore`` source
+(``acidstore.spark.sql_reads``). An INSERT (``acidstore.spark.sql_insert``), UPDATE, DELETE
+FROM or MERGE INTO whose target is such a table runs through ``AcidTable`` (the same
 transaction, conflict rules and errors), its expressions printed as the statement core's SQL
 (``acidstore.spark.spark_text``) and a MERGE's source planned by Spark. Every other statement,
-and DML on any other name, is Spark's, unchanged. The result is a one-row DataFrame of counts,
-as Delta's DML returns (``RESULT_SCHEMA``).
+and DML on any other name, is Spark's, unchanged. A write returns a one-row DataFrame of
+counts, as Delta's DML does (``RESULT_SCHEMA``).
 """
 
 from __future__ import annotations
@@ -19,15 +21,16 @@ from collections.abc import Callable
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.sql_formatter import SQLStringFormatter
 
-from acidstore.api.connect import connect
-from acidstore.api.pairing import chosen_metastore
-from acidstore.config import SPARK_METASTORE_CONF, SPARK_WAREHOUSE_CONF
 from acidstore.engine.results import WriteResult
 from acidstore.errors import UnsupportedOperationError
 from acidstore.spark.acid_table import AcidTable
+from acidstore.spark.conf import session_metastore, session_warehouse
 from acidstore.spark.merge_statement import AcidMergeBuilder
 from acidstore.spark.spark_text import expression_text
+from acidstore.spark.sql_insert import run_insert
+from acidstore.spark.sql_reads import routed_reads, seq, warehouse_table
 
 __all__ = ["RESULT_SCHEMA", "hook_sql", "run_statement"]
 
@@ -35,13 +38,15 @@ __all__ = ["RESULT_SCHEMA", "hook_sql", "run_statement"]
 #: of their kind, the others are 0)
 RESULT_SCHEMA = ("num_affected_rows bigint, num_updated_rows bigint, "
                  "num_deleted_rows bigint, num_inserted_rows bigint")
-_DML = frozenset({"UpdateTable", "DeleteFromTable", "MergeIntoTable"})
+_WRITES = frozenset({"UpdateTable", "DeleteFromTable", "MergeIntoTable",
+                     "InsertIntoStatement"})
 _MARK = "__acidstore_sql_hook__"
 
 
 def hook_sql() -> None:
-    """Wrap ``SparkSession.sql`` once: DML on a table of the session's warehouse runs here
-    (``run_statement``), any other text is Spark's own ``sql``."""
+    """Wrap ``SparkSession.sql`` once: with the session's warehouse set, reads of its tables
+    become reads of the ``acidstore`` source (``acidstore.spark.sql_reads``), and DML and
+    INSERT on them run here (``run_statement``); the rest is Spark's own ``sql``."""
     original = SparkSession.sql
     if getattr(original, _MARK, False):
         return
@@ -49,20 +54,42 @@ def hook_sql() -> None:
     @functools.wraps(original)
     def sql(self: SparkSession, sqlQuery: str, args: Any = None,  # noqa: N803
             **kwargs: Any) -> DataFrame:
-        result = run_statement(self, sqlQuery, args is not None or bool(kwargs))
-        return original(self, sqlQuery, args, **kwargs) if result is None else result
+        if session_warehouse(self) is None:
+            return original(self, sqlQuery, args, **kwargs)
+        formatter = SQLStringFormatter(self)  # PySpark's own: DataFrames become views
+        text = formatter.format(sqlQuery, **kwargs) if kwargs else sqlQuery
+        try:
+            plan = _parsed(self, text)
+            if plan is None:  # not SQL Spark parses: let Spark say so
+                return original(self, text, args)
+            with routed_reads(self, text, plan, _read_roots(plan)) as routed:
+                if routed != text:
+                    plan = _parsed(self, routed)
+                result = None if plan is None else run_statement(self, plan, args is not None)
+                return original(self, routed, args) if result is None else result
+        finally:
+            formatter.clear()
 
     setattr(sql, _MARK, True)
     SparkSession.sql = sql  # type: ignore[method-assign]
 
 
-def _seq(seq: Any) -> list[Any]:
-    """A Scala Seq as a list."""
-    return [seq.apply(i) for i in range(seq.length())]
+def _parsed(spark: SparkSession, text: str) -> Any | None:
+    try:
+        return spark._jsparkSession.sessionState().sqlParser().parsePlan(text)
+    except Exception:  # py4j raises Spark's ParseException as a plain Py4JJavaError
+        return None
 
 
-def _option(option: Any) -> Any | None:
-    return option.get() if option.isDefined() else None
+def _read_roots(plan: Any) -> list[Any]:
+    """The parts of ``plan`` whose table references are reads (a DML statement's target
+    table is not read as a view)."""
+    kind = str(plan.getClass().getSimpleName())
+    if kind == "MergeIntoTable":
+        return [plan.sourceTable()]
+    if kind in ("UpdateTable", "DeleteFromTable"):
+        return []  # their subqueries are refused (spark_text)
+    return [plan]
 
 
 def _aliased(plan: Any) -> tuple[str | None, Any]:
@@ -76,7 +103,7 @@ def _names(plan: Any) -> list[str] | None:
     """The name parts of a table reference; None if ``plan`` is something else."""
     if str(plan.getClass().getSimpleName()) != "UnresolvedRelation":
         return None
-    return [str(p) for p in _seq(plan.multipartIdentifier())]
+    return [str(p) for p in seq(plan.multipartIdentifier())]
 
 
 def _relation(plan: Any) -> tuple[list[str], str | None] | None:
@@ -87,52 +114,40 @@ def _relation(plan: Any) -> tuple[list[str], str | None] | None:
     return None if names is None else (names, alias)
 
 
-def _table_name(spark: SparkSession, parts: list[str]) -> str | None:
-    """``db.table`` if ``parts`` names a table of the session's warehouse, else None (the
-    statement is then Spark's)."""
-    warehouse = spark.conf.get(SPARK_WAREHOUSE_CONF, None)
-    if not warehouse or len(parts) != 2:
-        return None
-    name = ".".join(parts).lower()
-    with connect(warehouse, metastore=_metastore(spark), create=False) as wh:
-        return name if name in wh.tables() else None
-
-
-def _metastore(spark: SparkSession) -> str | None:
-    return chosen_metastore(spark.conf.get(SPARK_METASTORE_CONF, None) or None)
-
-
-def run_statement(spark: SparkSession, text: str, parameters: bool
-                  ) -> DataFrame | None:
-    """Run ``text`` if it is DML on a table of the session's warehouse and return its result;
-    None when it is not (Spark runs it). ``parameters``: ``spark.sql`` was given ``args``
-    or format arguments, which such a statement cannot take."""
-    if not spark.conf.get(SPARK_WAREHOUSE_CONF, None):
-        return None
-    try:
-        plan = spark._jsparkSession.sessionState().sqlParser().parsePlan(text)
-    except Exception:  # not SQL Spark parses: let Spark say so
-        return None
+def _target(plan: Any) -> Any:
     kind = str(plan.getClass().getSimpleName())
-    if kind not in _DML:
+    return plan.targetTable() if kind == "MergeIntoTable" else plan.table()
+
+
+def run_statement(spark: SparkSession, plan: Any, parameters: bool) -> DataFrame | None:
+    """Run the parsed statement ``plan`` if it is DML or INSERT on a table of the session's
+    warehouse and return its result; None when it is not (Spark runs it). ``parameters``:
+    ``spark.sql`` was given ``args``, which such a statement cannot take."""
+    kind = str(plan.getClass().getSimpleName())
+    if kind not in _WRITES:
         return None
-    target = _relation(plan.targetTable() if kind == "MergeIntoTable" else plan.table())
-    name = None if target is None else _table_name(spark, target[0])
+    target = _relation(_target(plan))
+    name = None if target is None else warehouse_table(spark, target[0])
     if target is None or name is None:
         return None
     if parameters:
         raise UnsupportedOperationError(
-            f"spark.sql of DML on acidstore table {name}: args and format arguments are not "
+            f"spark.sql of DML on acidstore table {name}: args (parameter markers) are not "
             "supported; put the values in the text, or use AcidTable")
-    table = AcidTable.forName(spark, name, warehouse=str(spark.conf.get(SPARK_WAREHOUSE_CONF)),
-                              metastore=_metastore(spark))
+    table = AcidTable.forName(spark, name, warehouse=str(session_warehouse(spark)),
+                              metastore=session_metastore(spark))
     alias = target[1]
     run: dict[str, Callable[[], WriteResult]] = {
         "UpdateTable": lambda: _update(table, plan, alias),
         "DeleteFromTable": lambda: _delete(table, plan, alias),
         "MergeIntoTable": lambda: _merge(spark, table, plan, alias or target[0][-1]),
+        "InsertIntoStatement": lambda: run_insert(spark, table, plan),
     }
     return _result(spark, run[kind]())
+
+
+def _option(option: Any) -> Any | None:
+    return option.get() if option.isDefined() else None
 
 
 def _result(spark: SparkSession, result: WriteResult) -> DataFrame:
@@ -153,7 +168,7 @@ def _unaliased(alias: str | None, what: str) -> None:
 
 def _column(key: Any, alias: str | None, where: str) -> str:
     """The column an assignment sets (``c`` or ``alias.c``)."""
-    parts = [str(p) for p in _seq(key.nameParts())]
+    parts = [str(p) for p in seq(key.nameParts())]
     if len(parts) == 2 and alias is not None and parts[0].lower() == alias.lower():
         parts = parts[1:]
     if len(parts) != 1:
@@ -165,7 +180,7 @@ def _column(key: Any, alias: str | None, where: str) -> str:
 
 def _assignments(action: Any, alias: str | None, where: str) -> dict[str, str]:
     return {_column(a.key(), alias, where): expression_text(a.value(), where)
-            for a in _seq(action.assignments())}
+            for a in seq(action.assignments())}
 
 
 def _condition(expression: Any | None, where: str) -> str | None:
@@ -217,7 +232,7 @@ def _merge(spark: SparkSession, table: AcidTable, plan: Any, alias: str) -> Writ
     for group, actions in (("matched", plan.matchedActions()),
                            ("notMatched", plan.notMatchedActions()),
                            ("bySource", plan.notMatchedBySourceActions())):
-        for action in _seq(actions):
+        for action in seq(actions):
             kind = str(action.getClass().getSimpleName())
             add = _CLAUSES.get((kind, group))
             if add is None:
