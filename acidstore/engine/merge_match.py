@@ -41,9 +41,9 @@ from acidstore.sql.expressions import (
 )
 
 __all__ = ["MergeClause", "MergeMatch", "MergeSpec", "SOURCE_INDEX", "check_by_source",
-           "check_cardinality", "clause_case", "clause_texts", "clause_values", "match",
-           "merge_columns", "merged_rows", "needs_old_rows", "no_columns", "not_matched_rows",
-           "plain_reference", "update_rows"]
+           "check_cardinality", "check_clause_order", "clause_case", "clause_texts",
+           "clause_values", "match", "merge_columns", "merged_rows", "needs_old_rows",
+           "no_columns", "not_matched_rows", "plain_reference", "update_rows"]
 
 ClauseKind = Literal["update", "delete", "insert"]
 
@@ -135,10 +135,19 @@ def check_by_source(clauses: Sequence[MergeClause], source_alias: str) -> None:
             raise InvalidInputError(
                 f"{what}: {said[0]!r} refers to the source ({source_alias!r}), but no source "
                 "row matched the rows this clause acts on; name target columns only")
-        if clause.condition is None and number < len(clauses):
+    check_clause_order(clauses, "WHEN NOT MATCHED BY SOURCE")
+
+
+def check_clause_order(clauses: Sequence[MergeClause], group: str) -> None:
+    """Of several clauses of one group (``WHEN MATCHED``, ``WHEN NOT MATCHED``, ``WHEN NOT
+    MATCHED BY SOURCE``), only the last may omit its condition: the ones after an
+    unconditional clause could never apply, which Spark's parser and Delta refuse as a
+    mistake rather than run."""
+    for number, clause in enumerate(clauses[:-1], 1):
+        if clause.condition is None:
             raise InvalidInputError(
-                f"{what} has no condition but is not the last WHEN NOT MATCHED BY SOURCE "
-                "clause: only the last may omit its condition")
+                f"{group} clause {number} ({clause.kind.upper()}) has no condition but is not "
+                f"the last {group} clause: only the last may omit its condition")
 
 
 def clause_texts(clauses: Sequence[MergeClause]) -> list[str]:

@@ -25,6 +25,7 @@ from acidstore.engine.merge_match import (
     MergeClause,
     MergeSpec,
     check_by_source,
+    check_clause_order,
     clause_texts,
     not_matched_rows,
     plain_reference,
@@ -219,6 +220,8 @@ def check_merge(table: TableHandle, source: pa.Schema, aliases: tuple[str, str],
     (``s.ts``); an expression over one is the user's SQL. ``aliases``: the source's, the
     target's."""
     source_alias, target_alias = aliases
+    check_clause_order([c for c in clauses if c.kind != "insert"], "WHEN MATCHED")
+    check_clause_order([c for c in clauses if c.kind == "insert"], "WHEN NOT MATCHED")
     check_by_source(by_source, source_alias)
     if by_source:
         _check_target_only(table, by_source, target_alias)

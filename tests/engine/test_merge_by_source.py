@@ -122,6 +122,11 @@ def test_python_values_and_an_empty_source(table: Table) -> None:
     (lambda b: b.when_not_matched_by_source_delete()
      .when_not_matched_by_source_delete(condition="t.id = 1"),
      r"clause 1 \(DELETE\) has no condition but is not the last"),
+    (lambda b: b.when_matched_update_all().when_matched_delete(condition="s.id = 1"),
+     r"WHEN MATCHED clause 1 \(UPDATE\) has no condition but is not the last"),
+    (lambda b: b.when_matched_delete(condition="s.id = 1").when_matched_delete()
+     .when_not_matched_insert_all().when_not_matched_insert_all(condition="s.id = 2"),
+     r"WHEN NOT MATCHED clause 1 \(INSERT\) has no condition but is not the last"),
     (lambda b: b.when_not_matched_by_source_update({"dt": "'x'"}), "partition and bucketing"),
     (lambda b: b.when_not_matched_by_source_update(new_values={"id": 1}),
      "partition and bucketing"),

@@ -149,10 +149,9 @@ INSERT_ACTIONS: list[tuple[dict[str, str] | None, Apply]] = [
 
 
 @st.composite
-def _clauses(draw: st.DrawFn, kind: str, shape: Shape, last_unconditional: bool
-             ) -> list[Clause]:
-    """Up to two clauses of one kind; for WHEN NOT MATCHED BY SOURCE only the last may lack a
-    condition (the others may too: a later clause is then never taken)."""
+def _clauses(draw: st.DrawFn, kind: str, shape: Shape) -> list[Clause]:
+    """Up to two clauses of one kind, of which only the last may lack a condition (Spark's
+    and Delta's rule)."""
     out: list[Clause] = []
     for _ in range(draw(st.integers(0, 2))):
         if kind == "matched":
@@ -167,7 +166,7 @@ def _clauses(draw: st.DrawFn, kind: str, shape: Shape, last_unconditional: bool
             condition, holds = draw(st.sampled_from(INSERT_CONDITIONS))
             values, apply = draw(st.sampled_from(INSERT_ACTIONS))
             out.append(Clause("insert", condition, holds, values, apply))
-    if last_unconditional and out:
+    if out:
         out = [c for c in out if c.condition is not None] + [
             c for c in out if c.condition is None][:1]
     return out
@@ -217,9 +216,9 @@ def plans(draw: st.DrawFn, shape: Shape, targets: list[int]) -> Plan:
     present = [k for k in keys if k in targets]
     if present and draw(st.integers(0, 5)) == 0:
         source.append({**source[keys.index(present[0])], "name": "twice"})
-    matched = draw(_clauses("matched", shape, False))
-    not_matched = draw(_clauses("not_matched", shape, False))
-    by_source = draw(_clauses("by_source", shape, True))
+    matched = draw(_clauses("matched", shape))
+    not_matched = draw(_clauses("not_matched", shape))
+    by_source = draw(_clauses("by_source", shape))
     if not by_source and draw(st.booleans()):
         by_source = [Clause("delete", None, _always, {}, _keep)]
     if not (matched or not_matched or by_source):
