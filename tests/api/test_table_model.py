@@ -239,6 +239,13 @@ NOT_MATCHED = [
 ]
 
 
+def last_unconditional(clauses: Sequence[Clause]) -> list[Clause]:
+    """``clauses`` in their order, but of those without a condition only one, last: a
+    MERGE refuses an unconditional clause followed by another of its kind."""
+    return [c for c in clauses if c.condition is not None] + [
+        c for c in clauses if c.condition is None][:1]
+
+
 @st.composite
 def merge_clauses(draw: st.DrawFn) -> tuple[list[Clause], list[Clause]]:
     """Usually an update, a delete and an insert clause together, in any order."""
@@ -246,7 +253,7 @@ def merge_clauses(draw: st.DrawFn) -> tuple[list[Clause], list[Clause]]:
     missing = draw(st.lists(st.sampled_from(NOT_MATCHED), max_size=2, unique_by=id))
     if not matched and not missing:
         missing = [NOT_MATCHED[2]]
-    return matched, missing
+    return last_unconditional(matched), last_unconditional(missing)
 
 
 def model_merge(model: Model, source: list[Row], matched: Sequence[Clause],
@@ -438,7 +445,7 @@ class TableMachine(RuleBasedStateMachine):
         if kind == "merge3":  # an update, a delete and an insert clause, in any order
             delete = data.draw(st.sampled_from([c for c in MATCHED if c.kind == "delete"]))
             update = data.draw(st.sampled_from([c for c in MATCHED if c.kind == "update"]))
-            matched = data.draw(st.permutations([delete, update]))
+            matched = last_unconditional(data.draw(st.permutations([delete, update])))
             insert = data.draw(st.sampled_from(NOT_MATCHED))
             return Statement(name, "merge", self.merge_source(data, name),
                              clauses=(matched, [insert]))
