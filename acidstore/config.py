@@ -51,6 +51,8 @@ __all__ = [
     "ORC_COMPRESSION",
     "ORC_COMPRESS_PROPERTY",
     "PARSED_NAMES_KEPT",
+    "PARTITION_DIRS_KEPT",
+    "PINNED_PARTITIONS_MAX",
     "PREDICATE_TEXTS_KEPT",
     "RECORD_COMPONENTS_KEPT",
     "RECORD_DERIVED_KEPT",
@@ -162,6 +164,14 @@ PARSED_NAMES_KEPT: Final = 16384
 """Parsed directory and bucket file names kept, a count per kind of name. A statement on a
 table of N directories parses each name several times; a one-row DELETE among 80 deltas
 spent about a fifth of its CPU on it before names were kept."""
+
+PARTITION_DIRS_KEPT: Final = 1 << 16
+"""Recorded partitions whose directories and values are kept parsed, a count: a read planned
+from the metastore's record asks for every partition of the table before it prunes them."""
+
+PINNED_PARTITIONS_MAX: Final = 64
+"""Partitions, at most, a read names from the literals its filter pins the partition columns
+to (``p IN (1, 2) AND dt = 'a'``); with more it asks the metastore for all of them."""
 
 PREDICATE_TEXTS_KEPT: Final = 256
 """Predicate texts whose tokens, compiled form and integer ranges are kept, a count. One

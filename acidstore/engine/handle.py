@@ -11,6 +11,7 @@ own (``run``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -20,15 +21,19 @@ from typing import Protocol
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from acidstore.config import LEASE_TTL_SECONDS, ORC_COMPRESS_PROPERTY
+from acidstore.config import LEASE_TTL_SECONDS, ORC_COMPRESS_PROPERTY, PARTITION_DIRS_KEPT
 from acidstore.engine.core import WarehouseCore
+from acidstore.engine.pinned import pinned_partitions
 from acidstore.engine.results import WriteResult
 from acidstore.engine.transaction import TransactionCore
 from acidstore.errors import StrayPathError, TableNotFoundError, UnsupportedOperationError
 from acidstore.format.orc.file_writer import compression_codec
+from acidstore.format.partitions import parse_partition_path
 from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
+from acidstore.io import fs as afs
 from acidstore.metastore import HistoryEntry, Metastore, PlannedWrite, TableInfo
 from acidstore.metastore.conflicts import IsolationLevel, isolation_level
+from acidstore.read.record_plan import RecordPlan
 from acidstore.read.recorded import SnapshotRecord
 from acidstore.read.scan import PartitionDir, Scan, table_partitions
 from acidstore.read.time_travel import lease_snapshot, past_snapshot, release_lease
@@ -37,6 +42,13 @@ from acidstore.sql.expressions import Predicate
 __all__ = ["LEASE_TTL_SECONDS", "AsOf", "HasHandle", "TableHandle", "handle_of"]
 
 AsOf = int | datetime | None
+
+
+@functools.lru_cache(maxsize=PARTITION_DIRS_KEPT)
+def _partition_dir(location: str, relative: str) -> PartitionDir:
+    """A recorded partition's directory and values, parsed once per process: a read of a
+    table of thousands of partitions asks for all of them before it prunes."""
+    return PartitionDir(afs.join(location, relative), tuple(parse_partition_path(relative)))
 
 
 class TableHandle:
@@ -157,14 +169,41 @@ class TableHandle:
     def partition_dirs(self, *, strays: list[StrayPathError] | None = None
                        ) -> list[PartitionDir]:
         """The table's partitions: those listed on disk, plus those the metastore says a
-        commit wrote whose directory is gone (``table_partitions``), so that a read, DML
-        statement, compaction or fsck reaches them and stops on their missing data instead
-        of answering without their rows. The metastore is asked first: a partition a commit
-        adds after the listing is then not mistaken for a missing one."""
+        commit wrote whose directory is gone (``table_partitions``), so that what lists (a
+        compaction, fsck, a read of a table whose record is incomplete) reaches them and
+        stops on their missing data instead of answering without their rows. The metastore
+        is asked first: a partition a commit adds after the listing is then not mistaken
+        for a missing one."""
         names = self.info.partition_schema.names
         recorded = self.metastore.list_partitions(self.name) if names else []
         return table_partitions(self.filesystem, self.location, names, strays=strays,
                                 recorded=recorded)
+
+    def record_plan(self) -> RecordPlan | None:
+        """What plans this table's reads from the metastore's record, unlisted; None where
+        the record may lack what the table holds (a table created before metastore schema
+        12, or a transaction that wrote to it: its own writes are not committed, so not
+        recorded), and reads list as before (``read.record_plan``)."""
+        if not self.info.originals_recorded:
+            return None
+        if self.txn is not None and self.txn.own_write_ids(self.name):
+            return None
+        return RecordPlan(self.metastore, self.name, self.location)
+
+    def read_partitions(self, plan: RecordPlan | None, filter: Predicate | None = None
+                        ) -> list[PartitionDir]:
+        """The partitions a read plans over: from the record when ``plan`` is given (no
+        listing; a directory nobody recorded is not read, and ``fsck`` reports it), and
+        only those ``filter`` pins when it pins every partition column (``pinned``), else
+        ``partition_dirs``."""
+        if plan is None:
+            return self.partition_dirs()
+        schema = self.info.partition_schema
+        if not schema.names:
+            return [PartitionDir(self.location)]
+        pinned = pinned_partitions(schema, filter)
+        return [_partition_dir(self.location, p)
+                for p in (plan.partitions() if pinned is None else pinned)]
 
     def recorded_writes(self) -> SnapshotRecord:
         """The committed writes of this table as the metastore recorded them, by partition:
@@ -177,11 +216,13 @@ class TableHandle:
     def scan_at(self, txns: ValidTxnList, write_ids: ValidWriteIdList, *,
                 columns: Sequence[str] | None = None, filter: Predicate | None = None,
                 with_row_id: bool = False, buckets: frozenset[int] | None = None) -> Scan:
-        """A scan of the snapshot (txns, write ids), planned now."""
-        return Scan(self.filesystem, self.partition_dirs(), write_ids, txns,
+        """A scan of the snapshot (txns, write ids), planned now: from the metastore's
+        record where it is complete (``record_plan``), else from listings."""
+        plan = self.record_plan()
+        return Scan(self.filesystem, self.read_partitions(plan, filter), write_ids, txns,
                     schema=self.info.row_schema, partition_schema=self.info.partition_schema,
                     columns=columns, filter=filter, with_row_id=with_row_id,
-                    recorded=self.recorded_writes(), buckets=buckets)
+                    recorded=self.recorded_writes(), buckets=buckets, record_plan=plan)
 
     def scan(self, columns: Sequence[str] | None = None, filter: Predicate | None = None,
              as_of: AsOf = None, with_row_id: bool = False, *,

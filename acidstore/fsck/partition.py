@@ -42,7 +42,7 @@ from acidstore.fsck.events import DeleteTargets, Span, scan_file
 from acidstore.fsck.findings import Check, Finding, Severity
 from acidstore.io import fs as afs
 from acidstore.metastore import History
-from acidstore.read.record_check import find_file_problems, find_missing
+from acidstore.read.record_check import find_file_problems, find_missing, find_strays
 from acidstore.read.recorded import RecordedWrites
 from acidstore.read.splits import Listed
 
@@ -184,6 +184,12 @@ class _Partition:
             reported.add(gap.path)
             self.add(gap.path, "missing_directory" if gap.directory else "missing_file",
                      "error", gap.message)
+        # what a read refused while it listed, and now never opens (it plans from the
+        # record): a selected directory the record of its write id or compaction lacks
+        named = {f.path for f in self.findings}
+        for stray in find_strays(self.facts.recorded.location, state, record):
+            if stray.path not in named:
+                self.add(stray.path, "unknown_write", "error", stray.message)
         gone, strays = find_file_problems(self.facts.recorded.location, state,
                                           self.facts.write_ids, record, listed)
         for gap in gone:

@@ -78,8 +78,13 @@ __all__ = [
 #: stored ``schema`` is its files' row struct, which may hold dropped columns' placeholders
 #: (``TableInfo.file_schema``): the number fences off older clients, which would read and
 #: write a placeholder as a column of its own. A table renamed from it on keeps its location.
-SCHEMA_VERSION = 15
-_UPGRADABLE = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}
+#: Version 16 indexes the record a read plans from (``read.record_plan``) by partition:
+#: ``components_by_write`` (table, partition, write id) finds a partition's committed writes
+#: from its base up, ``compaction_outputs_by_partition`` its compactions' outputs; each
+#: replaces the index that was its prefix (dropped by the migration, ``_DROPPED_INDEXES``).
+#: No table changes: the number has clients that plan from the record find the indexes.
+SCHEMA_VERSION = 16
+_UPGRADABLE = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
 #: The version from which SQLite's leases live in the lease file. Its migration changes no
 #: table: the number fences older clients off, since an older cleaner reads only the leases
 #: of the metastore file and would delete what today's readers (leasing in the lease file)
@@ -117,6 +122,8 @@ _ADDED_COLUMNS = (
     ("tables", "originals_recorded", "INTEGER NOT NULL DEFAULT 0"),
     ("history", "rows_updated", "INTEGER NOT NULL DEFAULT 0"),
 )
+#: Indexes a newer one replaced (its prefix): a migration drops them, whatever its version
+_DROPPED_INDEXES = ("components_by_partition", "compaction_outputs_by_table")
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -196,7 +203,7 @@ CREATE TABLE IF NOT EXISTS components (
     bucket_files  TEXT
 );
 CREATE INDEX IF NOT EXISTS components_by_txn ON components (txn_id);
-CREATE INDEX IF NOT EXISTS components_by_partition ON components (table_id, part);
+CREATE INDEX IF NOT EXISTS components_by_write ON components (table_id, part, write_id);
 CREATE INDEX IF NOT EXISTS components_overwrites ON components (table_id, part, write_id)
     WHERE operation = 'overwrite';
 CREATE TABLE IF NOT EXISTS compaction_outputs (
@@ -210,7 +217,7 @@ CREATE TABLE IF NOT EXISTS compaction_outputs (
     file_rows    TEXT NOT NULL,
     PRIMARY KEY (txn_id, table_id, directory)
 );
-CREATE INDEX IF NOT EXISTS compaction_outputs_by_table ON compaction_outputs (table_id);
+CREATE INDEX IF NOT EXISTS compaction_outputs_by_partition ON compaction_outputs (table_id, part);
 CREATE TABLE IF NOT EXISTS history (
     table_id      INTEGER NOT NULL,
     write_id      INTEGER NOT NULL,
@@ -338,6 +345,8 @@ def ensure_schema(conn: Session, where: str) -> None:
         if conn.execute(dialect.column_exists, (table, column)).fetchone() is None:
             conn.execute(_translate(f"ALTER TABLE {table} ADD COLUMN {column} {definition}",
                                     dialect))
+    for index in _DROPPED_INDEXES:
+        conn.execute(f"DROP INDEX IF EXISTS {index}")
     conn.execute("UPDATE meta SET value = ? WHERE name = 'schema_version'",
                  (str(SCHEMA_VERSION),))
 

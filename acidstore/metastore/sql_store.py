@@ -294,34 +294,36 @@ class SqlMetastore(SqlCatalog):
     def committed_components(self, table: str, *, partition: str | None = None,
                              min_write_id: int | None = None,
                              below_write_id: int | None = None) -> list[WriteComponent]:
-        """See the protocol. With a write-id bound the query is driven by the table's write
-        ids in range (the ``(table_id, write_id)`` index of ``txn_write_ids``, then
-        ``components_by_txn``): the partition's index would visit every component the
-        partition ever had, and the bound is there to avoid exactly that."""
+        """See the protocol. With a partition the query reads the ``components_by_write``
+        index (table, partition, write id): the partition's writes in the write-id range,
+        never its history below the bound (what a read planned from the record asks). With
+        a write-id bound alone it is driven by the table's write ids in range (the
+        ``(table_id, write_id)`` index of ``txn_write_ids``, then ``components_by_txn``)."""
         def body(conn: Session) -> list[WriteComponent]:
             table_id = self._table_row(conn, table)["table_id"]
-            if min_write_id is None and below_write_id is None:
-                where, parameters = "c.table_id = ?", [table_id]
-                if partition is not None:
-                    where, parameters = where + " AND c.part = ?", [table_id, partition]
+            hint, join = conn.dialect.hint, conn.dialect.forced_join
+            low = min_write_id or 0
+            high = _NO_WRITE_ID if below_write_id is None else below_write_id
+            if partition is not None:
+                # the unary + keeps SQLite off the state index (every txn of the store)
                 rows = conn.execute(
                     "SELECT c.* FROM components c JOIN txns t ON t.txn_id = c.txn_id "
-                    f"WHERE {where} AND t.state = 'committed'", parameters).fetchall()
+                    "WHERE c.table_id = ? AND c.part = ? AND c.write_id >= ? AND "
+                    f"c.write_id < ? AND {hint('t.state')} = 'committed'",
+                    (table_id, partition, low, high)).fetchall()
+            elif min_write_id is None and below_write_id is None:
+                rows = conn.execute(
+                    "SELECT c.* FROM components c JOIN txns t ON t.txn_id = c.txn_id "
+                    "WHERE c.table_id = ? AND t.state = 'committed'", (table_id,)).fetchall()
             else:
-                hint, join = conn.dialect.hint, conn.dialect.forced_join
                 # the unary + keep SQLite off the partition and state indexes (whole history)
                 where = (f"w.table_id = ? AND w.write_id >= ? AND w.write_id < ? AND "
                          f"{hint('c.table_id')} = w.table_id AND {hint('t.state')} = "
                          "'committed'")
-                parameters = [table_id, min_write_id or 0,
-                              _NO_WRITE_ID if below_write_id is None else below_write_id]
-                if partition is not None:
-                    where += f" AND {hint('c.part')} = ?"
-                    parameters.append(partition)
                 rows = conn.execute(
                     f"SELECT c.* FROM txn_write_ids w {join} components c ON c.txn_id = "
                     f"w.txn_id {join} txns t ON t.txn_id = c.txn_id WHERE {where}",
-                    parameters).fetchall()
+                    (table_id, low, high)).fetchall()
             # sorted here, not by the query: an ORDER BY may steer SQLite to another index
             return [txns.component_of(row) for row in sorted(
                 rows, key=lambda row: (row["txn_id"], row["component_id"]))]

@@ -63,10 +63,12 @@ from acidstore.io import fs as afs
 from acidstore.metastore import Metastore, TableInfo, WriteComponent
 from acidstore.read.keys import current_write_ids, key_arrays, valid_write_id_mask
 from acidstore.read.record_check import check_recorded, with_recorded_rows
+from acidstore.read.record_plan import RecordPlan
 from acidstore.read.recorded import SnapshotRecord
 from acidstore.read.registry import delete_event_batches
 from acidstore.read.scan import PartitionDir, Scan
 from acidstore.read.splits import Listed, Split, plan_partition
+from acidstore.sql.expressions import Predicate
 
 __all__ = ["CHANGE_TYPES", "FeedPart", "FeedSource", "changes", "feed_table", "output_schema",
            "plan_feed"]
@@ -101,6 +103,11 @@ class FeedSource(Protocol):
 
     def partition_dirs(self, *, strays: list[StrayPathError] | None = None
                        ) -> list[PartitionDir]: ...
+
+    def record_plan(self) -> RecordPlan | None: ...
+
+    def read_partitions(self, plan: RecordPlan | None, filter: Predicate | None = None
+                        ) -> list[PartitionDir]: ...
 
 
 #: the values of ``_change_type``, in the order rows of one write id are returned
@@ -175,6 +182,9 @@ class FeedPart:
     splits: tuple[Split, ...]
     #: what the recorded components say of this partition's write ids of the range
     meanings: dict[tuple[int, str], _Meaning]
+    #: the bucket files of each delete delta (by name) as the record names them, with the
+    #: bytes to check when opened (None: not checked); None: list the directories
+    delete_files: dict[str, tuple[tuple[str, int | None], ...]] | None = None
 
     @property
     def where(self) -> str:
@@ -266,7 +276,8 @@ class FeedPart:
             parsed = state.delta_info[name]
             if parsed.max_write_id < start or parsed.min_write_id > end:
                 continue
-            for batch in delete_event_batches(fs, afs.join(root, name)):
+            files = None if self.delete_files is None else self.delete_files.get(name, ())
+            for batch in delete_event_batches(fs, afs.join(root, name), files=files):
                 keys, current = key_arrays(batch), current_write_ids(batch)
                 keep = (current >= start) & (current <= end) & valid_write_id_mask(
                     current, self.write_ids)
@@ -314,21 +325,41 @@ def plan_feed(table: FeedSource, start: int, end: int, txns: ValidTxnList,
     and every check against the metastore's record happens here."""
     meanings = _meanings(table.metastore.committed_components(
         table.name, min_write_id=start, below_write_id=end + 1), start, end)
-    recorded = table.recorded_writes()
+    plan = table.record_plan()
+    recorded = table.recorded_writes() if plan is None else None
     parts = []
-    for partition in table.partition_dirs():
-        state = _state(table, partition, start, end, (txns, write_ids))
-        listed: Listed = {}
-        splits = plan_partition(table.filesystem, partition.path, state, write_ids, listed)
-        record = recorded.partition(partition.path, state)
-        check_recorded(table.location, state, write_ids, record, listed)
+    for partition in table.read_partitions(plan):
+        try:
+            known = None if plan is None else plan.plan(partition.path, write_ids, txns)
+        except NotEnoughHistoryError as exc:
+            raise NotEnoughHistoryError(f"changes {start}..{end} of {table.name}: {exc}") \
+                from exc
+        deletes = None
+        if known is not None:  # from the record, unlisted (``read.record_plan``)
+            state = _checked(table, partition, start, end, known.state)
+            splits = known.splits(table.filesystem, partition.path, write_ids)
+            deletes = {name: known.files(afs.join(partition.path, name))
+                       for name in state.delete_deltas}
+        else:
+            state = _state(table, partition, start, end, (txns, write_ids))
+            splits = _listed_splits(table, partition, state, write_ids,
+                                    recorded or table.recorded_writes())
         relative = afs.relative(table.location, partition.path)
         mine: dict[tuple[int, str], _Meaning] = defaultdict(_Meaning, {
             key: meaning for key, meaning in meanings.items() if key[1] == relative})
         parts.append(FeedPart(table.filesystem, table.info, table.location, start, end, txns,
-                              write_ids, partition, state,
-                              tuple(with_recorded_rows(table.location, splits, record)), mine))
+                              write_ids, partition, state, tuple(splits), mine, deletes))
     return parts
+
+
+def _listed_splits(table: FeedSource, partition: PartitionDir, state: AcidState,
+                   write_ids: ValidWriteIdList, recorded: SnapshotRecord) -> list[Split]:
+    """The partition's splits from its listing, checked against the metastore's record."""
+    listed: Listed = {}
+    splits = plan_partition(table.filesystem, partition.path, state, write_ids, listed)
+    record = recorded.partition(partition.path, state)
+    check_recorded(table.location, state, write_ids, record, listed)
+    return with_recorded_rows(table.location, splits, record)
 
 
 def _state(table: FeedSource, partition: PartitionDir, start: int, end: int,
@@ -341,6 +372,13 @@ def _state(table: FeedSource, partition: PartitionDir, start: int, end: int,
         state = acid_state(partition.path, write_ids, txns, filesystem=table.filesystem)
     except NotEnoughHistoryError as exc:
         raise NotEnoughHistoryError(f"{where}: {exc}") from exc
+    return _checked(table, partition, start, end, state)
+
+
+def _checked(table: FeedSource, partition: PartitionDir, start: int, end: int,
+             state: AcidState) -> AcidState:
+    """``state``, unless a base folded away events of the range (NotEnoughHistoryError)."""
+    where = f"changes {start}..{end} of {table.name}"
     if state.base_info is not None and state.base_info.write_id >= start:
         raise NotEnoughHistoryError(
             f"{where}: the events of write ids up to {state.base_info.write_id} in "

@@ -41,7 +41,7 @@ def small_delete_events(fs: pafs.FileSystem, sources: Sequence[DeleteSource],
     most one), checked as ``delete_events`` checks them."""
     opened = []
     for source in sources:
-        orc = OrcFile(fs, source.path)
+        orc = OrcFile(fs, source.path, size=source.recorded_size)
         if not orc.is_acid:
             raise CorruptFileError("delete delta file has no ACID event schema",
                                    path=source.path)

@@ -176,7 +176,7 @@ def delete_events(fs: pafs.FileSystem, source: DeleteSource, write_ids: ValidWri
 
     Every stripe is checked: events of another bucket or out of ROW__ID order are refused.
     """
-    orc = OrcFile(fs, source.path)
+    orc = OrcFile(fs, source.path, size=source.recorded_size)
     if not orc.is_acid:
         raise CorruptFileError("delete delta file has no ACID event schema", path=source.path)
     # a directory whose write ids are all valid holds only valid events: its
@@ -201,14 +201,19 @@ def delete_events(fs: pafs.FileSystem, source: DeleteSource, write_ids: ValidWri
 
 
 def delete_event_batches(fs: pafs.FileSystem, directory: str,
-                         columns: Sequence[str] = DELETE_COLUMNS) -> Iterator[pa.RecordBatch]:
+                         columns: Sequence[str] = DELETE_COLUMNS, *,
+                         files: Sequence[tuple[str, int | None]] | None = None
+                         ) -> Iterator[pa.RecordBatch]:
     """The delete events of one delete-delta directory, stripe by stripe over its non-empty
     bucket files, with ``columns`` (canonical names) only: what the conflict check and the
-    change feed read outside a scan, which has its own registry."""
-    for entry in afs.list_dir(fs, directory):
-        if entry.is_dir or not is_bucket_file(entry.name) or entry.size == 0:
-            continue
-        orc = OrcFile(fs, afs.join(directory, entry.name))
+    change feed read outside a scan, which has its own registry. ``files``: its bucket files
+    as the metastore recorded them (name, bytes checked when opened, or None), instead of a
+    listing."""
+    if files is None:
+        files = [(e.name, None) for e in afs.list_dir(fs, directory)
+                 if not e.is_dir and is_bucket_file(e.name) and e.size > 0]
+    for name, size in files:
+        orc = OrcFile(fs, afs.join(directory, name), size=size)
         physical = orc.physical_columns(list(columns), [])
         for stripe in range(orc.nstripes):
             yield orc.canonical(orc.read_stripe(stripe, physical))

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Literal
 
 import pyarrow as pa
@@ -20,9 +19,8 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from acidstore.config import DELETE_EVENT_LIMIT, LOCAL_THREADS, PREDICATE_TEXTS_KEPT
-from acidstore.errors import InvalidInputError, StrayPathError
+from acidstore.errors import InvalidInputError, SchemaMismatchError
 from acidstore.format.directory import acid_state
-from acidstore.format.layout import is_acid_directory_name, is_hidden
 from acidstore.format.orc.file_reader import OrcFile
 from acidstore.format.orc.schema import (
     ROW_ID_COLUMN,
@@ -31,15 +29,15 @@ from acidstore.format.orc.schema import (
     is_dropped,
     live_columns,
 )
-from acidstore.format.partitions import parse_partition_path
 from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
-from acidstore.io import fs as afs
 from acidstore.read.bounds import stripe_bounds
 from acidstore.read.grouped import SmallFile, groupable, read_small_files
 from acidstore.read.heap_merge import merge_split
+from acidstore.read.partition_listing import PartitionDir, discover_partitions, table_partitions
 from acidstore.read.range_mask import range_mask
 from acidstore.read.ranges import ranged_units
 from acidstore.read.record_check import check_recorded, with_recorded_rows
+from acidstore.read.record_plan import RecordPlan
 from acidstore.read.recorded import Recorded
 from acidstore.read.registry import DeleteCache, load_registry
 from acidstore.read.split_source import Probe, SplitBatch
@@ -50,84 +48,6 @@ from acidstore.sql.expressions import Predicate, SqlEvaluator, check_expression,
 __all__ = ["PartitionDir", "Reader", "Scan", "discover_partitions", "table_partitions"]
 
 Reader = Literal["vectorized", "merge"]
-
-
-@dataclass(frozen=True)
-class PartitionDir:
-    """A partition directory and its (column, value) pairs; () for an unpartitioned table."""
-
-    path: str
-    values: tuple[tuple[str, str | None], ...] = ()
-
-
-def discover_partitions(fs: pafs.FileSystem, root: str) -> list[PartitionDir]:
-    """Partitions under ``root``: the root itself when it holds ACID directories or files,
-    otherwise every ``col=value`` directory below it (recursively), in path order."""
-    entries = [e for e in afs.list_dir(fs, root) if not is_hidden(e.name)]
-    holds_data = any((e.is_dir and is_acid_directory_name(e.name)) or not e.is_dir
-                     for e in entries)
-    partition_dirs = [e for e in entries if e.is_dir and "=" in e.name]
-    if holds_data or not partition_dirs:
-        return [PartitionDir(root)]
-    found: list[PartitionDir] = []
-    for entry in partition_dirs:
-        pair = tuple(parse_partition_path(entry.name))
-        for child in discover_partitions(fs, afs.join(root, entry.name)):
-            found.append(PartitionDir(child.path, pair + child.values))
-    return found
-
-
-def table_partitions(fs: pafs.FileSystem, root: str, columns: Sequence[str], *,
-                     strays: list[StrayPathError] | None = None,
-                     recorded: Iterable[str] = ()) -> list[PartitionDir]:
-    """The partitions of a table partitioned by ``columns`` (in path order): exactly one
-    ``column=value`` level per column, in order. Anything else where a partition directory
-    belongs (an ACID directory or a data file above the last level, a directory of another
-    column) raises StrayPathError naming it; hidden names (``_x``, ``.x``) are skipped.
-    With ``strays`` (fsck, which reports every problem rather than stopping at the first)
-    each such error is appended there instead and the walk goes on.
-
-    ``recorded``: the partitions (relative paths) the metastore says commits wrote, asked
-    for *before* this listing. Those the listing lacks are returned too: their directory is
-    gone, and a snapshot planned over it finds nothing where its record says committed
-    directories are, so the read stops with ``MissingDataError`` instead of answering
-    without the partition's rows (a listing alone cannot tell a removed partition from
-    one that never existed)."""
-    if not columns:
-        return [PartitionDir(root)]
-    found = list(_partition_tree(fs, root, list(columns), (), strays))
-    listed = {p.path for p in found}
-    for relative in recorded:
-        path = afs.join(root, relative)
-        if path not in listed:
-            found.append(PartitionDir(path, tuple(parse_partition_path(relative))))
-    if len(found) > len(listed):
-        found.sort(key=lambda p: p.path.split("/"))  # the listing's (depth-first) order
-    return found
-
-
-def _partition_tree(fs: pafs.FileSystem, path: str, columns: list[str],
-                    values: tuple[tuple[str, str | None], ...],
-                    strays: list[StrayPathError] | None) -> Iterator[PartitionDir]:
-    if not columns:
-        yield PartitionDir(path, values)
-        return
-    for entry in afs.list_dir(fs, path):
-        if is_hidden(entry.name):
-            continue
-        where = afs.join(path, entry.name)
-        pairs = parse_partition_path(entry.name) if entry.is_dir and "=" in entry.name \
-            else []
-        if len(pairs) != 1 or pairs[0][0].lower() != columns[0].lower():
-            error = StrayPathError(
-                f"expected only {columns[0]}=<value> directories here (the table is "
-                "partitioned by " + ", ".join(columns) + "); move or remove this "
-                f"{'directory' if entry.is_dir else 'file'}", path=where)
-            if strays is None:
-                raise error
-            strays.append(error)
-            continue
-        yield from _partition_tree(fs, where, columns[1:], (*values, pairs[0]), strays)
 
 
 def _column_index(schema: pa.Schema, name: str) -> int | None:
@@ -161,7 +81,8 @@ class Scan:
                  threads: int | None = None,
                  planned: Sequence[tuple[PartitionDir, Split]] | None = None,
                  recorded: Recorded | None = None,
-                 buckets: frozenset[int] | None = None) -> None:
+                 buckets: frozenset[int] | None = None,
+                 record_plan: RecordPlan | None = None) -> None:
         if reader not in ("vectorized", "merge"):
             raise InvalidInputError(f"unknown reader {reader!r}; use 'vectorized' or 'merge'")
         if isinstance(filter, str):
@@ -183,6 +104,8 @@ class Scan:
         self._threads = threads if threads is not None else LOCAL_THREADS
         self._filter = filter
         self._recorded = recorded
+        #: plans partitions from the metastore's record, unlisted, where it is complete
+        self._record_plan = record_plan
         #: plan only these buckets' splits (``read.plan.plan_partition``); None: all
         self._buckets = buckets
         self._evaluator = SqlEvaluator() if filter is not None else None
@@ -201,7 +124,7 @@ class Scan:
             self._resolve_columns(columns)
             if filter is not None:
                 self._check_filter()
-            self._splits = [(p, s) for p in partitions if self._partition_matches(p)
+            self._splits = [(p, s) for p in self._matching(partitions)
                             for s in self._plan(p)]
             return
         if planned is None:
@@ -215,6 +138,10 @@ class Scan:
     # --- planning ------------------------------------------------------------------------------
 
     def _plan(self, partition: PartitionDir) -> list[Split]:
+        if self._record_plan is not None:
+            known = self._record_plan.plan(partition.path, self.write_ids, self.txns)
+            if known is not None:
+                return known.splits(self._fs, partition.path, self.write_ids, self._buckets)
         state = acid_state(partition.path, self.write_ids, self.txns, filesystem=self._fs)
         recorded = self._recorded
         record = recorded.partition(partition.path, state) if recorded is not None else None
@@ -286,6 +213,25 @@ class Scan:
                 if len(_CHECKED) >= PREDICATE_TEXTS_KEPT:
                     _CHECKED.pop(next(iter(_CHECKED)))
                 _CHECKED[key] = None
+
+    def _matching(self, partitions: Sequence[PartitionDir]) -> list[PartitionDir]:
+        """The partitions a predicate on partition columns only keeps, evaluated once over
+        all of their values: one evaluation per partition made a one-partition read of a
+        table of thousands cost thousands of them. A value that does not cast to its
+        column's type is reported by the partition's own evaluation."""
+        if not self._filter_only_partitions or self._filter is None or len(partitions) < 2:
+            return [p for p in partitions if self._partition_matches(p)]
+        columns: dict[str, pa.Array] = {}
+        for i in self._part_positions:
+            field = self._partition_schema.field(i)
+            raw = pa.array([dict(p.values).get(field.name) for p in partitions], pa.string())
+            try:
+                columns[field.name] = cast_to(raw, field.type, field.name)
+            except SchemaMismatchError:
+                return [p for p in partitions if self._partition_matches(p)]
+        mask = self._mask(pa.table(columns) if columns else
+                          pa.table({"_": pa.nulls(len(partitions), pa.int8())}))
+        return [p for p, keep in zip(partitions, mask.to_pylist(), strict=True) if keep]
 
     def _partition_matches(self, partition: PartitionDir) -> bool:
         """Skip a partition whose values fail a predicate that reads partition columns only."""
@@ -425,7 +371,7 @@ class Scan:
         for _, split in unit:
             registry = load_registry(self._fs, split, self.write_ids, limit=self._limit,
                                      cache=self._delete_cache) if split.deletes else None
-            orc = OrcFile(self._fs, split.path)
+            orc = OrcFile(self._fs, split.path, size=split.recorded_size)
             over_limit = bool(split.deletes) and registry is None
             if pending and (over_limit or not orc.schema.equals(pending[0].orc.schema)):
                 yield from self._small_batches(partition, pending)

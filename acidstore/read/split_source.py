@@ -149,7 +149,8 @@ def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
     (None = all). With ``need_keys`` every batch carries its ROW__IDs. ``probe``: skip the
     stripes where no row can pass the read's filter. ``batch_rows``: decode batches of at
     most that many rows instead of whole stripes (a compactor's bounded memory; no probe)."""
-    orc = OrcFile(fs, split.path, logical_length=split.logical_length)
+    orc = OrcFile(fs, split.path, logical_length=split.logical_length,
+                  size=split.recorded_size)
     if split.expected_rows is not None and orc.nrows != split.expected_rows:
         raise DataError(f"holds {orc.nrows} events, but the compaction that wrote it recorded "
                         f"{split.expected_rows}: events were added or removed after its commit "

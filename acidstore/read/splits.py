@@ -9,6 +9,7 @@ delete deltas that are newer than the split's own write ids.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pyarrow.fs as pafs
@@ -47,6 +48,9 @@ class DeleteSource:
     bucket_id: int
     #: the file's bytes as listed (None: not known)
     size: int | None = None
+    #: the bytes the metastore recorded for it, checked when it is opened (None: not
+    #: checked; a read planned from a listing compared them with the listing instead)
+    recorded_size: int | None = None
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,8 @@ class Split:
     #: cuts a large file into such ranges so that one file can use every thread
     #: (``read.ranges``); a file's rows keep their ROW__IDs whichever range reads them
     stripes: tuple[int, int] | None = None
+    #: the bytes the metastore recorded for it, checked when it is opened (None: not checked)
+    recorded_size: int | None = None
 
 
 @dataclass(frozen=True)
@@ -162,6 +168,8 @@ class _Planner:
         #: the bucket ids to plan splits of (None: all); every directory is listed anyway
         self.buckets = buckets
         self.deletes: dict[int, list[DeleteSource]] = defaultdict(list)
+        #: the files whose listed size is the recorded one, to check when opened
+        self.exact: frozenset[str] = frozenset()
         self.splits: list[Split] = []
         #: (name, size) of the non-empty bucket files per directory listed, for the
         #: recorded-writes check (a committed write never leaves an empty one: a file
@@ -180,6 +188,15 @@ class _Planner:
         directories = [self._path(name) for name in names]
         self._listings.update(list_dirs(self.fs, [d for d in directories
                                                   if d not in self._listings]))
+
+    def known(self, listings: Mapping[str, list[afs.Entry]], exact: frozenset[str]) -> None:
+        """Take these directories' contents as they are, unlisted (``list_all`` then lists
+        only the others); ``exact``: the files whose sizes there are the recorded bytes."""
+        self._listings.update(listings)
+        self.exact = exact
+
+    def _recorded_size(self, path: str, size: int) -> int | None:
+        return size if path in self.exact else None
 
     def _path(self, name: str) -> str:
         path = self._paths.get(name)
@@ -203,7 +220,8 @@ class _Planner:
                        if _qualifies(d, split.min_write_id, split.statement_id))
         return Split(split.path, split.bucket_id, split.min_write_id, split.max_write_id,
                      split.statement_id, split.rows_valid, split.synthetic,
-                     split.logical_length, chosen, size=split.size)
+                     split.logical_length, chosen, size=split.size,
+                     recorded_size=split.recorded_size)
 
     def collect_deletes(self) -> None:
         for name in self.state.delete_deltas:
@@ -214,9 +232,10 @@ class _Planner:
             for file_name, bucket, size in facts.buckets:
                 if size == 0 or not self._wanted(bucket):
                     continue
+                path = afs.join(directory, file_name)
                 self.deletes[bucket].append(DeleteSource(
-                    afs.join(directory, file_name), parsed.min_write_id, parsed.max_write_id,
-                    parsed.statement_id, bucket, size))
+                    path, parsed.min_write_id, parsed.max_write_id, parsed.statement_id,
+                    bucket, size, self._recorded_size(path, size)))
 
     def raw_files(self, directory: str, write_id: int, statement_id: int,
                   min_write_id: int) -> None:
@@ -275,8 +294,9 @@ class _Planner:
             length = read_flush_length(self.fs, path + FLUSH_LENGTH_SUFFIX) if streaming else None
             if size == 0 or length == 0:
                 continue
-            self.splits.append(self._attach(Split(path, bucket, lo, hi, stmt, rows_valid,
-                                                  logical_length=length, size=size)))
+            self.splits.append(self._attach(Split(
+                path, bucket, lo, hi, stmt, rows_valid, logical_length=length, size=size,
+                recorded_size=self._recorded_size(path, size))))
         raw_allowed = (parsed is None and not self.state.base_is_compacted) or (
             parsed is not None and lo == hi)
         if raw_allowed and facts.originals:
@@ -285,7 +305,9 @@ class _Planner:
 
 def plan_partition(fs: pafs.FileSystem, partition_dir: str, state: AcidState,
                    write_ids: ValidWriteIdList, listed: Listed | None = None, *,
-                   buckets: frozenset[int] | None = None) -> list[Split]:
+                   buckets: frozenset[int] | None = None,
+                   listings: Mapping[str, list[afs.Entry]] | None = None,
+                   exact: frozenset[str] = frozenset()) -> list[Split]:
     """All splits of one partition, in read order: base, originals, then insert deltas.
     ``listed`` (if given) receives the (name, size) of the non-empty bucket files of each
     directory read.
@@ -295,19 +317,30 @@ def plan_partition(fs: pafs.FileSystem, partition_dir: str, state: AcidState,
     its delete files costs a one-row DELETE among hundreds of deltas more than its read).
     Every directory is still listed and counted in ``listed``. Original and LOAD DATA files
     need not follow the bucket hash, so where the partition holds one every split is
-    planned."""
-    splits = _plan(fs, partition_dir, state, write_ids, listed=listed, buckets=buckets)
+    planned.
+
+    ``listings``: the selected directories' contents by path, when the caller knows them
+    (``read.record_plan`` builds them from the metastore's record): then no directory is
+    listed, which on an object store saves a request per directory; ``exact``: the files
+    whose sizes there are the bytes the metastore recorded, checked when they are opened."""
+    splits = _plan(fs, partition_dir, state, write_ids, listed=listed, buckets=buckets,
+                   listings=listings, exact=exact)
     if buckets is not None and any(s.synthetic is not None for s in splits):
-        return _plan(fs, partition_dir, state, write_ids, listed=listed, buckets=None)
+        return _plan(fs, partition_dir, state, write_ids, listed=listed, buckets=None,
+                     listings=listings, exact=exact)
     return splits
 
 
 def _plan(fs: pafs.FileSystem, partition_dir: str, state: AcidState,
           write_ids: ValidWriteIdList, *, listed: Listed | None,
-          buckets: frozenset[int] | None) -> list[Split]:
+          buckets: frozenset[int] | None,
+          listings: Mapping[str, list[afs.Entry]] | None = None,
+          exact: frozenset[str] = frozenset()) -> list[Split]:
     planner = _Planner(fs, partition_dir, state, write_ids, buckets)
     if listed is not None:
         planner.listed = listed
+    if listings is not None:
+        planner.known(listings, exact)
     planner.list_all([*state.delete_deltas, *([state.base] if state.base else []),
                       *(n for n in state.deltas if not state.delta_info[n].delete)])
     planner.collect_deletes()

@@ -1,9 +1,12 @@
-"""Wrong answers become typed errors (issue 13): a stray entry where a partitioned table's
-partitions live stops every read, DML and compaction with an error naming it, instead of
-answering from the wrong directory; reserved column names are refused at create."""
+"""Wrong answers become typed errors: a committed directory or file that is gone or changed
+stops every read with an error naming it; a stray entry nobody recorded is never read by a
+read or DML statement of a warehouse table (they plan from the metastore's record), stops a
+compaction (which would fold it into a base) and is reported by fsck; reserved column names
+are refused at create."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import shutil
 from collections.abc import Callable
@@ -46,47 +49,53 @@ def stray_cases(location: Path) -> list[Path]:
             location / "dt=x" / "h=1" / "k=2"]  # below the last level: not a partition dir
 
 
+def reported(table: Table, path: Path) -> set[str]:
+    """The fsck checks that name ``path``: where a stray is reported now that reads of a
+    warehouse table no longer see it."""
+    found = check(handle_of(table).core, table.name).to_pylist()
+    return {f["check"] for f in found if f["path"] == str(path)}
+
+
 @pytest.mark.parametrize("case", range(4))
-def test_a_stray_directory_stops_reads_dml_and_compaction(table: Table, case: int) -> None:
+def test_a_stray_directory_is_not_read_stops_compaction_and_fsck_reports_it(
+        table: Table, case: int) -> None:
     stray = stray_cases(Path(table.location))[case]
     rows = table.to_arrow()
     assert rows.num_rows == 3
     stray.mkdir(parents=True)
-    actions: list[Callable[[], object]] = [
-        table.to_arrow, lambda: table.delete("id = 1"),
-        lambda: table.update("id = 2", {"v": "'z'"}), lambda: compact(table, "major")]
     if case == 3:  # an extra level inside a leaf partition is a partition's own content
         stray.rmdir()
-        (stray.parent / "stray.txt").write_text("x")
         stray = stray.parent / "stray.txt"
-        actions = actions[:1]  # a file in a leaf is for the ACID directory reader to judge
-        with pytest.raises(DataError):
-            table.to_arrow()
-        return
-    for action in actions:
+        stray.write_text("x")  # read as an original file when the partition was listed
+    assert table.to_arrow().sort_by("id").equals(rows.sort_by("id"))
+    assert table.to_arrow(filter="dt = 'x'").num_rows == 2
+    assert reported(table, stray) & {"stray_directory", "foreign_file"}
+    if case != 3:  # a file in a leaf is for the ACID directory reader to judge
         with pytest.raises(StrayPathError) as caught:
-            action()
+            compact(table, "major")
         assert caught.value.path == str(stray)
         assert str(stray) in str(caught.value)
-    stray.rmdir()
-    assert table.to_arrow().sort_by("id").equals(rows.sort_by("id"))  # nothing was written
+    table.delete("id = 1")
+    table.update("id = 2", {"v": "'z'"})
+    assert table.to_arrow().sort_by("id").column("v").to_pylist() == ["z", "c"]
 
 
-def test_a_stray_file_at_the_root_names_it(table: Table) -> None:
+def test_a_stray_file_at_the_root_is_not_read_and_fsck_names_it(table: Table) -> None:
     stray = Path(table.location) / "part-00000.orc"
     stray.write_bytes(b"not ours")
-    with pytest.raises(StrayPathError, match=r"part-00000\.orc"):
-        table.to_arrow()
+    assert table.to_arrow().num_rows == 3
+    assert reported(table, stray) == {"stray_directory"}
     (Path(table.location) / "_SUCCESS").write_text("")  # hidden names are skipped
     stray.unlink()
     assert table.to_arrow().num_rows == 3
+    assert check(handle_of(table).core, table.name).num_rows == 0
 
 
 def test_inserts_into_a_table_with_a_stray_base_do_not_vanish(table: Table) -> None:
     (Path(table.location) / "base_0000001").mkdir()
     table.insert(pa.table({"id": [9], "v": ["n"], "dt": ["x"], "h": pa.array([1], pa.int32())}))
-    with pytest.raises(StrayPathError):
-        table.to_arrow()
+    assert sorted(table.to_arrow().column("id").to_pylist()) == [1, 2, 3, 9]
+    assert reported(table, Path(table.location) / "base_0000001") == {"stray_directory"}
     (Path(table.location) / "base_0000001").rmdir()
     assert sorted(table.to_arrow().column("id").to_pylist()) == [1, 2, 3, 9]
 
@@ -124,7 +133,8 @@ def test_an_emptied_metastore_file_beside_tables_is_refused(tmp_path: Path) -> N
 
 
 def refused_as_copies(actions: list[Callable[[], object]], copy: Path) -> None:
-    """Each action stops on ``copy`` with a ``StrayPathError`` naming it."""
+    """Each action (one that lists: a compaction) stops on ``copy`` with a ``StrayPathError``
+    naming it."""
     for action in actions:
         with pytest.raises(StrayPathError, match="copied in by hand") as caught:
             action()
@@ -156,7 +166,7 @@ def test_a_removed_committed_directory_is_named_not_read_around(flat: Table, pre
     for action in (flat.to_arrow, lambda: flat.delete("id = 5")):
         with pytest.raises(MissingDataError) as caught:
             action()
-        assert caught.value.path == str(gone)
+        assert (caught.value.path or "").startswith(str(gone) + "/")  # its first file
 
 
 @pytest.mark.parametrize("how", ["removed", "truncated"])
@@ -168,8 +178,11 @@ def test_a_removed_or_emptied_bucket_file_is_named(flat: Table, how: str) -> Non
     else:
         file.write_bytes(b"")
     for action in (flat.to_arrow, lambda: compact(flat, "major")):
-        with pytest.raises(MissingDataError, match=r"2 bucket file\(s\).* but 1 are there"):
+        with pytest.raises(MissingDataError, match=r"2 bucket file\(s\).* but 1 are there|"
+                           r"bucket_00001 is not there|bucket_00001 of \d+ bytes, but it "
+                           "holds 0") as caught:
             action()
+        assert caught.value.path in (str(file), str(file.parent))
 
 
 @pytest.mark.parametrize("prefix", ["delta_0000001", "delete_delta_0000002"])
@@ -190,8 +203,11 @@ def test_an_emptied_delete_delta_file_is_named(flat: Table) -> None:
     """A committed delete event file truncated to 0 bytes brought deleted rows back."""
     files = sorted(only(flat.location, "delete_delta_0000002").glob("bucket_*"))
     files[0].write_bytes(b"")
-    with pytest.raises(MissingDataError, match=r"bucket file\(s\).* but \d+ are there"):
+    with pytest.raises(MissingDataError, match=r"of \d+ bytes, but it holds 0") as caught:
         flat.to_arrow()
+    assert caught.value.path == str(files[0])
+    with pytest.raises(MissingDataError, match=r"bucket file\(s\).* but \d+ are there"):
+        compact(flat, "major")  # which lists
 
 
 def every_consumer(table: Table) -> list[Callable[[], object]]:
@@ -200,6 +216,16 @@ def every_consumer(table: Table) -> list[Callable[[], object]]:
             lambda: list(handle_of(table).scan().to_batches()), lambda: table.changes(1, 3),
             lambda: table.delete("id = 5"), lambda: table.update("id = 6", {"v": "'z'"}),
             lambda: compact(table, "minor"), lambda: compact(table, "major")]
+
+
+#: the consumers of ``every_consumer`` pruned to the bucket of one id: planned from the
+#: record, they open no file of another bucket, so neither need nor notice a missing one
+PRUNED = (1, 4, 5)
+
+
+def whole_consumers(table: Table) -> list[Callable[[], object]]:
+    """``every_consumer`` but those pruned to one bucket: each opens every file it reads."""
+    return [c for i, c in enumerate(every_consumer(table)) if i not in PRUNED]
 
 
 @pytest.mark.parametrize("how", ["renamed", "swapped"])
@@ -221,9 +247,11 @@ def test_a_renamed_delete_delta_file_is_missing_not_a_deleted_row_back(flat: Tab
         (directory / "tmp").rename(one)
         message = r"of \d+ bytes, but it holds \d+"
         victim = zero
-    for action in every_consumer(flat):
+    planned = rf"{directory.name}/{victim.name} (is not there|of \d+ bytes, but it holds)"
+    for action in whole_consumers(flat):
         with pytest.raises(MissingDataError, match=f"write id 2 committed bucket file "
-                           f"dt=x/h=1/{directory.name}/{victim.name}.*{message}") as caught:
+                           f"dt=x/h=1/{directory.name}/{victim.name}.*{message}|{planned}"
+                           ) as caught:
             action()
         assert caught.value.path == str(victim)
     fsck = check(handle_of(flat).core)
@@ -238,19 +266,26 @@ def test_a_bucket_file_copied_over_another_is_missing(flat: Table) -> None:
     victim = only(flat.location, "delta_0000003") / "bucket_00001"
     assert victim.exists() and source.stat().st_size != victim.stat().st_size
     shutil.copyfile(source, victim)
-    for action in every_consumer(flat):
+    for action in whole_consumers(flat):
         with pytest.raises(MissingDataError, match=r"committed bucket file .* of \d+ bytes, "
                            r"but it holds \d+") as caught:
             action()
         assert caught.value.path == str(victim)
+    assert "missing_file" in reported(flat, victim)
 
 
 def test_a_bucket_file_no_record_names_is_a_stray(flat: Table) -> None:
     """A file copied into a committed directory under a name its write did not make would be
-    read as that write's rows."""
+    read as that write's rows: reads and the change feed plan from the record and never open
+    it, fsck reports it, and compaction (which lists) refuses it."""
     directory = only(flat.location, "delta_0000003")
+    rows, feed = flat.to_arrow().sort_by("id"), flat.changes(1, 3)
     shutil.copyfile(directory / "bucket_00001", directory / "bucket_00000")
-    for action in every_consumer(flat):
+    assert flat.to_arrow().sort_by("id").equals(rows)
+    assert flat.to_arrow(columns=["id"], filter="id = 1").num_rows == 0
+    assert "foreign_file" in reported(flat, directory / "bucket_00000")
+    assert flat.changes(1, 3).equals(feed)  # the feed plans from the record too
+    for action in every_consumer(flat)[6:]:
         with pytest.raises(StrayPathError, match="write id 3 recorded the bucket files of "
                            r".* \(bucket_00001\) and this is not one of them") as caught:
             action()
@@ -264,11 +299,11 @@ def test_a_renamed_file_of_a_compacted_directory_is_missing(flat: Table, kind: K
     directory = compacted(flat, kind, "delete_delta_" if kind == "minor" else "base_")
     victim = sorted(directory.glob("bucket_*"))[0]
     victim.rename(directory / "bucket_00005")
-    consumers = every_consumer(flat)
-    del consumers[3]  # the change feed cannot start below a base (NotEnoughHistoryError)
+    consumers = whole_consumers(flat)
+    del consumers[2]  # the change feed cannot start below a base (NotEnoughHistoryError)
     for action in consumers:
         with pytest.raises(MissingDataError, match=r"compaction txn \d+ committed bucket "
-                           "file") as caught:
+                           f"file|{victim.name} is not there") as caught:
             action()
         assert caught.value.path == str(victim)
 
@@ -356,18 +391,24 @@ def test_a_bucket_file_gone_from_a_compacted_directory_is_named(
         victim.write_bytes(b"")
     actions: list[Callable[[], object]] = [flat.to_arrow, lambda: flat.delete("id = 5"),
                                            lambda: compact(flat, "major")]
-    for action in actions:
-        with pytest.raises(MissingDataError, match=r"compaction txn \d+ committed 2 bucket "
-                           r"file\(s\) in .* but 1 are there") as caught:
+    for action in actions[:1]:  # planned from the record: the file fails as it is opened
+        with pytest.raises(DataError) as caught:  # gone, or 0 bytes of a share of them
             action()
-        assert caught.value.path == str(directory)
+        assert caught.value.path == str(victim)
+    with pytest.raises(MissingDataError, match=r"compaction txn \d+ committed 2 bucket "
+                       r"file\(s\) in .* but 1 are there") as caught:
+        compact(flat, "major")  # which lists
+    assert caught.value.path == str(directory)
 
 
 def test_a_removed_compacted_directory_is_named(flat: Table) -> None:
     base = compacted(flat, "major", "base_")
     shutil.rmtree(base)
-    with pytest.raises(MissingDataError, match="folded into") as caught:
+    with pytest.raises(MissingDataError, match="is not there") as caught:
         flat.to_arrow()
+    assert (caught.value.path or "").startswith(str(base) + "/")
+    with pytest.raises(MissingDataError, match="folded into") as caught:
+        compact(flat, "major")  # which lists
     assert caught.value.path == str(base)
 
 
@@ -381,6 +422,10 @@ def test_compacted_directories_without_a_record_read_as_before(wh: Warehouse,
     rows = flat.to_arrow().sort_by("id")
     with sqlite3.connect(Path(wh.location) / "_acidstore_metastore.db") as conn:
         conn.execute("DELETE FROM compaction_outputs")
+        # a table of before metastore schema 12, whose reads list (``read.record_plan``)
+        conn.execute("UPDATE tables SET originals_recorded = 0")
+    handle = handle_of(flat)
+    handle.info = dataclasses.replace(handle.info, originals_recorded=False)
     conn.close()
     sorted(base.glob("bucket_*"))[0].unlink()  # undetectable without the record
     assert flat.to_arrow().num_rows < rows.num_rows
@@ -397,11 +442,13 @@ def test_compacted_directories_without_a_record_read_as_before(wh: Warehouse,
 def test_a_directory_copied_under_a_committed_write_id_is_refused(
         flat: Table, source: str, copy: str) -> None:
     rows = flat.to_arrow().sort_by("id")
+    feed = flat.changes(1, 3)
     partition = Path(flat.location, "dt=x", "h=1")
     shutil.copytree(partition / source, partition / copy)
-    refused_as_copies([flat.to_arrow, lambda: flat.delete("id = 5"),
-                       lambda: compact(flat, "major"), lambda: list(flat.changes(1, 3))],
-                      partition / copy)
+    assert flat.to_arrow().sort_by("id").equals(rows)  # planned from the record: not read
+    assert reported(flat, partition / copy) == {"unknown_write"}
+    assert flat.changes(1, 3).equals(feed)  # the feed plans from the record too
+    refused_as_copies([lambda: compact(flat, "major")], partition / copy)
     shutil.rmtree(partition / copy)
     assert flat.to_arrow().sort_by("id").equals(rows)
 
@@ -421,8 +468,9 @@ def test_a_compacted_base_copied_under_a_write_id_is_refused(flat: Table, copy: 
     partition = base.parent
     shutil.copytree(base, partition / copy)
     assert (partition / copy / "_metadata_acid").exists()
-    refused_as_copies([flat.to_arrow, lambda: flat.delete("id = 7"),
-                       lambda: compact(flat, "major")], partition / copy)
+    assert flat.to_arrow().sort_by("id").equals(rows)  # planned from the record: not read
+    assert reported(flat, partition / copy) == {"unknown_write"}
+    refused_as_copies([lambda: compact(flat, "major")], partition / copy)
     shutil.rmtree(partition / copy)
     assert flat.to_arrow().sort_by("id").equals(rows)
 
@@ -432,8 +480,10 @@ def test_a_compacted_directory_copied_into_another_partition_is_refused(flat: Ta
     output = compacted(flat, "minor", "delta_")
     other = Path(flat.location, "dt=x", "h=2")
     shutil.copytree(output, other / output.name)
+    assert sorted(flat.to_arrow(filter="h = 2").column("id").to_pylist()) == [30]
+    assert reported(flat, other / output.name) == {"unknown_write"}
     with pytest.raises(StrayPathError, match=r"compaction txn \d+ recorded") as caught:
-        flat.to_arrow()
+        compact(flat, "major")  # which lists
     assert caught.value.path == str(other / output.name)
 
 
@@ -481,7 +531,7 @@ def test_an_event_copied_inside_a_compacted_base_is_refused(flat: Table,
         # give it away before the file is opened; its event count when they happen to match
         with pytest.raises(DataError, match=r"holds \d+ events, but the compaction that "
                            r"wrote it recorded \d+|committed \d+ bytes of bucket files in "
-                           r".*, but they hold \d+") as caught:
+                           r".*, but they hold \d+|of \d+ bytes, but it holds \d+") as caught:
             action()
         assert caught.value.path in (path, str(victim.parent))
 
@@ -509,9 +559,12 @@ def test_files_of_an_aborted_write_left_after_cleaning_are_refused(
     shutil.copytree(kept, written)  # the straggler's files
     table.insert(pa.table({"id": [10], "v": ["real"], "dt": ["y"],
                            "h": pa.array([1], pa.int32())}))
+    # planned from the record: the straggler's files are never read; fsck names them
+    assert sorted(table.to_arrow().column("id").to_pylist()) == [1, 2, 3, 10]
+    assert reported(table, written) == {"unknown_write"}
     with pytest.raises(StrayPathError, match="no committed write of this table recorded") \
             as caught:
-        table.to_arrow()
+        compact(table, "major")  # which lists
     assert caught.value.path == str(written)
     shutil.rmtree(written)
     assert sorted(table.to_arrow().column("id").to_pylist()) == [1, 2, 3, 10]

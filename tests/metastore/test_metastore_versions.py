@@ -169,7 +169,7 @@ def test_a_version_6_store_gets_app_versions(backend: Backend) -> None:
         set_version(conn, "6")
     again = backend.open()
     try:
-        assert version(backend) == str(SCHEMA_VERSION) == "15"
+        assert version(backend) == str(SCHEMA_VERSION) == "16"
         assert again.app_versions("t") == []
         txn = begin(again)
         again.record_app_version(txn, "t", "job", 1)
@@ -206,7 +206,7 @@ def test_a_version_10_store_records_bucket_files(backend: Backend) -> None:
         set_version(conn, "10")
     again = backend.open()
     try:
-        assert version(backend) == str(SCHEMA_VERSION) == "15"
+        assert version(backend) == str(SCHEMA_VERSION) == "16"
         files = (("delta_0000002_0000002_0000/bucket_00001", 880),)
         writes: tuple[tuple[Operation, int], ...] = (("insert", 2), ("delete", 3))
         for operation, write_id in writes:
@@ -231,7 +231,7 @@ def test_a_version_11_store_marks_its_tables_as_unrecorded(backend: Backend) -> 
         set_version(conn, "11")
     again = backend.open()
     try:
-        assert version(backend) == str(SCHEMA_VERSION) == "15"
+        assert version(backend) == str(SCHEMA_VERSION) == "16"
         assert again.get_table("t").originals_recorded is False
         assert again.create_table(new_table("u")).originals_recorded is True
         assert again.get_table("u").originals_recorded is True
@@ -254,7 +254,7 @@ def test_a_version_7_store_continues_its_counters(backend: Backend) -> None:
         set_version(conn, "7")
     again = backend.open()
     try:
-        assert version(backend) == str(SCHEMA_VERSION) == "15"
+        assert version(backend) == str(SCHEMA_VERSION) == "16"
         txn = begin(again)
         assert txn == 40
         assert again.commit(txn, [write(again, txn, "insert")]).commit_seq == 30
@@ -284,7 +284,7 @@ def test_a_version_12_store_takes_commit_times_from_the_metastore(backend: Backe
         set_version(conn, "12")
     again = backend.open()
     try:
-        assert version(backend) == str(SCHEMA_VERSION) == "15"
+        assert version(backend) == str(SCHEMA_VERSION) == "16"
         assert again.warehouse_binding() is None
         txn = begin(again)
         info = again.commit(txn, [write(again, txn, "insert")])
@@ -324,7 +324,7 @@ def test_a_version_14_store_counts_updated_rows(backend: Backend) -> None:
         set_version(conn, "14")
     again = backend.open()
     try:
-        assert version(backend) == str(SCHEMA_VERSION) == "15"
+        assert version(backend) == str(SCHEMA_VERSION) == "16"
         txn = begin(again)
         updated = dataclasses.replace(write(again, txn, "update"), rows_inserted=2,
                                       rows_deleted=2)

@@ -1,11 +1,11 @@
 """Original files in warehouse tables: a partition without a base takes every file outside
 the ACID directories for pre-ACID rows (Hive's LOAD DATA and converted tables). A table
 created at metastore schema 12 or later records every original it may hold (those
-``adopt_table`` placed, none otherwise), so a file copied into a partition is a
-``StrayPathError`` rather than rows no write made, and a recorded original removed, emptied
-or replaced is a ``MissingDataError`` rather than rows silently gone; reads, DML and
-compaction all stop on it. Tables created before may hold unrecorded adopted originals and
-are read as before."""
+``adopt_table`` placed, none otherwise), so a file copied into a partition is never read as
+rows no write made (reads plan from the record; fsck reports the file, and a compaction
+refuses it), and a recorded original removed, emptied or replaced is a ``MissingDataError``
+rather than rows silently gone; reads, DML and compaction all stop on it. Tables created
+before may hold unrecorded adopted originals and are read as before."""
 
 from __future__ import annotations
 
@@ -37,18 +37,25 @@ def ids(t: Table) -> list[int]:
     return sorted(t.to_arrow().column("id").to_pylist())
 
 
-def test_a_file_copied_into_a_partition_is_a_stray(wh: Warehouse) -> None:
+def test_a_file_copied_into_a_partition_is_not_read_and_fsck_reports_it(wh: Warehouse) -> None:
+    """Reads and DML plan from the metastore's record, which names no such file: it is
+    never read. fsck reports it, and a compaction (which lists) refuses it rather than fold
+    it into a base."""
     t = wh.create_table("db.t", SCHEMA, partition_by=["dt"])
     t.insert(pa.table({"id": [1, 2], "dt": ["a", "a"]}))
     assert handle_of(t).info.originals_recorded
     copied = Path(t.location) / "dt=a" / "000000_0"
     po.write_table(pa.table({"id": [99]}), str(copied))  # read as a row of the table before
-    for action in actions(t):
-        with pytest.raises(StrayPathError, match="no adoption placed") as info:
-            action()
-        assert info.value.path == str(copied)
+    assert ids(t) == [1, 2]
+    found = wh.fsck("db.t").to_pylist()
+    assert [(f["check"], f["path"]) for f in found] == [("foreign_file", str(copied))]
+    with pytest.raises(StrayPathError, match="no adoption placed") as info:
+        compact(t, "major")
+    assert info.value.path == str(copied)
+    t.delete("id = 1")
+    assert ids(t) == [2]
     copied.unlink()
-    assert ids(t) == [1, 2]  # nothing was written meanwhile
+    assert ids(t) == [2]
 
 
 @pytest.fixture

@@ -3,8 +3,9 @@
 A table keeps every committed write's record forever; a read once loaded all of it, so a
 compacted table's reads and DML statements cost its whole history (964 ms at 30,000 commits).
 Now each partition loads the writes from its base's write id up: the work must stay flat
-as the history grows, and every missing or stray directory above the base (or, for a
-snapshot older than the base, above whatever it selects) must still stop the read.
+as the history grows, and every missing directory above the base (or, for a snapshot older
+than the base, above whatever it selects) must still stop the read. A stray directory is
+not read (reads plan from the record); fsck reports it and compaction refuses it.
 Work is counted in SQLite virtual-machine steps (deterministic), never in time.
 """
 
@@ -20,7 +21,9 @@ import pytest
 from metastore_support import sqlite_steps
 
 from acidstore import Table, Warehouse
+from acidstore.engine.handle import handle_of
 from acidstore.errors import MissingDataError, StrayPathError
+from acidstore.fsck import fsck
 from acidstore.metastore import Metastore, WriteComponent
 from compaction import Cleaner, compact
 
@@ -91,11 +94,19 @@ def compacted(wh: Warehouse) -> Table:
     return t
 
 
+def reported(t: Table, path: Path) -> set[str]:
+    """The fsck checks naming ``path``: reads plan from the record and never see a stray."""
+    found = fsck(handle_of(t).core, t.name).to_pylist()
+    return {f["check"] for f in found if f["path"] == str(path)}
+
+
 def test_a_delta_copied_in_above_the_base_is_a_stray(compacted: Table) -> None:
     part = Path(compacted.location) / "dt=a"
     shutil.copytree(part / "delta_0000004_0000004_0000", part / "delta_0000004_0000004_0007")
+    assert ids(compacted) == [0, 1, 2, 3]
+    assert reported(compacted, part / "delta_0000004_0000004_0007") == {"unknown_write"}
     with pytest.raises(StrayPathError, match="write id 4 committed") as caught:
-        compacted.to_arrow()
+        compact(compacted, "major")  # which lists
     assert caught.value.path is not None and caught.value.path.endswith("_0007")
 
 
@@ -104,16 +115,18 @@ def test_a_write_copied_in_as_a_base_is_a_stray(compacted: Table) -> None:
     includes it), and write 4 recorded a delta, not a base."""
     part = Path(compacted.location) / "dt=a"
     shutil.copytree(part / "delta_0000004_0000004_0000", part / "base_0000004")
+    assert ids(compacted) == [0, 1, 2, 3]
+    assert reported(compacted, part / "base_0000004") == {"unknown_write"}
     with pytest.raises(StrayPathError, match="write id 4"):
-        compacted.to_arrow()
+        compact(compacted, "major")
 
 
 def test_a_missing_delta_above_the_base_stops_the_read(compacted: Table) -> None:
     part = Path(compacted.location) / "dt=a"
     shutil.rmtree(part / "delta_0000004_0000004_0000")
-    with pytest.raises(MissingDataError, match="write id 4 committed") as caught:
+    with pytest.raises(MissingDataError, match="is not there") as caught:
         compacted.to_arrow()
-    assert caught.value.path == str(part / "delta_0000004_0000004_0000")
+    assert caught.value.path == str(part / "delta_0000004_0000004_0000" / "bucket_00000")
     with pytest.raises(MissingDataError):
         compacted.delete("id = 0")
 
@@ -131,7 +144,8 @@ def test_a_missing_file_of_an_insert_overwrite_base_stops_the_read(wh: Warehouse
     for bucket in base.iterdir():
         if bucket.name.startswith("bucket_"):
             bucket.write_bytes(b"")  # 0 bytes: the record knows it had rows
-    with pytest.raises(MissingDataError, match="write id 4 committed 1 bucket"):
+    with pytest.raises(MissingDataError, match=r"base_0000004/bucket_00000 of \d+ bytes, but "
+                       "it holds 0"):
         t.to_arrow()
 
 
@@ -146,7 +160,8 @@ def test_time_travel_before_a_compaction_checks_what_it_reads(wh: Warehouse) -> 
     assert ids(t, as_of=2) == [0, 1]
     shutil.rmtree(part / "delta_0000002_0000002_0000")
     assert ids(t) == [0, 1, 2, 3]  # the current snapshot reads the base
-    with pytest.raises(MissingDataError, match="write id 2 committed"):
+    with pytest.raises(MissingDataError, match="delta_0000002_0000002_0000/bucket_00000 is "
+                       "not there"):
         t.to_arrow(as_of=2)
 
 
@@ -162,7 +177,8 @@ def test_partitions_with_different_bases_each_get_their_own_check(wh: Warehouse)
     assert children(str(Path(t.location) / "dt=a"))[0].startswith("base_0000004")
     assert ids(t) == [0, 0, 1, 2]
     shutil.rmtree(Path(t.location) / "dt=b" / "delta_0000001_0000001_0000")
-    with pytest.raises(MissingDataError, match="write id 1 committed"):
+    with pytest.raises(MissingDataError, match="delta_0000001_0000001_0000/bucket_00000 is "
+                       "not there"):
         t.to_arrow()
 
 
@@ -185,8 +201,10 @@ def test_an_emptied_file_of_a_compaction_output_is_missing_in_any_partition(
     base = Path(t.location) / "dt=c"
     (bucket,) = (f for d in base.iterdir() for f in d.iterdir() if f.name.startswith("bucket_"))
     bucket.write_bytes(b"")
-    with pytest.raises(MissingDataError, match=r"compaction txn \d+ committed 1 bucket"):
+    with pytest.raises(MissingDataError, match=r"of \d+ bytes, but it holds 0"):
         t.to_arrow()
+    with pytest.raises(MissingDataError, match=r"compaction txn \d+ committed 1 bucket"):
+        compact(t, "major")  # which lists
 
 
 def test_another_partitions_compaction_output_copied_in_is_a_stray(wh: Warehouse) -> None:
@@ -195,5 +213,7 @@ def test_another_partitions_compaction_output_copied_in_is_a_stray(wh: Warehouse
     t = _compacted_one_by_one(wh, "cba")
     (a_base,) = (Path(t.location) / "dt=a").iterdir()
     shutil.copytree(a_base, Path(t.location) / "dt=c" / a_base.name)
+    assert ids(t) == [0, 0, 0, 1, 1, 1]
+    assert reported(t, Path(t.location) / "dt=c" / a_base.name) == {"unknown_write"}
     with pytest.raises(StrayPathError, match=r"in dt=c \(none\)"):
-        t.to_arrow()
+        compact(t, "major", partition="dt=c")

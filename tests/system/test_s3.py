@@ -301,18 +301,40 @@ def test_integrity_checks_see_s3_listings(wh: acidstore.Warehouse, s3_place: S3P
     with fs.open_output_stream(bucket_file) as out:
         out.write(data)
 
-    # a stray directory above the partitions: as an object under a prefix, or a bare marker
+    # a stray directory above the partitions: as an object under a prefix, or a bare marker.
+    # Reads plan from the metastore's record and never see it; fsck and compaction (which
+    # lists) do
     fs.create_dir(f"{t.location}/base_0000009")
-    with pytest.raises(StrayPathError, match="base_0000009"):
-        t.to_arrow()
+    assert visible(t) == [(2, 2.0, "new", "a")]
     assert "stray_directory" in wh.fsck().column("check").to_pylist()
     fs.delete_dir(f"{t.location}/base_0000009")
     with fs.open_output_stream(f"{t.location}/base_0000009/bucket_00000") as out:
         out.write(b"not orc")
+    assert visible(t) == [(2, 2.0, "new", "a")]
     with pytest.raises(StrayPathError, match="base_0000009"):
-        t.to_arrow()
+        compact(t, "major")
     fs.delete_dir(f"{t.location}/base_0000009")
     assert visible(t) == [(2, 2.0, "new", "a")]
+
+
+def test_a_read_sends_the_requests_of_the_files_it_opens(wh: acidstore.Warehouse,
+                                                         s3_place: S3Place) -> None:
+    """A read plans from the metastore's record: no listing, and a one-partition read sends
+    the same requests however many partitions (and directories) the table has."""
+    t = new_table(wh)
+    sent = {}
+    for count, first in ((2, 0), (8, 2)):  # partitions d0, d1; then d2..d7 as well
+        t.insert(rows(*[(i, float(i), "new", f"d{i}") for i in range(first, count)]))
+        t.delete(f"dt = 'd{count - 1}'")  # a delete delta in another partition
+        before = len(s3_place.server.requests())
+        assert visible(t, filter="dt = 'd0'") == [(0, 0.0, "new", "d0")]
+        sent[count] = s3_place.server.requests()[before:]
+        assert not [line for line in sent[count] if "list-type=2" in line], sent[count]
+        before = len(s3_place.server.requests())
+        assert len(visible(t)) == 1 + (count == 8) * 5
+        full = s3_place.server.requests()[before:]
+        assert not [line for line in full if "list-type=2" in line], full
+    assert len(sent[2]) == len(sent[8]) > 0, sent
 
 
 def test_the_command_line_on_s3(wh: acidstore.Warehouse, s3_place: S3Place) -> None:
@@ -336,9 +358,12 @@ def test_a_partition_filter_lists_only_the_partitions_it_reads(
     t.insert(rows((1, 1.0, "new", "a"), (2, 2.0, "new", "b"), (3, 3.0, "new", "c")))
     before = len(s3_place.server.requests())
     assert visible(t, filter="dt = 'b'") == [(2, 2.0, "new", "b")]
-    listed = [line for line in s3_place.server.requests()[before:] if "list-type=2" in line]
-    assert listed and any("dt%3Db" in line for line in listed)
-    assert not [line for line in listed if "dt%3Da" in line or "dt%3Dc" in line], listed
+    sent = s3_place.server.requests()[before:]
+    # planned from the metastore's record: nothing listed, only the partition's file opened
+    assert not [line for line in sent if "list-type=2" in line], sent
+    assert any("dt%3Db" in line or "dt=b" in line for line in sent), sent
+    assert not [line for line in sent if any(f"dt{eq}{v}" in line for eq in ("%3D", "=")
+                                             for v in "ac")], sent
     # what is pruned is not checked either: a partition the filter excludes may be damaged
     fs = s3_place.filesystem()
     for info in fs.get_file_info(pafs.FileSelector(f"{t.location}/dt=c", recursive=True)):

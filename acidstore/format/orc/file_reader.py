@@ -67,11 +67,21 @@ def read_flush_length(fs: pafs.FileSystem, side_file: str) -> int | None:
     return int.from_bytes(data[(whole - 1) * 8:whole * 8], "big", signed=True)
 
 
+def _check_size(path: str, size: int | None, actual: int) -> None:
+    if size is not None and actual != size:
+        raise MissingDataError(f"committed bucket file {path} of {size} bytes, but it holds "
+                               f"{actual} (replaced, emptied or changed by hand?)", path=path)
+
+
 class OrcFile:
     """One opened ORC data file of a table, ACID events or original rows."""
 
-    def __init__(self, fs: pafs.FileSystem, path: str, *, logical_length: int | None = None
-                 ) -> None:
+    def __init__(self, fs: pafs.FileSystem, path: str, *, logical_length: int | None = None,
+                 size: int | None = None) -> None:
+        """``size``: the bytes the table's record says the file holds (None: not checked). A
+        read planned from the record lists nothing, so this is where a file replaced, emptied
+        or swapped with another since its commit shows, at no extra request (opening a file
+        learns its length anyway): a ``MissingDataError`` naming it."""
         self.path = path
         self._fs = fs
         #: the file's readable bytes in memory: a file still streamed, or a small one held
@@ -85,6 +95,7 @@ class OrcFile:
         key = small_key(fs, path) if logical_length is None else None
         opened = held(key) if key is not None else None
         if opened is not None:
+            _check_size(path, size, opened.buffer.size)
             self._adopt(opened)
             return
         try:
@@ -95,15 +106,18 @@ class OrcFile:
                 self._prefix = read_small(fs, key)
             source: pa.NativeFile = pa.BufferReader(self._prefix) \
                 if self._prefix is not None else fs.open_input_file(path)
+            if logical_length is None:
+                _check_size(path, size, source.size())
             self._orc = po.ORCFile(source)
             self.schema: pa.Schema = self._orc.schema
             self.nrows: int = self._orc.nrows
             self.nstripes: int = self._orc.nstripes
             raw_meta = self._orc.metadata
         except FileNotFoundError as exc:
-            # planned reads list their files first: one gone since is missing, not corrupt
-            raise MissingDataError(f"ORC file gone since it was listed: {exc}",
-                                   path=path) from exc
+            # a planned file (listed, or named by the metastore's record) that is not
+            # there is missing, not corrupt
+            raise MissingDataError(f"ORC file {path} is not there, yet this snapshot must "
+                                   "read it (removed or moved by hand?)", path=path) from exc
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise decode_error(exc, path, "open ORC file") from exc
         self.user_metadata: dict[str, bytes] = {

@@ -1,0 +1,202 @@
+"""Planning a warehouse table's reads from the metastore's record, without listing (layer L3).
+
+The metastore records every directory and bucket file (by name and bytes) a committed write
+made, and every directory and bucket file a committed compaction made. For a table whose
+record is complete, that record *is* the table's manifest, as a Delta log or an Iceberg
+manifest is: a read can choose its directories (Hive's ``getAcidState``, unchanged: the
+record is handed to ``format.directory.select`` as if it were the partition's listing) and
+its files from it, and open only the files it reads. Listing instead cost a request per
+directory of every partition a read touched (on S3 a read of one partition of a large table
+paid for the whole partition's history of directories, and a full read for every directory
+of the table).
+
+What listing found that the record cannot see moves to ``fsck``: a directory or file nobody
+recorded is simply never read (as Delta and Iceberg ignore files their log does not name),
+and ``fsck`` reports it. A recorded file that is gone is still ``MissingDataError``: opening
+it fails, and ``format.orc.file_reader`` names the file.
+
+A partition is planned from the record only when the record is known to be complete for it:
+
+- the table records all it holds (``TableInfo.originals_recorded``: created at metastore
+  schema 12 or later, so every write recorded its bucket files and bytes and every
+  compaction its outputs);
+- the reader's transaction has no writes of its own to the table (those are not committed,
+  so not in the record);
+- no write at or above the partition's base lacks its bucket files, and no directory of it
+  breaks the layout;
+- no recorded original file lies in it (adopted originals keep the listing path);
+- the snapshot is not older than an INSERT OVERWRITE whose replaced directories the cleaner
+  may have removed (``AcidState.newer_base``: the listing path tells that case apart).
+
+Anything else returns None and the caller lists, as before.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
+
+import pyarrow.fs as pafs
+
+from acidstore.errors import NotEnoughHistoryError
+from acidstore.format.directory import AcidState, PartitionListing, select
+from acidstore.format.layout import is_acid_directory_name
+from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
+from acidstore.io import fs as afs
+from acidstore.metastore import CompactionOutput, TableRecord, WriteComponent
+from acidstore.read.splits import Split, plan_partition
+
+__all__ = ["PlannedPartition", "RecordPlan"]
+
+
+@dataclass(frozen=True)
+class PlannedPartition:
+    """One partition's snapshot state chosen from the record, with what planning needs."""
+
+    state: AcidState
+    #: each recorded directory's bucket files, by absolute directory path (what a listing
+    #: of it would have shown, from the record)
+    listings: dict[str, list[afs.Entry]]
+    #: absolute file path -> the events its compaction recorded (checked when opened)
+    expected_rows: dict[str, int] = field(default_factory=dict)
+    #: the files (absolute) whose bytes the record names exactly, checked when opened
+    exact: frozenset[str] = frozenset()
+
+    def files(self, directory: str) -> tuple[tuple[str, int | None], ...]:
+        """A selected directory's non-empty bucket files (name, the bytes to check when it
+        is opened or None) as the record names them."""
+        return tuple((e.name, e.size if afs.join(directory, e.name) in self.exact else None)
+                     for e in self.listings.get(directory, ()) if e.size > 0)
+
+    def splits(self, fs: pafs.FileSystem, partition_path: str, write_ids: ValidWriteIdList,
+               buckets: frozenset[int] | None = None) -> list[Split]:
+        """The partition's splits, planned from the record: no directory is listed, and
+        each file carries the bytes or the events it must hold, checked as it is opened."""
+        splits = plan_partition(fs, partition_path, self.state, write_ids, buckets=buckets,
+                                listings=self.listings, exact=self.exact)
+        expected = self.expected_rows
+        return [replace(s, expected_rows=expected[s.path]) if s.path in expected else s
+                for s in splits]
+
+
+@dataclass
+class _Directories:
+    """The recorded directories of one partition, by name, with their files."""
+
+    files: dict[str, dict[str, int]] = field(default_factory=lambda: defaultdict(dict))
+    expected_rows: dict[str, int] = field(default_factory=dict)
+    #: "directory/file" of the files whose recorded bytes are their own, not a share
+    exact: set[str] = field(default_factory=set)
+
+    def add_write(self, component: WriteComponent, partition: str) -> bool:
+        """Add a write's directories; False if its record cannot stand for a listing."""
+        bucket_files = component.bucket_files
+        if bucket_files is None:
+            return False  # committed before metastore schema 11: counts only
+        for directory in component.directories:
+            parent, _, name = directory.rpartition("/")
+            if parent != partition or not is_acid_directory_name(name):
+                return False
+            self.files[name]  # a directory whose write left no file is still there
+        for path, size in bucket_files:
+            directory, _, file_name = path.rpartition("/")
+            parent, _, name = directory.rpartition("/")
+            if parent != partition or name not in self.files:
+                return False
+            self.files[name][file_name] = size
+            self.exact.add(f"{name}/{file_name}")
+        return True
+
+    def add_output(self, output: CompactionOutput, partition: str) -> bool:
+        parent, _, name = output.directory.rpartition("/")
+        if parent != partition or not is_acid_directory_name(name):
+            return False
+        rows = dict(output.file_rows)
+        # a compaction records its files' events and their bytes together: each file's own
+        # bytes only weigh planning (small files, ranges), so an even share stands in
+        share = max(1, output.bytes // max(1, len(rows)))
+        files = self.files[name]
+        for file_name, events in rows.items():
+            files[file_name] = share
+            self.expected_rows[f"{name}/{file_name}"] = events
+        if len(rows) == 1:
+            self.exact.update(f"{name}/{file_name}" for file_name in rows)
+        return True
+
+    def listing(self, path: str) -> PartitionListing:
+        entries = tuple(afs.Entry(name, True, 0) for name in sorted(self.files))
+        return PartitionListing(entries, path=path)
+
+
+class RecordPlan:
+    """A table's reads of one snapshot, planned partition by partition from the record.
+
+    Each partition costs two indexed metastore queries (its compaction outputs, then its
+    committed writes from its base's write id up, by ``(table, partition, write id)``),
+    whatever the size of the table and of the partition's history below its base."""
+
+    def __init__(self, metastore: TableRecord, table: str, location: str) -> None:
+        self._metastore = metastore
+        self._table = table
+        self._location = location
+        self._originals: frozenset[str] | None = None
+
+    @property
+    def location(self) -> str:
+        return self._location
+
+    def original_partitions(self) -> frozenset[str]:
+        """The partitions (relative) holding recorded original files (adopted tables)."""
+        if self._originals is None:
+            self._originals = frozenset(
+                o.partition for o in self._metastore.original_files(self._table))
+        return self._originals
+
+    def partitions(self) -> list[str]:
+        """The table's partitions (relative, in path order) as the record knows them: those
+        any write recorded, and those holding adopted originals."""
+        found = {*self._metastore.list_partitions(self._table), *self.original_partitions()}
+        return sorted(found, key=lambda p: p.split("/"))
+
+    def plan(self, partition_path: str, write_ids: ValidWriteIdList,
+             txns: ValidTxnList | None) -> PlannedPartition | None:
+        """The partition's state from the record, or None where the record may not stand
+        for a listing (see the module docstring)."""
+        relative = afs.relative(self._location, partition_path) \
+            if partition_path != self._location else ""
+        if relative in self.original_partitions():
+            return None
+        known = _Directories()
+        outputs = self._metastore.compaction_outputs(self._table, partition=relative)
+        if not all(known.add_output(o, relative) for o in outputs):
+            return None
+        floor = _floor(known.listing(partition_path), write_ids, txns)
+        components = self._metastore.committed_components(
+            self._table, partition=relative, min_write_id=floor)
+        if not all(known.add_write(c, relative) for c in components):
+            return None
+        state = select(known.listing(partition_path), write_ids, txns)
+        if state.newer_base is not None:
+            return None  # older than an overwrite: the listing tells what the cleaner left
+        listings = {afs.join(partition_path, name): _entries(known.files[name])
+                    for name in state.selected()}
+        expected = {afs.join(partition_path, path): rows
+                    for path, rows in known.expected_rows.items()}
+        exact = frozenset(afs.join(partition_path, path) for path in known.exact)
+        return PlannedPartition(state, listings, expected, exact)
+
+
+def _entries(files: dict[str, int]) -> list[afs.Entry]:
+    return [afs.Entry(name, False, size) for name, size in sorted(files.items())]
+
+
+def _floor(outputs: PartitionListing, write_ids: ValidWriteIdList,
+           txns: ValidTxnList | None) -> int:
+    """The write id of the base the snapshot selects among the compaction outputs: no write
+    below it can be read (its deltas are older than the base, a base of its own is
+    obsolete), so the writes are loaded from it up. 0 when no output base is usable."""
+    try:
+        state = select(outputs, write_ids, txns)
+    except NotEnoughHistoryError:
+        return 0  # the full selection below raises it, or finds an overwrite's base
+    return 0 if state.base_info is None else max(state.base_info.write_id, 0)

@@ -1,0 +1,197 @@
+"""Reads of a warehouse table plan from the metastore's record (``read.record_plan``): what a
+read costs the storage grows with what it reads, not with the table.
+
+Every call the library makes on the filesystem is counted by a ``pyarrow.fs.PyFileSystem``
+handler passing each on to the local disk (``fault_support``): directory listings (the
+selector form of ``get_file_info``), ``stat`` calls (its path form) and opened files. Reads
+listed every directory of every partition they touched before (a full read of 1,000
+partitions x 3 writes + a DELETE made 4,430 listings); now a read lists nothing and opens
+only the files it reads. Counts, never time.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pytest
+from fault_support import FaultyHandler
+
+import acidstore
+from acidstore import Table, Warehouse
+from acidstore.engine.handle import handle_of
+from acidstore.metastore.sql_schema import SCHEMA_VERSION
+
+SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.int64())])
+
+
+@dataclass
+class CountingHandler(FaultyHandler):
+    """``FaultyHandler`` (never armed) that also counts ``stat`` calls and keeps the paths
+    of the files opened."""
+
+    opened: list[str] = field(default_factory=list)
+    stats: Counter[str] = field(default_factory=Counter)
+
+    def reset(self) -> None:
+        self.arm(None)
+        self.opened.clear()
+        self.stats.clear()
+
+    def get_file_info(self, paths: list[str]) -> list[pafs.FileInfo]:
+        self.stats["stat"] += len(paths)
+        return super().get_file_info(paths)
+
+    def open_input_file(self, path: str) -> pa.NativeFile:
+        self.opened.append(path)
+        return super().open_input_file(path)
+
+    def open_input_stream(self, path: str) -> pa.NativeFile:
+        self.opened.append(path)
+        return super().open_input_stream(path)
+
+
+@dataclass
+class Counted:
+    wh: Warehouse
+    handler: CountingHandler
+
+    def table(self, partitions: int, name: str = "db.t") -> Table:
+        """``partitions`` partitions, each written by two INSERTs (two rows each) and one
+        DELETE (of the second's): per partition two deltas and a delete delta."""
+        t = self.wh.create_table(name, SCHEMA, partition_by=["p"])
+        for first in (0, 1):
+            t.insert(pa.table({"id": [first + 2 * p for p in range(partitions)] * 2,
+                               "p": list(range(partitions)) * 2}, schema=SCHEMA))
+        t.delete("id % 2 = 1")
+        return t
+
+    def read(self, action: object) -> tuple[Counter[str], list[str]]:
+        """The calls (listings as ``list``, opens as ``read``, ``stat``) ``action`` made,
+        and the files it opened."""
+        self.handler.reset()
+        assert callable(action)
+        action()
+        return self.handler.calls + self.handler.stats, list(self.handler.opened)
+
+
+@pytest.fixture
+def counted(tmp_path: Path) -> Iterator[Counted]:
+    handler = CountingHandler(pafs.LocalFileSystem(), atomic_rename=True)
+    (tmp_path / "wh").mkdir()
+    with acidstore.connect(str(tmp_path / "wh"), filesystem=pafs.PyFileSystem(handler),
+                           metastore=f"sqlite:///{tmp_path}/metastore.db") as wh:
+        yield Counted(wh, handler)
+
+
+def test_a_full_read_lists_nothing_however_many_partitions(counted: Counted) -> None:
+    calls = {}
+    for partitions in (5, 40):
+        t = counted.table(partitions, f"db.t{partitions}")
+        assert t.to_arrow().num_rows == 2 * partitions
+        calls[partitions], opened = counted.read(t.to_arrow)
+        # two insert deltas and a delete delta per partition, each of one bucket file; the
+        # delete file is consulted by both deltas' splits, and two threads reading them at
+        # once may each open it
+        assert len(set(opened)) == 3 * partitions <= len(opened) <= 4 * partitions
+    assert calls[5]["list"] == calls[40]["list"] == 0, calls
+    assert calls[5]["stat"] == calls[40]["stat"] == 0, calls
+
+
+def test_a_one_partition_read_opens_only_its_files(counted: Counted) -> None:
+    calls = {}
+    for partitions in (5, 40):
+        t = counted.table(partitions, f"db.t{partitions}")
+        calls[partitions], opened = counted.read(lambda t=t: t.to_arrow(filter="p = 3"))
+        assert opened and all("/p=3/" in path for path in opened), opened
+        assert len(set(opened)) == 3 <= len(opened) <= 4
+    assert calls[5]["list"] == calls[40]["list"] == 0, calls
+    assert calls[5]["stat"] == calls[40]["stat"] == 0, calls
+
+
+def test_one_row_dml_lists_nothing(counted: Counted) -> None:
+    """A DELETE plans its units from the record too: its cost does not grow with the
+    directories of the partition (a listing each before)."""
+    t = counted.table(5)
+    for _ in range(6):  # more deltas in every partition
+        t.insert(pa.table({"id": [100], "p": [1]}, schema=SCHEMA))
+    calls, _ = counted.read(lambda: t.delete("id = 100"))
+    assert calls["list"] == 0, calls
+    assert t.to_arrow(filter="p = 1").column("id").to_pylist() == [2, 2]
+
+
+def test_a_directory_copied_in_is_not_listed_nor_read(counted: Counted, tmp_path: Path
+                                                      ) -> None:
+    """What the record does not name is never read: a partition directory nobody recorded
+    is not found, and fsck (which lists) reports it."""
+    t = counted.table(3)
+    stray = Path(t.location) / "p=9"
+    (stray / "delta_0000001_0000001_0000").mkdir(parents=True)
+    calls, opened = counted.read(t.to_arrow)
+    assert calls["list"] == 0 and not [p for p in opened if "/p=9/" in p]
+    assert sorted(t.to_arrow().column("p").to_pylist()) == [0, 0, 1, 1, 2, 2]
+    found = counted.wh.fsck(t.name).to_pylist()
+    assert [f["path"] for f in found] == [str(stray / "delta_0000001_0000001_0000")], found
+
+
+def test_a_table_created_before_the_record_was_complete_still_lists(counted: Counted
+                                                                    ) -> None:
+    """A table from before metastore schema 12 may hold what no record names (adopted
+    originals, pre-schema-11 writes): its reads list, as before."""
+    t = counted.table(3)
+    handle = handle_of(t)
+    handle.info = type(handle.info)(**{**vars(handle.info), "originals_recorded": False})
+    assert handle.record_plan() is None
+    calls, _ = counted.read(t.to_arrow)
+    assert calls["list"] > 0
+    assert t.to_arrow().num_rows == 6
+
+
+def test_the_record_query_reads_the_partition_index(counted: Counted, tmp_path: Path
+                                                    ) -> None:
+    """The components a read asks for are found by (table, partition, write id): SQLite's
+    plan for the very statement the read ran uses that index, not the table's history."""
+    t = counted.table(4)
+    conn = counted.wh.metastore._connection()  # type: ignore[attr-defined]
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        t.to_arrow(filter="p = 2")
+    finally:
+        conn.set_trace_callback(None)
+    (query,) = [s for s in statements if "FROM components c" in s]
+    assert "c.part = 'p=2'" in query
+    with sqlite3.connect(tmp_path / "metastore.db") as plain:
+        plan = " ".join(str(row[-1]) for row in plain.execute(f"EXPLAIN QUERY PLAN {query}"))
+    plain.close()
+    assert "components_by_write" in plan, plan
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgresql"], indirect=True)
+def test_both_backends_index_components_by_partition_and_write_id(store_wh: Warehouse,
+                                                                  store: str | None) -> None:
+    """The index the record query needs exists on both metastores (created by the schema
+    of version 16, and by the migration of an older store)."""
+    assert SCHEMA_VERSION >= 16
+    t = store_wh.create_table("db.t", SCHEMA, partition_by=["p"])
+    t.insert(pa.table({"id": [1], "p": [1]}, schema=SCHEMA))
+    meta = store_wh.metastore
+    if store is None:
+        with sqlite3.connect(Path(store_wh.location) / "_acidstore_metastore.db") as lite:
+            columns = [r[2] for r in lite.execute("PRAGMA index_info(components_by_write)")]
+        lite.close()
+    else:
+        import psycopg
+
+        with psycopg.connect(store) as conn:
+            row = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = "
+                               "'components_by_write'").fetchone()
+        assert row is not None
+        columns = row[0].split("(", 1)[1].rstrip(")").replace(" ", "").split(",")
+    assert columns == ["table_id", "part", "write_id"]
+    assert meta.committed_components(t.name, partition="p=1", min_write_id=1)[0].write_id == 1
