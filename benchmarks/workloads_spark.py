@@ -2,7 +2,8 @@
 plain Spark on plain ORC files of the same rows.
 
 Targets are wave 2's, as ratios acidstore / peer: S1 "within 1.25x" of Spark's native ORC
-read is ``<= 1.25x``; S2 UPDATE and DELETE at most 0.15x the Spark rewrite, MERGE 0.25x.
+read is ``<= 1.25x``; S2 UPDATE and DELETE at most 0.15x the Spark rewrite, MERGE 0.25x (the
+shuffled MERGE, a source too large to broadcast, 0.4x).
 Peak RSS in the table is the Python driver's; each row's note gives the JVM's peak and the
 largest Spark Python worker's.
 """
@@ -80,12 +81,14 @@ def s2(m: Bench) -> list[Row]:
                 for op in variants}
     rows = [_row("S2", op, what, measured[op][1], peer, measured[op][0], target)
             for op, what, peer, target in shapes]
+    # the shuffled MERGE beside the broadcast one (a CDC upsert whose source is too large
+    # to broadcast: the source shuffled to the units of its bucket)
+    rows.append(_row("S2", "merge shuffled", "the same MERGE, source above "
+                     "maxSourceBytes (the shuffled MERGE: source shuffled by bucket)",
+                     measured["merge"][2], "Spark rewrite (anti join + union)",
+                     measured["merge"][0], "<= 0.4x"))
     rows.append(_row("S2", "update in the driver", "the same 10 UPDATEs, units in the driver "
                      "(spark.acidstore.dml.inDriverOnLocal=true, opt-in)",
                      measured["update"][2], "Spark rewrite x 10", measured["update"][0],
                      "<= 0.15x"))
-    rows.append(_row("S2", "merge shuffled", "the same MERGE, source above "
-                     "maxSourceBytes (the shuffled MERGE: Spark joins the target's keys)",
-                     measured["merge"][2], "Spark rewrite (anti join + union)",
-                     measured["merge"][0], "<= 0.25x"))
     return rows

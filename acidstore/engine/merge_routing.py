@@ -3,9 +3,10 @@
 A MERGE whose ON condition equates the bucketing column to a source column needs to join each
 bucket of the target with only the source rows that hash to it: a target row sits in the
 bucket its value hashes to, and SQL's equality of integers or strings is the value's, so a
-source row can only match rows of its own hash's bucket. ``route_by_bucket`` splits the
-source that way; ``equality_keys`` finds the ``t.a = s.b`` terms it (and the shuffled MERGE's
-semi-join) relies on.
+source row can only match rows of its own hash's bucket. ``source_buckets`` names each
+source row's bucket (the shuffled MERGE tags a large source with it), ``route_by_bucket``
+splits a small source that way; ``equality_keys`` finds the ``t.a = s.b`` terms they (and
+the shuffled MERGE's semi-join) rely on.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ import re
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from acidstore.engine.merge_match import SOURCE_INDEX, MergeSpec
 from acidstore.write.bucketing import bucket_ids
 
-__all__ = ["equality_key", "equality_keys", "route_by_bucket"]
+__all__ = ["equality_key", "equality_keys", "route_by_bucket", "source_buckets"]
 
 
 _EQUALITY = re.compile(r"^\s*(\w+)\s*\.\s*(\w+)\s*=\s*(\w+)\s*\.\s*(\w+)\s*$")
@@ -61,13 +63,29 @@ def equality_key(spec: MergeSpec, target: Sequence[str], source: Sequence[str]
 def route_by_bucket(spec: MergeSpec, schema: pa.Schema, bucket_by: Sequence[str],
                     buckets: int) -> dict[int, MergeSpec] | None:
     """Per bucket, ``spec`` with only the source rows that can match a target row of that
-    bucket, when the ON condition equates the (single) bucketing column to a source column of
-    the same kind (integers or strings, where SQL's equality is the value's, so the source
-    value hashes as the matching target row's did); None otherwise. Source rows keep their
-    numbers (``SOURCE_INDEX``); a NULL key, or one outside the column's range, matches nothing
-    and goes to no bucket. The caller must know that every target row sits in the bucket its
-    value hashes to (no original files in play): a unit then joins a tenth of a ten-bucket
-    table's source and a task ships only its units' share of it."""
+    bucket (``source_buckets``); None where the ON condition does not allow it. Source rows
+    keep their numbers (``SOURCE_INDEX``); a row of no bucket goes to none. The caller must
+    know that every target row sits in the bucket its value hashes to (no original files in
+    play): a unit then joins a tenth of a ten-bucket table's source and a task ships only its
+    units' share of it."""
+    bucket_of = source_buckets(spec, schema, bucket_by, buckets)
+    if bucket_of is None:
+        return None
+    # one sort, then a copy per bucket (a slice would pickle its whole parent's buffers)
+    order = np.argsort(bucket_of, kind="stable")
+    bounds = np.searchsorted(bucket_of[order], np.arange(-1, buckets + 1))
+    return {b: dataclasses.replace(spec, source=spec.source.take(
+        pa.array(order[bounds[b + 1]:bounds[b + 2]]))) for b in range(buckets)}
+
+
+def source_buckets(spec: MergeSpec, schema: pa.Schema, bucket_by: Sequence[str],
+                   buckets: int) -> npt.NDArray[np.int32] | None:
+    """The target bucket each source row can match rows of (-1: none), when the ON condition
+    equates the (single) bucketing column to a source column of the same kind (integers or
+    strings, where SQL's equality is the value's, so the source value hashes as the matching
+    target row's did); None otherwise. A NULL key, or one outside the column's range,
+    matches nothing: -1. The shuffled MERGE tags a large source's rows with it in Spark's
+    workers; ``route_by_bucket`` splits a small one."""
     if len(bucket_by) != 1 or buckets <= 0:
         return None
     names = [c for c in spec.source.column_names if c != SOURCE_INDEX]
@@ -91,15 +109,11 @@ def route_by_bucket(spec: MergeSpec, schema: pa.Schema, bucket_by: Sequence[str]
         values, fits = keys, pc.is_valid(keys)
     else:
         return None
-    fits = pc.fill_null(fits, False)
-    rows = spec.source.filter(fits)
-    hashed = pa.table({field.name: values.filter(fits).cast(field.type)})
-    bucket_of = bucket_ids(hashed, [field.name], buckets)
-    # one sort, then a copy per bucket (a slice would pickle its whole parent's buffers)
-    order = np.argsort(bucket_of, kind="stable")
-    bounds = np.searchsorted(bucket_of[order], np.arange(buckets + 1))
-    return {b: dataclasses.replace(spec, source=rows.take(pa.array(order[bounds[b]:bounds[b + 1]])))
-            for b in range(buckets)}
+    mask = np.asarray(pc.fill_null(fits, False).to_numpy(zero_copy_only=False), bool)
+    out = np.full(len(mask), -1, np.int32)
+    hashed = pa.table({field.name: values.filter(pa.array(mask)).cast(field.type)})
+    out[mask] = bucket_ids(hashed, [field.name], buckets)
+    return out
 
 
 def _is_string(kind: pa.DataType) -> bool:

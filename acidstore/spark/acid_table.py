@@ -230,9 +230,8 @@ class AcidTable:
         """A MERGE whose source is too large to broadcast: planned and published as
         ``_core_statement`` does, the join done by Spark (``merge_shuffle``)."""
         def body(txn: TransactionCore, table: TableHandle) -> WriteResult:
-            count = source.count()
             planned = writes.plan_change(table, txn, "merge", None, merge=spec)
-            units, outcomes = merge_shuffle.shuffled_merge(
+            units, outcomes, count = merge_shuffle.shuffled_merge(
                 self._spark, txn, table, spec, source=source, on=on, units=planned)
             return publish_change(table, txn, "merge", units, outcomes, source_rows=count)
 

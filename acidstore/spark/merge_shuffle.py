@@ -1,7 +1,12 @@
 """The shuffled MERGE on Spark: a source too large to hand whole to every unit.
 
-The driver plans the MERGE's units as for a broadcast MERGE (``writes.plan_change``). Spark then
-joins the source to the target's *join columns*: each unit decodes, in a Python worker, only
+The driver plans the MERGE's units as for a broadcast MERGE (``writes.plan_change``). Where the
+ON condition equates the bucketing column to a source column, the source is shuffled to the
+units of the bucket each row can match and no target row enters Spark
+(``merge_shuffle_buckets``): one pass over the source, one job in the common case. Every other
+large MERGE takes the path below, which joins in Spark.
+
+Spark joins the source to the target's *join columns*: each unit decodes, in a Python worker, only
 the target columns the MERGE's SQL names plus the ROW__ID, so the table's other columns never
 enter the JVM. The matched pairs are shuffled by unit, and each unit applies the WHEN MATCHED
 clauses to its pairs through the statement core (``statement_joined.run_joined_unit``), which
@@ -45,29 +50,24 @@ from acidstore.engine.merge_routing import equality_key
 from acidstore.engine.statement import (
     ChangeUnit,
     UnitOutcome,
-    conformed_parts,
-    plan_inserts,
     row_ids,
-    run_units,
     scan_unit,
-    write_changes,
 )
 from acidstore.engine.transaction import TransactionCore
 from acidstore.engine.worker_gc import freeze_long_lived
-from acidstore.errors import InvalidInputError
 from acidstore.read.keys import KeyArrays
-from acidstore.spark.jobs import run_units as spark_units
+from acidstore.spark.merge_shuffle_buckets import bucket_merge
+from acidstore.spark.merge_shuffle_inserts import OUTPUT, every_outcome, slots, write_inserts
 from acidstore.spark.schema_mapping import arrow_schema, spark_schema, to_spark_batch
 from acidstore.spark.typed_errors import reporting
 from acidstore.sql.expressions import SqlEvaluator
-from acidstore.write.conform import conform, split_partitions
+from acidstore.write.conform import conform
 
 __all__ = ["MAX_SEMI_JOIN_KEYS", "shuffled_merge"]
 
 _UNIT, _W, _B, _R = "__acid_unit", "__acid_w", "__acid_b", "__acid_r"
 #: most distinct source join keys broadcast for the semi-join (beyond: every target key joins)
 MAX_SEMI_JOIN_KEYS = 20_000_000
-_OUTPUT = "output"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,11 +94,16 @@ class _Shape:
 def shuffled_merge(spark: SparkSession, txn: TransactionCore, table: TableHandle,
                    spec: MergeSpec, *,
                    source: DataFrame, on: Column, units: Sequence[ChangeUnit]
-                   ) -> tuple[list[ChangeUnit], list[UnitOutcome]]:
+                   ) -> tuple[list[ChangeUnit], list[UnitOutcome], int]:
     """Run a MERGE whose ``spec`` carries no source rows (only the source's columns): the rows
-    come from ``source``, joined on ``on`` (the ON condition as a Spark Column over the
-    aliased sides). Returns every unit (the matched ones and the "insert" ones) with its
-    outcome, for ``TableHandle.publish_change``."""
+    come from ``source``, shuffled by bucket where the ON condition allows it
+    (``merge_shuffle_buckets``), else joined on ``on`` (the ON condition as a Spark Column
+    over the aliased sides). Returns every unit (the matched ones and the "insert" ones) with
+    its outcome, for ``TableHandle.publish_change``, and the source's row count."""
+    routed = bucket_merge(spark, txn, table, spec, source=source, units=units)
+    if routed is not None:
+        return routed
+    count = source.count()
     target = writes.statement_target(table)
     names = merge_columns(spec, target.full_schema.names)
     shape = _Shape(tuple(source.columns), tuple(names))
@@ -119,11 +124,7 @@ def shuffled_merge(spark: SparkSession, txn: TransactionCore, table: TableHandle
         inserts, written = _insert_not_matched(txn, table, spec, joined, shape)
     finally:
         joined.unpersist()
-    return [*units, *inserts], [*outcomes, *written]
-
-
-def _slots(spark: SparkSession, count: int) -> int:
-    return max(1, min(count, spark.sparkContext.defaultParallelism))
+    return [*units, *inserts], [*outcomes, *written], count
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,7 +201,7 @@ def _target_keys(spark: SparkSession, units: Sequence[ChangeUnit], names: Sequen
                     yield to_spark_batch(pa.RecordBatch.from_arrays(columns, schema=pa.schema(
                         [*(full.field(n) for n in names), *list(wire)[len(names):]])), wire)
 
-    return spark.range(0, len(plan), 1, _slots(spark, len(plan))).mapInArrow(decode, schema)
+    return spark.range(0, len(plan), 1, slots(spark, len(plan))).mapInArrow(decode, schema)
 
 
 def _apply_matched(spark: SparkSession, joined: DataFrame, units: Sequence[ChangeUnit],
@@ -222,21 +223,15 @@ def _apply_matched(spark: SparkSession, joined: DataFrame, units: Sequence[Chang
                 mine = pairs.filter(pc.equal(unit_of, index))
                 source, target, keys = shape.split(mine)
                 outcome = run_joined_unit(plan[index], source, target, keys, evaluator)
-                yield pa.RecordBatch.from_pydict({_OUTPUT: [pickle.dumps((index, outcome))]})
+                yield pa.RecordBatch.from_pydict({OUTPUT: [pickle.dumps((index, outcome))]})
         finally:
             evaluator.close()
 
     matched = joined.filter(F.col(_UNIT).isNotNull())
-    rows = matched.repartition(_slots(spark, len(plan)), _UNIT).mapInArrow(
-        apply, f"{_OUTPUT} binary").collect()
-    done: dict[int, UnitOutcome] = dict(pickle.loads(row[_OUTPUT]) for row in rows)
-    alone = [i for i, unit in enumerate(plan) if i not in done and unit.merge is not None
-             and unit.merge.not_matched_by_source]
-    if alone:
-        # WHEN NOT MATCHED BY SOURCE acts on the rows of units no pair reached too: the core's
-        # units with no source row (the spec holds none) run them, one more job
-        done.update(zip(alone, spark_units(spark, [plan[i] for i in alone]), strict=True))
-    return [done.get(i) or write_changes(unit, None) for i, unit in enumerate(plan)]
+    rows = matched.repartition(slots(spark, len(plan)), _UNIT).mapInArrow(
+        apply, f"{OUTPUT} binary").collect()
+    done: dict[int, UnitOutcome] = dict(pickle.loads(row[OUTPUT]) for row in rows)
+    return every_outcome(spark, plan, done)
 
 
 def _insert_not_matched(txn: TransactionCore, table: TableHandle, spec: MergeSpec,
@@ -276,46 +271,8 @@ def _insert_not_matched(txn: TransactionCore, table: TableHandle, spec: MergeSpe
         *[F.col(f"__s{i}") for i in range(len(shape.source))])
     rows = left.mapInArrow(compute, spark_schema(full)).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        return _write_inserts(txn, table, rows, parts)
+        present = rows.select(*parts).distinct().toArrow() if parts else (
+            pa.table({}) if rows.isEmpty() else pa.table({"__one": [1]}))
+        return write_inserts(txn, table, rows, present)
     finally:
         rows.unpersist()
-
-
-def _write_inserts(txn: TransactionCore, table: TableHandle, rows: DataFrame, parts: list[str]
-                   ) -> tuple[list[ChangeUnit], list[UnitOutcome]]:
-    target = writes.statement_target(table)
-    present = rows.select(*parts).distinct().toArrow() if parts else (
-        pa.table({}) if rows.isEmpty() else pa.table({"__one": [1]}))
-    if not present.num_rows:
-        return [], []
-    # the partitions plan the units (their directories registered now, before any task
-    # writes); the tasks plan the same units over their real rows
-    shape = conform(present.select(parts), target.partition_schema,
-                    where=f"MERGE insert into {target.name}")
-    planned = {u.partition: u for u in writes.plan_insert_units(
-        table, txn, split_partitions(shape, list(parts)), partitions_only=True)}
-    first = next(iter(planned.values()))
-
-    @reporting
-    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        freeze_long_lived()
-        batched = list(batches)
-        if not batched:
-            return
-        given = pa.Table.from_batches(batched)
-        parts_given = conformed_parts(target, given, f"MERGE into {target.name}")
-        mine = plan_inserts(target, parts_given, txns=first.txns, write_ids=first.write_ids,
-                            write_id=first.write_id, statement=first.statement)
-        for unit in mine:
-            if unit.partition not in planned:
-                raise InvalidInputError(f"MERGE into {target.name}: partition "
-                                        f"{unit.partition!r} was not planned")
-            ready = dataclasses.replace(unit, refuse=planned[unit.partition].refuse)
-            yield pa.RecordBatch.from_pydict(
-                {_OUTPUT: [pickle.dumps((unit.partition, run_units([ready], threads=1)[0]))]})
-
-    grouped = rows.repartition(max(1, len(planned)), *parts) if parts else rows.coalesce(1)
-    done = dict(pickle.loads(r[_OUTPUT]) for r in
-                grouped.mapInArrow(write, f"{_OUTPUT} binary").collect())
-    units = [planned[p] for p in sorted(done)]
-    return units, [done[u.partition] for u in units]
