@@ -6,6 +6,9 @@ files, then delete deltas) and the "limit" layout (ten plain ORC files with no A
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +19,7 @@ import pyarrow.orc as po
 from acidstore.config import ORC_COMPRESSION
 from acidstore.format.layout import ACID_VERSION, ACID_VERSION_FILE, bucket_file_name, delta_name
 from acidstore.format.orc.codec import BucketCodec
-from acidstore.format.orc.file_writer import write_event_file
+from acidstore.format.orc.file_writer import ORC_BATCH_ROWS, write_event_file
 from acidstore.format.orc.schema import DELETE, INSERT, event_schema
 
 BUCKETS = 10
@@ -52,17 +55,49 @@ def bucket_of(table: pa.Table) -> np.ndarray:
     return ids % BUCKETS
 
 
-def write_limit(table: pa.Table, directory: Path, *, stripe_size: int) -> list[Path]:
-    """The plain-ORC peer: the same rows in ten files, no ACID columns."""
+def _write_files(parts: list[pa.Table], directory: Path, stripe_size: int,
+                 encode: Callable[[int, pa.Table], pa.Table] | None = None) -> list[Path]:
+    """Write ``parts[b]`` (through ``encode(b, part)``, on the writing thread, if given) to
+    ``part-<b>.orc`` on one thread per core: pyarrow's ORC writer encodes a file on the
+    calling thread alone, so ten files written one after another leave every core but one
+    idle, and a limit that does is no limit."""
     directory.mkdir(parents=True, exist_ok=True)
-    buckets = bucket_of(table)
-    paths = []
-    for b in range(BUCKETS):
-        path = directory / f"part-{b:05d}.orc"
-        po.write_table(table.filter(pa.array(buckets == b)), str(path),
-                       compression=ORC_COMPRESSION, stripe_size=stripe_size)
-        paths.append(path)
+    paths = [directory / f"part-{b:05d}.orc" for b in range(len(parts))]
+
+    def write(b: int) -> None:
+        part = parts[b] if encode is None else encode(b, parts[b])
+        po.write_table(part, str(paths[b]), compression=ORC_COMPRESSION,
+                       stripe_size=stripe_size, batch_size=ORC_BATCH_ROWS)
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        list(pool.map(write, range(len(parts))))
     return paths
+
+
+def by_bucket(table: pa.Table) -> list[pa.Table]:
+    """``table``'s rows of each bucket, in their order: one stable sort and one gather, then
+    zero-copy slices (filtering the table once per bucket reads it ten times)."""
+    buckets = bucket_of(table)
+    order = np.argsort(buckets, kind="stable")
+    ends = np.cumsum(np.bincount(buckets, minlength=BUCKETS))
+    grouped = table.take(pa.array(order))
+    return [grouped.slice(int(end - count), int(count))
+            for end, count in zip(ends, np.diff(ends, prepend=0), strict=True)]
+
+
+def write_limit(table: pa.Table, directory: Path, *, stripe_size: int,
+                bucketed: bool = True) -> list[Path]:
+    """The plain-ORC peer: the same rows in ten files, no ACID columns, written on every core.
+
+    ``bucketed`` puts each bucket's rows in its own file (the layout the scans read beside
+    the ACID table's bucket files); without it the files are ten contiguous slices, the least
+    work there is to write the rows as ten files (W1's limit: plain files need no buckets)."""
+    if bucketed:
+        parts = by_bucket(table)
+    else:
+        size = -(-table.num_rows // BUCKETS)
+        parts = [table.slice(b * size, size) for b in range(BUCKETS)]
+    return _write_files(parts, directory, stripe_size)
 
 
 def _events(rows: pa.Table | None, n: int, op: int, write_id: np.ndarray, bucket: np.ndarray,
@@ -79,6 +114,19 @@ def _events(rows: pa.Table | None, n: int, op: int, write_id: np.ndarray, bucket
         "currentTransaction": pa.array(np.full(n, current, np.int64)),
         "row": row,
     }, schema=event_schema(SCHEMA))
+
+
+def write_events(table: pa.Table, directory: Path, *, stripe_size: int) -> list[Path]:
+    """W1's floor: pyarrow alone writing the rows as one insert delta's events in Hive's
+    layout (each bucket's rows with its ROW__ID columns, the user columns as fields of the
+    ``row`` struct), on every core, and nothing else (no metastore, no ACID metadata tail,
+    no key index): what the event layout alone costs pyarrow's ORC writer beside the limit."""
+    def events(b: int, part: pa.Table) -> pa.Table:
+        n = part.num_rows
+        prop = np.full(n, BucketCodec.V1.encode(b, 0), np.int32)
+        return _events(part, n, INSERT, np.ones(n), prop, np.arange(n), 1)
+
+    return _write_files(by_bucket(table), directory, stripe_size, events)
 
 
 def write_acid(table: pa.Table, directory: Path, *, stripe_size: int, delete_deltas: int = 10,

@@ -179,11 +179,18 @@ def run(rows: int, workdir: Path, repeat: int, stripe_mb: int, only: set[str] | 
     cases.append(("W11", w11))
     cases.append(("W13", lambda: results.extend(workloads_import.w13(
         Bench.children(dict, repeat=repeat)))))
+    notes = [workloads_spark.RSS_NOTE] if want("S1") or want("S2") or want("S3") else []
+    info = {"baseline_rss_mb": baseline.peak_rss_mb, "notes": notes, **paths}
+    started = time.perf_counter()
     for name, fn in cases:
         if want(name):
             fn()
-    notes = [workloads_spark.RSS_NOTE] if want("S1") or want("S2") or want("S3") else []
-    return results, {"baseline_rss_mb": baseline.peak_rss_mb, "notes": notes, **paths}
+            # the rows so far, kept after each workload: a long run that fails later (a
+            # child's error, the host) still leaves what it measured
+            out.mkdir(parents=True, exist_ok=True)
+            (out / f"results-{rows}-partial.md").write_text(
+                render(rows, results, info, time.perf_counter() - started) + "\n")
+    return results, info
 
 
 def main(argv: list[str] | None = None) -> None:

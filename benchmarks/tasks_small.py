@@ -90,15 +90,18 @@ def _delta_ops(root: Path) -> tuple[Callable[[str, int], None], type[BaseExcepti
 
 def writer(engine: str, root: str, worker: int, procs: int, counts: dict[str, int],
            barrier: Any, out: Any) -> None:
-    """One writer process: its share of each phase, timed per operation."""
+    """One writer process: its share of each phase, timed per operation, in wall time and
+    in the CPU time of the whole process (every thread: delta-rs works on a Tokio runtime's
+    threads, acidstore on its executor's), which a host's other load inflates far less."""
     run, conflict, reload = (_acid_ops if engine == "acid" else _delta_ops)(Path(root))
     latencies: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}
     retries = dict.fromkeys(OPS, 0)
     for op in OPS:
         barrier.wait()
-        latencies[op] = []
+        latencies[op], cpu[op] = [], []
         for key in _ids(op, worker, procs, counts[op]):
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             while True:
                 try:
                     run(op, key)
@@ -107,7 +110,8 @@ def writer(engine: str, root: str, worker: int, procs: int, counts: dict[str, in
                     retries[op] += 1
                     reload()
             latencies[op].append(time.perf_counter() - start)
-    out.put((worker, latencies, retries))
+            cpu[op].append(time.process_time() - start_cpu)
+    out.put((worker, latencies, retries, cpu))
 
 
 def scheduler(root: str, stop: Any, out: Any) -> None:
@@ -158,7 +162,9 @@ def _summary(values: list[float]) -> dict[str, float]:
 
 
 def small_txn(args: dict[str, Any]) -> dict[str, Any]:
-    """W12 (``engine`` acid or delta, ``procs`` writers, ``ops`` per phase, ``compaction``)."""
+    """W12 (``engine`` acid or delta, ``procs`` writers, ``ops`` per phase, ``compaction``):
+    each operation's latency (median, p99, the last ten's median), its CPU time's median
+    (``<op>_cpu_median_ms``) and its retries."""
     engine, procs, ops = args["engine"], int(args["procs"]), int(args.get("ops", 40))
     with_compaction = bool(args.get("compaction")) and engine == "acid"
     scratch = Path(args["scratch"])
@@ -186,10 +192,12 @@ def small_txn(args: dict[str, Any]) -> dict[str, Any]:
                 raise RuntimeError(f"a W12 process failed with exit code {process.exitcode}")
         state = _final_rows(engine, root)
     latencies: dict[str, list[float]] = {op: [] for op in OPS}
+    cpu: dict[str, list[float]] = {op: [] for op in OPS}
     retries = dict.fromkeys(OPS, 0)
-    for _, lat, ret in sorted(results, key=lambda r: r[0]):
+    for _, lat, ret, used in sorted(results, key=lambda r: r[0]):
         for op in OPS:
             latencies[op] += lat[op]
+            cpu[op] += used[op]
             retries[op] += ret[op]
     expected = ROWS - ops + ops
     if state != expected:
@@ -197,6 +205,7 @@ def small_txn(args: dict[str, Any]) -> dict[str, Any]:
     figures: dict[str, Any] = {f"{op}_{k}": v for op in OPS
                                for k, v in _summary(latencies[op]).items()}
     figures.update({f"{op}_retries": retries[op] for op in OPS})
+    figures.update({f"{op}_cpu_median_ms": statistics.median(cpu[op]) * 1e3 for op in OPS})
     if scheduled is not None:
         figures.update({"scheduler_passes": scheduled[1], "compactions": scheduled[2]})
     return {"seconds": figures["update_median_ms"] / 1e3, "rows": 3 * ops, **figures}

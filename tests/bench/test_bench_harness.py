@@ -95,7 +95,8 @@ def test_w12_rows_pair_each_operations_median_run_by_run() -> None:
         extra: dict[str, Any] = {"compactions": 1, "scheduler_passes": 2}
         for op in ("update", "delete", "insert"):
             extra.update({f"{op}_median_ms": base * load, f"{op}_p99_ms": 50.0,
-                          f"{op}_last10_median_ms": 9.0, f"{op}_retries": 0})
+                          f"{op}_last10_median_ms": 9.0, f"{op}_retries": 0,
+                          f"{op}_cpu_median_ms": 7.0})
         return {"seconds": 1.0, "rows": 12, **extra}, 100.0
 
     rows = w12(Bench(lambda specs: measure_together(specs, repeat=3, warmup=0,
