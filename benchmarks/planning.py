@@ -1,267 +1,263 @@
-"""Planning cost of a read: listing plus directory selection, per partition and per file, on
-local disk and on an S3 API server (moto's, on loopback).
+"""Planning cost of a read against the partitions and files of a table, on local disk and on
+an S3 API server (moto's, on loopback), and W12's one-row DML latency against the deltas.
 
-    python -m benchmarks.planning                      # local disk and a throwaway S3 server
-    python -m benchmarks.planning --partitions 50 --repeat 5
+    python -m benchmarks.planning                       # the full run (about 13 minutes)
+    python -m benchmarks.planning --partitions 10 100 --s3-partitions 10 --records 10 \\
+        --deltas 10 50 --repeat 3                       # a quick one
+    python -m benchmarks.planning --plot docs/img/planning.png
 
-A read plans before it decodes anything: the snapshot (metastore), the partition directories
-(one listing per partition level), then per partition its ACID state (a listing of the
-partition), the recorded writes its selection must find (metastore: the committed writes at
-or above the partition's base, for the missing-data check; loaded as the partitions are
-selected) and the bucket files of each selected directory (a listing each).
-The script builds tables whose shapes differ in one dimension at a time (partitions; bucket
-files per directory; delta directories per partition), times each phase (the median of
-``--repeat`` plans), fits the per-partition, per-directory and per-file costs, and projects
-them to 10,000 partitions and 1,000,000 files. The metastore is a SQLite file on local disk
-for both stores, so the storage columns compare like with like.
+Reads of a warehouse table plan from the metastore's record (``read.record_plan``): the
+partitions come from the metastore (or from the filter, when it pins them), each
+partition's directories and bucket files from its committed writes, and nothing is listed.
+What a read costs the store should then grow with what it reads, not with the table. For
+each store and each number of partitions P the script builds a table (one INSERT of two rows
+into each of P partitions, then a one-row DELETE in partition ``00007``: a delta per
+partition and a delete delta in one) and measures, through the public path (the snapshot,
+then ``TableHandle.scan_at``, as ``Table.to_arrow`` plans):
+
+- the plan time of a full read and of a one-partition read (``p = '00007'``), the median of
+  ``--repeat`` plans, and the files each planned;
+- the filesystem calls each plan made (listings, ``stat`` calls, opens), counted by a
+  ``pyarrow.fs.PyFileSystem`` wrapper around the store (``planning_fs``), and on S3 the
+  requests the server answered meanwhile;
+- the same counts of the reads themselves (``Table.to_arrow``, with and without the
+  filter): the files opened, and on S3 the requests by kind.
+
+On moto (an in-memory server in one Python process) building the 10,000-partition table
+takes most of the run's time (about 8 of its 13 minutes on 2 busy cores);
+``--s3-partitions`` sets the sizes measured there. The files dimension goes to 1,000,000 with
+synthetic records (``planning_records``): the metastore's record of a write of 100 bucket
+files per partition, made through its own API, with no file written; only plans are timed.
+The metastore is a SQLite file on local disk for every store, so the stores compare like
+with like.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
-import time
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 
 import acidstore
-from acidstore.engine.handle import handle_of
-from acidstore.read.recorded import Recorded
-from acidstore.read.scan import Scan, table_partitions
+from benchmarks.planning_fs import CountingHandler, counting
+from benchmarks.planning_records import (
+    DmlPoint,
+    SyntheticPoint,
+    median_seconds,
+    partition_name,
+    plan,
+    synthetic,
+    w12_against_deltas,
+)
+from benchmarks.s3_server import S3Server
 from benchmarks.s3_server import start as start_s3
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.int64()), ("p", pa.string())])
+#: the partition a one-partition read reads (and the DELETE deletes from)
+ONE = partition_name(7)
+ONE_FILTER = f"p = '{ONE}'"
+PARTITIONS = (10, 20, 100, 1_000, 10_000)
+S3_PARTITIONS = PARTITIONS
+RECORD_PARTITIONS = (10, 100, 1_000, 10_000)
+DELTAS = (10, 50, 100, 200)
 
 
 @dataclass(frozen=True)
-class Shape:
-    """A table: ``partitions`` partitions, ``buckets`` bucket files per delta, ``writes``
-    inserts (one delta directory per partition each)."""
+class Calls:
+    """What one action asked of the store: filesystem calls (``list``, ``stat``, ``open``)
+    and, on S3, the requests the server answered by kind (``list``, ``head``, ``get``,
+    ``other``); ``files`` is what it planned or read."""
+
+    fs: Counter[str]
+    requests: Counter[str] | None
+    files: int
+
+    @property
+    def sent(self) -> int | None:
+        return None if self.requests is None else sum(self.requests.values())
+
+
+@dataclass(frozen=True)
+class Point:
+    """One table of ``partitions`` partitions on ``store``."""
+
+    store: str
+    partitions: int
+    full_plan_seconds: float
+    one_plan_seconds: float
+    full_plan: Calls
+    one_plan: Calls
+    full_read: Calls
+    one_read: Calls
+
+
+@dataclass
+class Results:
+    points: list[Point] = field(default_factory=list)
+    records: list[SyntheticPoint] = field(default_factory=list)
+    dml: list[DmlPoint] = field(default_factory=list)
+
+
+def request_kind(line: str) -> str:
+    """The kind of an S3 request the server logged: a listing, a HEAD (stat), a GET of an
+    object (a read, or a ranged part of one), or anything else (writes, bucket calls)."""
+    method, _, rest = line.partition('"')[2].partition(" ")
+    target = rest.split(" ", 1)[0]
+    if method == "GET" and ("list-type=" in target or "delimiter=" in target
+                            or "prefix=" in target):
+        return "list"
+    if method == "HEAD":
+        return "head"
+    if method == "GET":
+        return "get"
+    return "other"
+
+
+@dataclass
+class Store:
+    """A warehouse on one store, its call counter and, on S3, its server."""
 
     name: str
-    partitions: int
-    buckets: int
-    writes: int
+    wh: acidstore.Warehouse
+    handler: CountingHandler
+    server: S3Server | None = None
 
-    @property
-    def directories(self) -> int:
-        return self.partitions * self.writes
-
-    @property
-    def files(self) -> int:
-        return self.directories * self.buckets
-
-
-@dataclass(frozen=True)
-class Timing:
-    shape: Shape
-    store: str
-    snapshot: float
-    partitions: float
-    recorded: float
-    select: float
-    #: S3 requests of one plan's listing and selection (None: local disk)
-    requests: int | None = None
-
-    @property
-    def total(self) -> float:
-        return self.snapshot + self.partitions + self.recorded + self.select
+    def count(self, action: Callable[[], int]) -> Calls:
+        """The calls ``action`` makes (it returns the files it planned or read)."""
+        before = len(self.server.requests()) if self.server is not None else 0
+        self.handler.reset()
+        files = action()
+        calls = self.handler.reset()
+        if self.server is None:
+            return Calls(calls, None, files)
+        lines = self.server.requests()[before:]
+        return Calls(calls, Counter(request_kind(line) for line in lines), files)
 
 
-def _rows(shape: Shape, write: int) -> pa.Table:
-    """Enough rows per partition that every bucket gets some (ids spread by Hive's hash)."""
-    per = shape.buckets * 8
-    ids = [write * 10**9 + p * per + i for p in range(shape.partitions) for i in range(per)]
-    return pa.table({"id": ids, "v": ids,
-                     "p": [f"{i // per % shape.partitions:05d}" for i in range(len(ids))]},
-                    schema=SCHEMA)
-
-
-def build(wh: acidstore.Warehouse, shape: Shape) -> acidstore.Table:
-    t = wh.create_table(f"bench.{shape.name}", SCHEMA, partition_by=["p"], bucket_by=["id"],
-                        buckets=shape.buckets)
-    for write in range(shape.writes):
-        t.insert(_rows(shape, write))
-    return t
-
-
-def _median(repeat: int, step: Callable[[], object]) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-def measure(t: acidstore.Table, shape: Shape, store: str, repeat: int,
-            requests: Callable[[], int] | None = None) -> Timing:
-    fs = handle_of(t).filesystem
-    columns = handle_of(t).info.partition_schema.names
-    txns, write_ids = handle_of(t).read_snapshot()
-    recorded = handle_of(t).recorded_writes()
-
-    def plan() -> Scan:
-        found = table_partitions(fs, t.location, columns)
-        return Scan(fs, found, write_ids, txns, schema=handle_of(t).info.schema,
-                    partition_schema=handle_of(t).info.partition_schema, recorded=recorded)
-
-    before = requests() if requests is not None else 0
-    planned = len(plan().splits)
-    sent = requests() - before if requests is not None else None
-    if planned != shape.files:
-        raise RuntimeError(f"{shape.name}: planned {planned} files, built {shape.files}")
-    found = table_partitions(fs, t.location, columns)
-
-    def select(record: Recorded) -> Scan:
-        return Scan(fs, found, write_ids, txns, schema=handle_of(t).info.schema,
-                    partition_schema=handle_of(t).info.partition_schema, recorded=record)
-
-    # the record loads lazily, per partition, as the scan selects directories: planning with
-    # the (already loaded) record of the first plan is listing and selection alone, planning
-    # with a new one adds the metastore reads
-    warm = _median(repeat, lambda: select(recorded))
-    cold = _median(repeat, lambda: select(handle_of(t).recorded_writes()))
-    return Timing(
-        shape, store,
-        snapshot=_median(repeat, handle_of(t).read_snapshot),
-        partitions=_median(repeat, lambda: table_partitions(fs, t.location, columns)),
-        recorded=max(cold - warm, 0.0), select=warm, requests=sent)
-
-
-def shapes(partitions: int, buckets: int, writes: int) -> list[Shape]:
-    """A base shape and one variation per dimension."""
-    return [Shape("base", partitions, 1, 1),
-            Shape("more_partitions", 2 * partitions, 1, 1),
-            Shape("more_files", partitions, buckets, 1),
-            Shape("more_directories", partitions, 1, writes)]
-
-
-@dataclass(frozen=True)
-class Costs:
-    """Seconds per partition (with its one directory and file), per extra delta directory
-    and per extra bucket file, of listing plus selection; metastore seconds per committed
-    write of a partition (the recorded-writes read)."""
-
-    per_partition: float
-    per_directory: float
-    per_file: float
-    metastore_per_write: float
-    metastore_per_file: float
-
-
-def fit(timings: list[Timing]) -> Costs:
-    by = {t.shape.name: t for t in timings}
-    base, parts, files, dirs = (by[n] for n in ("base", "more_partitions", "more_files",
-                                                "more_directories"))
-
-    def storage(t: Timing) -> float:
-        return t.partitions + t.select
-
-    per_partition = (storage(parts) - storage(base)) / (parts.shape.partitions
-                                                       - base.shape.partitions)
-    per_file = (storage(files) - storage(base)) / (files.shape.files - base.shape.files)
-    per_directory = ((storage(dirs) - storage(base))
-                     / (dirs.shape.directories - base.shape.directories)) - per_file
-    meta_file = (files.recorded - base.recorded) / (files.shape.files - base.shape.files)
-    meta_write = (dirs.recorded - base.recorded) / (dirs.shape.directories
-                                                    - base.shape.directories) - meta_file
-    # (small tables on a shared machine can fit a slightly negative cost: it is noise)
-    return Costs(max(per_partition, 0.0), max(per_directory, 0.0), max(per_file, 0.0),
-                 max(meta_write, 0.0), max(meta_file, 0.0))
-
-
-#: opens a fresh warehouse for one shape: (warehouse, S3 request counter or None)
-Opener = Callable[[str], tuple[acidstore.Warehouse, Callable[[], int] | None]]
+#: opens a warehouse of its own for one table: (store name, P) -> Store
+Opener = Callable[[int], Store]
 
 
 @contextmanager
-def stores(use_s3: bool) -> Iterator[list[tuple[str, Opener]]]:
-    """The stores to measure. Every shape gets a warehouse (and, on S3, a bucket) of its own:
-    moto lists a bucket by scanning all its keys, so tables sharing one would slow each
-    other's listings, which real S3 does not."""
+def stores(use_s3: bool, server: S3Server | None = None) -> Iterator[dict[str, Opener]]:
+    """The stores to measure. Every table gets a warehouse (and, on S3, a bucket) and a
+    SQLite metastore of its own: moto lists a bucket by scanning all its keys, so tables
+    sharing one would slow each other's requests, which real S3 does not. ``server``: a
+    running S3 server to use (and leave running), else one is started and stopped."""
     with tempfile.TemporaryDirectory(prefix="acidstore-planning-") as tmp:
         root = Path(tmp)
 
-        def local(name: str) -> tuple[acidstore.Warehouse, Callable[[], int] | None]:
-            return acidstore.connect(root / "local" / name,
-                                     metastore=f"sqlite:///{root / f'local-{name}.db'}"), None
+        def local(partitions: int) -> Store:
+            fs, handler = counting(pafs.LocalFileSystem())
+            (root / f"local-{partitions}").mkdir()
+            wh = acidstore.connect(str(root / f"local-{partitions}"), filesystem=fs,
+                                   metastore=f"sqlite:///{root}/local-{partitions}.db")
+            return Store("local", wh, handler)
 
-        out: list[tuple[str, Opener]] = [("local", local)]
-        server = start_s3() if use_s3 else None
-        if server is not None:
-            def remote(name: str) -> tuple[acidstore.Warehouse, Callable[[], int] | None]:
-                wh = acidstore.connect(f"s3://{server.new_bucket()}/wh",
-                                       metastore=f"sqlite:///{root / f's3-{name}.db'}",
-                                       filesystem=server.filesystem())
-                return wh, lambda: len(server.requests())
+        openers: dict[str, Opener] = {"local": local}
+        own = start_s3() if use_s3 and server is None else None
+        s3 = own or (server if use_s3 else None)
+        if s3 is not None:
+            def remote(partitions: int) -> Store:
+                fs, handler = counting(s3.filesystem())
+                wh = acidstore.connect(f"{s3.new_bucket()}/wh", filesystem=fs,
+                                       metastore=f"sqlite:///{root}/s3-{partitions}.db")
+                return Store("s3", wh, handler, s3)
 
-            out.append(("s3 (moto)", remote))
+            openers["s3"] = remote
         try:
-            yield out
+            yield openers
         finally:
-            if server is not None:
-                server.stop()
+            if own is not None:
+                own.stop()
 
 
-def run(partitions: int, buckets: int, writes: int, repeat: int, use_s3: bool = True,
-        ) -> dict[str, tuple[list[Timing], Costs]]:
-    results: dict[str, tuple[list[Timing], Costs]] = {}
-    with stores(use_s3) as places:
-        for store, opener in places:
-            timings = []
-            for shape in shapes(partitions, buckets, writes):
-                wh, requests = opener(shape.name)
-                with wh:
-                    timings.append(measure(build(wh, shape), shape, store, repeat, requests))
-            results[store] = (timings, fit(timings))
-    return results
+def build(wh: acidstore.Warehouse, partitions: int) -> acidstore.Table:
+    """One INSERT of two rows (ids ``2i``, ``2i + 1``) into each of the partitions, then a
+    one-row DELETE (id 15) in partition ``00007``, pinned by its filter."""
+    t = wh.create_table("bench.t", SCHEMA, partition_by=["p"])
+    ids = list(range(2 * partitions))
+    t.insert(pa.table({"id": ids, "v": ids, "p": [partition_name(i // 2) for i in ids]},
+                      schema=SCHEMA))
+    t.delete(f"{ONE_FILTER} AND id = 15")
+    return t
 
 
-def report(results: dict[str, tuple[list[Timing], Costs]]) -> str:
-    lines = ["store       shape             partitions  dirs   files  snapshot  partitions "
-             " recorded   select    total (ms)  S3 requests"]
-    for timings, _ in results.values():
-        for t in timings:
-            lines.append(
-                f"{t.store:<11} {t.shape.name:<17} {t.shape.partitions:>10} "
-                f"{t.shape.directories:>5} {t.shape.files:>7} {t.snapshot * 1e3:>9.1f} "
-                f"{t.partitions * 1e3:>11.1f} {t.recorded * 1e3:>9.1f} {t.select * 1e3:>8.1f} "
-                f"{t.total * 1e3:>9.1f}  {'' if t.requests is None else t.requests:>11}")
-    lines.append("")
-    lines.append("store       ms/partition  ms/directory  ms/file  metastore: ms/write  ms/file")
-    for store, (_, c) in results.items():
-        lines.append(f"{store:<11} {c.per_partition * 1e3:>12.3f} {c.per_directory * 1e3:>13.3f}"
-                     f" {c.per_file * 1e3:>8.4f} {c.metastore_per_write * 1e3:>20.4f}"
-                     f" {c.metastore_per_file * 1e3:>8.4f}")
-    lines.append("")
-    lines.append("projected, 10,000 partitions of one delta with 100 bucket files each "
-                 "(1,000,000 files), planned one after another:")
-    for store, (_, c) in results.items():
-        storage = 10_000 * c.per_partition + 990_000 * c.per_file
-        metastore = 10_000 * c.metastore_per_write + 990_000 * c.metastore_per_file
-        lines.append(f"  {store:<11} listing + selection {storage:8,.1f} s;"
-                     f" recorded writes from the metastore {metastore:6,.1f} s")
-    return "\n".join(lines)
+def measure(store: Store, partitions: int, repeat: int) -> Point:
+    """Plan times and call counts of a full and a one-partition read of a new table."""
+    t = build(store.wh, partitions)
+
+    def planned(filter: str | None) -> Callable[[], int]:
+        return lambda: len(plan(t, filter).splits)
+
+    def read(filter: str | None, rows: int) -> Callable[[], int]:
+        def action() -> int:
+            got = t.to_arrow(filter=filter).num_rows
+            if got != rows:
+                raise RuntimeError(f"{store.name}, {partitions} partitions: read {got} rows "
+                                   f"with filter {filter!r}, not {rows}")
+            return store.handler.calls["open"]
+        return action
+
+    full_plan, one_plan = store.count(planned(None)), store.count(planned(ONE_FILTER))
+    # a delta per partition, and the delete delta of ONE (applied to its delta's split)
+    if full_plan.files != partitions or one_plan.files != 1:
+        raise RuntimeError(f"{store.name}, {partitions} partitions: planned "
+                           f"{full_plan.files} and {one_plan.files} splits")
+    return Point(store.name, partitions,
+                 full_plan_seconds=median_seconds(repeat, planned(None)),
+                 one_plan_seconds=median_seconds(repeat, planned(ONE_FILTER)),
+                 full_plan=full_plan, one_plan=one_plan,
+                 full_read=store.count(read(None, 2 * partitions - 1)),
+                 one_read=store.count(read(ONE_FILTER, 1)))
+
+
+def run(partitions: Sequence[int] = PARTITIONS, s3_partitions: Sequence[int] = S3_PARTITIONS,
+        records: Sequence[int] = RECORD_PARTITIONS, deltas: Sequence[int] = DELTAS,
+        repeat: int = 5, use_s3: bool = True, server: S3Server | None = None,
+        progress: Callable[[str], None] = lambda _: None) -> Results:
+    """Every measurement of the benchmark (``progress`` hears of each as it ends)."""
+    out = Results()
+    with stores(use_s3, server) as openers:
+        for name, opener in openers.items():
+            for count in (partitions if name == "local" else s3_partitions):
+                store = opener(count)
+                with store.wh:
+                    out.points.append(measure(store, count, repeat))
+                progress(f"{name}: {count} partitions")
+    out.records = synthetic(records, repeat)
+    progress("synthetic records")
+    out.dml = w12_against_deltas(deltas, repeat)
+    progress("W12 against deltas")
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--partitions", type=int, default=100)
-    parser.add_argument("--buckets", type=int, default=8,
-                        help="bucket files per directory of the 'more_files' shape")
-    parser.add_argument("--writes", type=int, default=4,
-                        help="delta directories per partition of the 'more_directories' shape")
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--no-s3", action="store_true", help="local disk only")
+    from benchmarks.planning_report import plot, report
+
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--partitions", type=int, nargs="+", default=list(PARTITIONS))
+    parser.add_argument("--s3-partitions", type=int, nargs="*", default=list(S3_PARTITIONS),
+                        help="none: local disk only")
+    parser.add_argument("--records", type=int, nargs="+", default=list(RECORD_PARTITIONS),
+                        help="partitions of the synthetic tables (100 files each)")
+    parser.add_argument("--deltas", type=int, nargs="+", default=list(DELTAS))
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--plot", type=Path, help="write the figure (PNG) here")
     args = parser.parse_args(argv)
-    print(report(run(args.partitions, args.buckets, args.writes, args.repeat,
-                     use_s3=not args.no_s3)))
+    results = run(args.partitions, args.s3_partitions, args.records, args.deltas,
+                  args.repeat, use_s3=bool(args.s3_partitions),
+                  progress=lambda what: print(f"measured {what}", flush=True))
+    print(report(results))
+    if args.plot is not None:
+        plot(results, args.plot)
 
 
 if __name__ == "__main__":
