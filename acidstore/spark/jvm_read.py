@@ -80,6 +80,16 @@ def _readable(scan: Scan, table: TableHandle) -> bool:
                and s.size is not None and s.path.startswith("/") for _, s in scan.planned)
 
 
+def _length(split: Split) -> int:
+    """The file length the Java reader may trust (it reads the ORC tail there), or -1 (it
+    asks the filesystem): a plan from the metastore's record knows a file's bytes where the
+    record names them (``recorded_size``); a compaction output of several files records
+    their total only, and its planned ``size`` is then a share for weighting."""
+    if split.recorded_size is not None:
+        return split.recorded_size
+    return -1 if split.expected_rows is not None else split.size or 0
+
+
 def _partition_value(value: str | None, field: pa.Field, where: str) -> bytes:
     """A partition directory's value in Spark's internal form, tagged as ``Plan.java`` reads
     it; converted as the Python path converts it (``cast_to``: a bad value is the same typed
@@ -178,7 +188,7 @@ def _plan_bytes(table: TableHandle, tasks: list[list[_File]]) -> bytes:
             first, stop = f.split.stripes if f.split.stripes is not None else (-1, -1)
             expected = f.split.expected_rows if f.split.expected_rows is not None else -1
             parts.append(struct.pack(">i", len(name)) + name)
-            parts.append(struct.pack(">qiiq", f.split.size or 0, first, stop, expected))
+            parts.append(struct.pack(">qiiq", _length(f.split), first, stop, expected))
             parts.append(values[f.partition])
             parts.append(struct.pack(">i", len(f.deleted)))
             parts.append(f.deleted.write_id.astype(">i8").tobytes())

@@ -31,7 +31,12 @@ from pyspark.errors.exceptions.captured import CapturedException
 from acidstore import errors
 from acidstore.engine.executors import NOTE, reported_errors
 from acidstore.engine.transaction import TransactionCore
-from acidstore.errors import AcidStoreError, InvalidExpressionError, SparkJobFailedError
+from acidstore.errors import (
+    AcidStoreError,
+    InvalidExpressionError,
+    MissingDataError,
+    SparkJobFailedError,
+)
 
 __all__ = ["WriteAttempt", "carried_errors", "failure_reason", "is_spark_failure",
            "reported_errors", "reporting", "spark_errors", "spark_write", "typed_error"]
@@ -126,13 +131,21 @@ def carried_errors() -> Iterator[None]:
 @contextmanager
 def spark_errors(where: str) -> Iterator[None]:
     """Re-raise Spark failures inside the block as acidstore errors (``where`` says what
-    ran): the one a failure carries, else an analysis error as InvalidExpressionError."""
+    ran): the one a failure carries, a path Spark's reader did not find as MissingDataError
+    (reads plan from the metastore's record, so a removed file shows when it is opened), else
+    an analysis error as InvalidExpressionError."""
     try:
         with carried_errors():
             yield
     except AnalysisException as exc:
         text = _text(exc).strip()
         first = text.splitlines()[0] if text else type(exc).__name__
+        missing = _PATH_NOT_FOUND.search(text)
+        if missing is not None:  # a planned file Spark's own reader did not find
+            path = missing.group(1).removeprefix("file:")
+            raise MissingDataError(f"{where}: committed file {path} is not there, yet this "
+                                   "snapshot must read it (removed or moved by hand?)",
+                                   path=path) from exc
         raise InvalidExpressionError(f"{where}: {first}") from exc
 
 
@@ -144,6 +157,7 @@ def is_spark_failure(exc: BaseException) -> bool:
         not isinstance(exc, AnalysisException)
 
 
+_PATH_NOT_FOUND = re.compile(r"\[PATH_NOT_FOUND\] Path does not exist: (\S+?)\.(?:\s|$)")
 _FIRST_LINE = re.compile(r"^An error occurred while calling [\w.]+\.\s*", re.MULTILINE)
 _LOST_TASK = re.compile(r"most recent failure: [^\n]*?\): (?:[\w.$]+: )?([^\n]+)")
 

@@ -123,7 +123,8 @@ final class AcidBatchReader implements PartitionReader<ColumnarBatch> {
       file = planned ? files[next++] : runs.poll();
       try {
         reader = OrcFile.createReader(new Path(file.path), OrcFile.readerOptions(CONF)
-            .filesystem(fs()).maxLength(file.length).useUTCTimestamp(true));
+            .filesystem(fs()).maxLength(file.length < 0 ? Long.MAX_VALUE : file.length)
+            .useUTCTimestamp(true));
       } catch (IOException e) {
         throw AcidErrors.opening(file.path, e);
       }
