@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.orc as po
 
+from acidstore.config import HELD_FILE_MAX_BYTES
 from acidstore.errors import (
     AcidStoreError,
     CorruptFileError,
@@ -67,6 +68,14 @@ def read_flush_length(fs: pafs.FileSystem, side_file: str) -> int | None:
     return int.from_bytes(data[(whole - 1) * 8:whole * 8], "big", signed=True)
 
 
+def _read_whole(fs: pafs.FileSystem, path: str) -> pa.Buffer:
+    """A small file (the table's record gives its bytes) read whole: on object storage one
+    GET after the open's HEAD, where pyarrow's ORC reader fetches its tail, footer and each
+    stripe with a request of their own. The size check then compares what was read."""
+    with fs.open_input_file(path) as handle:
+        return pa.py_buffer(handle.read())
+
+
 def _check_size(path: str, size: int | None, actual: int) -> None:
     if size is not None and actual != size:
         raise MissingDataError(f"committed bucket file {path} of {size} bytes, but it holds "
@@ -104,6 +113,8 @@ class OrcFile:
                     self._prefix = pa.py_buffer(handle.read_at(logical_length, 0))
             elif key is not None:
                 self._prefix = read_small(fs, key)
+            elif size is not None and size <= HELD_FILE_MAX_BYTES:
+                self._prefix = _read_whole(fs, path)
             source: pa.NativeFile = pa.BufferReader(self._prefix) \
                 if self._prefix is not None else fs.open_input_file(path)
             if logical_length is None:
