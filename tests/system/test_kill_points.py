@@ -110,10 +110,19 @@ def _shape(operation: str) -> str:
     return {"worker": "queued", "cleaner": "cleanable"}.get(operation, "plain")
 
 
+def _began(log: Path) -> bool:
+    """Whether a chaos child logged the begin of its first operation (before it, it only
+    reads the table once)."""
+    return log.exists() and '"begin"' in log.read_text(encoding="utf-8")
+
+
 def _run_children(jobs: list[tuple[str, Killed, Any, tuple[Any, ...], float | None]]) -> None:
-    """Run the children ``PARALLEL`` at a time; SIGKILL those with a delay once it passed."""
+    """Run the children ``PARALLEL`` at a time; SIGKILL those with a delay once it passed,
+    counted from their first logged operation (on a loaded machine a child can take longer
+    than the delay just to start, and a kill before any operation tests nothing)."""
     pending = list(jobs)
     running: list[tuple[Killed, Any, float | None, float]] = []
+    first: dict[Path, float] = {}  # a child's log -> when it logged its first operation
     while pending or running:
         while pending and len(running) < PARALLEL:
             _, killed, target, args, delay = pending.pop(0)
@@ -123,9 +132,13 @@ def _run_children(jobs: list[tuple[str, Killed, Any, tuple[Any, ...], float | No
         time.sleep(0.02)
         for item in list(running):
             killed, process, delay, started = item
-            age = time.monotonic() - started
-            hung = age > 60
-            if process.is_alive() and (hung or (delay is not None and age >= delay)):
+            now = time.monotonic()
+            hung = now - started > 60
+            if delay is not None and killed.log not in first and _began(killed.log):
+                first[killed.log] = now
+            due = delay is not None and killed.log in first and \
+                now - first[killed.log] >= delay
+            if process.is_alive() and (hung or due):
                 process.kill()  # SIGKILL; a child that just exited is no error
             if not process.is_alive():
                 process.join()
