@@ -35,7 +35,7 @@ from acidstore.api.connect import connect
 from acidstore.config import SPARK_WAREHOUSE_CONF
 from acidstore.errors import InvalidInputError, WarehouseNotFoundError
 from acidstore.spark.conf import session_metastore, session_warehouse
-from acidstore.spark.datasource import FORMAT
+from acidstore.spark.views import table_reader
 
 __all__ = ["TableRead", "hook_tables", "read_of", "routed_reads", "seq", "table_reads",
            "warehouse_table"]
@@ -164,14 +164,8 @@ def table_reads(spark: SparkSession, roots: Sequence[Any]) -> list[TableRead]:
 
 def read_of(spark: SparkSession, name: str, as_of: int | datetime | None = None) -> DataFrame:
     """A ``format("acidstore")`` read of warehouse table ``name``."""
-    reader = spark.read.format(FORMAT).option("warehouse", str(session_warehouse(spark)))
-    metastore = session_metastore(spark)
-    if metastore is not None:
-        reader = reader.option("metastore", metastore)
-    if as_of is not None:
-        reader = reader.option("asOf", as_of.isoformat() if isinstance(as_of, datetime)
-                               else str(as_of))
-    return reader.load(name)
+    return table_reader(spark.read, str(session_warehouse(spark)), session_metastore(spark),
+                        as_of).load(name)
 
 
 def _quoted(name: str) -> str:
@@ -231,10 +225,8 @@ def hook_tables() -> None:
         name = _named_table(spark, tableName)
         if name is None:
             return reader_table(self, tableName)
-        reader = self.format(FORMAT).option("warehouse", str(session_warehouse(spark)))
-        metastore = session_metastore(spark)
-        return (reader if metastore is None else reader.option("metastore", metastore)
-                ).load(name)
+        return table_reader(self, str(session_warehouse(spark)),
+                            session_metastore(spark)).load(name)
 
     for wrapped in (table, read_table):
         setattr(wrapped, _MARK, True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrameReader, SparkSession
 
 from acidstore.api.connect import connect
 from acidstore.api.pairing import chosen_metastore
@@ -22,7 +22,7 @@ from acidstore.engine.handle import TableHandle
 from acidstore.spark.datasource import FORMAT
 from acidstore.spark.session import register
 
-__all__ = ["register_views", "view_name"]
+__all__ = ["register_views", "table_reader", "view_name"]
 
 
 def view_name(table: str) -> str:
@@ -46,13 +46,21 @@ def register_views(spark: SparkSession, warehouse: str, tables: Sequence[str] | 
             TableHandle.open(core_of(wh), name)
     made = []
     for name in names:
-        reader = spark.read.format(FORMAT).option("warehouse", str(warehouse))
-        if metastore is not None:
-            reader = reader.option("metastore", metastore)
-        if as_of is not None:
-            reader = reader.option("asOf", as_of.isoformat() if isinstance(as_of, datetime)
-                                   else str(as_of))
         view = view_name(name) + suffix
-        reader.load(name).createOrReplaceTempView(view)
+        table_reader(spark.read, warehouse, metastore, as_of).load(name) \
+            .createOrReplaceTempView(view)
         made.append(view)
     return made
+
+
+def table_reader(reader: DataFrameReader, warehouse: str, metastore: str | None,
+                 as_of: int | datetime | None = None) -> DataFrameReader:
+    """``reader`` set to read a table of ``warehouse`` through the ``acidstore`` source (at
+    ``as_of`` if given), keeping the options it already has; ``load(name)`` reads it."""
+    reader = reader.format(FORMAT).option("warehouse", str(warehouse))
+    if metastore is not None:
+        reader = reader.option("metastore", metastore)
+    if as_of is not None:
+        reader = reader.option("asOf", as_of.isoformat() if isinstance(as_of, datetime)
+                               else str(as_of))
+    return reader
