@@ -23,16 +23,13 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
+from pyspark.sql.types import StructField
 
-from acidstore.api.connect import connect
-from acidstore.engine.core import core_of
-from acidstore.engine.handle import TableHandle
 from acidstore.engine.results import WriteResult
 from acidstore.errors import SchemaMismatchError, UnsupportedOperationError
 from acidstore.spark.acid_table import AcidTable
-from acidstore.spark.conf import session_metastore, session_warehouse
 from acidstore.spark.schema_mapping import spark_schema
 from acidstore.spark.sql_reads import seq
 
@@ -41,12 +38,15 @@ __all__ = ["run_insert"]
 _OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
 
 
-def _layout(spark: SparkSession, name: str) -> tuple[pa.Schema, list[str]]:
-    """Table ``name``'s columns (as reads return them) and its partition columns."""
-    with connect(str(session_warehouse(spark)), metastore=session_metastore(spark),
-                 create=False) as wh:
-        table = TableHandle.open(core_of(wh), name)
-        return table.schema, list(table.info.partition_schema.names)
+def _layout(table: AcidTable) -> tuple[pa.Schema, list[str]]:
+    """The table's columns (as reads return them) and its partition columns."""
+    with table._table() as handle:
+        return handle.schema, list(handle.info.partition_schema.names)
+
+
+def _fixed_value(field: StructField, value: str) -> Column:
+    """A ``PARTITION (p = 'v')`` value as the column's type."""
+    return F.lit(value).cast(field.dataType)
 
 
 def _static(plan: Any) -> dict[str, str | None]:
@@ -57,14 +57,15 @@ def _static(plan: Any) -> dict[str, str | None]:
             for k in keys}
 
 
-def _data(spark: SparkSession, plan: Any, schema: pa.Schema, static: dict[str, str | None],
-          where: str) -> DataFrame:
-    """The query's rows, its columns renamed and cast to the table's columns they fill."""
-    types = {f.name.lower(): f for f in spark_schema(schema).fields}
+def _data(spark: SparkSession, plan: Any, types: dict[str, StructField],
+          static: dict[str, str | None], where: str) -> DataFrame:
+    """The query's rows, its columns renamed and cast to the table's columns they fill
+    (``types``: the table's Spark fields, in order, by lower-case name)."""
+    names = [f.name for f in types.values()]
     unknown = [c for c in static if c not in types]
     if unknown:
         raise SchemaMismatchError(f"{where}: PARTITION names {unknown}, which are not columns "
-                                  f"of the table ({schema.names})")
+                                  f"of the table ({names})")
     jvm = spark._jvm
     assert jvm is not None  # a classic session's gateway
     query = DataFrame(jvm.org.apache.spark.sql.classic.Dataset.ofRows(
@@ -75,7 +76,7 @@ def _data(spark: SparkSession, plan: Any, schema: pa.Schema, static: dict[str, s
         targets = given
     else:
         listed = [str(c) for c in seq(plan.userSpecifiedCols())]
-        targets = listed or [n for n in schema.names if n.lower() not in fixed]
+        targets = listed or [n for n in names if n.lower() not in fixed]
         if len(targets) != len(given):
             raise SchemaMismatchError(
                 f"{where}: the query has {len(given)} column(s) {given} for the "
@@ -86,8 +87,7 @@ def _data(spark: SparkSession, plan: Any, schema: pa.Schema, static: dict[str, s
         field = types.get(target.lower())  # unknown: the insert's check names it
         columns.append(value.alias(target) if field is None
                        else value.cast(field.dataType).alias(field.name))
-    columns.extend(F.lit(v).cast(types[c].dataType).alias(types[c].name)
-                   for c, v in fixed.items())
+    columns.extend(_fixed_value(types[c], v).alias(types[c].name) for c, v in fixed.items())
     return query.select(*columns)
 
 
@@ -116,19 +116,20 @@ def run_insert(spark: SparkSession, table: AcidTable, plan: Any) -> WriteResult:
         raise UnsupportedOperationError(
             f"{where}: INSERT ... REPLACE WHERE / REPLACE USING is not supported on acidstore "
             "tables; run a DELETE and an INSERT, or a MERGE")
-    schema, partitions = _layout(spark, table.name)
+    schema, partitions = _layout(table)
+    types = {f.name.lower(): f for f in spark_schema(schema).fields}
     static = _static(plan)
-    data = _data(spark, plan, schema, static, where)
+    data = _data(spark, plan, types, static, where)
     if not plan.overwrite():
         return table.insert(data, merge_schema=bool(plan.withSchemaEvolution()))
     one = _one_partition(spark, partitions, static, where)
     result = table.insert(data, overwrite=True, merge_schema=bool(plan.withSchemaEvolution()),
                           partition_overwrite_mode="static" if one is None else "dynamic")
     if one and result.rows_inserted == 0:  # Spark empties the partition it names
-        types = {f.name.lower(): f for f in spark_schema(schema).fields}
         condition = F.lit(True)
         for column, value in static.items():
+            assert value is not None  # one partition: every column fixed
             condition = condition & (F.col(types[column].name)
-                                     == F.lit(value).cast(types[column].dataType))
+                                     == _fixed_value(types[column], value))
         return table.delete(condition)
     return result
