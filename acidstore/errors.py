@@ -359,6 +359,14 @@ class MissingDataError(DataError):
     """A directory or bucket file that a committed write made, and the snapshot must read, is
     not there: answering without it would lose rows or bring deleted ones back."""
 
+    @classmethod
+    def gone(cls, path: str, where: str = "") -> MissingDataError:
+        """The error for a planned file that is not there, worded once for every reader
+        (ours, Spark's, a compaction's): ``where`` prefixes what was running."""
+        prefix = f"{where}: " if where else ""
+        return cls(f"{prefix}committed file {path} is not there, yet this snapshot must read "
+                   "it (removed or moved by hand?)", path=path)
+
 
 class StrayPathError(DataError):
     """Something that is no part of the table's layout sits where its partitions are (a

@@ -143,9 +143,7 @@ def spark_errors(where: str) -> Iterator[None]:
         missing = _PATH_NOT_FOUND.search(text)
         if missing is not None:  # a planned file Spark's own reader did not find
             path = missing.group(1).removeprefix("file:")
-            raise MissingDataError(f"{where}: committed file {path} is not there, yet this "
-                                   "snapshot must read it (removed or moved by hand?)",
-                                   path=path) from exc
+            raise MissingDataError.gone(path, where) from exc
         raise InvalidExpressionError(f"{where}: {first}") from exc
 
 

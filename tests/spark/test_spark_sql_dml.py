@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pytest
 from pyspark.errors import AnalysisException, ParseException
+from spark_support import WAREHOUSE_CONF, session_warehouse
 
 import acidstore
 from acidstore.errors import InvalidInputError, UnsupportedOperationError
@@ -25,7 +26,6 @@ from acidstore.spark.sql_dml import RESULT_SCHEMA
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-WAREHOUSE_CONF = "spark.acidstore.warehouse"
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("salary", pa.float64()),
                     ("dt", pa.string())])
 ROWS = [(1, "ann", 10.0, "a"), (2, "bob", 20.0, "a"), (3, "o'k", 30.0, "b"),
@@ -46,12 +46,11 @@ def warehouse(spark: SparkSession, tmp_path: Path) -> Iterator[str]:
                                      schema=SCHEMA))
     spark.createDataFrame(SOURCE, "id bigint, name string, salary double, dt string"
                           ).createOrReplaceTempView("src")
-    spark.conf.set(WAREHOUSE_CONF, location)
-    try:
-        yield location
-    finally:
-        spark.conf.unset(WAREHOUSE_CONF)
-        spark.catalog.dropTempView("src")
+    with session_warehouse(spark, location):
+        try:
+            yield location
+        finally:
+            spark.catalog.dropTempView("src")
 
 
 def _twin(spark: SparkSession, warehouse: str) -> AcidTable:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pytest
 from pyspark.errors import AnalysisException
+from spark_support import WAREHOUSE_CONF, session_warehouse
 
 import acidstore
 from acidstore.errors import (
@@ -28,7 +29,6 @@ from acidstore.spark import AcidTable
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-WAREHOUSE_CONF = "spark.acidstore.warehouse"
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("dt", pa.string())])
 FIRST = [(1, "ann", "a"), (2, "bob", "a"), (3, "cy", "b")]
 
@@ -51,12 +51,8 @@ def warehouse(spark: SparkSession, tmp_path: Path) -> Iterator[str]:
             table.insert(_arrow([(4, "dan", "b")]))
         wh.create_table("hr.dept", pa.schema([("dt", pa.string()), ("title", pa.string())])
                         ).insert(pa.table({"dt": ["a", "b"], "title": ["A", "B"]}))
-    spark.conf.set(WAREHOUSE_CONF, location)
-    try:
+    with session_warehouse(spark, location, "spark.sql.sources.partitionOverwriteMode"):
         yield location
-    finally:
-        spark.conf.unset(WAREHOUSE_CONF)
-        spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
 
 
 def _embedded(warehouse: str, name: str, as_of: int | datetime | None = None

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -127,3 +128,20 @@ def forget_recorded_sizes(wh: Warehouse) -> None:
     with sqlite3.connect(Path(wh.location) / DEFAULT_METASTORE_FILE) as db:
         db.execute("UPDATE components SET bucket_files = NULL")
         db.execute("UPDATE compaction_outputs SET bytes = 0")
+
+
+#: the session setting that routes SQL by table name to a warehouse
+WAREHOUSE_CONF = "spark.acidstore.warehouse"
+
+
+@contextmanager
+def session_warehouse(spark: SparkSession, location: str, *also_unset: str) -> Iterator[str]:
+    """The session routed to the warehouse at ``location`` while the block runs; afterwards
+    the setting (and each of ``also_unset``, settings the test may change) is unset, so the
+    shared session's next test sees Spark's own name resolution."""
+    spark.conf.set(WAREHOUSE_CONF, location)
+    try:
+        yield location
+    finally:
+        for name in (WAREHOUSE_CONF, *also_unset):
+            spark.conf.unset(name)
