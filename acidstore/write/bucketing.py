@@ -16,6 +16,7 @@ tail holds bytes >= 0x80 hash differently from textbook Murmur3. We hash as Hive
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -34,49 +35,85 @@ _C1 = np.uint32(0xCC9E2D51)
 _C2 = np.uint32(0x1B873593)
 _N = np.uint32(0xE6546B64)
 _M = np.uint32(5)
+_F1 = np.uint32(0x85EBCA6B)
+_F2 = np.uint32(0xC2B2AE35)
 
 
-def _rotl(x: U32, r: int) -> U32:
-    out: U32 = (x << np.uint32(r)) | (x >> np.uint32(32 - r))
-    return out
+def _rotl(x: U32, r: int, scratch: U32) -> None:
+    """Rotate ``x`` left by ``r`` bits in place (``scratch``: an array of its length)."""
+    np.left_shift(x, np.uint32(r), out=scratch)
+    x >>= np.uint32(32 - r)
+    x |= scratch
 
 
-def _mix_k(k: U32) -> U32:
-    k = k * _C1
-    k = _rotl(k, 15)
-    out: U32 = k * _C2
-    return out
+def _mix_k(k: U32, scratch: U32) -> None:
+    """Murmur3's scrambling of a block ``k``, in place."""
+    k *= _C1
+    _rotl(k, 15, scratch)
+    k *= _C2
+
+
+def _hash_words(n: int, words: Sequence[U32], tail: U32 | None, length: int) -> U32:
+    """Murmur3 (seed ``SEED``) of ``n`` rows of ``length`` bytes, given as the little-endian
+    4-byte blocks of each row (``words[i]``: block ``i`` of every row; modified in place) and
+    the tail bytes packed as Hive packs them (None: no tail).
+
+    Every step works in place, on the blocks and one scratch array: the textbook expression
+    allocates a temporary array per operator, about 20 per block."""
+    h = np.full(n, SEED, dtype=np.uint32)
+    scratch = np.empty(n, dtype=np.uint32)
+    with np.errstate(over="ignore"):
+        for k in words:
+            _mix_k(k, scratch)
+            h ^= k
+            _rotl(h, 13, scratch)
+            h *= _M
+            h += _N
+        if tail is not None:
+            _mix_k(tail, scratch)
+            h ^= tail
+        h ^= np.uint32(length)
+        for shift, factor in ((16, _F1), (13, _F2)):
+            np.right_shift(h, np.uint32(shift), out=scratch)
+            h ^= scratch
+            h *= factor
+        np.right_shift(h, np.uint32(16), out=scratch)
+        h ^= scratch
+    return h
 
 
 def murmur3_32(data: npt.NDArray[np.uint8]) -> U32:
     """Hive's ``Murmur3.hash32`` of each row of an (n, length) byte matrix (one length)."""
     n, length = data.shape
-    h = np.full(n, SEED, dtype=np.uint32)
     blocks = length // 4
-    with np.errstate(over="ignore"):
-        if blocks:
-            words = np.ascontiguousarray(data[:, :blocks * 4]).view("<u4").reshape(n, blocks)
-            for i in range(blocks):
-                h ^= _mix_k(words[:, i].astype(np.uint32))
-                h = _rotl(h, 13) * _M + _N
-        tail = length - blocks * 4
-        if tail:
-            signed = data[:, blocks * 4:].view(np.int8).astype(np.int32)  # Java bytes
-            k1 = np.zeros(n, dtype=np.int32)
-            for j in range(tail - 1, -1, -1):
-                k1 ^= signed[:, j] << (8 * j)
-            h ^= _mix_k(k1.view(np.uint32))
-        h ^= np.uint32(length)
-        h ^= h >> np.uint32(16)
-        h *= np.uint32(0x85EBCA6B)
-        h ^= h >> np.uint32(13)
-        h *= np.uint32(0xC2B2AE35)
-        h ^= h >> np.uint32(16)
-    return h
+    words: list[U32] = []
+    if blocks:
+        matrix = np.ascontiguousarray(data[:, :blocks * 4]).view("<u4").reshape(n, blocks)
+        words = [matrix[:, i].astype(np.uint32) for i in range(blocks)]  # fresh copies
+    tail: U32 | None = None
+    if length - blocks * 4:
+        signed = data[:, blocks * 4:].view(np.int8).astype(np.int32)  # Java bytes
+        k1 = np.zeros(n, dtype=np.int32)
+        for j in range(length - blocks * 4 - 1, -1, -1):
+            k1 ^= signed[:, j] << (8 * j)
+        tail = k1.view(np.uint32)
+    return _hash_words(n, words, tail, length)
 
 
 def _fixed(values: npt.NDArray[np.generic], width: int) -> U32:
-    """Hash of the big-endian bytes of fixed-width integers."""
+    """Hash of the big-endian bytes of fixed-width integers.
+
+    The 4-byte blocks of a 4- or 8-byte big-endian value are its 32-bit halves, high half
+    first, each byte-swapped: taken from the values by contiguous shifts and casts, where a
+    byte matrix sliced into blocks copies strided memory (a 2M-row BIGINT column hashes in
+    about 6 ms instead of 8, before any bucket file can start)."""
+    if width in (4, 8) and values.dtype.itemsize == width and sys.byteorder == "little":
+        raw = np.ascontiguousarray(values).view(f"u{width}")
+        words = [raw.astype(np.uint32)] if width == 4 else [
+            (raw >> np.uint64(32)).astype(np.uint32), raw.astype(np.uint32)]
+        for word in words:
+            word.byteswap(inplace=True)
+        return _hash_words(len(values), words, None, width)
     be = values.astype(f">i{width}").view(np.uint8).reshape(len(values), width)
     return murmur3_32(be)
 
@@ -109,22 +146,28 @@ def check_bucketable(field: pa.Field) -> None:
             "integers, floats, booleans, strings and dates")
 
 
+def _filled(array: pa.Array, value: object) -> pa.Array:
+    """``array`` with NULLs as ``value``; itself when it has none (``fill_null`` copies the
+    whole array even then)."""
+    return array.fill_null(value) if array.null_count else array
+
+
 def _field_hash(array: pa.Array) -> U32:
     t = array.type
     if pa.types.is_boolean(t):
-        out: U32 = np.asarray(array.fill_null(False).to_numpy(zero_copy_only=False),
+        out: U32 = np.asarray(_filled(array, False).to_numpy(zero_copy_only=False),
                               dtype=np.uint32)
     elif pa.types.is_int8(t) or pa.types.is_uint8(t):
-        out = array.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int32).view(np.uint32)
+        out = _filled(array, 0).to_numpy(zero_copy_only=False).astype(np.int32).view(np.uint32)
     elif pa.types.is_int16(t) or pa.types.is_uint16(t):
-        out = _fixed(array.fill_null(0).to_numpy(zero_copy_only=False), 2)
+        out = _fixed(_filled(array, 0).to_numpy(zero_copy_only=False), 2)
     elif (pa.types.is_integer(t) and t.bit_width == 32) or pa.types.is_date32(t):
         raw = array.cast(pa.int32()) if pa.types.is_date32(t) else array
-        out = _fixed(raw.fill_null(0).to_numpy(zero_copy_only=False), 4)
+        out = _fixed(_filled(raw, 0).to_numpy(zero_copy_only=False), 4)
     elif pa.types.is_integer(t):
-        out = _fixed(array.fill_null(0).to_numpy(zero_copy_only=False), 8)
+        out = _fixed(_filled(array, 0).to_numpy(zero_copy_only=False), 8)
     elif pa.types.is_floating(t):
-        values = array.fill_null(0).to_numpy(zero_copy_only=False)
+        values = _filled(array, 0).to_numpy(zero_copy_only=False)
         if t.bit_width == 32:
             bits = np.where(np.isnan(values), np.float32("nan"), values).astype(np.float32)
             ints = bits.view(np.int32).copy()
@@ -138,7 +181,7 @@ def _field_hash(array: pa.Array) -> U32:
             # Hive: putDouble(Double.doubleToLongBits(d)) widens the long bits to a double
             out = _fixed(longs.astype(np.float64).view(np.int64), 8)
     else:
-        out = _strings(array.fill_null(""))
+        out = _strings(_filled(array, ""))
     if array.null_count:
         out = np.where(pc.is_null(array).to_numpy(zero_copy_only=False), np.uint32(0), out
                        ).astype(np.uint32)
@@ -166,8 +209,12 @@ def _chunk_hashes(table: pa.Table, columns: Sequence[str]) -> U32:
     h = np.zeros(table.num_rows, dtype=np.uint32)
     with np.errstate(over="ignore"):
         for name in columns:
-            column = table.column(name).combine_chunks()
-            h = h * np.uint32(31) + _field_hash(column)
+            chunks = table.column(name)
+            # a slice within one chunk is hashed in place: ``combine_chunks`` copies even a
+            # single chunk
+            column = chunks.chunk(0) if chunks.num_chunks == 1 else chunks.combine_chunks()
+            h *= np.uint32(31)
+            h += _field_hash(column)
     return h
 
 
@@ -175,8 +222,10 @@ def bucket_ids(table: pa.Table, columns: Sequence[str], buckets: int) -> npt.NDA
     """The bucket of each row: ``(hash & Integer.MAX_VALUE) % buckets``."""
     if buckets <= 0:
         raise InvalidInputError(f"bucket count must be positive, got {buckets}")
-    hashes = row_hashes(table, columns) & np.uint32(0x7FFFFFFF)
-    out: npt.NDArray[np.int32] = (hashes % np.uint32(buckets)).astype(np.int32)
+    hashes = row_hashes(table, columns)
+    hashes &= np.uint32(0x7FFFFFFF)
+    np.remainder(hashes, np.uint32(buckets), out=hashes)
+    out: npt.NDArray[np.int32] = hashes.view(np.int32)  # below 2**31: the same values
     return out
 
 

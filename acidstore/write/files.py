@@ -17,6 +17,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from acidstore.config import ORC_COMPRESSION
@@ -265,12 +266,16 @@ def _groups(buckets: npt.NDArray[np.int32]) -> dict[int, npt.NDArray[np.int64]]:
     low, high = int(buckets.min()), int(buckets.max())
     if low == high:
         return {low: np.arange(len(buckets), dtype=np.int64)}
+    # Arrow's sort is stable, and over a small range of integers (bucket ids) a counting
+    # sort: 3 ms for 2M rows in ten buckets where numpy's stable argsort (a radix sort of
+    # the ids as bytes) takes 6-10, every row waiting for it before any bucket file starts
+    order = pc.array_sort_indices(pa.array(buckets)).to_numpy().view(np.int64)
     if low >= 0 and high < 1 << 16:
-        # numpy's stable sort of 8/16-bit integers is a radix sort: ~7x faster than int32's
-        order = np.argsort(buckets.astype(np.uint8 if high < 256 else np.uint16), kind="stable")
-    else:
-        order = np.argsort(buckets, kind="stable")
-    order = order.astype(np.int64, copy=False)
+        # the groups' bounds from a count of each id, not from the sorted ids (a gather, a
+        # diff and a search of 4 bytes a row)
+        counts = np.bincount(buckets)
+        ends = np.cumsum(counts)
+        return {int(b): order[ends[b] - counts[b]:ends[b]] for b in np.flatnonzero(counts)}
     sorted_buckets = buckets[order]
     starts = np.concatenate(([0], np.flatnonzero(np.diff(sorted_buckets)) + 1))
     # views of ``order``: no per-bucket copy

@@ -1,12 +1,12 @@
 """The bulk insert's fast paths against their plain forms: bucket files encoded on several
-threads are the bytes one thread writes; the radix grouping of rows by bucket is the plain
-per-bucket selection; a one-stripe file's stripe row count read from its footer is the count a
-decode finds; rows gathered chunk by chunk from a chunked input are pyarrow's ``take`` of it,
-and write the bytes a one-chunk input writes; hashing in slices of ``HASH_CHUNK_ROWS`` rows is
-hashing the whole column at once; an event file whose tail is written beside pyarrow's buffer
-is the file with the metadata added to the joined bytes; a bucket streamed into its file
-slice by slice is the bytes of one encoded whole; the timestamp check's min/max shortcut
-decides as the check of every value."""
+threads are the bytes one thread writes; the grouping of rows by bucket (Arrow's stable sort,
+bounds from a count) is the plain per-bucket selection; a one-stripe file's stripe row count
+read from its footer is the count a decode finds; rows gathered chunk by chunk from a chunked
+input are pyarrow's ``take`` of it, and write the bytes a one-chunk input writes; hashing in
+slices of ``HASH_CHUNK_ROWS`` rows is hashing the whole column at once; an event file whose
+tail is written beside pyarrow's buffer is the file with the metadata added to the joined
+bytes; a bucket streamed into its file slice by slice is the bytes of one encoded whole; the
+timestamp check's min/max shortcut decides as the check of every value."""
 
 from __future__ import annotations
 
@@ -88,10 +88,12 @@ def test_one_bucket_of_every_row_is_written_without_a_gather(tmp_path: Path) -> 
     assert _user_rows(OrcFile(fs, out.files[0].path)).equals(rows)
 
 
-@pytest.mark.parametrize("high", [1, 2, 10, 255, 256, 4096, 65_535, 65_536, 1 << 20])
-def test_grouping_by_bucket_matches_a_plain_selection(high: int) -> None:
+@pytest.mark.parametrize(("low", "high"), [(0, 1), (0, 2), (0, 10), (0, 255), (0, 256),
+                                           (0, 4096), (0, 65_535), (0, 65_536), (0, 1 << 20),
+                                           (-3, 3), (-(1 << 31), (1 << 31) - 1)])
+def test_grouping_by_bucket_matches_a_plain_selection(low: int, high: int) -> None:
     rng = np.random.default_rng(high)
-    buckets = rng.integers(0, high, 5000).astype(np.int32)
+    buckets = rng.integers(low, high, 5000).astype(np.int32)
     groups = _groups(buckets)
     expected = {int(b): np.flatnonzero(buckets == b) for b in np.unique(buckets)}
     assert list(groups) == sorted(expected)
