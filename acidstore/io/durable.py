@@ -25,6 +25,7 @@ crash before it leaves an uncommitted transaction whose files are removed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Iterable
@@ -35,7 +36,7 @@ import pyarrow.fs as pafs
 from acidstore.config import FLUSH_COMMITS, FLUSH_THREADS
 from acidstore.io import fs as afs
 
-__all__ = ["flush_enabled", "flush_written", "set_flush"]
+__all__ = ["flush_early", "flush_enabled", "flush_written", "set_flush"]
 
 _enabled = threading.Event()
 if FLUSH_COMMITS:
@@ -62,6 +63,12 @@ def _flush(path: str) -> None:
         os.fsync(descriptor)
     finally:
         os.close(descriptor)
+
+
+def _flush_quietly(path: str) -> None:
+    """An early flush: its failure is the commit's to report (it flushes the file again)."""
+    with contextlib.suppress(OSError):
+        _flush(path)
 
 
 class _Pool:
@@ -106,6 +113,23 @@ def _flush_all(paths: list[str]) -> None:
     wait(futures)
     for future in futures:
         future.result()
+
+
+def flush_early(fs: pafs.FileSystem, path: str) -> None:
+    """Start flushing a large finished file of an uncommitted write now, on the flush pool,
+    while the statement goes on writing its other files: at commit the disk then has little
+    left to write back for it (a 2M-row load's commit waited 10-110 ms for its flushes).
+
+    Nothing relies on this flush: ``flush_written`` flushes every file of the commit again
+    (a file without dirty pages returns at once) and reports any failure, so a file removed
+    meanwhile (the write aborted) or a failed early flush changes nothing."""
+    if not _enabled.is_set():
+        return
+    local = afs.local_path(fs, path)
+    if local is None:
+        return
+    with contextlib.suppress(RuntimeError):  # shutting down: no new threads; commit flushes
+        _POOL.get().submit(_flush_quietly, local)
 
 
 def flush_written(fs: pafs.FileSystem, location: str, directories: Iterable[str]) -> None:

@@ -39,6 +39,7 @@ from acidstore.format.orc.file_writer import (
 from acidstore.format.orc.schema import DELETE, INSERT, event_schema, is_dropped, row_struct
 from acidstore.format.orc.stream import EventFileWriter
 from acidstore.io import fs as afs
+from acidstore.io.durable import flush_early
 from acidstore.write.timestamps import check_timestamps
 
 __all__ = ["SMALL_FILE_ROWS", "STREAM_ROWS", "ChunkedRows",
@@ -188,7 +189,9 @@ def write_inserts(fs: pafs.FileSystem, location: str, partition: str, rows: pa.T
             for start in range(0, len(index), STREAM_ROWS):
                 part = gather(index, start, min(start + STREAM_ROWS, len(index)))
                 writer.write(insert_events(part, write_id, prop, schema, first_row_id=start))
-            return writer.close()
+            written = writer.close()
+        flush_early(fs, path)  # a large file: its writeback overlaps the other buckets'
+        return written
 
     workers = max(1, min(threads, len(groups)))
     if workers == 1:

@@ -10,6 +10,7 @@ import multiprocessing
 import os
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from acidstore import Warehouse, config
 from acidstore.errors import StorageError
 from acidstore.io import durable
 from acidstore.io import fs as afs
+from acidstore.write.files import STREAM_ROWS
 from compaction import compact
 
 SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string())])
@@ -130,6 +132,32 @@ def test_turned_off_nothing_is_flushed(wh: Warehouse, recorded: Recorder) -> Non
     table.insert(pa.table({"id": [1], "dt": ["a"]}))
     assert recorded.events == ["COMMIT"]
     assert table.to_arrow().num_rows == 1
+
+
+def _drain_pool() -> None:
+    """Let every flush submitted so far finish (the pool is shut down; the next use starts
+    a new one)."""
+    durable._POOL.get().shutdown(wait=True)
+    durable._POOL.forget()
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_large_bucket_file_is_flushed_early_and_again_at_commit(
+        wh: Warehouse, recorded: Recorder, enabled: bool) -> None:
+    """A bucket file streamed in slices starts flushing as soon as it is written, and the
+    commit flushes it again (the early flush may have failed or not finished): twice in all.
+    Turned off, neither happens."""
+    durable.set_flush(enabled)
+    table = wh.create_table("big", pa.schema([("id", pa.int64())]))
+    rows = STREAM_ROWS + 1
+    table.insert(pa.table({"id": pa.array(range(rows), pa.int64())}))
+    _drain_pool()
+    flushed = Counter(e for e in recorded.events if Path(e).name.startswith("bucket_"))
+    if enabled:
+        assert len(flushed) == 1 and set(flushed.values()) == {2}, flushed
+    else:
+        assert recorded.events == ["COMMIT"]
+    assert table.to_arrow().num_rows == rows
 
 
 def test_a_failed_flush_aborts_and_publishes_nothing(
