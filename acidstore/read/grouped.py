@@ -3,12 +3,14 @@
 After N small statements a bucket has N small insert files, and every file read alone costs
 the same Python whatever its rows: key checks, the filter, the delete lookup and the batch
 assembly are 40-50 Arrow and numpy calls of 5-20 us each, so 0.3-0.4 ms a file, more than
-pyarrow takes to decode a file of a thousand rows. Here the small bucket files of one delta
-directory (one write id range, one statement, so one validity rule) are decoded one by one
-and concatenated, and everything after decoding runs once over all their rows. Each file is
-still checked as its own: its bucket id against its name, its ROW__IDs strictly increasing
-within it (not across files), its event count against what a compaction recorded, and each
-file's rows are looked up in the delete registry of its own split.
+pyarrow takes to decode a file of a thousand rows. Here consecutive small bucket files of one
+partition (the files of one delta directory, or one bucket's files of several directories:
+``Scan._units``) are decoded one by one and concatenated, and everything after decoding runs
+once over all their rows. Each file is still checked as its own: its bucket id against its
+name, its ROW__IDs strictly increasing within it (not across files), its event count against
+what a compaction recorded, and each file's rows are looked up in the delete registry of its
+own split. A group's files need the row-level write-id check all or none (one directory, or
+directories whose write ids are all valid), so the check is decided once for the group.
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ def _opened(split: Split, orc: OrcFile) -> None:
 def read_small_files(files: Sequence[SmallFile], write_ids: ValidWriteIdList,
                      positions: Sequence[int] | None, *, with_row_id: bool,
                      probe: Probe | None) -> Iterator[SplitBatch]:
-    """The visible rows of ``files`` (small bucket files of one directory, with one file
+    """The visible rows of ``files`` (small bucket files of one partition, with one file
     schema), in file order, as one batch; the same rows ``read_split`` gives file by file."""
     first = files[0]
     for small in files:
@@ -88,7 +90,7 @@ def read_small_files(files: Sequence[SmallFile], write_ids: ValidWriteIdList,
     applies = [f.registry is not None and
                f.registry.touches(f.split.min_write_id, f.split.max_write_id) for f in files]
     need_keys = with_row_id or any(applies)
-    check_rows = not first.split.rows_valid
+    check_rows = not all(f.split.rows_valid for f in files)  # all or none: _units
     acid = [ORIGINAL_TRANSACTION, BUCKET, ROW_ID] if need_keys else []
     if check_rows:
         acid.append(CURRENT_TRANSACTION)

@@ -31,7 +31,7 @@ from acidstore.format.orc.schema import (
 )
 from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
 from acidstore.read.bounds import stripe_bounds
-from acidstore.read.grouped import SmallFile, groupable, read_small_files
+from acidstore.read.grouped import GROUP_MAX_BYTES, SmallFile, groupable, read_small_files
 from acidstore.read.heap_merge import merge_split
 from acidstore.read.partition_listing import PartitionDir, discover_partitions, table_partitions
 from acidstore.read.range_mask import range_mask
@@ -348,18 +348,30 @@ class Scan:
             if assembled is not None:
                 yield assembled
 
-    def _units(self) -> list[list[tuple[PartitionDir, Split]]]:
-        """The planned splits in read order, cut into units read as one: the small bucket
-        files of one directory together (see ``read.grouped``), every other split alone."""
+    def _units(self, span: int = GROUP_MAX_BYTES) -> list[list[tuple[PartitionDir, Split]]]:
+        """The planned splits in read order, cut into units read as one: consecutive small
+        bucket files of one partition together (see ``read.grouped``), every other split
+        alone. A group takes the files of one directory whatever their bytes, and runs on
+        into the next directories' files while it holds under ``span`` bytes and every
+        file's directory is wholly valid (so a group's rows need the row-level write-id check
+        all or none): a statement's unit reads one bucket, whose small files each sit in a
+        directory of their own (one per earlier statement), and read one by one they cost
+        0.3-0.4 ms of Python each, more than they take to decode. A threaded read passes a
+        smaller span (``_parallel_units``), so its groups still spread over its threads."""
         units: list[list[tuple[PartitionDir, Split]]] = []
+        held = 0  # bytes of the last unit's files
         for partition, split in self._splits:
             if units and self._reader == "vectorized" and groupable(split):
                 last_partition, last = units[-1][-1]
-                if last_partition == partition and groupable(last) and \
-                        last.path.rsplit("/", 1)[0] == split.path.rsplit("/", 1)[0]:
+                if last_partition == partition and groupable(last) and (
+                        last.path.rsplit("/", 1)[0] == split.path.rsplit("/", 1)[0]
+                        or (last.rows_valid and split.rows_valid
+                            and held + (split.size or 0) < span)):
                     units[-1].append((partition, split))
+                    held += split.size or 0
                     continue
             units.append([(partition, split)])
+            held = split.size or 0
         return units
 
     def _unit_batches(self, unit: list[tuple[PartitionDir, Split]]) -> Iterator[pa.RecordBatch]:
@@ -423,10 +435,15 @@ class Scan:
     def _parallel_units(self) -> list[list[tuple[PartitionDir, Split]]]:
         """The units of a threaded read: a file holding more than a thread's share of the
         bytes is cut into stripe ranges (``read.ranges``), so one large file uses every
-        thread. The streaming merge reads whole files."""
-        units = self._units()
+        thread; groups of small files span directories only up to a quarter of a thread's
+        share of the small files' bytes, so that no one group is the read's long tail (a
+        small file costs about 0.3 ms whatever its bytes: the 110 of W2-W4's deltas in one
+        group took 35 ms, twice a loaded 200,000-row file). The streaming merge reads whole
+        files."""
         if self._threads <= 1 or self._reader != "vectorized":
-            return units
+            return self._units()
+        small = sum(s.size or 0 for _, s in self._splits if groupable(s))
+        units = self._units(min(GROUP_MAX_BYTES, small // (4 * self._threads)))
         return ranged_units(self._fs, units, self._threads)
 
     def to_table(self) -> pa.Table:

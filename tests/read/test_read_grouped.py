@@ -113,6 +113,45 @@ def test_small_statements_every_type(wh: Warehouse) -> None:
         pending.abort()
 
 
+def test_one_buckets_small_files_of_several_directories(wh: Warehouse) -> None:
+    """A statement's unit reads one bucket: its small files, one per earlier statement's
+    directory, are read as one group (bounded by ``GROUP_MAX_BYTES``), with the same rows,
+    ROW__IDs and order as the merge, filtered or not; a group spans directories only where
+    every directory is wholly valid (the row-level write-id check is then needed by none)."""
+    t = wh.create_table("db.b", TYPES, bucket_by=["i"], buckets=2)
+    t.insert(pa.Table.from_pylist(typed_rows(0, 400), schema=TYPES))
+    for step in range(5):
+        t.update(f"b % 5 = {step}", {"d": "d + 1"})
+        t.delete(f"b % 13 = {step}")
+        t.insert(pa.Table.from_pylist(typed_rows(2000 + 20 * step, 20), schema=TYPES))
+        if step == 2:
+            with pytest.raises(RuntimeError), wh.transaction() as aborted:
+                aborted.table("db.b").insert(
+                    pa.Table.from_pylist(typed_rows(9000, 30), schema=TYPES))
+                raise RuntimeError("abort")
+    handle = handle_of(t)
+    whole = handle.scan(with_row_id=True)
+    for bucket in range(2):
+        cases: list[dict[str, Any]] = [{}, {"filter": "b % 3 = 0", "columns": ["b", "s", "at"]}]
+        for kwargs in cases:
+            planned = [(p, s) for p, s in whole.planned if s.bucket_id == bucket]
+            one = Scan(whole._fs, [], whole.write_ids, whole.txns, schema=handle.info.schema,
+                       partition_schema=handle.info.partition_schema, planned=planned,
+                       with_row_id=True, **kwargs)
+            units = one._units()
+            directories = [{s.path.rsplit("/", 1)[0] for _, s in unit} for unit in units]
+            assert any(len(d) > 1 for d in directories)
+            for unit, dirs in zip(units, directories, strict=True):
+                assert len(dirs) == 1 or all(s.rows_valid for _, s in unit)
+            got = one.to_table()
+            want = merge_twin(one, handle.info.schema, handle.info.partition_schema,
+                              with_row_id=True, **kwargs).to_table()
+            assert got.num_rows > 0
+            assert got.to_pylist() == want.to_pylist()
+            streamed = pa.Table.from_batches(list(one.to_batches()), schema=one.schema)
+            assert streamed.to_pylist() == got.to_pylist()
+
+
 def test_streaming_delta_with_aborted_write_id_and_originals(tmp_path: Path) -> None:
     """A delta_1_3 whose bucket files hold write id 2's rows, aborted (checked row by row),
     an open write id 4, original files beside, and delete events in a delete delta."""
@@ -141,6 +180,11 @@ def test_streaming_delta_with_aborted_write_id_and_originals(tmp_path: Path) -> 
     snapshot = ValidWriteIdList("default.t", 6, (4,), (2,))
     scan = acidstore.scan_directory(root, SCHEMA, write_ids=snapshot, with_row_id=True)
     assert grouped_units(scan) > 0
+    # the partly valid streaming delta's files (checked row by row) are grouped apart from
+    # delta_5's (wholly valid), though both are small and of one partition
+    for unit in scan._units():
+        assert len({s.rows_valid for _, s in unit}) == 1
+    assert any(not s.rows_valid for s in scan.splits)
     got = scan.to_table()
     want = acidstore.read_directory(root, SCHEMA, write_ids=snapshot, with_row_id=True,
                                     reader="merge")
