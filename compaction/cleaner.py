@@ -17,6 +17,17 @@ the cleaner host's own clock does not shorten it). A transaction's files go only
 metastore says it aborted. Aborted writes' metadata is cleared once none of their files
 remain, so their write ids stop being exceptions in every snapshot (Hive's cleaner plus
 housekeeper).
+
+Unlike reads and compactions, which plan from the metastore's record, the cleaner lists the
+partitions: what it must find includes what no record names, the leftovers of writes that
+aborted (a task still writing after its job failed, a crash before the commit), and only a
+listing shows them. It removes only what the metastore knows to be garbage, though: a
+directory of a write id it says aborted, or an obsolete one that a committed write or
+compaction (or an adoption) recorded. Where the table's record is complete
+(``TableInfo.originals_recorded``), a directory or file that the listing alone would call
+obsolete but no record names is a stray (copied in by hand, say), which no read or
+compaction ever used: it is left where it is, for ``fsck`` to report and an operator to
+judge, not deleted on an inference from its name.
 """
 
 from __future__ import annotations
@@ -25,7 +36,7 @@ import contextlib
 import os
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 import pyarrow.fs as pafs
@@ -34,7 +45,7 @@ from acidstore.config import CLEANER_IN_FLIGHT_WAIT_SECONDS, RETENTION_SECONDS
 from acidstore.engine.aborted_files import aborted_directories
 from acidstore.engine.core import HasCore, WarehouseCore, core_of
 from acidstore.engine.handle import TableHandle
-from acidstore.errors import AcidStoreError, TableNotFoundError
+from acidstore.errors import AcidStoreError, StrayPathError, TableNotFoundError
 from acidstore.format.directory import AcidState, acid_state
 from acidstore.format.layout import STAGING_DIR, ParsedBase, ParsedDelta, parse_directory
 from acidstore.format.writeids import ValidWriteIdList
@@ -60,6 +71,8 @@ class CleanerReport:
 
     removed: list[str] = field(default_factory=list)
     kept_for_readers: list[str] = field(default_factory=list)
+    #: what the listing found obsolete but no record names (fsck reports it): left alone
+    kept_unrecorded: list[str] = field(default_factory=list)
     cleaned: list[int] = field(default_factory=list)
     waiting: list[int] = field(default_factory=list)
     forgotten: dict[str, int] = field(default_factory=dict)
@@ -191,7 +204,9 @@ class Cleaner:
         _remove_emptied_partitions(table, metastore, removed)
         self._clean_staging(table, report)
         times = _CommitTimes(metastore, table.name)
-        dirs = partition_dirs(table)
+        strays: list[StrayPathError] = []  # left where they are: fsck reports them
+        dirs = partition_dirs(table, strays=strays)
+        report.kept_unrecorded.extend(s.path for s in strays if s.path is not None)
         for relative, directory in dirs:
             if not self._clean_partition(table, relative, directory, times=times, now=now,
                                          report=report):
@@ -217,6 +232,12 @@ class Cleaner:
         for name in state.aborted:  # the metastore says aborted: no snapshot reads them
             _remove(fs, afs.join(directory, name))
             report.removed.append(afs.join(directory, name))
+        if state.obsolete:
+            known = _recorded_names(table, partition)
+            if known is not None:
+                strays = [n for n in state.obsolete if n not in known]
+                report.kept_unrecorded.extend(afs.join(directory, n) for n in strays)
+                state = replace(state, obsolete=[n for n in state.obsolete if n in known])
         since = obsoleted_since(state, times)
         if since is None:
             return True
@@ -296,6 +317,27 @@ class Cleaner:
                     continue
                 held |= _held(parsed, candidates, dropped)
         return sorted(candidates - held)
+
+
+def _recorded_names(table: TableHandle, partition: str) -> frozenset[str] | None:
+    """The names (directly below the partition) of everything the table's record names in
+    ``partition``: every committed write's directories, every committed compaction's, and
+    the adopted original files. None where the record may lack what the table holds (a
+    table from before metastore schema 12): there the listing's verdict stands."""
+    if not table.info.originals_recorded:
+        return None
+    metastore = table.metastore
+    names: set[str] = set()
+    for component in metastore.committed_components(table.name, partition=partition):
+        for path in component.directories:
+            parent, _, name = path.rpartition("/")
+            if parent == partition:
+                names.add(name)
+    for output in metastore.compaction_outputs(table.name, partition=partition):
+        names.add(output.directory.rsplit("/", 1)[-1])
+    names.update(o.name.split("/", 1)[0] for o in metastore.original_files(table.name)
+                 if o.partition == partition)
+    return frozenset(names)
 
 
 def _held(parsed: ParsedBase | ParsedDelta, candidates: set[int],

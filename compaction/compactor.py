@@ -24,13 +24,14 @@ from acidstore.config import LOCAL_THREADS
 from acidstore.engine.executors import spark_session, spark_tasks
 from acidstore.engine.handle import HasHandle, TableHandle, handle_of
 from acidstore.engine.transaction import TransactionCore
-from acidstore.errors import AcidStoreError, InvalidInputError
+from acidstore.errors import AcidStoreError, InvalidInputError, StrayPathError
 from acidstore.format.orc.file_writer import WrittenFile
 from acidstore.format.partitions import parse_partition_path, partition_path
 from acidstore.format.writeids import ValidCompactorWriteIdList
 from acidstore.io import fs as afs
 from acidstore.io.fs import storage_guarded
 from acidstore.metastore import CompactionInfo, CompactionOutput
+from acidstore.read.record_plan import RecordPlan
 from compaction.execute import BucketOutput, prepare_outputs, run_bucket
 from compaction.plan import BucketWork, Kind, PartitionPlan, plan_partition_compaction
 
@@ -75,9 +76,14 @@ class CompactionResult:
         return self.compacted or any(p.needs_cleaning for p in self.partitions)
 
 
-def partition_dirs(table: TableHandle, partition: str | Mapping[str, str | None] | None = None
-                   ) -> list[tuple[str, str]]:
-    """(relative, absolute) directories of the table's partitions, or of the one named."""
+def partition_dirs(table: TableHandle, partition: str | Mapping[str, str | None] | None = None,
+                   plan: RecordPlan | None = None, *,
+                   strays: list[StrayPathError] | None = None) -> list[tuple[str, str]]:
+    """(relative, absolute) directories of the table's partitions, or of the one named.
+    With ``plan`` (a table whose record is complete) the partitions are those the record
+    knows, unlisted, as a read finds them: a partition directory nobody recorded is not
+    compacted (``fsck`` reports it). Else the table's tree is listed, and an entry that
+    breaks its layout raises StrayPathError, or is appended to ``strays`` when given."""
     names = list(table.info.partition_schema.names)
     if not names:
         if partition not in (None, "", {}):
@@ -101,15 +107,17 @@ def partition_dirs(table: TableHandle, partition: str | Mapping[str, str | None]
                     "directory names ('/' as %2F)")
             partition = partition_path(names, [v for _, v in pairs])
         directory = afs.join(table.location, partition)
-        if table.filesystem.get_file_info(directory).type.name != "Directory" and \
-                partition not in table.metastore.list_partitions(table.name):
+        if partition not in table.metastore.list_partitions(table.name) and \
+                table.filesystem.get_file_info(directory).type.name != "Directory":
             # (a partition commits wrote whose directory is gone is planned, and stops on
             # its missing data)
             raise InvalidInputError(f"{table.name} has no partition {partition!r}")
         return [(partition, directory)]
+    if plan is not None:
+        return [(relative, afs.join(table.location, relative)) for relative in plan.partitions()]
     prefix = table.location.rstrip("/") + "/"
     return [(p.path[len(prefix):], p.path)
-            for p in table.partition_dirs()
+            for p in table.partition_dirs(strays=strays)
             if p.path.startswith(prefix)]
 
 
@@ -172,7 +180,8 @@ def compact(table: TableHandle | HasHandle, kind: Kind,
         raise InvalidInputError(f"compaction kind must be 'minor' or 'major', not {kind!r}")
     if engine not in ("local", "spark"):
         raise InvalidInputError(f"engine must be 'local' or 'spark', not {engine!r}")
-    targets = partition_dirs(table, partition)
+    record_plan = table.record_plan()
+    targets = partition_dirs(table, partition, record_plan)
     wh = table.core
     txn = TransactionCore.begin(wh, kind="compaction")
     plans: list[PartitionPlan] = []
@@ -188,7 +197,7 @@ def compact(table: TableHandle | HasHandle, kind: Kind,
             plans.append(plan_partition_compaction(
                 table.filesystem, relative, directory, kind, schema=table.info.row_schema,
                 write_ids=write_ids, txns=txn.snapshot, txn_id=txn.txn_id, compression=codec,
-                recorded=recorded))
+                recorded=recorded, record_plan=record_plan))
         work = [unit for plan in plans for unit in plan.work]
         prepare_outputs(work)
         outputs = _run_local(work, progress) if engine == "local" else _run_spark(

@@ -23,7 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.fs as pafs
 
+from acidstore.errors import CorruptFileError, DataError, MissingDataError
 from acidstore.format.layout import METADATA_FILE, MetadataAcid, bucket_file_name
 from acidstore.format.orc.file_reader import OrcFile
 from acidstore.format.orc.file_writer import DELTA_STRIPE_SIZE, WrittenFile
@@ -104,8 +106,16 @@ def _file_events(unit: BucketWork, source: EventFile, target: pa.Schema, batch_r
                  ) -> Iterator[Keyed]:
     """The valid events of one delta file, batch by batch, keyed in Hive's merger order
     (currentTransaction descending, hence negated). Events of aborted (or unresolved) write
-    ids are dropped."""
-    orc = OrcFile(unit.filesystem, source.path, logical_length=source.logical_length)
+    ids are dropped. The file is opened with the bytes it must hold, so one gone, emptied or
+    cut short since its commit is ``MissingDataError`` (``OrcFile``'s check, a read's), and
+    one holding other events than its compaction recorded is ``DataError``: copied as it
+    is, it would fold a gap (or a duplicate) into the output for good."""
+    orc = OrcFile(unit.filesystem, source.path, logical_length=source.logical_length,
+                  size=source.size)
+    if source.rows is not None and orc.nrows != source.rows:
+        raise DataError(f"holds {orc.nrows} events, but the compaction that wrote it recorded "
+                        f"{source.rows}: events were added or removed after its commit "
+                        "(compacting it could keep a row twice, or lose one)", path=source.path)
     columns = orc.physical_columns(list(ACID_FIELDS[:5]), None)
     for raw in orc.batches(columns, batch_rows):
         batch = raw.rename_columns(list(ACID_FIELDS))
@@ -204,5 +214,42 @@ def run_bucket(unit: BucketWork, batch_rows: int = DEFAULT_BATCH_ROWS, *,
         if unit.kind == "major":
             return _major(unit, batch_rows, stripe_size)
         return _minor(unit, batch_rows, stripe_size)
+    except CorruptFileError as exc:
+        missing = _emptied(unit, exc)
+        if missing is None:
+            raise
+        raise missing from exc
     finally:
         release_free_memory()
+
+
+def _emptied(unit: BucketWork, exc: CorruptFileError) -> MissingDataError | None:
+    """``exc`` as the missing data it is when the input that failed to decode was emptied or
+    cut short since its commit (asked only on this error path, with stats). Every input was
+    planned non-empty (a recorded file holds events; a listed empty one is skipped), so an
+    empty one was emptied. A compaction output's files have no bytes of their own in the
+    record, only their sum: files that no longer add up to it were changed."""
+    path = exc.path
+    if path is None:
+        return None
+    fs = unit.filesystem
+    try:
+        info = fs.get_file_info(path)
+        if info.type == pafs.FileType.File and info.size == 0:
+            return MissingDataError(f"committed bucket file {path} is empty, yet this "
+                                    "compaction must read its events (emptied by hand?)",
+                                    path=path)
+        directory = path.rsplit("/", 1)[0]
+        for recorded, total, names in unit.recorded_bytes:
+            if recorded != directory or not names:
+                continue
+            infos = fs.get_file_info([afs.join(directory, name) for name in names])
+            held = sum(i.size or 0 for i in infos if i.type == pafs.FileType.File)
+            if held != total:
+                return MissingDataError(
+                    f"the compaction that wrote {directory} committed {total} bytes of bucket "
+                    f"files there, but they hold {held}: this one was cut short or changed "
+                    "since (by hand?)", path=path)
+    except OSError:
+        return None
+    return None

@@ -7,12 +7,21 @@ deltas larger than ``delta_pct`` of the base -> major; more than ``delta_num`` d
 minor (major when there is no base yet). Table properties override the thresholds with Hive's
 keys (``compactorthreshold.hive.compactor.delta.num.threshold`` ...), and
 ``NO_AUTO_COMPACTION=true`` opts a table out.
+
+Where the table's record is complete (``read.record_plan``) the initiator decides from the
+metastore alone, as the compactor plans: each partition's base and deltas and their bytes
+come from the record of its writes and compactions, its aborted writes from the record of
+aborted transactions, so a pass over a table of thousands of partitions lists no directory.
+Only what the record cannot say is looked at on disk, with stats: whether an obsolete base
+the record names is still there (the cleaner may have removed it), and how old an aborted
+write's directories are, when an age decides. Elsewhere each partition is listed as before.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections import defaultdict
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import pyarrow.fs as pafs
@@ -33,10 +42,13 @@ from acidstore.engine.core import HasCore, WarehouseCore, core_of
 from acidstore.engine.handle import TableHandle
 from acidstore.errors import AcidStoreError, InvalidInputError
 from acidstore.format.directory import AcidState, acid_state
+from acidstore.format.writeids import ValidWriteIdList
 from acidstore.io import fs as afs
 from acidstore.io.fs import storage_boundary
-from acidstore.metastore import CompactionInfo
+from acidstore.metastore import CompactionInfo, History
+from acidstore.read.record_plan import PlannedPartition
 from compaction.compactor import partition_dirs
+from compaction.plan import still_there
 
 __all__ = ["Assessment", "Initiator", "Thresholds", "assess_table", "decide", "opted_out"]
 
@@ -135,6 +147,44 @@ def opted_out(properties: dict[str, str]) -> bool:
     return any(lowered.get(k, "").lower() == "true" for k in NO_AUTO_COMPACTION_PROPERTIES)
 
 
+def _aborted_by_partition(metastore: History, table: str, write_ids: ValidWriteIdList
+                          ) -> dict[str, dict[int, list[str]]]:
+    """partition -> aborted write id -> its directories' names there, from the record of
+    aborted transactions (one query per table): the write ids the list still holds as
+    aborted (the cleaner forgets one once its files are gone)."""
+    out: dict[str, dict[int, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for component in metastore.aborted_components(table):
+        if not write_ids.is_write_id_aborted(component.write_id):
+            continue
+        names = out[component.partition][component.write_id]
+        for path in component.directories:
+            parent, _, name = path.rpartition("/")
+            if parent == component.partition:
+                names.append(name)
+    return out
+
+
+def _recorded_facts(fs: pafs.FileSystem, directory: str, planned: PlannedPartition,
+                    aborted: dict[int, list[str]], limits: Thresholds
+                    ) -> tuple[AcidState, int, int, float]:
+    """What ``decide`` needs of a partition planned from the record: its state (with the
+    aborted writes the record names, and only the obsolete bases still there), the bytes
+    of its base and deltas as recorded, and the age of its oldest aborted write (stat'ed
+    only when an age can decide)."""
+    state = planned.state
+    base_size = planned.size(afs.join(directory, state.base)) if state.base else 0
+    delta_size = sum(planned.size(afs.join(directory, d)) for d in state.deltas)
+    names = sorted({n for found in aborted.values() for n in found})
+    state = replace(state, aborted=names, aborted_write_ids=frozenset(aborted))
+    bases = [n for n in state.obsolete if n.startswith("base_")]
+    if base_size > 0 and delta_size == 0 and bases:
+        state = replace(state, obsolete=still_there(fs, directory, planned, bases))
+    age = 0.0
+    if aborted and len(aborted) < limits.aborted_num:
+        age = _oldest_age(fs, directory, names)
+    return state, base_size, delta_size, age
+
+
 def assess_table(table: TableHandle, limits: Thresholds) -> list[Assessment]:
     """Every partition of ``table`` with the initiator's decision, under the compactor's
     write-id list (never past the lowest open write id); nothing is queued."""
@@ -142,20 +192,27 @@ def assess_table(table: TableHandle, limits: Thresholds) -> list[Assessment]:
     fs = table.filesystem
     txns = metastore.valid_txns()
     write_ids = metastore.valid_write_ids(table.name, txns).to_compactor()
+    plan = table.record_plan()
+    aborted = _aborted_by_partition(metastore, table.name, write_ids) if plan else {}
     out = []
-    for relative, directory in partition_dirs(table):
+    for relative, directory in partition_dirs(table, plan=plan):
         try:
-            state = acid_state(directory, write_ids, txns, filesystem=fs)
+            planned = plan.plan(directory, write_ids, txns) if plan is not None else None
+            if planned is not None:
+                state, base_size, delta_size, age = _recorded_facts(
+                    fs, directory, planned, aborted.get(relative, {}), limits)
+            else:
+                state = acid_state(directory, write_ids, txns, filesystem=fs)
+                base = [state.base] if state.base else [
+                    p.split("/", 1)[0] for p in state.original_files]
+                base_size = _size(fs, directory, base)
+                delta_size = _size(fs, directory, state.deltas)
+                age = _oldest_age(fs, directory, state.aborted)
         except AcidStoreError as exc:
             out.append(Assessment(relative, directory, None, 0, 0, None,
                                   f"{type(exc).__name__}: {exc}"))
             continue
-        base = [state.base] if state.base else [
-            p.split("/", 1)[0] for p in state.original_files]
-        base_size = _size(fs, directory, base)
-        delta_size = _size(fs, directory, state.deltas)
-        kind, reason = decide(state, base_size, delta_size,
-                              _oldest_age(fs, directory, state.aborted), limits)
+        kind, reason = decide(state, base_size, delta_size, age, limits)
         out.append(Assessment(relative, directory, state, base_size, delta_size, kind, reason))
     return out
 

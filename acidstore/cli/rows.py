@@ -33,6 +33,7 @@ from acidstore.read.scan import PartitionDir, Scan, discover_partitions
 if TYPE_CHECKING:
     from acidstore.cli.common import Subparsers
     from acidstore.engine.handle import TableHandle
+    from acidstore.read.record_plan import RecordPlan
 
 __all__ = ["add_read_commands", "run_inspect", "run_read"]
 
@@ -196,11 +197,13 @@ def _warehouse_scan(found: Located, args: argparse.Namespace) -> tuple[Scan, int
         ids, txns = given_ids or ids, given_txns or txns
     try:
         info = table.info
-        scan = Scan(table.filesystem, table_partition_dirs(table, found.partition), ids, txns,
+        plan = table.record_plan()
+        scan = Scan(table.filesystem, _read_partitions(table, found.partition, plan,
+                                                       args.filter), ids, txns,
                     schema=info.row_schema, partition_schema=info.partition_schema,
                     columns=args.columns.split(",") if args.columns else None,
                     filter=args.filter, with_row_id=args.row_id, reader=args.reader,
-                    recorded=table.recorded_writes())
+                    recorded=table.recorded_writes(), record_plan=plan)
     except BaseException:
         # refused while planning (no such partition or column, a bad filter): the caller
         # never gets the lease to release, and a lease left behind would keep the cleaner
@@ -209,6 +212,24 @@ def _warehouse_scan(found: Located, args: argparse.Namespace) -> tuple[Scan, int
             found.warehouse.metastore.release_lease(lease)
         raise
     return scan, lease
+
+
+def _read_partitions(table: TableHandle, partition: str, plan: RecordPlan | None,
+                     filter: str | None) -> list[PartitionDir]:
+    """The partitions a read of the table (at or below ``partition``) plans over: as the
+    API's reads find them, from the metastore's record where it is complete (nothing is
+    listed, and a directory nobody recorded is not read: ``fsck`` reports it), else from
+    the table's listing."""
+    if plan is None:
+        return table_partition_dirs(table, partition)
+    every = table.read_partitions(plan, filter)
+    if not partition:
+        return every
+    target = afs.join(table.location, partition.strip("/"))
+    chosen = [p for p in every if p.path == target or p.path.startswith(target + "/")]
+    # none recorded there: the listing names the error (or finds what no write recorded,
+    # which the record plans as holding no rows, as the API's reads do)
+    return chosen or table_partition_dirs(table, partition)
 
 
 def run_read(args: argparse.Namespace) -> None:

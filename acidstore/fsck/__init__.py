@@ -31,7 +31,10 @@ fresh snapshot leased from the cleaner, and per partition:
   ``stray_directory``; errors where readers would take their contents for rows), partitions
   that cannot be read at all (``invalid_layout``). The pre-ACID originals ``adopt_table``
   placed are no strangers: the metastore records each (name and size), and only a file that
-  matches its record is accepted.
+  matches its record is accepted. Where the record names everything the table holds (tables
+  created at metastore schema 12 or later) an ACID directory no record names is reported even
+  when no snapshot selects it (``unknown_write``, a warning then): reads and compactions plan
+  from the record and never use it, and the cleaner does not remove it.
 
 Only the four ROW__ID / write-id columns are decoded, a stripe at a time; memory is one
 stripe plus the delete events of one partition bucket (as Hive's delete registry).
@@ -108,7 +111,8 @@ def _findings(table: TableHandle, txns: ValidTxnList, write_ids: ValidWriteIdLis
         RecordedWrites.of(metastore, name, table.location, components=committed),
         frozenset(d for c in committed for d in c.directories),
         frozenset(c.write_id for c in metastore.aborted_components(name)),
-        frozenset((o.partition, o.name, o.bytes) for o in metastore.original_files(name)))
+        frozenset((o.partition, o.name, o.bytes) for o in metastore.original_files(name)),
+        complete=table.info.originals_recorded)
     strays: list[StrayPathError] = []
     partitions = table.partition_dirs(strays=strays)
     for stray in strays:

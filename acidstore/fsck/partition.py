@@ -67,6 +67,10 @@ class TableFacts:
     #: (partition, name, bytes) of the original files adoption placed: Hive's pre-ACID
     #: originals, which no write records
     originals: frozenset[tuple[str, str, int]] = frozenset()
+    #: the record names everything the table holds (``TableInfo.originals_recorded``): a
+    #: directory it does not name is a stray even where no snapshot selects it (reads and
+    #: compactions never use it, and the cleaner leaves it)
+    complete: bool = False
 
 
 class _Partition:
@@ -94,8 +98,10 @@ class _Partition:
         their files for pre-ACID rows that no committed write made. The originals adoption
         placed are the exception: their rows are the table's, as Hive's converted tables'."""
         severity: Severity = "warning" if state.base else "error"
-        why = ("the cleaner removes it (a base hides it)" if state.base else
-               "readers take its rows for pre-ACID data no committed write made")
+        why = ("readers take its rows for pre-ACID data no committed write made"
+               if not state.base else
+               "a base hides it, and as no record names it the cleaner leaves it: remove it"
+               if self.facts.complete else "the cleaner removes it (a base hides it)")
         entries = afs.list_dir(self.fs, self.directory)
         for entry in entries:
             if is_hidden(entry.name) or (entry.is_dir and is_acid_directory_name(entry.name)):
@@ -168,6 +174,47 @@ class _Partition:
                          f"write id {high} was never allocated (high watermark "
                          f"{later.high_watermark}): this directory will be read as part of "
                          "whichever write gets that id")
+
+    def obsolete_unrecorded(self, state: AcidState) -> None:
+        """Where the record names everything the table holds: obsolete ACID directories no
+        committed write or compaction recorded, and files in obsolete recorded directories
+        their write did not record. No snapshot selects them, so no read or compaction
+        uses them, and the cleaner (which removes only what the record names) leaves them:
+        strays an operator removes, named here as the selected ones are."""
+        if not self.facts.complete:
+            return
+        record = self.facts.recorded.partition(self.directory)
+        outputs = {o.name for o in record.outputs}
+        files: dict[str, set[str]] = defaultdict(set)
+        judged: set[str] = set()  # directories whose write recorded its bucket files
+        for write in record.writes:
+            for path, _ in write.bucket_files or ():
+                directory, _, name = path.rpartition("/")
+                files[directory.rsplit("/", 1)[-1]].add(name)
+            if write.bucket_files is not None:
+                judged.update(write.names)
+        for name in state.obsolete:
+            if not is_acid_directory_name(name):
+                continue  # a root entry: ``root_entries`` names it
+            path = afs.join(self.directory, name)
+            if name in outputs:
+                continue
+            if self.relative(name) not in self.facts.committed_dirs:
+                self.add(path, "unknown_write", "warning",
+                         "no committed write or compaction recorded this directory; no "
+                         "snapshot reads it (what it would hold is replaced) and the cleaner "
+                         "leaves it (copied in by hand?): remove it")
+                continue
+            if name not in judged:
+                continue
+            for entry in afs.list_dir(self.fs, path):
+                if entry.is_dir or is_hidden(entry.name) or \
+                        is_flush_length_file(entry.name) or entry.name in files[name]:
+                    continue
+                self.add(afs.join(path, entry.name), "foreign_file", "warning",
+                         "its write did not record this file; no snapshot reads it (the "
+                         "directory is replaced) and it goes when the cleaner removes the "
+                         "directory")
 
     def aborted(self, state: AcidState) -> None:
         for name in state.aborted:
@@ -319,6 +366,7 @@ def check_partition(fs: pafs.FileSystem, facts: TableFacts, partition: str, dire
         return check.findings
     check.root_entries(state)
     check.aborted(state)
+    check.obsolete_unrecorded(state)
     for name in [*([state.base] if state.base else []), *state.deltas]:
         check.selected_origin(name, facts.write_ids)
     check.unselected(state, later())

@@ -388,8 +388,9 @@ def with_recorded_rows(location: str, splits: list[Split], record: PartitionReco
 def check_listed(fs: pafs.FileSystem, directory: str, state: AcidState,
                  write_ids: ValidWriteIdList, recorded: Recorded) -> None:
     """``check_recorded`` for a caller that has not listed the selected directories (the
-    compactor: what it folds into a base must not silently lack a committed write, nor
-    take in a directory no write made)."""
+    compactor of a partition it cannot plan from the record, ``read.record_plan``: what it
+    folds into a base must not silently lack a committed write, nor take in a directory no
+    write made)."""
     record = recorded.partition(directory, state)
     if not record:
         return

@@ -1,4 +1,5 @@
-"""Planning a warehouse table's reads from the metastore's record, without listing (layer L3).
+"""Planning a warehouse table's reads (and compactions) from the metastore's record, without
+listing (layer L3).
 
 The metastore records every directory and bucket file (by name and bytes) a committed write
 made, and every directory and bucket file a committed compaction made. For a table whose
@@ -29,11 +30,16 @@ A partition is planned from the record only when the record is known to be compl
   may have removed (``AcidState.newer_base``: the listing path tells that case apart).
 
 Anything else returns None and the caller lists, as before.
+
+The compactor plans from the same ``PlannedPartition`` under its compactor write-id list
+(``compaction.plan``), so what it folds is exactly what reads returned; the initiator reads
+its thresholds' facts (deltas, their recorded bytes) from it too.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 import pyarrow.fs as pafs
@@ -61,12 +67,25 @@ class PlannedPartition:
     expected_rows: dict[str, int] = field(default_factory=dict)
     #: the files (absolute) whose bytes the record names exactly, checked when opened
     exact: frozenset[str] = frozenset()
+    #: every directory the record names in the partition (from its base's write id up, and
+    #: every compaction output), by name, with its bucket files' names: what the compactor
+    #: and the initiator ask of directories a snapshot does not select (an obsolete base)
+    recorded: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: the bytes each selected compaction output (absolute path) recorded for its bucket
+    #: files together: a file of one has no bytes of its own in the record, so a file cut
+    #: short shows only against this sum
+    output_bytes: Mapping[str, int] = field(default_factory=dict)
 
     def files(self, directory: str) -> tuple[tuple[str, int | None], ...]:
         """A selected directory's non-empty bucket files (name, the bytes to check when it
         is opened or None) as the record names them."""
         return tuple((e.name, e.size if afs.join(directory, e.name) in self.exact else None)
                      for e in self.listings.get(directory, ()) if e.size > 0)
+
+    def size(self, directory: str) -> int:
+        """The bytes the record gives a selected directory's bucket files (a compaction
+        output's even shares add up to what it recorded)."""
+        return sum(e.size for e in self.listings.get(directory, ()))
 
     def splits(self, fs: pafs.FileSystem, partition_path: str, write_ids: ValidWriteIdList,
                buckets: frozenset[int] | None = None) -> list[Split]:
@@ -87,6 +106,8 @@ class _Directories:
     expected_rows: dict[str, int] = field(default_factory=dict)
     #: "directory/file" of the files whose recorded bytes are their own, not a share
     exact: set[str] = field(default_factory=set)
+    #: a compaction output's name -> the bytes of its files together
+    output_bytes: dict[str, int] = field(default_factory=dict)
 
     def add_write(self, component: WriteComponent, partition: str) -> bool:
         """Add a write's directories; False if its record cannot stand for a listing."""
@@ -116,6 +137,7 @@ class _Directories:
         # bytes only weigh planning (small files, ranges), so an even share stands in
         share = max(1, output.bytes // max(1, len(rows)))
         files = self.files[name]
+        self.output_bytes[name] = output.bytes
         for file_name, events in rows.items():
             files[file_name] = share
             self.expected_rows[f"{name}/{file_name}"] = events
@@ -183,7 +205,10 @@ class RecordPlan:
         expected = {afs.join(partition_path, path): rows
                     for path, rows in known.expected_rows.items()}
         exact = frozenset(afs.join(partition_path, path) for path in known.exact)
-        return PlannedPartition(state, listings, expected, exact)
+        recorded = {name: tuple(sorted(files)) for name, files in known.files.items()}
+        output_bytes = {afs.join(partition_path, name): known.output_bytes[name]
+                        for name in state.selected() if name in known.output_bytes}
+        return PlannedPartition(state, listings, expected, exact, recorded, output_bytes)
 
 
 def _entries(files: dict[str, int]) -> list[afs.Entry]:

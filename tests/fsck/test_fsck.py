@@ -212,3 +212,25 @@ def test_cli_in_a_subprocess(tmp_path: Path) -> None:
     assert broken.returncode == 1, broken.stderr
     assert [(f["check"], f["path"]) for f in json.loads(broken.stdout)] == [
         ("missing_directory", str(victim))]
+
+
+def test_an_unrecorded_directory_is_reported_after_compaction_and_cleaning(
+        wh: Warehouse, table: Table) -> None:
+    """A delta copied in under a committed write id is an error while a snapshot selects
+    it; once a compaction replaced what it would hold, nothing selects it, but no record
+    names it either: the cleaner leaves it and fsck keeps naming it, as a warning (nothing
+    reads it), with the exit code of a warehouse without errors."""
+    partition = Path(table.location, "dt=x")
+    (source,) = [d for d in partition.iterdir() if d.name.startswith("delta_0000001_")]
+    copy = partition / (source.name[:-4] + "0009")
+    shutil.copytree(source, copy)
+    before = [(f["check"], f["severity"]) for f in found(wh) if f["path"] == str(copy)]
+    assert before == [("unknown_write", "error")]
+    assert compact(table, "major").compacted
+    Cleaner(wh, retention_seconds=0).run()
+    assert copy.is_dir()
+    after = [(f["check"], f["severity"]) for f in found(wh)]
+    assert after == [("unknown_write", "warning")]
+    assert main(["fsck", "--warehouse", wh.location]) == 0
+    shutil.rmtree(copy)
+    assert found(wh) == []

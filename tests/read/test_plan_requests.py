@@ -2,7 +2,7 @@
 read costs the storage grows with what it reads, not with the table.
 
 Every call the library makes on the filesystem is counted by a ``pyarrow.fs.PyFileSystem``
-handler passing each on to the local disk (``fault_support``): directory listings (the
+handler passing each on to the local disk (``counting_support``): directory listings (the
 selector form of ``get_file_info``), ``stat`` calls (its path form) and opened files. Reads
 listed every directory of every partition they touched before (a full read of 1,000
 partitions x 3 writes + a DELETE made 4,430 listings); now a read lists nothing and opens
@@ -11,16 +11,17 @@ only the files it reads. Counts, never time.
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pytest
-from fault_support import FaultyHandler
+from counting_support import CountingHandler
 
 import acidstore
 from acidstore import Table, Warehouse
@@ -28,32 +29,6 @@ from acidstore.engine.handle import handle_of
 from acidstore.metastore.sql_schema import SCHEMA_VERSION
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.int64())])
-
-
-@dataclass
-class CountingHandler(FaultyHandler):
-    """``FaultyHandler`` (never armed) that also counts ``stat`` calls and keeps the paths
-    of the files opened."""
-
-    opened: list[str] = field(default_factory=list)
-    stats: Counter[str] = field(default_factory=Counter)
-
-    def reset(self) -> None:
-        self.arm(None)
-        self.opened.clear()
-        self.stats.clear()
-
-    def get_file_info(self, paths: list[str]) -> list[pafs.FileInfo]:
-        self.stats["stat"] += len(paths)
-        return super().get_file_info(paths)
-
-    def open_input_file(self, path: str) -> pa.NativeFile:
-        self.opened.append(path)
-        return super().open_input_file(path)
-
-    def open_input_stream(self, path: str) -> pa.NativeFile:
-        self.opened.append(path)
-        return super().open_input_stream(path)
 
 
 @dataclass
@@ -195,3 +170,23 @@ def test_both_backends_index_components_by_partition_and_write_id(store_wh: Ware
         columns = row[0].split("(", 1)[1].rstrip(")").replace(" ", "").split(",")
     assert columns == ["table_id", "part", "write_id"]
     assert meta.committed_components(t.name, partition="p=1", min_write_id=1)[0].write_id == 1
+
+
+def test_the_cli_reads_a_warehouse_table_from_the_record(tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
+    """``acidstore read`` of a warehouse table plans as ``Table.to_arrow`` does: a delta
+    copied in under a committed write id (which a listing would take for that write's rows,
+    or refuse) is not read, and the rows are the API's."""
+    from cli_support import make_warehouse, run_json
+
+    warehouse = make_warehouse(tmp_path / "shop")
+    partition = warehouse / "shop.db" / "orders" / "dt=2026-11-22"
+    (source,) = [d for d in partition.iterdir() if d.name.startswith("delta_0000003")]
+    shutil.copytree(source, partition / (source.name[:-4] + "0007"))  # delta_3_3_0007
+    with acidstore.connect(warehouse) as wh:
+        expected = sorted(wh.table("shop.orders").to_arrow().column("id").to_pylist())
+    for extra in ([], ["--partition", "dt=2026-11-22"], ["--filter", "dt = '2026-11-22'"]):
+        doc = run_json(["read", "shop.orders", "--warehouse", str(warehouse), *extra], capsys)
+        ids = sorted(row["id"] for row in doc["rows"])
+        assert ids == (expected if not extra else [i for i in expected if i != 7]), doc
