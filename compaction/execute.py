@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from acidstore.errors import CorruptFileError, DataError, MissingDataError
+from acidstore.errors import CorruptFileError, MissingDataError
 from acidstore.format.layout import METADATA_FILE, MetadataAcid, bucket_file_name
 from acidstore.format.orc.file_reader import OrcFile
 from acidstore.format.orc.file_writer import DELTA_STRIPE_SIZE, WrittenFile
@@ -111,11 +111,7 @@ def _file_events(unit: BucketWork, source: EventFile, target: pa.Schema, batch_r
     one holding other events than its compaction recorded is ``DataError``: copied as it
     is, it would fold a gap (or a duplicate) into the output for good."""
     orc = OrcFile(unit.filesystem, source.path, logical_length=source.logical_length,
-                  size=source.size)
-    if source.rows is not None and orc.nrows != source.rows:
-        raise DataError(f"holds {orc.nrows} events, but the compaction that wrote it recorded "
-                        f"{source.rows}: events were added or removed after its commit "
-                        "(compacting it could keep a row twice, or lose one)", path=source.path)
+                  size=source.size, events=source.rows)
     columns = orc.physical_columns(list(ACID_FIELDS[:5]), None)
     for raw in orc.batches(columns, batch_rows):
         batch = raw.rename_columns(list(ACID_FIELDS))

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from acidstore.errors import CorruptFileError, DataError
+from acidstore.errors import CorruptFileError
 from acidstore.format.orc.file_reader import OrcFile
 from acidstore.format.orc.schema import (
     BUCKET,
@@ -67,11 +67,8 @@ def groupable(split: Split) -> bool:
 
 
 def _opened(split: Split, orc: OrcFile) -> None:
-    """The checks ``split_batches`` makes when it opens a file."""
-    if split.expected_rows is not None and orc.nrows != split.expected_rows:
-        raise DataError(f"holds {orc.nrows} events, but the compaction that wrote it recorded "
-                        f"{split.expected_rows}: events were added or removed after its commit "
-                        "(reading it could return a row twice, or lose one)", path=split.path)
+    """The check ``split_batches`` makes when it opens a file (the opening itself checked its
+    bytes and events against the record: ``Scan._unit_batches``)."""
     if not orc.is_acid:
         raise CorruptFileError("a bucket file in an ACID directory has no ACID event schema",
                                path=split.path)

@@ -76,7 +76,7 @@ def stripe_ranges(stripe_rows: Sequence[int], parts: int) -> list[tuple[int, int
 def divide(fs: pafs.FileSystem, split: Split, parts: int) -> list[Split]:
     """``split`` as at most ``parts`` stripe-range splits of about equal rows, in file order
     (the split itself when its file has one stripe)."""
-    orc = OrcFile(fs, split.path, size=split.recorded_size)
+    orc = OrcFile(fs, split.path, size=split.recorded_size, events=split.expected_rows)
     if orc.nstripes < 2 or parts < 2:
         return [split]
     stats = orc.acid_statistics([]) or []

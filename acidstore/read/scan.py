@@ -383,7 +383,8 @@ class Scan:
         for _, split in unit:
             registry = load_registry(self._fs, split, self.write_ids, limit=self._limit,
                                      cache=self._delete_cache) if split.deletes else None
-            orc = OrcFile(self._fs, split.path, size=split.recorded_size)
+            orc = OrcFile(self._fs, split.path, size=split.recorded_size,
+                          events=split.expected_rows)
             over_limit = bool(split.deletes) and registry is None
             if pending and (over_limit or not orc.schema.equals(pending[0].orc.schema)):
                 yield from self._small_batches(partition, pending)

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
-from acidstore.errors import CorruptFileError, DataError, InvalidExpressionError
+from acidstore.errors import CorruptFileError, InvalidExpressionError
 from acidstore.format.orc.acid_metadata import RowKey
 from acidstore.format.orc.file_reader import OrcFile
 from acidstore.format.orc.schema import (
@@ -150,11 +150,7 @@ def split_batches(fs: pafs.FileSystem, split: Split, write_ids: ValidWriteIdList
     stripes where no row can pass the read's filter. ``batch_rows``: decode batches of at
     most that many rows instead of whole stripes (a compactor's bounded memory; no probe)."""
     orc = OrcFile(fs, split.path, logical_length=split.logical_length,
-                  size=split.recorded_size)
-    if split.expected_rows is not None and orc.nrows != split.expected_rows:
-        raise DataError(f"holds {orc.nrows} events, but the compaction that wrote it recorded "
-                        f"{split.expected_rows}: events were added or removed after its commit "
-                        "(reading it could return a row twice, or lose one)", path=split.path)
+                  size=split.recorded_size, events=split.expected_rows)
     width = orc.row_type.num_fields
     wanted = list(range(width)) if positions is None else [p for p in positions if p < width]
     stripes = stripe_range(split, orc, batch_rows=batch_rows)

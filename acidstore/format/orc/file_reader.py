@@ -76,6 +76,13 @@ def _read_whole(fs: pafs.FileSystem, path: str) -> pa.Buffer:
         return pa.py_buffer(handle.read())
 
 
+def _check_events(path: str, events: int | None, actual: int) -> None:
+    if events is not None and actual != events:
+        raise DataError(f"holds {actual} events, but the compaction that wrote it recorded "
+                        f"{events}: events were added or removed after its commit (reading "
+                        "or compacting it could keep a row twice, or lose one)", path=path)
+
+
 def _check_size(path: str, size: int | None, actual: int) -> None:
     if size is not None and actual != size:
         raise MissingDataError(f"committed bucket file {path} of {size} bytes, but it holds "
@@ -86,11 +93,13 @@ class OrcFile:
     """One opened ORC data file of a table, ACID events or original rows."""
 
     def __init__(self, fs: pafs.FileSystem, path: str, *, logical_length: int | None = None,
-                 size: int | None = None) -> None:
+                 size: int | None = None, events: int | None = None) -> None:
         """``size``: the bytes the table's record says the file holds (None: not checked). A
         read planned from the record lists nothing, so this is where a file replaced, emptied
         or swapped with another since its commit shows, at no extra request (opening a file
-        learns its length anyway): a ``MissingDataError`` naming it."""
+        learns its length anyway): a ``MissingDataError`` naming it. ``events``: the event
+        count a compaction recorded for its output file (its bytes are recorded only as the
+        output's total), a ``DataError`` when the footer says otherwise."""
         self.path = path
         self._fs = fs
         #: the file's readable bytes in memory: a file still streamed, or a small one held
@@ -106,6 +115,7 @@ class OrcFile:
         if opened is not None:
             _check_size(path, size, opened.buffer.size)
             self._adopt(opened)
+            _check_events(path, events, self.nrows)
             return
         try:
             if logical_length is not None:
@@ -127,10 +137,10 @@ class OrcFile:
         except FileNotFoundError as exc:
             # a planned file (listed, or named by the metastore's record) that is not
             # there is missing, not corrupt
-            raise MissingDataError(f"ORC file {path} is not there, yet this snapshot must "
-                                   "read it (removed or moved by hand?)", path=path) from exc
+            raise MissingDataError.gone(path) from exc
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise decode_error(exc, path, "open ORC file") from exc
+        _check_events(path, events, self.nrows)
         self.user_metadata: dict[str, bytes] = {
             (k.decode() if isinstance(k, bytes) else str(k)): bytes(v)
             for k, v in (raw_meta.items() if raw_meta is not None else [])
