@@ -26,10 +26,10 @@ from acidstore.engine.merge_match import (
     SOURCE_INDEX,
     MergeMatch,
     check_cardinality,
+    kept_columns,
     match,
     merge_columns,
     merged_rows,
-    needs_old_rows,
     update_rows,
 )
 from acidstore.engine.restore_match import contains
@@ -73,8 +73,8 @@ def run_joined_unit(unit: ChangeUnit, source: pa.Table, target: pa.Table, keys: 
     updates = update_rows(spec, found)
     new = None
     if updates.any():
-        old = (_old_rows(unit, chosen.take(updates), where)
-               if needs_old_rows(spec, unit.target.schema.names) else None)
+        kept = kept_columns(spec, unit.target.schema.names)
+        old = _old_rows(unit, chosen.take(updates), kept, where) if kept else None
         new = merged_rows(spec, found, old, unit.target.schema, where)
     return write_changes(unit, Changes(chosen, new))
 
@@ -104,10 +104,10 @@ def _with_unpaired(unit: ChangeUnit, chosen: KeyArrays, found: MergeMatch, paire
     return chosen.take(order), found
 
 
-def _old_rows(unit: ChangeUnit, wanted: KeyArrays, where: str) -> pa.Table:
-    """The full rows (every column) of the ROW__IDs ``wanted``, in that order, read at the
-    unit's snapshot: an UPDATE clause keeps the columns it does not set."""
-    batches = scan_unit(unit, None)
+def _old_rows(unit: ChangeUnit, wanted: KeyArrays, kept: list[str], where: str) -> pa.Table:
+    """The ``kept`` columns (those an UPDATE clause does not set: ``kept_columns``) of the
+    ROW__IDs ``wanted``, in that order, read at the unit's snapshot."""
+    batches = scan_unit(unit, kept)
     have = row_ids(batches) if batches else KeyArrays.empty()
     index = pa.table({"w": have.write_id, "b": have.bucket, "r": have.row_id,
                       "__at": np.arange(len(have), dtype=np.int64)})

@@ -46,6 +46,7 @@ def publish_change(table: TableHandle, txn: TransactionCore, kind: ChangeKind,
     (``statement``, default the kind's name in ``STATEMENT_NAMES``) with its counts.
     ``metadata_version``: the table's version the statement planned against (default: the
     handle's), which the commit checks."""
+    txn.written_at(table.name, table.location)
     result = _publish(table, txn, kind, units, outcomes, source_rows=source_rows,
                       version=table.info.metadata_version if metadata_version is None
                       else metadata_version)

@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -31,14 +31,15 @@ from acidstore.config import LOCAL_THREADS
 from acidstore.engine.merge_by_source import with_by_source
 from acidstore.engine.merge_match import (
     MergeSpec,
+    kept_columns,
     match,
     merge_columns,
     merged_rows,
-    needs_old_rows,
     update_rows,
 )
 from acidstore.engine.merge_routing import route_by_bucket
 from acidstore.engine.restore_match import RestoreSpec, restore_diff, unit_splits
+from acidstore.engine.unit_rows import kept_rows, row_ids, scan_unit
 from acidstore.errors import InvalidInputError
 from acidstore.format.layout import base_name, delta_name
 from acidstore.format.orc.schema import ROW_ID_COLUMN
@@ -246,22 +247,6 @@ def planned_directories(units: Sequence[ChangeUnit]) -> dict[str, tuple[str, ...
     return out
 
 
-def row_ids(batches: Sequence[pa.RecordBatch],
-            positions: npt.NDArray[np.int64] | None = None) -> KeyArrays:
-    """The ROW__IDs of scanned batches (their ``row__id`` column); with ``positions``, of those
-    rows only (a MERGE unit wants 2% of a million: indexing plain arrays beats Arrow's take of
-    a chunked struct several times over)."""
-    columns = [b.column(ROW_ID_COLUMN) for b in batches]
-
-    def field(name: str, kind: type[np.signedinteger]) -> npt.NDArray[Any]:
-        values = np.concatenate([np.asarray(c.field(name).to_numpy(zero_copy_only=False), kind)
-                                 for c in columns])
-        return values if positions is None else values[positions]
-
-    return KeyArrays(field("writeid", np.int64), field("bucketid", np.int32),
-                     field("rowid", np.int64))
-
-
 def cast_value(column: pa.ChunkedArray, target: pa.Field, expression: str) -> pa.ChunkedArray:
     """A SET value cast to its column's type, or a SchemaMismatchError naming both."""
     out: pa.ChunkedArray = cast_input(
@@ -296,17 +281,6 @@ def _empty(partition: str) -> UnitOutcome:
     return UnitOutcome(partition, (), 0, 0, 0, 0, none)
 
 
-def scan_unit(unit: ChangeUnit, columns: Sequence[str] | None,
-              predicate: Predicate | None = None) -> list[pa.RecordBatch]:
-    """The unit's rows at its snapshot (``columns`` of them, None: all) with their ROW__IDs;
-    empty batches dropped, so "no batch" means "no row"."""
-    target = unit.target
-    scan = Scan(target.filesystem, [], unit.write_ids, unit.txns, schema=target.row_schema,
-                partition_schema=target.partition_schema, columns=columns, filter=predicate,
-                with_row_id=True, planned=unit.planned)
-    return [b for b in scan.to_batches() if b.num_rows]
-
-
 @dataclass(frozen=True)
 class Changes:
     """What one unit deletes (ROW__IDs) and inserts, found but not yet written."""
@@ -328,7 +302,7 @@ def _update(unit: ChangeUnit, evaluator: SqlEvaluator) -> Changes | None:
 def _merge(unit: ChangeUnit, evaluator: SqlEvaluator) -> Changes | None:
     """One unit of a MERGE: match on the columns the MERGE names (the rows no source row
     matched then go through WHEN NOT MATCHED BY SOURCE), then (only where an UPDATE clause
-    keeps old values) decode the full rows of the rows it updates."""
+    keeps old values) decode the columns it keeps of the rows it updates (``kept_rows``)."""
     spec, target = unit.merge, unit.target
     assert spec is not None
     if not spec.source.num_rows and not spec.not_matched_by_source:
@@ -345,14 +319,9 @@ def _merge(unit: ChangeUnit, evaluator: SqlEvaluator) -> Changes | None:
     updates = update_rows(spec, found)
     new = None
     if updates.any():
-        old = None
-        if needs_old_rows(spec, target.schema.names):
-            full = scan_unit(unit, None)
-            chosen = found.positions[updates]
-            again = row_ids(full, chosen)
-            if not np.array_equal(again.row_id, keys.row_id[updates]):
-                raise AssertionError(f"{where}: two scans of one snapshot disagree")
-            old = pa.Table.from_batches(full).take(pa.array(chosen))
+        kept = kept_columns(spec, target.schema.names)
+        old = kept_rows(unit, rows, found.positions[updates], keys.take(updates), kept,
+                        where=where) if kept else None
         new = merged_rows(spec, found, old, target.schema, where)
     return Changes(keys, new, found.matched_source)
 

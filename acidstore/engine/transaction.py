@@ -96,6 +96,8 @@ class TransactionCore:
         #: the statements published, in order: what the commit's history rows show
         self._ran: list[StatementSummary] = []
         self._overwritten: set[tuple[str, str]] = set()
+        #: table -> where its statements wrote (``written_at``): what the commit flushes
+        self._locations: dict[str, str] = {}
         self._heartbeat = Heartbeat(self._metastore, self.txn_id, heartbeat_interval) \
             if heartbeat_interval is not None else None
 
@@ -310,6 +312,14 @@ class TransactionCore:
         if deleted is not None and len(deleted):
             self._deleted[(component.table, component.partition)].append(deleted)
 
+    def written_at(self, table: str, location: str) -> None:
+        """Where this transaction's statements wrote ``table``'s files (their handle's
+        location): the commit flushes the directories there, without asking the metastore
+        where the table is (a catalog read per commit). It is where the files are, whatever
+        became of the table's name since: a table dropped meanwhile fails the commit, and
+        its directories, gone or not, are flushed or skipped harmlessly first."""
+        self._locations[table.lower()] = location
+
     def ran(self, statement: StatementSummary) -> None:
         """Register a statement that ran, whatever it wrote (a DELETE that matched no row
         included): the commit names and counts each table's history row by them."""
@@ -385,7 +395,8 @@ class TransactionCore:
         for output in self._outputs:
             by_table.setdefault(output.table, []).append(output.directory)
         for table, directories in by_table.items():
-            location = self._warehouse.location_of(table) if directories else None
+            location = (self._locations.get(table.lower()) or self._warehouse.location_of(table)
+                        ) if directories else None
             if location is not None:  # (None: nothing written, or gone: the commit fails)
                 durable.flush_written(self._warehouse.filesystem, location, directories)
 

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from acidstore.engine.merge_keys import key_hits
 from acidstore.engine.merge_match import (
     MergeClause,
     MergeMatch,
@@ -122,3 +123,22 @@ def test_insert_star_in_arrow_equals_duckdb() -> None:
     slow = not_matched_rows(slow_spec, matched, SCHEMA, EVALUATOR)
     assert fast.column_names == slow.column_names == SCHEMA.names
     assert fast.cast(SCHEMA).to_pylist() == slow.cast(SCHEMA).to_pylist()
+
+
+@settings(max_examples=150, deadline=None)
+@given(target_keys=st.lists(st.integers(-5, 12), max_size=40),
+       source_keys=st.lists(st.integers(-5, 12), max_size=20))
+def test_integer_keys_by_binary_search_equal_arrows_lookup(target_keys: list[int],
+                                                           source_keys: list[int]) -> None:
+    """Integer keys without NULLs are looked up in the sorted source keys: the same target
+    rows, the same first source row of each (duplicate source keys included) and the same
+    matched source rows as Arrow's hash lookup, which keys with NULLs still take."""
+    target = pa.array(target_keys, pa.int64())
+    source = pa.array(source_keys, pa.int64())
+    searched = key_hits(target, source)
+    # a NULL appended to the target sends both to Arrow's lookup; it matches nothing
+    hashed = key_hits(pa.array([*target_keys, None], pa.int64()), source)
+    assert [a.tolist() for a in searched] == [a.tolist() for a in hashed]
+    first = {k: source_keys.index(k) for k in source_keys}
+    assert searched[0].tolist() == [i for i, k in enumerate(target_keys) if k in first]
+    assert searched[1].tolist() == [first[k] for k in target_keys if k in first]

@@ -122,3 +122,37 @@ def test_a_transaction_allocates_its_write_id_once_per_table(
     assert len(allocations) == 1, calls
     rows = {r["id"]: r["v"] for r in wh.table("db.t").to_arrow().to_pylist()}
     assert sorted(rows) == [0, 2, 4, 5, 6, 7, 8, 9, 100] and rows[2] == 3.0
+
+
+@pytest.mark.parametrize("statement", ["update", "delete", "insert"])
+def test_the_commit_flushes_where_the_statement_wrote_without_a_catalog_read(
+        wh: Warehouse, monkeypatch: pytest.MonkeyPatch, statement: str) -> None:
+    """The statement's handle knows where it wrote: the commit flushes those directories
+    (every file, each directory, the table's) and asks the metastore nothing about it."""
+    from acidstore.engine.core import WarehouseCore
+    from acidstore.io import durable
+
+    table = wh.create_table("db.t", SCHEMA, bucket_by=["id"], buckets=4)
+    table.insert(_rows(100))
+    flushed: list[tuple[str, list[str]]] = []
+    real = durable.flush_written
+
+    def recording(fs: Any, location: str, directories: Any) -> None:
+        flushed.append((location, sorted(directories)))
+        real(fs, location, directories)
+
+    def refused(self: WarehouseCore, name: str) -> str | None:
+        raise AssertionError(f"the commit looked up where {name} is")
+
+    monkeypatch.setattr(durable, "flush_written", recording)
+    monkeypatch.setattr(WarehouseCore, "location_of", refused)
+    monkeypatch.setattr(durable, "flush_enabled", lambda: True)  # whatever ACIDSTORE_FLUSH says
+    if statement == "update":
+        result = table.update("id = 7", {"v": "v + 1"})
+    elif statement == "delete":
+        result = table.delete("id = 7")
+    else:
+        result = table.insert(_rows(1))
+    assert result.committed
+    assert len(flushed) == 1 and flushed[0][0] == table.location
+    assert flushed[0][1] and all((Path(table.location) / d).is_dir() for d in flushed[0][1])

@@ -11,7 +11,14 @@ import pyarrow as pa
 import pytest
 
 from acidstore import Table, Warehouse
-from acidstore.engine.merge_match import MergeClause, MergeSpec, merge_columns, needs_old_rows
+from acidstore.engine import unit_rows
+from acidstore.engine.merge_match import (
+    MergeClause,
+    MergeSpec,
+    kept_columns,
+    merge_columns,
+    needs_old_rows,
+)
 from acidstore.errors import InvalidInputError, MergeCardinalityError
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("amount", pa.int64()),
@@ -58,6 +65,74 @@ def test_full_rows_only_when_an_update_keeps_old_values() -> None:
     assert not needs_old_rows(spec("t.id = s.id", every), ["id", "name", "amount"])
     assert needs_old_rows(spec("t.id = s.id", some), ["id", "name", "amount"])
     assert not needs_old_rows(spec("t.id = s.id", MergeClause("delete", None, ())), NAMES)
+
+
+def test_only_the_columns_an_update_keeps_are_read_back() -> None:
+    some = MergeClause("update", None, (("NAME", "s.name"),))
+    assert kept_columns(spec("t.id = s.id", some), NAMES) == ["id", "amount", "dt"]
+    # two clauses: a column one of them keeps is read back, even if the other sets it
+    other = MergeClause("update", "t.amount > 3", (("amount", "s.amount"),))
+    assert kept_columns(spec("t.id = s.id", other, some), NAMES) == NAMES
+    assert kept_columns(spec("t.id = s.id", MergeClause("update", None, None)), NAMES) == []
+
+
+def test_a_one_column_merge_keeps_every_other_value(wh: Warehouse,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """``SET amount = s.amount`` (and a second clause setting ``name``) decodes ``id`` to
+    match, then reads back only what the clauses keep and was not decoded yet; every other
+    value of an updated row stays as it was, and unmatched rows are untouched."""
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("amount", pa.int64()),
+                        ("ts", pa.timestamp("us")), ("note", pa.string())])
+    t = wh.create_table("db.wide", schema, bucket_by=["id"], buckets=2)
+    t.insert(pa.table({"id": list(range(10)), "name": [f"n{i}" for i in range(10)],
+                       "amount": [10 * i for i in range(10)],
+                       "ts": pa.array(list(range(10)), pa.int64()).cast(pa.timestamp("us")),
+                       "note": [None if i % 3 else f"x{i}" for i in range(10)]},
+                      schema=schema))
+    before = t.to_arrow().sort_by("id").to_pylist()
+    read_back: list[list[str] | None] = []
+    scan = unit_rows.scan_unit
+
+    def recording(unit, columns, predicate=None):  # type: ignore[no-untyped-def]
+        read_back.append(None if columns is None else list(columns))
+        return scan(unit, columns, predicate)
+
+    monkeypatch.setattr(unit_rows, "scan_unit", recording)
+    source = pa.table({"id": [1, 4, 7, 20], "name": ["a", "b", "c", "d"],
+                       "amount": [-1, -4, -7, -20]})
+    result = (t.merge(source, "t.id = s.id")
+              .when_matched_update({"name": "s.name"}, condition="t.id = 4")
+              .when_matched_update({"amount": "s.amount"})
+              .when_not_matched_insert({"id": "s.id", "amount": "s.amount"}).execute())
+    assert (result.rows_updated, result.rows_inserted) == (3, 1)
+    assert read_back and all(c is not None and "id" not in c for c in read_back)
+    after = {r["id"]: r for r in t.to_arrow().to_pylist()}
+    for row in before:
+        want = dict(row)
+        if row["id"] == 4:
+            want["name"] = "b"
+        elif row["id"] in (1, 7):
+            want["amount"] = -row["id"]
+        assert after[row["id"]] == want
+    assert after[20] == {"id": 20, "name": None, "amount": -20, "ts": None, "note": None}
+
+
+def test_a_merge_whose_kept_columns_were_decoded_reads_nothing_back(
+        wh: Warehouse, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``SET v = s.v`` on a table of (id, v): the only kept column is the ON key, which the
+    match decoded, so no second scan runs."""
+    t = wh.create_table("db.kv", pa.schema([("id", pa.int64()), ("v", pa.int64())]),
+                        bucket_by=["id"], buckets=2)
+    t.insert(pa.table({"id": list(range(6)), "v": list(range(6))}))
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a second scan ran")
+
+    monkeypatch.setattr(unit_rows, "scan_unit", refused)
+    t.merge(pa.table({"id": [2, 9], "v": [20, 90]}), "t.id = s.id") \
+        .when_matched_update({"v": "s.v"}).when_not_matched_insert_all().execute()
+    assert t.to_arrow().sort_by("id").to_pydict() == {"id": [0, 1, 2, 3, 4, 5, 9],
+                                                      "v": [0, 1, 20, 3, 4, 5, 90]}
 
 
 @pytest.mark.parametrize(("aliases", "clauses", "message"), [
