@@ -11,13 +11,13 @@ stores whose commits are numbered in the order readers see them.
 What it promises (checked by ``acidstore.metastore.testing.HistoryContract``):
 - a committed component never changes and is never removed (only aborted writes' are);
 - commit times come from the store's clock (``current_time``) and rise with commit order;
-- narrowed answers (a partition, a write-id range, some txns) are exactly the rows of the
-  whole answer that match, in the same order.
+- narrowed answers (a partition, a write-id range, some txns, many partitions at once) are
+  exactly the rows of the whole answer that match, in the same order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
@@ -76,6 +76,22 @@ class History(Protocol):
         """Directories committed compactions wrote on ``table``, with their file counts:
         what a reader that selects one must find in it. ``txn_ids`` (the ``_v`` txns of the
         directories a reader selected) and ``partition`` narrow the rows."""
+        ...
+
+    def compaction_outputs_by_partition(self, table: str, partitions: Iterable[str]
+                                        ) -> dict[str, list[CompactionOutput]]:
+        """``compaction_outputs(table, partition=p)`` of each of ``partitions`` at once:
+        every partition asked for is a key (its list may be empty), its outputs in the same
+        order. What a read of many partitions plans from: one request to the store for all
+        of them rather than one each (a network round trip each on a server)."""
+        ...
+
+    def committed_components_by_partition(self, table: str, floors: Mapping[str, int]
+                                          ) -> dict[str, list[WriteComponent]]:
+        """``committed_components(table, partition=p, min_write_id=floor)`` of each
+        ``(p, floor)`` of ``floors`` at once: every partition asked for is a key, its
+        components in the same (txn) order. Each partition has a floor of its own (its
+        selected base's write id) so that no partition's writes below its base are read."""
         ...
 
     def aborted_components(self, table: str) -> list[WriteComponent]:

@@ -9,7 +9,7 @@ locks each names and why). The rules themselves are in ``sql_txn``; the backends
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -36,6 +36,13 @@ from acidstore.metastore.records import (
 )
 from acidstore.metastore.sql import Session
 from acidstore.metastore.sql_catalog import SqlCatalog
+from acidstore.metastore.sql_partitions import (
+    checked_floors,
+    checked_partitions,
+    components_by_partition,
+    output_of,
+    outputs_by_partition,
+)
 from acidstore.metastore.sql_schema import from_micros
 from acidstore.metastore.validate import (
     check_app_version,
@@ -345,11 +352,7 @@ class SqlMetastore(SqlCatalog):
                 # the primary key (txn_id, table_id, directory) finds each txn's rows
                 where += f" AND {conn.dialect.in_list('o.txn_id')}"
                 parameters.append(conn.dialect.list_parameter(wanted))
-            return [CompactionOutput(name, row["part"], row["directory"], row["files"],
-                                     row["rows_written"], row["bytes"],
-                                     tuple(json.loads(row["file_rows"]).items()),
-                                     row["txn_id"])
-                    for row in conn.execute(
+            return [output_of(name, row) for row in conn.execute(
                         "SELECT o.* FROM compaction_outputs o JOIN txns t ON t.txn_id = "
                         f"o.txn_id WHERE {where} AND t.state = 'committed' "
                         "ORDER BY o.txn_id, o.directory", parameters)]
@@ -357,6 +360,24 @@ class SqlMetastore(SqlCatalog):
         if wanted == []:
             return []
         return self._read(body)
+
+    def compaction_outputs_by_partition(self, table: str, partitions: Iterable[str]
+                                        ) -> dict[str, list[CompactionOutput]]:
+        """See the protocol: one query for all of them (``sql_partitions``)."""
+        wanted = checked_partitions(partitions)
+        if not wanted:
+            return {}
+        return self._read(lambda conn: outputs_by_partition(
+            conn, self._table_row(conn, table), wanted))
+
+    def committed_components_by_partition(self, table: str, floors: Mapping[str, int]
+                                          ) -> dict[str, list[WriteComponent]]:
+        """See the protocol: one query for all of them (``sql_partitions``)."""
+        wanted = checked_floors(floors)
+        if not wanted:
+            return {}
+        return self._read(lambda conn: components_by_partition(
+            conn, self._table_row(conn, table)["table_id"], wanted))
 
     # --- introspection ------------------------------------------------------------------------
 

@@ -327,13 +327,15 @@ def plan_feed(table: FeedSource, start: int, end: int, txns: ValidTxnList,
         table.name, min_write_id=start, below_write_id=end + 1), start, end)
     plan = table.record_plan()
     recorded = table.recorded_writes() if plan is None else None
+    partitions = table.read_partitions(plan)
+    try:  # every partition from two metastore queries a batch, not two each
+        planned = {} if plan is None else plan.plan_many(
+            [p.path for p in partitions], write_ids, txns)
+    except NotEnoughHistoryError as exc:
+        raise NotEnoughHistoryError(f"changes {start}..{end} of {table.name}: {exc}") from exc
     parts = []
-    for partition in table.read_partitions(plan):
-        try:
-            known = None if plan is None else plan.plan(partition.path, write_ids, txns)
-        except NotEnoughHistoryError as exc:
-            raise NotEnoughHistoryError(f"changes {start}..{end} of {table.name}: {exc}") \
-                from exc
+    for partition in partitions:
+        known = planned.get(partition.path)
         deletes = None
         if known is not None:  # from the record, unlisted (``read.record_plan``)
             state = _checked(table, partition, start, end, known.state)

@@ -39,7 +39,7 @@ its thresholds' facts (deltas, their recorded bytes) from it too.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 import pyarrow.fs as pafs
@@ -150,12 +150,21 @@ class _Directories:
         return PartitionListing(entries, path=path)
 
 
-class RecordPlan:
-    """A table's reads of one snapshot, planned partition by partition from the record.
+#: the partitions one pair of batched record queries plans (``RecordPlan.plan_many``): a
+#: read of a huge table holds the raw rows of this many partitions at a time, and sends no
+#: statement of unbounded size, at two queries per batch
+PLAN_BATCH = 1000
 
-    Each partition costs two indexed metastore queries (its compaction outputs, then its
+
+class RecordPlan:
+    """A table's reads of one snapshot, planned from the record.
+
+    One partition costs two indexed metastore queries (its compaction outputs, then its
     committed writes from its base's write id up, by ``(table, partition, write id)``),
-    whatever the size of the table and of the partition's history below its base."""
+    whatever the size of the table and of the partition's history below its base. Many
+    (``plan_many``) cost the same two queries per ``PLAN_BATCH`` of them, each reading the
+    same index ranges: a query is a network round trip on a PostgreSQL metastore, and two a
+    partition made a full read of 1,000 partitions wait for 2,000 of them."""
 
     def __init__(self, metastore: TableRecord, table: str, location: str) -> None:
         self._metastore = metastore
@@ -184,31 +193,82 @@ class RecordPlan:
              txns: ValidTxnList | None) -> PlannedPartition | None:
         """The partition's state from the record, or None where the record may not stand
         for a listing (see the module docstring)."""
-        relative = afs.relative(self._location, partition_path) \
-            if partition_path != self._location else ""
-        if relative in self.original_partitions():
-            return None
-        known = _Directories()
-        outputs = self._metastore.compaction_outputs(self._table, partition=relative)
-        if not all(known.add_output(o, relative) for o in outputs):
-            return None
-        floor = _floor(known.listing(partition_path), write_ids, txns)
-        components = self._metastore.committed_components(
-            self._table, partition=relative, min_write_id=floor)
-        if not all(known.add_write(c, relative) for c in components):
-            return None
-        state = select(known.listing(partition_path), write_ids, txns)
-        if state.newer_base is not None:
-            return None  # older than an overwrite: the listing tells what the cleaner left
-        listings = {afs.join(partition_path, name): _entries(known.files[name])
-                    for name in state.selected()}
-        expected = {afs.join(partition_path, path): rows
-                    for path, rows in known.expected_rows.items()}
-        exact = frozenset(afs.join(partition_path, path) for path in known.exact)
-        recorded = {name: tuple(sorted(files)) for name, files in known.files.items()}
-        output_bytes = {afs.join(partition_path, name): known.output_bytes[name]
-                        for name in state.selected() if name in known.output_bytes}
-        return PlannedPartition(state, listings, expected, exact, recorded, output_bytes)
+        return self.plan_many([partition_path], write_ids, txns)[partition_path]
+
+    def plan_many(self, partition_paths: Iterable[str], write_ids: ValidWriteIdList,
+                  txns: ValidTxnList | None) -> dict[str, PlannedPartition | None]:
+        """``plan`` of each partition (absolute paths), by path, in their order, from two
+        metastore queries per ``PLAN_BATCH`` of them. An error (``NotEnoughHistoryError``)
+        is raised for the first partition, in their order, that ``plan`` raises it for."""
+        paths = list(dict.fromkeys(partition_paths))
+        found: dict[str, PlannedPartition | None] = {}
+        for start in range(0, len(paths), PLAN_BATCH):
+            found.update(self._plan_batch(paths[start:start + PLAN_BATCH], write_ids, txns))
+        return found
+
+    def _plan_batch(self, paths: list[str], write_ids: ValidWriteIdList,
+                    txns: ValidTxnList | None) -> dict[str, PlannedPartition | None]:
+        """One batch: every partition's outputs (one query), each partition's floor from
+        them, then every partition's writes from its floor up (one query)."""
+        relative = {path: afs.relative(self._location, path) if path != self._location
+                    else "" for path in paths}
+        originals = self.original_partitions()
+        outputs = self._outputs([relative[p] for p in paths if relative[p] not in originals])
+        known: dict[str, _Directories] = {}
+        floors: dict[str, int] = {}
+        for path in paths:
+            part = relative[path]
+            if part not in outputs:
+                continue  # adopted originals: the listing path
+            directories = _Directories()
+            if all(directories.add_output(o, part) for o in outputs[part]):
+                known[path] = directories
+                floors[part] = _floor(directories.listing(path), write_ids, txns)
+        components = self._components(floors)
+        found: dict[str, PlannedPartition | None] = dict.fromkeys(paths)
+        for path, directories in known.items():
+            found[path] = _planned(path, relative[path], directories,
+                                   components[relative[path]], write_ids=write_ids, txns=txns)
+        return found
+
+    def _outputs(self, partitions: list[str]) -> dict[str, list[CompactionOutput]]:
+        """The partitions' compaction outputs: one query (one partition's indexed query
+        when there is one)."""
+        if len(partitions) == 1:
+            return {partitions[0]: self._metastore.compaction_outputs(
+                self._table, partition=partitions[0])}
+        return self._metastore.compaction_outputs_by_partition(self._table, partitions) \
+            if partitions else {}
+
+    def _components(self, floors: dict[str, int]) -> dict[str, list[WriteComponent]]:
+        """The partitions' committed writes, each from its floor up: one query."""
+        if len(floors) == 1:
+            ((part, floor),) = floors.items()
+            return {part: self._metastore.committed_components(
+                self._table, partition=part, min_write_id=floor)}
+        return self._metastore.committed_components_by_partition(self._table, floors) \
+            if floors else {}
+
+
+def _planned(partition_path: str, relative: str, known: _Directories,
+             components: list[WriteComponent], *, write_ids: ValidWriteIdList,
+             txns: ValidTxnList | None) -> PlannedPartition | None:
+    """A partition's plan from its recorded outputs (in ``known``) and the writes from its
+    floor up, or None where they may not stand for its listing."""
+    if not all(known.add_write(c, relative) for c in components):
+        return None
+    state = select(known.listing(partition_path), write_ids, txns)
+    if state.newer_base is not None:
+        return None  # older than an overwrite: the listing tells what the cleaner left
+    listings = {afs.join(partition_path, name): _entries(known.files[name])
+                for name in state.selected()}
+    expected = {afs.join(partition_path, path): rows
+                for path, rows in known.expected_rows.items()}
+    exact = frozenset(afs.join(partition_path, path) for path in known.exact)
+    recorded = {name: tuple(sorted(files)) for name, files in known.files.items()}
+    output_bytes = {afs.join(partition_path, name): known.output_bytes[name]
+                    for name in state.selected() if name in known.output_bytes}
+    return PlannedPartition(state, listings, expected, exact, recorded, output_bytes)
 
 
 def _entries(files: dict[str, int]) -> list[afs.Entry]:

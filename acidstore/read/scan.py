@@ -37,7 +37,7 @@ from acidstore.read.partition_listing import PartitionDir, discover_partitions, 
 from acidstore.read.range_mask import range_mask
 from acidstore.read.ranges import ranged_units
 from acidstore.read.record_check import check_recorded, with_recorded_rows
-from acidstore.read.record_plan import RecordPlan
+from acidstore.read.record_plan import PlannedPartition, RecordPlan
 from acidstore.read.recorded import Recorded
 from acidstore.read.registry import DeleteCache, load_registry
 from acidstore.read.split_source import Probe, SplitBatch
@@ -124,11 +124,10 @@ class Scan:
             self._resolve_columns(columns)
             if filter is not None:
                 self._check_filter()
-            self._splits = [(p, s) for p in self._matching(partitions)
-                            for s in self._plan(p)]
+            self._splits = self._plan_all(self._matching(partitions))
             return
         if planned is None:
-            self._splits = [(p, s) for p in partitions for s in self._plan(p)]
+            self._splits = self._plan_all(partitions)
         self.table_schema = schema if schema is not None else self._infer_schema()
         self._resolve_columns(columns)
         if filter is not None:
@@ -137,11 +136,19 @@ class Scan:
 
     # --- planning ------------------------------------------------------------------------------
 
-    def _plan(self, partition: PartitionDir) -> list[Split]:
-        if self._record_plan is not None:
-            known = self._record_plan.plan(partition.path, self.write_ids, self.txns)
-            if known is not None:
-                return known.splits(self._fs, partition.path, self.write_ids, self._buckets)
+    def _plan_all(self, partitions: Sequence[PartitionDir]) -> list[tuple[PartitionDir, Split]]:
+        """Every partition's splits, in their order: from the record where it stands for a
+        listing, all of them from two metastore queries a batch (``RecordPlan.plan_many``:
+        two a partition made a full read wait for a round trip per query on a server),
+        the others from their listing."""
+        plan = self._record_plan
+        known = {} if plan is None else plan.plan_many(
+            [p.path for p in partitions], self.write_ids, self.txns)
+        return [(p, s) for p in partitions for s in self._plan(p, known.get(p.path))]
+
+    def _plan(self, partition: PartitionDir, known: PlannedPartition | None) -> list[Split]:
+        if known is not None:
+            return known.splits(self._fs, partition.path, self.write_ids, self._buckets)
         state = acid_state(partition.path, self.write_ids, self.txns, filesystem=self._fs)
         recorded = self._recorded
         record = recorded.partition(partition.path, state) if recorded is not None else None

@@ -6,7 +6,13 @@ handler passing each on to the local disk (``counting_support``): directory list
 selector form of ``get_file_info``), ``stat`` calls (its path form) and opened files. Reads
 listed every directory of every partition they touched before (a full read of 1,000
 partitions x 3 writes + a DELETE made 4,430 listings); now a read lists nothing and opens
-only the files it reads. Counts, never time.
+only the files it reads.
+
+The metastore is counted too (``RecordQueries``: its record calls, and SQLite's statements
+through its trace callback). A read planned two record queries a partition before (a full
+read of 1,000 partitions: 2,000 of them, each a round trip on PostgreSQL); now a read of
+many partitions asks the record twice per ``PLAN_BATCH`` of them, and a one-partition read
+its two indexed queries. Counts, never time.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,11 +28,15 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pytest
 from counting_support import CountingHandler
+from metastore_support import sqlite_steps
 
 import acidstore
 from acidstore import Table, Warehouse
 from acidstore.engine.handle import handle_of
+from acidstore.metastore import Metastore
 from acidstore.metastore.sql_schema import SCHEMA_VERSION
+from acidstore.read import record_plan
+from compaction import compact
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.int64())])
 
@@ -53,6 +63,41 @@ class Counted:
         assert callable(action)
         action()
         return self.handler.calls + self.handler.stats, list(self.handler.opened)
+
+
+#: the metastore calls a read plans from the record with
+RECORD_CALLS = ("compaction_outputs", "committed_components",
+                "compaction_outputs_by_partition", "committed_components_by_partition")
+
+
+class RecordQueries:
+    """Counts the record calls a metastore serves (wrapping them on the object) and, on
+    SQLite, every SQL statement it runs (``set_trace_callback``)."""
+
+    def __init__(self, metastore: Metastore, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls: Counter[str] = Counter()
+        self.statements: list[str] = []
+        self._metastore = metastore
+        for name in RECORD_CALLS:
+            monkeypatch.setattr(metastore, name, self._counting(name, getattr(metastore, name)))
+
+    def _counting(self, name: str, call: Callable[..., object]) -> Callable[..., object]:
+        def counted(*args: object, **kwargs: object) -> object:
+            self.calls[name] += 1
+            return call(*args, **kwargs)
+        return counted
+
+    def of(self, action: Callable[[], object]) -> tuple[Counter[str], int]:
+        """The record calls ``action`` made, and the SQL statements it ran."""
+        self.calls.clear()
+        self.statements.clear()
+        conn = self._metastore._connection()  # type: ignore[attr-defined]
+        conn.set_trace_callback(self.statements.append)
+        try:
+            action()
+        finally:
+            conn.set_trace_callback(None)
+        return Counter(self.calls), len(self.statements)
 
 
 @pytest.fixture
@@ -190,3 +235,102 @@ def test_the_cli_reads_a_warehouse_table_from_the_record(tmp_path: Path,
         doc = run_json(["read", "shop.orders", "--warehouse", str(warehouse), *extra], capsys)
         ids = sorted(row["id"] for row in doc["rows"])
         assert ids == (expected if not extra else [i for i in expected if i != 7]), doc
+
+
+def test_a_full_read_asks_the_record_the_same_queries_however_many_partitions(
+        counted: Counted, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two record queries for all the partitions (not two each, a round trip each on
+    PostgreSQL), and as many SQL statements for 1,000 partitions as for 3."""
+    queries = RecordQueries(counted.wh.metastore, monkeypatch)
+    calls, statements = {}, {}
+    for partitions in (3, 1000):
+        t = counted.table(partitions, f"db.t{partitions}")
+        assert t.to_arrow().num_rows == 2 * partitions  # the first read leases anew
+        calls[partitions], statements[partitions] = queries.of(t.to_arrow)
+    assert calls[3] == calls[1000] == Counter(
+        compaction_outputs_by_partition=1, committed_components_by_partition=1), calls
+    assert statements[3] == statements[1000], statements
+
+
+def test_a_one_partition_read_makes_its_two_indexed_queries(
+        counted: Counted, monkeypatch: pytest.MonkeyPatch) -> None:
+    queries = RecordQueries(counted.wh.metastore, monkeypatch)
+    t = counted.table(40)
+    calls, _ = queries.of(lambda: t.to_arrow(filter="p = 3"))
+    assert calls == Counter(compaction_outputs=1, committed_components=1), calls
+
+
+def test_the_change_feed_asks_the_record_once_for_all_partitions(
+        counted: Counted, monkeypatch: pytest.MonkeyPatch) -> None:
+    queries = RecordQueries(counted.wh.metastore, monkeypatch)
+    t = counted.table(30)
+    calls, _ = queries.of(lambda: t.changes(1, 3))
+    assert calls["compaction_outputs_by_partition"] == 1, calls
+    assert calls["committed_components_by_partition"] == 1, calls
+    assert calls["compaction_outputs"] == 0, calls  # none a partition
+    assert sorted(t.changes(1, 3).column("_change_type").to_pylist()) == \
+        ["delete"] * 60 + ["insert"] * 120  # two rows a partition each, as ``table`` writes
+
+
+def compacted_table(wh: Warehouse) -> Table:
+    """Five partitions with histories of their own: p=1 compacted (major) below later
+    writes, p=2 minor-compacted, p=3 overwritten, the others as written."""
+    t = wh.create_table("db.c", SCHEMA, partition_by=["p"])
+    for first in range(3):
+        t.insert(pa.table({"id": [10 * first + p for p in range(5)], "p": list(range(5))},
+                          schema=SCHEMA))
+    t.delete("id = 11")
+    compact(t, "major", partition="p=1")
+    compact(t, "minor", partition="p=2")
+    t.insert(pa.table({"id": [31, 32], "p": [1, 2]}, schema=SCHEMA))
+    t.insert_overwrite(pa.table({"id": [33], "p": [3]}, schema=SCHEMA))
+    return t
+
+
+def test_planning_many_partitions_is_planning_each(counted: Counted) -> None:
+    """``plan_many`` gives each partition the plan ``plan`` gives it (compacted ones from
+    their base up), whatever the batches."""
+    t = compacted_table(counted.wh)
+    handle = handle_of(t)
+    txns, write_ids = handle.read_snapshot()
+    plan = handle.record_plan()
+    assert plan is not None
+    paths = [p.path for p in handle.read_partitions(plan)]
+    each = {path: plan.plan(path, write_ids, txns) for path in paths}
+    assert all(each.values()) and len(each) == 5
+    assert plan.plan_many(paths, write_ids, txns) == each
+    assert plan.plan_many(reversed(paths), write_ids, txns) == each
+    assert plan.plan_many([], write_ids, txns) == {}
+
+
+def test_reads_in_batches_return_the_same_rows(counted: Counted,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    t = compacted_table(counted.wh)
+    expected = sorted(t.to_arrow().column("id").to_pylist())
+    assert expected == [0, 1, 2, 4, 10, 12, 14, 20, 21, 22, 24, 31, 32, 33]
+    queries = RecordQueries(counted.wh.metastore, monkeypatch)
+    monkeypatch.setattr(record_plan, "PLAN_BATCH", 2)
+    calls, _ = queries.of(t.to_arrow)
+    assert sorted(t.to_arrow().column("id").to_pylist()) == expected
+    # batches of two, two and one: the last asks the one-partition queries
+    assert calls == Counter(compaction_outputs_by_partition=2,
+                            committed_components_by_partition=2,
+                            compaction_outputs=1, committed_components=1), calls
+
+
+def test_a_full_read_does_not_load_a_compacted_partitions_history(
+        counted: Counted) -> None:
+    """Each partition's writes are asked from its own base up: a full read of a table
+    whose compacted partition has a long history below its base costs SQLite no more
+    steps than before that history (a floor common to all would read it all)."""
+    conn = counted.wh.metastore._connection()  # type: ignore[attr-defined]
+    t = counted.table(4)
+    cost = []
+    for history in (0, 300):
+        for _ in range(history):
+            t.insert(pa.table({"id": [7], "p": [1]}, schema=SCHEMA))
+        t.delete("id = 7")
+        compact(t, "major", partition="p=1")
+        assert t.to_arrow().num_rows == 8
+        cost.append(sqlite_steps(conn, t.to_arrow))
+    assert cost[1] <= cost[0] * 1.2, cost
