@@ -42,11 +42,11 @@ from acidstore.engine.core import HasCore, WarehouseCore, core_of
 from acidstore.engine.handle import TableHandle
 from acidstore.errors import AcidStoreError, InvalidInputError
 from acidstore.format.directory import AcidState, acid_state
-from acidstore.format.writeids import ValidWriteIdList
+from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
 from acidstore.io import fs as afs
 from acidstore.io.fs import storage_boundary
 from acidstore.metastore import CompactionInfo, History
-from acidstore.read.record_plan import PlannedPartition
+from acidstore.read.record_plan import PlannedPartition, RecordPlan
 from compaction.compactor import partition_dirs
 from compaction.plan import still_there
 
@@ -185,6 +185,21 @@ def _recorded_facts(fs: pafs.FileSystem, directory: str, planned: PlannedPartiti
     return state, base_size, delta_size, age
 
 
+def _plan_many(plan: RecordPlan | None, directories: list[str],
+               write_ids: ValidWriteIdList, txns: ValidTxnList
+               ) -> dict[str, PlannedPartition | None] | None:
+    """Every partition's plan from the record in two metastore queries a batch (not two a
+    partition), empty without a record (each partition is listed); None when the batch
+    fails, so that each partition is planned alone and the one at fault reported as its own
+    assessment."""
+    if plan is None:
+        return {}
+    try:
+        return plan.plan_many(directories, write_ids, txns)
+    except AcidStoreError:
+        return None
+
+
 def assess_table(table: TableHandle, limits: Thresholds) -> list[Assessment]:
     """Every partition of ``table`` with the initiator's decision, under the compactor's
     write-id list (never past the lowest open write id); nothing is queued."""
@@ -194,10 +209,15 @@ def assess_table(table: TableHandle, limits: Thresholds) -> list[Assessment]:
     write_ids = metastore.valid_write_ids(table.name, txns).to_compactor()
     plan = table.record_plan()
     aborted = _aborted_by_partition(metastore, table.name, write_ids) if plan else {}
+    dirs = partition_dirs(table, plan=plan)
+    batch = _plan_many(plan, [directory for _, directory in dirs], write_ids, txns)
     out = []
-    for relative, directory in partition_dirs(table, plan=plan):
+    for relative, directory in dirs:
         try:
-            planned = plan.plan(directory, write_ids, txns) if plan is not None else None
+            if batch is None and plan is not None:  # the batch failed: this one alone
+                planned = plan.plan(directory, write_ids, txns)
+            else:
+                planned = (batch or {}).get(directory)
             if planned is not None:
                 state, base_size, delta_size, age = _recorded_facts(
                     fs, directory, planned, aborted.get(relative, {}), limits)

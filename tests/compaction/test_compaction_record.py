@@ -13,7 +13,8 @@ naming the file, and the table reads as before (same rows, no output left behind
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -93,6 +94,30 @@ def test_the_initiators_decision_lists_nothing(counted: tuple[Warehouse, Countin
     listed = assess_table(handle, limits)
     assert [(a.partition, a.kind, a.state and a.state.deltas) for a in listed] == \
         [(a.partition, a.kind, a.state and a.state.deltas) for a in found]
+
+
+def test_the_initiator_plans_every_partition_in_one_batch(
+        counted: tuple[Warehouse, CountingHandler], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two record queries for the whole table (``RecordPlan.plan_many``), not two a
+    partition: each is a round trip to a PostgreSQL metastore."""
+    wh, _ = counted
+    handle = handle_of(wide(wh))
+    calls: Counter[str] = Counter()
+
+    def counting(name: str, call: Callable[..., object]) -> Callable[..., object]:
+        def counted(*args: object, **kwargs: object) -> object:
+            calls[name] += 1
+            return call(*args, **kwargs)
+        return counted
+
+    for name in ("compaction_outputs", "committed_components",
+                 "compaction_outputs_by_partition", "committed_components_by_partition"):
+        monkeypatch.setattr(handle.metastore, name,
+                            counting(name, getattr(handle.metastore, name)))
+    found = assess_table(handle, Thresholds(delta_num=2))
+    assert len(found) == PARTITIONS and all(a.kind == "major" for a in found)
+    assert calls == {"compaction_outputs_by_partition": 1,
+                     "committed_components_by_partition": 1}, calls
 
 
 def test_the_initiator_sees_an_obsolete_base_only_while_it_is_there(wh: Warehouse) -> None:
