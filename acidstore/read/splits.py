@@ -113,10 +113,13 @@ _FACTS: dict[str, tuple[list[afs.Entry], _DirFacts]] = {}
 
 def _facts(directory: str, entries: list[afs.Entry]) -> _DirFacts:
     """``entries``' facts, derived again only when the listing is not the one they came
-    from (a plain dict: threads racing on a miss derive the same facts twice); nothing is
-    kept while caching is off (``acidstore.io.immutable.set_cache_bytes(0)``)."""
+    from, or one equal to it (a plain dict: threads racing on a miss derive the same facts
+    twice); nothing is kept while caching is off
+    (``acidstore.io.immutable.set_cache_bytes(0)``). Plans from the metastore's record
+    build each directory's entries afresh for every statement: comparing them costs a
+    fraction of parsing every bucket file's name again."""
     known = _FACTS.get(directory)
-    if known is not None and known[0] is entries:
+    if known is not None and (known[0] is entries or known[0] == entries):
         return known[1]
     buckets = []
     for entry in entries:
