@@ -44,7 +44,7 @@ from acidstore.sql.expressions import (
 __all__ = ["MergeClause", "MergeMatch", "MergeSpec", "SOURCE_INDEX", "check_by_source",
            "check_cardinality", "check_clause_order", "clause_case", "clause_texts",
            "clause_values", "kept_columns", "match", "merge_columns", "merged_rows",
-           "needs_old_rows", "no_columns", "not_matched_rows", "plain_reference", "update_rows"]
+           "no_columns", "not_matched_rows", "plain_reference", "update_rows"]
 
 ClauseKind = Literal["update", "delete", "insert"]
 
@@ -405,12 +405,6 @@ def kept_columns(spec: MergeSpec, user: Sequence[str]) -> list[str]:
             given = {n.lower() for n, _ in clause.values}
             kept.update(n for n in user if n.lower() not in given)
     return [n for n in user if n in kept]
-
-
-def needs_old_rows(spec: MergeSpec, user: Sequence[str]) -> bool:
-    """Whether an UPDATE clause keeps some column of the old row (then its units read those
-    columns of the rows it took: ``kept_columns``)."""
-    return bool(kept_columns(spec, user))
 
 
 def not_matched_rows(spec: MergeSpec, matched_source: npt.NDArray[np.int64],

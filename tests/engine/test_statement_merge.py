@@ -17,7 +17,6 @@ from acidstore.engine.merge_match import (
     MergeSpec,
     kept_columns,
     merge_columns,
-    needs_old_rows,
 )
 from acidstore.errors import InvalidInputError, MergeCardinalityError
 
@@ -62,9 +61,9 @@ def test_a_unit_decodes_only_the_columns_the_merge_names() -> None:
 def test_full_rows_only_when_an_update_keeps_old_values() -> None:
     every = MergeClause("update", None, None)
     some = MergeClause("update", None, (("name", "s.name"),))
-    assert not needs_old_rows(spec("t.id = s.id", every), ["id", "name", "amount"])
-    assert needs_old_rows(spec("t.id = s.id", some), ["id", "name", "amount"])
-    assert not needs_old_rows(spec("t.id = s.id", MergeClause("delete", None, ())), NAMES)
+    assert not kept_columns(spec("t.id = s.id", every), ["id", "name", "amount"])
+    assert kept_columns(spec("t.id = s.id", some), ["id", "name", "amount"])
+    assert not kept_columns(spec("t.id = s.id", MergeClause("delete", None, ())), NAMES)
 
 
 def test_only_the_columns_an_update_keeps_are_read_back() -> None:
