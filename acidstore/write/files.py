@@ -9,6 +9,7 @@ so a crash leaves only files that no snapshot selects.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -139,8 +140,16 @@ def prepare_directory(fs: pafs.FileSystem, location: str, relative: str) -> str:
     """Create an ACID directory with its ``_orc_acid_version`` marker (Hive writes one into
     every directory it creates, compactor output included)."""
     directory = afs.join(location, relative)
+    marker = afs.join(directory, ACID_VERSION_FILE)
+    local = afs.local_path(fs, marker)
+    if local is not None and os.path.isfile(local):
+        # another unit of the statement made it: each of a statement's units (a bucket of
+        # W2's UPDATE each) writes into the same two directories, and creating them again
+        # cost a directory walk and a renamed write per unit. A marker exists only once
+        # whole (``write_bytes`` renames it into place), so it stands for both.
+        return directory
     afs.make_dirs(fs, directory)
-    afs.write_bytes(fs, afs.join(directory, ACID_VERSION_FILE), ACID_VERSION.encode())
+    afs.write_bytes(fs, marker, ACID_VERSION.encode())
     return directory
 
 
