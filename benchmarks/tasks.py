@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.orc as po
@@ -99,23 +101,62 @@ def acid_decode(args: dict[str, Any]) -> dict[str, Any]:
                    and not any(is_hidden(part) for part in p.relative_to(root).parts))
     inserts = _ROW_FIELDS + ([ROW_ID] if args.get("keys") else [])
 
-    def read(path: Path) -> tuple[bool, pa.Table]:
+    out = Path(args["scratch"]) / f"statement-floor-{os.getpid()}" \
+        if args.get("statement") else None
+
+    def read(path: Path, round_: int = 0) -> tuple[bool, pa.Table]:
         deletes = path.parent.name.startswith(DELETE_DELTA_PREFIX)
-        return deletes, po.ORCFile(str(path)).read(columns=_KEY_COLUMNS if deletes else inserts)
+        table = po.ORCFile(str(path)).read(columns=_KEY_COLUMNS if deletes else inserts)
+        if out is not None and not deletes:
+            _statement_work(table, path, out / f"{round_}", round_)
+        return deletes, table
 
     rows = 0
     tables: list[tuple[bool, pa.Table]] = []
     start = time.perf_counter()
     with ThreadPoolExecutor(max_workers=args.get("threads", 2)) as pool:
-        for _ in range(args.get("times", 1)):  # W2's floor: one decode per UPDATE
+        for round_ in range(args.get("times", 1)):  # W2's floor: one decode per UPDATE
             tables = []  # the previous round's tables are freed first, as a statement's are
             # a round's tables are all held to its end, as the limit scan and a reader's
             # result hold theirs (memory freed along the way is reused without faulting pages
             # in); the last round's are freed after the clock stops, as the limit scan's are
-            tables = list(pool.map(read, files))
+            tables = list(pool.map(read, files, [round_] * len(files)))
             rows += sum(t.num_rows for deletes, t in tables if not deletes)
     seconds = time.perf_counter() - start
+    if out is not None:
+        shutil.rmtree(out, ignore_errors=True)
     return {"seconds": seconds, "rows": rows, "files": len(files)}
+
+
+def _statement_work(table: pa.Table, path: Path, out: Path, round_: int) -> None:
+    """What W2's UPDATE must do beyond decoding, done by numpy and pyarrow alone for one
+    decoded bucket file: the filter (``id % 1000 = round``, by floor division: the ids are not
+    negative), then the matched rows written back as two ORC files (their ROW__IDs, and the
+    rows with ``v1 + 1`` under new ROW__IDs), each flushed to disk, as a commit does. No
+    directory choice, no delete applied, no ACID metadata, no metastore."""
+    row = table.column(ROW).combine_chunks()
+    ids = row.field("id").to_numpy()
+    matched = np.flatnonzero(ids - (ids // 1000) * 1000 == round_)
+    taken = table.take(pa.array(matched))
+    new_row = taken.column(ROW).combine_chunks()
+    v1 = pc.add(new_row.field("v1"), 1.0)
+    fields = [new_row.field(i) for i in range(new_row.type.num_fields)]
+    fields[new_row.type.get_field_index("v1")] = v1
+    count = len(matched)
+    keys = {"originalTransaction": pa.array(np.ones(count, np.int64)),
+            "bucket": pa.array(np.zeros(count, np.int32)), ROW_ID: taken.column(ROW_ID)}
+    deleted = pa.table(keys)
+    inserted = pa.table({**keys, ROW_ID: pa.array(np.arange(count, dtype=np.int64)),
+                         ROW: pa.StructArray.from_arrays(fields, fields=list(new_row.type))})
+    out.mkdir(parents=True, exist_ok=True)
+    for kind, events in (("delete", deleted), ("insert", inserted)):
+        target = out / f"{kind}_{path.parent.name}_{path.name}"
+        po.write_table(events, str(target))
+        descriptor = os.open(target, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
 
 
 def registry_bytes(args: dict[str, Any]) -> dict[str, Any]:

@@ -94,3 +94,30 @@ def test_the_measured_run_starts_with_nothing_cached(bench_states: dict[str, Any
     forget_caches()
     assert all(len(cache) == 0 for cache in immutable._ALL)
     assert immutable.cache_bytes() > 0  # caching stays on for the measured run
+
+
+def test_w2_statement_floor_writes_each_files_matched_rows(bench_states: dict[str, Any],
+                                                           tmp_path: Path) -> None:
+    """The statement-work floor of W2 finds exactly the rows an UPDATE of ``id % 1000 = r``
+    takes (checked against plain arithmetic on the decoded ids), writes them back with
+    ``v1 + 1``, and leaves nothing in the scratch directory."""
+    from acidstore.format.orc.schema import ROW_ID
+    from benchmarks.tasks import _ROW_FIELDS, _statement_work, acid_decode
+
+    path = sorted(Path(bench_states["acid_loaded"]).rglob("bucket_0000*"))[0]
+    table = po.ORCFile(str(path)).read(columns=[*_ROW_FIELDS, ROW_ID])
+    ids = table.column("row").combine_chunks().field("id").to_pylist()
+    r = ids[0] % 1000  # the tiny table's file holds few ids: one it holds
+    _statement_work(table, path, tmp_path, r)
+    inserted = po.ORCFile(str(next(tmp_path.glob("insert_*")))).read()
+    deleted = po.ORCFile(str(next(tmp_path.glob("delete_*")))).read()
+    row = inserted.column("row").combine_chunks()
+    assert row.field("id").to_pylist() == [i for i in ids if i % 1000 == r] != []
+    old = {i: v for i, v in zip(ids, table.column("row").combine_chunks().field("v1")
+                                .to_pylist(), strict=True)}
+    assert row.field("v1").to_pylist() == [old[i] + 1 for i in row.field("id").to_pylist()]
+    assert deleted.num_rows == inserted.num_rows
+    out = acid_decode({**bench_states, "decode": "acid_loaded", "keys": True, "times": 2,
+                       "threads": 2, "statement": True})
+    assert out["rows"] == 2 * read_arrow(bench_states["source"]).num_rows
+    assert not list(Path(bench_states["scratch"]).glob("statement-floor-*"))
