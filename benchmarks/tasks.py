@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.orc as po
 
 import acidstore
+from acidstore.config import FLUSH_THREADS
 from acidstore.format.layout import BUCKET_PREFIX, DELETE_DELTA_PREFIX, is_bucket_file, is_hidden
 from acidstore.format.orc.schema import BUCKET, ORIGINAL_TRANSACTION, ROW, ROW_ID
 from acidstore.format.writeids import ValidWriteIdList
@@ -111,6 +112,13 @@ def acid_decode(args: dict[str, Any]) -> dict[str, Any]:
             _statement_work(table, path, out / f"{round_}", round_)
         return deletes, table
 
+    def flush(round_: int) -> None:
+        """A round's written files flushed together, on as many threads as a commit's."""
+        if out is not None:
+            with ThreadPoolExecutor(max_workers=FLUSH_THREADS) as flushing:
+                written = out / f"{round_}"
+                list(flushing.map(_flush, [*sorted(written.iterdir()), written]))
+
     rows = 0
     tables: list[tuple[bool, pa.Table]] = []
     start = time.perf_counter()
@@ -121,6 +129,7 @@ def acid_decode(args: dict[str, Any]) -> dict[str, Any]:
             # result hold theirs (memory freed along the way is reused without faulting pages
             # in); the last round's are freed after the clock stops, as the limit scan's are
             tables = list(pool.map(read, files, [round_] * len(files)))
+            flush(round_)
             rows += sum(t.num_rows for deletes, t in tables if not deletes)
     seconds = time.perf_counter() - start
     if out is not None:
@@ -132,8 +141,9 @@ def _statement_work(table: pa.Table, path: Path, out: Path, round_: int) -> None
     """What W2's UPDATE must do beyond decoding, done by numpy and pyarrow alone for one
     decoded bucket file: the filter (``id % 1000 = round``, by floor division: the ids are not
     negative), then the matched rows written back as two ORC files (their ROW__IDs, and the
-    rows with ``v1 + 1`` under new ROW__IDs), each flushed to disk, as a commit does. No
-    directory choice, no delete applied, no ACID metadata, no metastore."""
+    rows with ``v1 + 1`` under new ROW__IDs), flushed to disk with the round's other files
+    (``flush``), as a commit flushes a statement's. No directory choice, no delete applied, no
+    ACID metadata, no metastore."""
     row = table.column(ROW).combine_chunks()
     ids = row.field("id").to_numpy()
     matched = np.flatnonzero(ids - (ids // 1000) * 1000 == round_)
@@ -152,11 +162,14 @@ def _statement_work(table: pa.Table, path: Path, out: Path, round_: int) -> None
     for kind, events in (("delete", deleted), ("insert", inserted)):
         target = out / f"{kind}_{path.parent.name}_{path.name}"
         po.write_table(events, str(target))
-        descriptor = os.open(target, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
+
+
+def _flush(path: Path) -> None:
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def registry_bytes(args: dict[str, Any]) -> dict[str, Any]:
