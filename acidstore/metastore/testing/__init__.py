@@ -17,7 +17,8 @@ The contracts, by role (``acidstore.metastore.protocol``):
 - ``TransactionsContract`` (lifecycle, batches, timeouts), ``WriteIdsContract`` (write ids and
   snapshots) and ``CommitsContract`` (commits, conflicts, recorded writes, application
   versions): the ``Transactions`` role;
-- ``LeasesContract``, ``CompactionQueueContract``, ``HistoryContract``.
+- ``LeasesContract``, ``CompactionQueueContract``, ``HistoryContract`` and
+  ``PartitionRecordContract`` (its batched queries over many partitions).
 
 The suite imports no test framework (plain ``assert`` and ``harness.raises``), so the package
 needs none at run time; only test code imports this module. What stays under ``tests/``
@@ -40,18 +41,19 @@ from acidstore.metastore.testing.commits_contract import CommitsContract
 from acidstore.metastore.testing.harness import MetastoreHarness, raises
 from acidstore.metastore.testing.history_contract import HistoryContract
 from acidstore.metastore.testing.leases_contract import LeasesContract
+from acidstore.metastore.testing.partitions_contract import PartitionRecordContract
 from acidstore.metastore.testing.queue_contract import CompactionQueueContract
 from acidstore.metastore.testing.transactions_contract import TransactionsContract
 from acidstore.metastore.testing.write_ids_contract import WriteIdsContract
 
 __all__ = ["CatalogContract", "CommitsContract", "CompactionQueueContract", "HistoryContract",
-           "LeasesContract", "MetastoreContract", "MetastoreHarness", "TransactionsContract",
-           "WriteIdsContract", "raises"]
+           "LeasesContract", "MetastoreContract", "MetastoreHarness", "PartitionRecordContract",
+           "TransactionsContract", "WriteIdsContract", "raises"]
 
 
 class MetastoreContract(CatalogContract, TransactionsContract, WriteIdsContract,
                         CommitsContract, LeasesContract, CompactionQueueContract,
-                        HistoryContract):
+                        HistoryContract, PartitionRecordContract):
     """Every role's contract: what a complete backend passes."""
 
     def test_backend_implements_the_protocol(self) -> None:
