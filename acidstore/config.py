@@ -53,10 +53,13 @@ __all__ = [
     "PARSED_NAMES_KEPT",
     "PARTITION_DIRS_KEPT",
     "PINNED_PARTITIONS_MAX",
+    "PLANNED_DIRECTORIES_KEPT",
+    "PLANNED_PARTITIONS_KEPT",
     "PREDICATE_TEXTS_KEPT",
     "RECORD_COMPONENTS_KEPT",
     "RECORD_DERIVED_KEPT",
     "RETENTION_SECONDS",
+    "SPLIT_MEMOS_KEPT",
     "SETTLE_NS",
     "SPARK_DML_IN_DRIVER_CONF",
     "SPARK_HEARTBEAT_SECONDS",
@@ -189,6 +192,20 @@ table with more is loaded from the metastore for every read."""
 RECORD_DERIVED_KEPT: Final = 8
 """Values derived from one table's kept components, a count (a scan's partitions may ask at a
 few snapshot floors)."""
+
+PLANNED_PARTITIONS_KEPT: Final = 1024
+"""Partitions whose plan from the record (recorded directories, selected state) a process
+keeps between statements, per metastore, a count (``read.plan_memory``); beyond it the
+longest kept is dropped. A statement then plans only the commits since the last one."""
+
+PLANNED_DIRECTORIES_KEPT: Final = 100_000
+"""Recorded directories of one partition beyond which its plan is not kept, a count (a few
+hundred bytes each): a partition with more is planned from scratch by every statement."""
+
+SPLIT_MEMOS_KEPT: Final = 16
+"""Split plans one line of a partition's kept plans holds, by the bucket ids a statement
+pinned, a count (``read.record_plan``): a one-row statement pins its row's bucket, so as
+many as the table has buckets are asked for in turn."""
 
 WRITE_NAMES_KEPT: Final = 1 << 16
 """Recorded writes whose directory names and bucket files per directory are kept worked out,

@@ -37,7 +37,8 @@ from acidstore.format.layout import (
 from acidstore.format.writeids import RangeResponse, ValidTxnList, ValidWriteIdList
 from acidstore.io.fs import Entry, join, list_dir, list_files_recursive, read_bytes, resolve
 
-__all__ = ["AcidState", "PartitionListing", "acid_state", "list_partition", "select"]
+__all__ = ["AcidState", "PartitionListing", "acid_state", "covered", "extend", "list_partition",
+           "select"]
 
 #: The base the first compaction after a non-ACID -> ACID conversion writes (Long.MIN_VALUE):
 #: no write can be open below it, so it is always usable.
@@ -203,14 +204,18 @@ class _Walk:
             self.candidates.append((name, delta))
         # else: nothing committed in it for this snapshot; neither current nor obsolete
 
-    def best_working_deltas(self) -> list[tuple[str, ParsedDelta]]:
+    def best_working_deltas(self, start: int | None = None) -> list[tuple[str, ParsedDelta]]:
         """Spec 7.5: walk the candidates widest-first and keep the ones that add write ids
         beyond what is already covered, plus the sibling statements of a kept multi-statement
         write and the delete-delta twin of a kept range (Hive's code also requires the same
-        visibility txn, which the spec leaves out); everything else is shadowed."""
+        visibility txn, which the spec leaves out); everything else is shadowed.
+
+        ``start``: the write id already covered (``extend``: a walk resumed after the
+        deltas an earlier selection kept); None: the base's, or 0."""
         ordered = sorted(self.candidates, key=lambda item: (item[1].sort_key, item[0]))
         kept: list[tuple[str, ParsedDelta]] = []
-        current = 0 if self.base is None else self.base[1].write_id
+        current = start if start is not None else \
+            0 if self.base is None else self.base[1].write_id
         last_statement = -1
         prev: ParsedDelta | None = None
         for name, delta in ordered:
@@ -307,6 +312,49 @@ def select(listing: PartitionListing, write_ids: ValidWriteIdList,
         delta_info=dict(kept),
         base_is_compacted=chosen is not None and chosen[2],
         newer_base=walk.newer_base,
+    )
+
+
+def covered(state: AcidState) -> int:
+    """The write id up to which ``state``'s walk over its deltas ended covered (its base's,
+    or 0, then each delta kept for its range): where ``extend`` resumes it."""
+    start = 0 if state.base_info is None else state.base_info.write_id
+    return max([start, *(state.delta_info[name].max_write_id for name in state.deltas)])
+
+
+def extend(state: AcidState, start: int, names: Sequence[str], write_ids: ValidWriteIdList,
+           txns: ValidTxnList | None, *, path: str = "") -> AcidState:
+    """``state`` with the delta directories ``names`` added to its listing, decided by the
+    same walk as ``select`` but over the new names only (``start``: ``covered(state)``).
+
+    It is ``select`` of the whole listing only when the caller has proved that nothing
+    ``state`` decided can change (``read.plan_memory`` checks it): ``state`` was selected
+    under a list that answers as ``write_ids`` does for every range of write ids up to the
+    highest any name it saw carries, and every new name is a delta without a visibility
+    suffix whose write ids all lie above that. Then the new deltas sort after every
+    old candidate (spec 7.5 orders by min write id first), none can be a sibling or twin of
+    an old one, and the walk over the old candidates ends where it did. A statement among
+    hundreds of deltas then decides one new directory, not all of them again."""
+    walk = _Walk(write_ids, txns)
+    for name in sorted(names):
+        walk.add_delta(name, _parse(ParsedDelta.parse, name, path))
+    kept = walk.best_working_deltas(start)
+    new = [name for name, _ in kept]
+    return AcidState(
+        base=state.base,
+        deltas=[*state.deltas, *new],
+        delete_deltas=[*state.delete_deltas,
+                       *(name for name in new if name.startswith(DELETE_DELTA_PREFIX))],
+        obsolete=sorted([*state.obsolete, *walk.obsolete]),
+        aborted=sorted([*state.aborted, *walk.aborted]),
+        aborted_write_ids=state.aborted_write_ids | walk.aborted_write_ids,
+        original_files=list(state.original_files),
+        original_file_sizes=dict(state.original_file_sizes),
+        has_uncompacted_aborts=state.has_uncompacted_aborts or walk.has_uncompacted_aborts,
+        base_info=state.base_info,
+        delta_info={**state.delta_info, **dict(kept)},
+        base_is_compacted=state.base_is_compacted,
+        newer_base=state.newer_base,
     )
 
 

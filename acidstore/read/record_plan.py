@@ -41,15 +41,20 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 import pyarrow.fs as pafs
 
+from acidstore.config import PLANNED_DIRECTORIES_KEPT
 from acidstore.errors import NotEnoughHistoryError
 from acidstore.format.directory import AcidState, PartitionListing, select
 from acidstore.format.layout import is_acid_directory_name
 from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
 from acidstore.io import fs as afs
 from acidstore.metastore import CompactionOutput, TableRecord, WriteComponent
+from acidstore.metastore.history import CommitLog
+from acidstore.metastore.records import ComponentLog
+from acidstore.read import plan_memory
 from acidstore.read.splits import Split, plan_partition
 
 __all__ = ["PlannedPartition", "RecordPlan"]
@@ -87,12 +92,24 @@ class PlannedPartition:
         output's even shares add up to what it recorded)."""
         return sum(e.size for e in self.listings.get(directory, ()))
 
+    #: the write-id list ``state`` was selected under, and the split plans kept along the
+    #: line of plans each grown from the one before (``_grown``): not part of what the plan
+    #: is, only of how its splits are planned
+    write_ids: ValidWriteIdList | None = field(default=None, compare=False, repr=False)
+    memos: plan_memory.SplitPlans | None = field(default=None, compare=False, repr=False)
+
     def splits(self, fs: pafs.FileSystem, partition_path: str, write_ids: ValidWriteIdList,
                buckets: frozenset[int] | None = None) -> list[Split]:
         """The partition's splits, planned from the record: no directory is listed, and
-        each file carries the bytes or the events it must hold, checked as it is opened."""
-        splits = plan_partition(fs, partition_path, self.state, write_ids, buckets=buckets,
-                                listings=self.listings, exact=self.exact)
+        each file carries the bytes or the events it must hold, checked as it is opened.
+        Under the list the state was selected under, from the splits an earlier plan of the
+        same line planned, extended (``plan_memory.SplitPlans``)."""
+        if self.memos is not None and write_ids == self.write_ids:
+            splits = self.memos.plan(fs, partition_path, self.state, write_ids,
+                                     buckets=buckets, listings=self.listings, exact=self.exact)
+        else:
+            splits = plan_partition(fs, partition_path, self.state, write_ids,
+                                    buckets=buckets, listings=self.listings, exact=self.exact)
         expected = self.expected_rows
         return [replace(s, expected_rows=expected[s.path]) if s.path in expected else s
                 for s in splits]
@@ -149,6 +166,37 @@ class _Directories:
         entries = tuple(afs.Entry(name, True, 0) for name in sorted(self.files))
         return PartitionListing(entries, path=path)
 
+
+@dataclass(frozen=True)
+class _Basis:
+    """What a partition's plan is built on besides its writes: a kept plan stands for the
+    next one only with an equal basis (the same compaction outputs, so the same floor)."""
+
+    part: str
+    floor: int
+    outputs: tuple[CompactionOutput, ...]
+
+
+@dataclass
+class _Kept:
+    """A partition's last plan, kept for the next statement (``read.plan_memory``): its
+    directories hold every committed write of the partition from its floor up that the
+    table (``table_id``) had at commit sequence number ``seq`` (``CommitLog``), and maybe
+    some committed after it (whose directories are then already there)."""
+
+    basis: _Basis
+    table_id: int
+    seq: int
+    directories: _Directories
+    selection: plan_memory.Selection
+    planned: PlannedPartition
+
+
+#: ``RecordPlan._extended``'s answer when no kept plan stands
+_MISS = object()
+#: a commit sequence number above any: the commits after it are none, and its log's
+#: sequence number is the metastore's last
+_NOW = 2**62
 
 #: the partitions one pair of batched record queries plans (``RecordPlan.plan_many``): a
 #: read of a huge table holds the raw rows of this many partitions at a time, and sends no
@@ -209,7 +257,9 @@ class RecordPlan:
     def _plan_batch(self, paths: list[str], write_ids: ValidWriteIdList,
                     txns: ValidTxnList | None) -> dict[str, PlannedPartition | None]:
         """One batch: every partition's outputs (one query), each partition's floor from
-        them, then every partition's writes from its floor up (one query)."""
+        them, then each partition's plan extended by the commits since this process last
+        planned it (``read.plan_memory``), or else its writes from its floor up (one query
+        for all of those)."""
         relative = {path: afs.relative(self._location, path) if path != self._location
                     else "" for path in paths}
         originals = self.original_partitions()
@@ -224,12 +274,122 @@ class RecordPlan:
             if all(directories.add_output(o, part) for o in outputs[part]):
                 known[path] = directories
                 floors[part] = _floor(directories.listing(path), write_ids, txns)
-        components = self._components(floors)
+        kept = self._kept(known)
+        # the commits since each kept plan (one query per distinct mark, usually one), taken
+        # before the writes of the others are read: a commit between the two is then also
+        # after the mark their plans are kept at, and the next plan finds its directories
+        # already there and plans from scratch rather than adding it twice
+        logs = self._logs({k.seq for k in kept.values()}, bool(known) and len(kept) < len(known))
         found: dict[str, PlannedPartition | None] = dict.fromkeys(paths)
-        for path, directories in known.items():
-            found[path] = _planned(path, relative[path], directories,
-                                   components[relative[path]], write_ids=write_ids, txns=txns)
+        fresh: dict[str, _Basis] = {}
+        # the first partition in their order that cannot be read raises, as from scratch
+        failed: dict[str, NotEnoughHistoryError] = {}
+        for path in known:
+            part = relative[path]
+            basis = _Basis(part, floors[part], tuple(outputs[part]))
+            held = kept.get(path)
+            try:
+                extended = _MISS if held is None else \
+                    self._extended(path, basis, held, logs[held.seq], write_ids=write_ids,
+                                   txns=txns)
+            except NotEnoughHistoryError as exc:
+                failed[path] = exc
+                continue
+            if extended is _MISS:
+                fresh[path] = basis
+            else:
+                found[path] = cast("PlannedPartition | None", extended)
+        components = self._components({basis.part: basis.floor for basis in fresh.values()})
+        now = min(logs.values(), key=lambda log: log.seq, default=None)
+        for path, basis in fresh.items():
+            try:
+                planned = _planned(path, basis.part, known[path], components[basis.part],
+                                   write_ids=write_ids, txns=txns)
+            except NotEnoughHistoryError as exc:
+                failed[path] = exc
+                continue
+            found[path] = planned
+            if planned is not None and now is not None:
+                self._keep(path, basis, now, directories=known[path], planned=planned,
+                           write_ids=write_ids, txns=txns)
+        for path in paths:
+            if path in failed:
+                raise failed[path]
         return found
+
+    def _kept(self, known: Mapping[str, _Directories]) -> dict[str, _Kept]:
+        """The plans kept for these partitions (taken out of the memory: each is put back
+        extended, or a new one in its place, or none); none where the metastore does not
+        number its commits in the order they are seen (``CommitLog``)."""
+        if not isinstance(self._metastore, CommitLog):
+            return {}
+        found = {path: plan_memory.take(self._metastore, (self._table.lower(), path))
+                 for path in known}
+        return {path: held for path, held in found.items() if isinstance(held, _Kept)}
+
+    def _logs(self, marks: set[int], mark_now: bool) -> dict[int, ComponentLog]:
+        """The table's commits after each of ``marks`` (the kept plans'), by mark, and where
+        ``mark_now`` and there is none, none after the last commit: its sequence number is
+        the mark a plan made now is kept at."""
+        metastore = self._metastore
+        if not isinstance(metastore, CommitLog):
+            return {}
+        logs = {mark: metastore.committed_log(self._table, after_seq=mark) for mark in marks}
+        if mark_now and not logs:
+            logs[_NOW] = metastore.committed_log(self._table, after_seq=_NOW)
+        return logs
+
+    def _extended(self, path: str, basis: _Basis, kept: _Kept, log: ComponentLog, *,
+                  write_ids: ValidWriteIdList, txns: ValidTxnList | None) -> object:
+        """The partition's plan as the one this process kept from its last plan, extended by
+        the commits since (``log``); ``_MISS`` where it may not stand (other outputs,
+        another floor, the table created again, the metastore's file restored from an
+        older copy, a commit that touched a directory already planned): the caller then
+        plans from scratch."""
+        if kept.basis != basis or log.table_id != kept.table_id or log.seq < kept.seq:
+            return _MISS
+        directories, part, floor = kept.directories, basis.part, basis.floor
+        new: list[str] = []
+        for logged in log.components:
+            component = logged.component
+            if component.partition != part or component.write_id < floor:
+                continue
+            names = [d.rpartition("/")[2] for d in component.directories]
+            touched = [file.rpartition("/")[0].rpartition("/")[2]
+                       for file, _ in component.bucket_files or ()]
+            if any(name in directories.files for name in (*names, *touched)):
+                return _MISS  # read again (see _plan_batch) or an odd write: from scratch
+            if not directories.add_write(component, part):
+                return None  # as from scratch: this write's record cannot stand for it
+            new.extend(names)
+        new = list(dict.fromkeys(new))
+        selection = kept.selection.advance(new, write_ids, txns, path)
+        if selection is None:
+            state = select(directories.listing(path), write_ids, txns)
+            if state.newer_base is not None:
+                return None
+            planned: PlannedPartition = _built(path, directories, state, write_ids)
+        else:
+            planned = _grown(path, directories, kept.planned, selection, new)
+        self._keep(path, basis, log, directories=directories, planned=planned,
+                   write_ids=write_ids, txns=txns, selection=selection)
+        return planned
+
+    def _keep(self, path: str, basis: _Basis, log: ComponentLog, *,
+              directories: _Directories, planned: PlannedPartition,
+              write_ids: ValidWriteIdList, txns: ValidTxnList | None,
+              selection: plan_memory.Selection | None = None) -> None:
+        """Keep the partition's plan for the next statement (``read.plan_memory``), as of
+        the last commit ``log`` saw."""
+        if len(directories.files) > PLANNED_DIRECTORIES_KEPT:
+            return
+        if selection is None:
+            selection = plan_memory.Selection.of(directories.files, planned.state,
+                                                 write_ids, txns)
+            if selection is None:
+                return
+        plan_memory.keep(self._metastore, (self._table.lower(), path), _Kept(
+            basis, log.table_id, log.seq, directories, selection, planned))
 
     def _outputs(self, partitions: list[str]) -> dict[str, list[CompactionOutput]]:
         """The partitions' compaction outputs: one query (one partition's indexed query
@@ -260,6 +420,13 @@ def _planned(partition_path: str, relative: str, known: _Directories,
     state = select(known.listing(partition_path), write_ids, txns)
     if state.newer_base is not None:
         return None  # older than an overwrite: the listing tells what the cleaner left
+    return _built(partition_path, known, state, write_ids)
+
+
+def _built(partition_path: str, known: _Directories, state: AcidState,
+           write_ids: ValidWriteIdList) -> PlannedPartition:
+    """The plan of ``state`` selected from ``known`` under ``write_ids``, every part made
+    afresh, the first of a line (``plan_memory.SplitPlans``)."""
     listings = {afs.join(partition_path, name): _entries(known.files[name])
                 for name in state.selected()}
     expected = {afs.join(partition_path, path): rows
@@ -268,7 +435,29 @@ def _planned(partition_path: str, relative: str, known: _Directories,
     recorded = {name: tuple(sorted(files)) for name, files in known.files.items()}
     output_bytes = {afs.join(partition_path, name): known.output_bytes[name]
                     for name in state.selected() if name in known.output_bytes}
-    return PlannedPartition(state, listings, expected, exact, recorded, output_bytes)
+    return PlannedPartition(state, listings, expected, exact, recorded, output_bytes,
+                            write_ids, plan_memory.SplitPlans())
+
+
+def _grown(partition_path: str, known: _Directories, before: PlannedPartition,
+           selection: plan_memory.Selection, new: list[str]) -> PlannedPartition:
+    """``_built`` of ``state``, the selection ``before.state`` extended by the new
+    directories ``new`` (``plan_memory.Selection.advance``): what it selected before it
+    still selects, in the same order, and no new write touched an old directory, so only
+    the new directories' parts are made; the old ones are ``before``'s, shared (a plan's
+    parts are never changed, and a directory's entries being the same list lets
+    ``read.splits`` know its facts at once). The outputs, so the expected rows and the
+    outputs' bytes, are the same as before. The plan continues ``before``'s line."""
+    state = selection.state
+    listings = dict(before.listings)
+    for name in state.deltas[len(before.state.deltas):]:
+        listings[afs.join(partition_path, name)] = _entries(known.files[name])
+    exact = before.exact | frozenset(
+        afs.join(partition_path, f"{name}/{file_name}") for name in new
+        for file_name in known.files[name] if f"{name}/{file_name}" in known.exact)
+    recorded = {**before.recorded, **{name: tuple(sorted(known.files[name])) for name in new}}
+    return PlannedPartition(state, listings, before.expected_rows, exact, recorded,
+                            before.output_bytes, selection.write_ids, before.memos)
 
 
 def _entries(files: dict[str, int]) -> list[afs.Entry]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pyarrow.fs as pafs
 
@@ -31,7 +31,8 @@ from acidstore.format.writeids import RangeResponse, ValidWriteIdList
 from acidstore.io import fs as afs
 from acidstore.io.immutable import cache_bytes, list_dirs
 
-__all__ = ["DeleteSource", "Listed", "Split", "Synthetic", "plan_partition"]
+__all__ = ["DeleteSource", "Listed", "Split", "SplitMemo", "Synthetic", "extend_partition",
+           "plan_partition", "plan_partition_memo"]
 
 #: (name, size) of the non-empty bucket files of each directory listed, by directory name
 Listed = dict[str, tuple[tuple[str, int], ...]]
@@ -183,6 +184,9 @@ class _Planner:
         self._listings: dict[str, list[afs.Entry]] = {}
         #: each directory's path, by its name in the partition
         self._paths: dict[str, str] = {}
+        #: a directory held files with original names, or a streaming delta was read: what
+        #: was planned then depends on more than the names and sizes (``SplitMemo``)
+        self.opened = False
 
     def list_all(self, names: list[str]) -> None:
         """List the directories ``names`` (relative) in one go: those that did not change
@@ -228,17 +232,21 @@ class _Planner:
 
     def collect_deletes(self) -> None:
         for name in self.state.delete_deltas:
-            parsed = self.state.delta_info[name]
-            directory = self._path(name)
-            facts = self._facts(directory)
-            self.listed[name] = facts.non_empty
-            for file_name, bucket, size in facts.buckets:
-                if size == 0 or not self._wanted(bucket):
-                    continue
-                path = afs.join(directory, file_name)
-                self.deletes[bucket].append(DeleteSource(
-                    path, parsed.min_write_id, parsed.max_write_id, parsed.statement_id,
-                    bucket, size, self._recorded_size(path, size)))
+            self.collect_delta_deletes(name)
+
+    def collect_delta_deletes(self, name: str) -> None:
+        """One delete delta's files, added to its buckets' delete files."""
+        parsed = self.state.delta_info[name]
+        directory = self._path(name)
+        facts = self._facts(directory)
+        self.listed[name] = facts.non_empty
+        for file_name, bucket, size in facts.buckets:
+            if size == 0 or not self._wanted(bucket):
+                continue
+            path = afs.join(directory, file_name)
+            self.deletes[bucket].append(DeleteSource(
+                path, parsed.min_write_id, parsed.max_write_id, parsed.statement_id,
+                bucket, size, self._recorded_size(path, size)))
 
     def raw_files(self, directory: str, write_id: int, statement_id: int,
                   min_write_id: int) -> None:
@@ -289,6 +297,7 @@ class _Planner:
             rows_valid = (self.write_ids.is_write_id_range_valid(lo, hi) == RangeResponse.ALL)
         streaming = parsed is not None and lo != hi and parsed.visibility_txn_id == 0
         facts = self._facts(directory)
+        self.opened = self.opened or streaming or bool(facts.originals)
         self.listed[name] = facts.non_empty
         for file_name, bucket, size in facts.buckets:
             if not self._wanted(bucket):
@@ -355,3 +364,116 @@ def _plan(fs: pafs.FileSystem, partition_dir: str, state: AcidState,
         if not parsed.delete:
             planner.acid_files(name, parsed, 0)
     return planner.splits
+
+
+@dataclass(frozen=True)
+class SplitMemo:
+    """What ``plan_partition`` planned for one state from known listings, kept so that the
+    plan of a state that only adds deltas to it (``extend_partition``) is made from it."""
+
+    state: AcidState
+    buckets: frozenset[int] | None
+    #: each bucket's delete files, in the order ``collect_deletes`` found them
+    deletes: Mapping[int, tuple[DeleteSource, ...]]
+    splits: tuple[Split, ...]
+    #: each bucket's splits, by their positions in ``splits``
+    positions: Mapping[int, tuple[int, ...]]
+
+
+def plan_partition_memo(fs: pafs.FileSystem, partition_dir: str, state: AcidState,
+                        write_ids: ValidWriteIdList, *, buckets: frozenset[int] | None,
+                        listings: Mapping[str, list[afs.Entry]], exact: frozenset[str]
+                        ) -> tuple[list[Split], SplitMemo | None]:
+    """``plan_partition`` from known listings, with what ``extend_partition`` needs to
+    extend it; no memo where the plan read more than names and sizes (original or LOAD
+    DATA files, whose rows are counted by opening them; a streaming delta's flush length,
+    which may grow) or holds synthetic splits."""
+    planner = _planned(fs, partition_dir, state, write_ids, buckets=buckets,
+                       listings=listings, exact=exact)
+    if buckets is not None and any(s.synthetic is not None for s in planner.splits):
+        planner = _planned(fs, partition_dir, state, write_ids, buckets=None,
+                           listings=listings, exact=exact)
+    splits = planner.splits
+    if planner.opened or state.original_files or any(
+            s.synthetic is not None for s in splits):
+        return splits, None
+    positions: dict[int, list[int]] = defaultdict(list)
+    for index, split in enumerate(splits):
+        positions[split.bucket_id].append(index)
+    return splits, SplitMemo(state, buckets, {b: tuple(d) for b, d in planner.deletes.items()},
+                             tuple(splits), {b: tuple(p) for b, p in positions.items()})
+
+
+def extend_partition(memo: SplitMemo, fs: pafs.FileSystem, partition_dir: str,
+                     state: AcidState, write_ids: ValidWriteIdList, *,
+                     buckets: frozenset[int] | None,
+                     listings: Mapping[str, list[afs.Entry]], exact: frozenset[str]
+                     ) -> tuple[list[Split], SplitMemo] | None:
+    """``plan_partition_memo`` of ``state``, made from the plan of ``memo.state`` when
+    ``state`` is that state with deltas added at the end (``directory.extend``); None where
+    that cannot be done (the caller plans it whole).
+
+    The caller must know that every old directory's listing and exact files are the same,
+    and that ``write_ids`` answers as the old plan's list did for every old directory's
+    write ids (``plan_memory.Selection.advance`` proves both). Then every old split is the
+    same but for the new delete files of its bucket that qualify for it, which come after
+    its old ones (``collect_deletes`` walks the delete deltas in order, and the new ones
+    are last), and the new deltas' splits come after all the old ones, as ``_plan`` orders
+    them. A statement among hundreds of deltas then plans its new directories, and touches
+    the old splits of only the buckets a new delete file is in."""
+    old = memo.state
+    count = len(old.deltas)
+    if memo.buckets != buckets or state.base != old.base or len(state.deltas) < count or \
+            (count and state.deltas[count - 1] != old.deltas[-1]) or state.original_files:
+        return None
+    new = state.deltas[count:]
+    planner = _Planner(fs, partition_dir, state, write_ids, buckets)
+    planner.known(listings, exact)
+    planner.list_all(list(new))
+    added: dict[int, list[DeleteSource]] = defaultdict(list)
+    planner.deletes = added
+    for name in new:
+        if state.delta_info[name].delete:
+            planner.collect_delta_deletes(name)
+    splits = list(memo.splits)
+    positions = {b: list(p) for b, p in memo.positions.items()}
+    for bucket, fresh in added.items():
+        for index in positions.get(bucket, ()):
+            split = splits[index]
+            chosen = tuple(d for d in fresh
+                           if _qualifies(d, split.min_write_id, split.statement_id))
+            if chosen:
+                splits[index] = replace(split, deletes=split.deletes + chosen)
+    deletes = {b: d + tuple(added.get(b, ())) for b, d in memo.deletes.items()}
+    deletes.update((b, tuple(d)) for b, d in added.items() if b not in memo.deletes)
+    planner.deletes = defaultdict(list, {b: list(d) for b, d in deletes.items()})
+    for name in new:
+        parsed = state.delta_info[name]
+        if not parsed.delete:
+            planner.acid_files(name, parsed, 0)
+    if planner.opened:
+        return None
+    for split in planner.splits:
+        positions.setdefault(split.bucket_id, []).append(len(splits))
+        splits.append(split)
+    return splits, SplitMemo(state, buckets, deletes, tuple(splits),
+                             {b: tuple(p) for b, p in positions.items()})
+
+
+def _planned(fs: pafs.FileSystem, partition_dir: str, state: AcidState,
+             write_ids: ValidWriteIdList, *, buckets: frozenset[int] | None,
+             listings: Mapping[str, list[afs.Entry]], exact: frozenset[str]) -> _Planner:
+    """``_plan``'s planner, from known listings."""
+    planner = _Planner(fs, partition_dir, state, write_ids, buckets)
+    planner.known(listings, exact)
+    planner.list_all([*state.delete_deltas, *([state.base] if state.base else []),
+                      *(n for n in state.deltas if not state.delta_info[n].delete)])
+    planner.collect_deletes()
+    if state.base is not None and state.base_info is not None:
+        planner.acid_files(state.base, None, state.base_info.write_id)
+    planner.originals()
+    for name in state.deltas:
+        parsed = state.delta_info[name]
+        if not parsed.delete:
+            planner.acid_files(name, parsed, 0)
+    return planner

@@ -35,7 +35,7 @@ from acidstore import Table, Warehouse
 from acidstore.engine.handle import handle_of
 from acidstore.metastore import Metastore
 from acidstore.metastore.sql_schema import SCHEMA_VERSION
-from acidstore.read import record_plan
+from acidstore.read import plan_memory, record_plan
 from compaction import compact
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.int64())])
@@ -91,6 +91,7 @@ class RecordQueries:
         """The record calls ``action`` made, and the SQL statements it ran."""
         self.calls.clear()
         self.statements.clear()
+        plan_memory.clear()  # from scratch: a kept plan asks only for the commits since
         conn = self._metastore._connection()  # type: ignore[attr-defined]
         conn.set_trace_callback(self.statements.append)
         try:
@@ -180,6 +181,7 @@ def test_the_record_query_reads_the_partition_index(counted: Counted, tmp_path: 
     conn = counted.wh.metastore._connection()  # type: ignore[attr-defined]
     statements: list[str] = []
     conn.set_trace_callback(statements.append)
+    plan_memory.clear()  # a plan from scratch: a kept one asks only for the commits since
     try:
         t.to_arrow(filter="p = 2")
     finally:
