@@ -348,6 +348,16 @@ def _plan(fs: pafs.FileSystem, partition_dir: str, state: AcidState,
           buckets: frozenset[int] | None,
           listings: Mapping[str, list[afs.Entry]] | None = None,
           exact: frozenset[str] = frozenset()) -> list[Split]:
+    return _planned(fs, partition_dir, state, write_ids, listed=listed, buckets=buckets,
+                    listings=listings, exact=exact).splits
+
+
+def _planned(fs: pafs.FileSystem, partition_dir: str, state: AcidState,
+             write_ids: ValidWriteIdList, *, buckets: frozenset[int] | None,
+             listed: Listed | None = None,
+             listings: Mapping[str, list[afs.Entry]] | None = None,
+             exact: frozenset[str] = frozenset()) -> _Planner:
+    """The planner that planned ``state``'s splits (``splits``), with what it found."""
     planner = _Planner(fs, partition_dir, state, write_ids, buckets)
     if listed is not None:
         planner.listed = listed
@@ -363,7 +373,7 @@ def _plan(fs: pafs.FileSystem, partition_dir: str, state: AcidState,
         parsed = state.delta_info[name]
         if not parsed.delete:
             planner.acid_files(name, parsed, 0)
-    return planner.splits
+    return planner
 
 
 @dataclass(frozen=True)
@@ -458,22 +468,3 @@ def extend_partition(memo: SplitMemo, fs: pafs.FileSystem, partition_dir: str,
         splits.append(split)
     return splits, SplitMemo(state, buckets, deletes, tuple(splits),
                              {b: tuple(p) for b, p in positions.items()})
-
-
-def _planned(fs: pafs.FileSystem, partition_dir: str, state: AcidState,
-             write_ids: ValidWriteIdList, *, buckets: frozenset[int] | None,
-             listings: Mapping[str, list[afs.Entry]], exact: frozenset[str]) -> _Planner:
-    """``_plan``'s planner, from known listings."""
-    planner = _Planner(fs, partition_dir, state, write_ids, buckets)
-    planner.known(listings, exact)
-    planner.list_all([*state.delete_deltas, *([state.base] if state.base else []),
-                      *(n for n in state.deltas if not state.delta_info[n].delete)])
-    planner.collect_deletes()
-    if state.base is not None and state.base_info is not None:
-        planner.acid_files(state.base, None, state.base_info.write_id)
-    planner.originals()
-    for name in state.deltas:
-        parsed = state.delta_info[name]
-        if not parsed.delete:
-            planner.acid_files(name, parsed, 0)
-    return planner
