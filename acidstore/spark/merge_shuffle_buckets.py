@@ -105,7 +105,8 @@ class _Routing:
     inserts: dict[str, ChangeUnit] | None
 
     def task_of_buckets(self) -> npt.NDArray[np.int32]:
-        """The task of each bucket (by bucket id)."""
+        """The task of each bucket (by bucket id); a bucket no unit has (no file yet) is task
+        0's."""
         out = np.zeros(max(self.target.buckets, 1), np.int32)
         for task, share in enumerate(self.shares):
             out[[self.buckets[i] for i in share]] = task
@@ -315,7 +316,11 @@ def _runner(routing: _Routing) -> Batches:
         new = new.append_column(_BUCKET, pa.array(bucket_of_rows(target, new)))
         written: list[tuple[str, UnitOutcome]] = []
         if routing.inserts is not None and new.num_rows:
-            owned = {buckets[i] for task in mine for i in shares[task]}
+            # the buckets routed to this task (``task_of_buckets``, as the tagger routed
+            # them): its units' and, for task 0, those with no unit (no file yet), whose
+            # source rows the tagger sends it, so that it writes their inserts alone
+            tasks = routing.task_of_buckets()
+            owned = {b for b in range(len(tasks)) if int(tasks[b]) in mine}
             if not set(pc.unique(new.column(_BUCKET)).to_pylist()) <= owned:
                 raise AssertionError(f"MERGE into {target.name}: an insert row fell outside "
                                      "the buckets of the task that computed it")

@@ -123,6 +123,27 @@ def test_the_same_merges_as_embedded(spark: SparkSession, shuffled: bool, shape:
             assert not calls
 
 
+def test_a_shuffled_insert_into_a_bucket_with_no_file_yet(spark: SparkSession) -> None:
+    """A source row whose key hashes to a bucket no file holds yet has no unit to go to: the
+    tagger sends it to task 0, which must write its insert as the one writer of that bucket
+    (it once refused the row as outside its buckets)."""
+    rows = [{"id": i, "name": None, "amount": None, "dt": "a"} for i in (0, 2, 3, 5, 6)]
+    source = pa.Table.from_pylist([{"id": i, "name": "new", "amount": i, "dt": "a"}
+                                   for i in (0, 1)], schema=SCHEMA)
+    with twins(SHAPES[1], rows) as (on_spark, embedded), path(spark, True) as calls:
+        location = Path(on_spark.location)
+        held = {p.name for p in location.glob("*/bucket_*")}
+        expected = embedded.merge(source, "t.id = s.id").when_not_matched_insert_all().execute()
+        new_files = {p.name for p in Path(embedded.location).glob("*/bucket_*")} - held
+        assert new_files, "the inserted key's bucket held a file already: not this case"
+        at = AcidTable.forName(spark, "db.t", warehouse=str(location.parents[1]))
+        got = at.alias("t").merge(to_spark(spark, source).alias("s"), "t.id = s.id") \
+            .whenNotMatchedInsertAll().execute()
+        assert calls, "the MERGE did not take the shuffled path"
+        assert got.metrics == expected.metrics and got.rows_inserted == 1
+        check_same(on_spark, embedded, at, exact=False)
+
+
 def test_column_conditions_run_on_spark_dataframes(spark: SparkSession) -> None:
     # a cast has no SQL form the core runs: Spark's DataFrames run the MERGE, joining the
     # source to every target row (a full outer join)
