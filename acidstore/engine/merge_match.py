@@ -371,7 +371,7 @@ def merged_rows(spec: MergeSpec, found: MergeMatch, old: pa.Table | None, schema
     row's clause's SET values cast to the column types."""
     is_update = update_rows(spec, found)
     clause_of = found.clauses[is_update]
-    values = found.values.filter(pa.array(is_update))
+    values = found.values if is_update.all() else found.values.filter(pa.array(is_update))
     have = set(old.column_names) if old is not None else set()
     missing = [n for n in kept_columns(spec, schema.names) if n not in have]
     if missing:  # a kept value written as NULL would silently change the row
@@ -388,7 +388,10 @@ def merged_rows(spec: MergeSpec, found: MergeMatch, old: pa.Table | None, schema
             cast = cast_input(values.column(name), field.type,
                            f"{where}: the value for column {field.name!r} is "
                            f"{values.column(name).type}, which does not convert to {field.type}")
-            column = pc.if_else(pa.array(clause_of == i), cast, column)
+            taken = clause_of == i
+            # every row's clause (one UPDATE, the usual MERGE): its values as they are,
+            # not a copy of each column chosen row by row
+            column = cast if taken.all() else pc.if_else(pa.array(taken), cast, column)
         columns.append(column)
     return pa.table(columns, schema=schema)
 

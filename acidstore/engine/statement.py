@@ -37,6 +37,7 @@ from acidstore.engine.merge_match import (
     merged_rows,
     update_rows,
 )
+from acidstore.engine.merge_probe import key_probe
 from acidstore.engine.merge_routing import route_by_bucket
 from acidstore.engine.restore_match import RestoreSpec, restore_diff, unit_splits
 from acidstore.engine.unit_rows import kept_rows, row_ids, scan_unit
@@ -302,24 +303,34 @@ def _update(unit: ChangeUnit, evaluator: SqlEvaluator) -> Changes | None:
 def _merge(unit: ChangeUnit, evaluator: SqlEvaluator) -> Changes | None:
     """One unit of a MERGE: match on the columns the MERGE names (the rows no source row
     matched then go through WHEN NOT MATCHED BY SOURCE), then (only where an UPDATE clause
-    keeps old values) decode the columns it keeps of the rows it updates (``kept_rows``)."""
+    keeps old values) decode the columns it keeps of the rows it updates (``kept_rows``).
+    With an ON key equality the read keeps only the rows whose key some source row has
+    (``merge_probe``), and decodes the kept columns with them when every such row is
+    updated; a MERGE that may leave them alone reads every row as before."""
     spec, target = unit.merge, unit.target
     assert spec is not None
     if not spec.source.num_rows and not spec.not_matched_by_source:
         return None  # nothing to match (the unit's share of a routed source)
     names = target.full_schema.names
-    batches = scan_unit(unit, merge_columns(spec, names))
+    columns = merge_columns(spec, names)
+    kept = kept_columns(spec, target.schema.names)
+    rest = [n for n in kept if n not in columns]
+    keyed = key_probe(spec, target.schema, target.row_schema)
+    if keyed is not None and rest and not keyed.decides_updates:
+        keyed = None  # kept_rows' second scan reads every row: so must the first
+    early = rest if keyed is not None else []
+    batches = scan_unit(unit, [*columns, *early], probe=keyed.probe if keyed else None)
     if not batches:
         return None
     where = f"MERGE into {target.name}"
     rows = pa.Table.from_batches(batches).drop_columns([ROW_ID_COLUMN])
-    found = with_by_source(spec, match(spec, rows, target.schema.names, where, evaluator), rows,
+    on = rows.select(columns) if early else rows  # the join sees what it always saw
+    found = with_by_source(spec, match(spec, on, target.schema.names, where, evaluator), on,
                            evaluator)
     keys = row_ids(batches, found.positions)
     updates = update_rows(spec, found)
     new = None
     if updates.any():
-        kept = kept_columns(spec, target.schema.names)
         old = kept_rows(unit, rows, found.positions[updates], keys.take(updates), kept,
                         where=where) if kept else None
         new = merged_rows(spec, found, old, target.schema, where)

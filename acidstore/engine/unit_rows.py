@@ -6,7 +6,9 @@ decodes only the columns its SQL names (``merge_match.merge_columns``); the colu
 keeps are decoded only once a row was taken, and only those not decoded already and not set
 by every UPDATE clause (``merge_match.kept_columns``). The matched rows of a MERGE lie in
 every row group, so each column read back is decoded whole: that is most of what a ``SET v1 =
-s.v1`` MERGE costs beyond a ``SET *`` one, which reads nothing back.
+s.v1`` MERGE costs beyond a ``SET *`` one, which reads nothing back. A MERGE whose matched
+rows are all updated reads through its source's keys instead (``scan_unit``'s ``probe``,
+``merge_probe``) and decodes the kept columns in that one read, of the stripes holding a key.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from acidstore.format.orc.schema import ROW_ID_COLUMN
 from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
 from acidstore.read.keys import KeyArrays
 from acidstore.read.scan import PartitionDir, Scan
+from acidstore.read.split_source import Probe
 from acidstore.read.splits import Split
 from acidstore.sql.expressions import Predicate
 
@@ -58,13 +61,15 @@ class ReadUnit(Protocol):
 
 
 def scan_unit(unit: ReadUnit, columns: Sequence[str] | None,
-              predicate: Predicate | None = None) -> list[pa.RecordBatch]:
+              predicate: Predicate | None = None, *,
+              probe: Probe | None = None) -> list[pa.RecordBatch]:
     """The unit's rows at its snapshot (``columns`` of them, None: all) with their ROW__IDs;
-    empty batches dropped, so "no batch" means "no row"."""
+    empty batches dropped, so "no batch" means "no row". ``probe`` (instead of a
+    ``predicate``; ``columns`` must hold the ones it tests): only the rows it passes."""
     target = unit.target
     scan = Scan(target.filesystem, [], unit.write_ids, unit.txns, schema=target.row_schema,
                 partition_schema=target.partition_schema, columns=columns, filter=predicate,
-                with_row_id=True, planned=unit.planned)
+                with_row_id=True, planned=unit.planned, probe=probe)
     return [b for b in scan.to_batches() if b.num_rows]
 
 

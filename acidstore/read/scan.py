@@ -82,7 +82,7 @@ class Scan:
                  planned: Sequence[tuple[PartitionDir, Split]] | None = None,
                  recorded: Recorded | None = None,
                  buckets: frozenset[int] | None = None,
-                 record_plan: RecordPlan | None = None) -> None:
+                 record_plan: RecordPlan | None = None, probe: Probe | None = None) -> None:
         if reader not in ("vectorized", "merge"):
             raise InvalidInputError(f"unknown reader {reader!r}; use 'vectorized' or 'merge'")
         if isinstance(filter, str):
@@ -103,6 +103,11 @@ class Scan:
         self._delete_cache = DeleteCache()
         self._threads = threads if threads is not None else LOCAL_THREADS
         self._filter = filter
+        if probe is not None and filter is not None:
+            raise InvalidInputError("a scan takes a filter or a probe, not both")
+        #: the caller's probe of every file (a MERGE unit's source keys: ``engine.
+        #: merge_probe``): only the rows it passes are decoded whole and returned
+        self._given_probe = probe
         self._recorded = recorded
         #: plans partitions from the metastore's record, unlisted, where it is complete
         self._record_plan = record_plan
@@ -309,6 +314,8 @@ class Scan:
     def _probe(self, partition: PartitionDir, split: Split) -> Probe | None:
         """Decode a stripe's filter columns before the rest (a DELETE/UPDATE unit or a
         filtered read then decodes whole rows only of stripes holding a match)."""
+        if self._given_probe is not None:
+            return self._given_probe
         if not isinstance(self._filter, str) or self._filter_only_partitions or \
                 not self._filter_positions:
             return None
