@@ -335,21 +335,23 @@ def plan_partition(fs: pafs.FileSystem, partition_dir: str, state: AcidState,
     (``read.record_plan`` builds them from the metastore's record): then no directory is
     listed, which on an object store saves a request per directory; ``exact``: the files
     whose sizes there are the bytes the metastore recorded, checked when they are opened."""
-    splits = _plan(fs, partition_dir, state, write_ids, listed=listed, buckets=buckets,
-                   listings=listings, exact=exact)
-    if buckets is not None and any(s.synthetic is not None for s in splits):
-        return _plan(fs, partition_dir, state, write_ids, listed=listed, buckets=None,
-                     listings=listings, exact=exact)
-    return splits
+    return _plan(fs, partition_dir, state, write_ids, listed=listed, buckets=buckets,
+                 listings=listings, exact=exact).splits
 
 
 def _plan(fs: pafs.FileSystem, partition_dir: str, state: AcidState,
           write_ids: ValidWriteIdList, *, listed: Listed | None,
           buckets: frozenset[int] | None,
           listings: Mapping[str, list[afs.Entry]] | None = None,
-          exact: frozenset[str] = frozenset()) -> list[Split]:
-    return _planned(fs, partition_dir, state, write_ids, listed=listed, buckets=buckets,
-                    listings=listings, exact=exact).splits
+          exact: frozenset[str] = frozenset()) -> _Planner:
+    """The planner of ``buckets``' splits, or of every split where one of them is synthetic
+    (an original file need not follow the bucket hash)."""
+    planner = _planned(fs, partition_dir, state, write_ids, listed=listed, buckets=buckets,
+                       listings=listings, exact=exact)
+    if buckets is not None and any(s.synthetic is not None for s in planner.splits):
+        return _planned(fs, partition_dir, state, write_ids, listed=listed, buckets=None,
+                        listings=listings, exact=exact)
+    return planner
 
 
 def _planned(fs: pafs.FileSystem, partition_dir: str, state: AcidState,
@@ -398,11 +400,8 @@ def plan_partition_memo(fs: pafs.FileSystem, partition_dir: str, state: AcidStat
     extend it; no memo where the plan read more than names and sizes (original or LOAD
     DATA files, whose rows are counted by opening them; a streaming delta's flush length,
     which may grow) or holds synthetic splits."""
-    planner = _planned(fs, partition_dir, state, write_ids, buckets=buckets,
-                       listings=listings, exact=exact)
-    if buckets is not None and any(s.synthetic is not None for s in planner.splits):
-        planner = _planned(fs, partition_dir, state, write_ids, buckets=None,
-                           listings=listings, exact=exact)
+    planner = _plan(fs, partition_dir, state, write_ids, listed=None, buckets=buckets,
+                    listings=listings, exact=exact)
     splits = planner.splits
     if planner.opened or state.original_files or any(
             s.synthetic is not None for s in splits):
