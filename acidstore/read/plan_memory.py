@@ -34,11 +34,11 @@ from acidstore.config import PLANNED_PARTITIONS_KEPT, SPLIT_MEMOS_KEPT
 from acidstore.errors import InvalidLayoutError
 from acidstore.format.directory import AcidState, covered, extend
 from acidstore.format.layout import (
-    BASE_PREFIX,
     DELETE_DELTA_PREFIX,
     DELTA_PREFIX,
     ParsedBase,
     ParsedDelta,
+    parse_directory,
 )
 from acidstore.format.writeids import ValidTxnList, ValidWriteIdList
 from acidstore.io import fs as afs
@@ -72,15 +72,11 @@ class Selection:
         top, has_base, visibility = 0, False, set()
         try:
             for name in names:
-                parsed: ParsedBase | ParsedDelta
-                if name.startswith(BASE_PREFIX):
-                    parsed = ParsedBase.parse(name)
+                parsed = parse_directory(name)
+                if isinstance(parsed, ParsedBase):
                     has_base, top = True, max(top, parsed.write_id)
-                elif name.startswith((DELTA_PREFIX, DELETE_DELTA_PREFIX)):
-                    parsed = ParsedDelta.parse(name)
-                    top = max(top, parsed.max_write_id)
                 else:
-                    return None
+                    top = max(top, parsed.max_write_id)
                 if parsed.visibility_txn_id:
                     visibility.add(parsed.visibility_txn_id)
         except InvalidLayoutError:
